@@ -1,0 +1,137 @@
+"""One frozen config object per model: every architectural choice the explorer can show."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Architecture = Literal["decoder", "encoder", "encoder-decoder"]
+PosEncoding = Literal["sinusoidal", "learned", "rope", "alibi", "none"]
+NormKind = Literal["layernorm", "rmsnorm"]
+NormPlacement = Literal["pre", "post"]
+Activation = Literal["relu", "gelu", "gelu_tanh", "swiglu"]
+
+ARCHITECTURES: tuple[str, ...] = ("decoder", "encoder", "encoder-decoder")
+POS_ENCODINGS: tuple[str, ...] = ("sinusoidal", "learned", "rope", "alibi", "none")
+NORMS: tuple[str, ...] = ("layernorm", "rmsnorm")
+NORM_PLACEMENTS: tuple[str, ...] = ("pre", "post")
+ACTIVATIONS: tuple[str, ...] = ("relu", "gelu", "gelu_tanh", "swiglu")
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot describe a working Transformer."""
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """Everything that fixes a model's shape and math.
+
+    Dimension words used everywhere (shape comments, trace dims, API):
+    batch, pos, d_model, head, kv_head, d_head, q_pos, k_pos, d_mlp, d_vocab.
+    """
+
+    architecture: Architecture = "decoder"
+    vocab_size: int = 256
+    d_model: int = 64
+    n_layers: int = 2
+    n_decoder_layers: int | None = None  # encoder-decoder only; None -> n_layers
+    n_heads: int = 4
+    n_kv_heads: int | None = None  # None -> n_heads (MHA); 1 -> MQA; between -> GQA
+    d_mlp: int | None = None  # None -> 4 * d_model
+    n_ctx: int = 512  # longest sequence (learned positions, RoPE/ALiBi caches)
+    pos_encoding: PosEncoding = "sinusoidal"
+    rope_base: float = 10000.0
+    norm: NormKind = "layernorm"
+    norm_placement: NormPlacement = "pre"
+    norm_eps: float = 1e-5
+    activation: Activation = "gelu"
+    bias: bool = True  # bias in every linear layer
+    qkv_bias: bool | None = None  # override for Q/K/V only (Qwen2); None -> bias
+    tied_embeddings: bool = True
+    sliding_window: int | None = None  # each query sees at most this many keys (itself included)
+    final_norm: bool = True  # ln_final before the unembedding (GPT-2, Llama); BERT has none
+    lm_head: bool = True  # False: the model outputs its final hidden state (sentence encoders)
+    scale_embeddings: bool = False  # multiply token embeddings by sqrt(d_model) (original paper)
+    n_token_types: int = 0  # BERT segment embeddings
+    embed_norm: bool = False  # LayerNorm on the summed embeddings (BERT)
+    pad_token_id: int | None = None
+    init_std: float = 0.02
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        def fail(message: str) -> None:
+            raise ConfigError(message)
+
+        if self.architecture not in ARCHITECTURES:
+            fail(f"unknown architecture {self.architecture!r}; choose one of {', '.join(ARCHITECTURES)}")
+        if self.pos_encoding not in POS_ENCODINGS:
+            fail(f"unknown positional encoding {self.pos_encoding!r}; choose one of {', '.join(POS_ENCODINGS)}")
+        if self.norm not in NORMS:
+            fail(f"unknown norm {self.norm!r}; choose one of {', '.join(NORMS)}")
+        if self.norm_placement not in NORM_PLACEMENTS:
+            fail(f"unknown norm placement {self.norm_placement!r}; choose 'pre' or 'post'")
+        if self.activation not in ACTIVATIONS:
+            fail(f"unknown activation {self.activation!r}; choose one of {', '.join(ACTIVATIONS)}")
+        for name in ("vocab_size", "d_model", "n_layers", "n_heads", "n_ctx"):
+            if getattr(self, name) < 1:
+                fail(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.d_model % self.n_heads != 0:
+            fail(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        if self.kv_heads < 1 or self.n_heads % self.kv_heads != 0:
+            fail(f"n_heads ({self.n_heads}) must be divisible by n_kv_heads ({self.kv_heads})")
+        if self.pos_encoding == "rope" and self.d_head % 2 != 0:
+            fail(f"RoPE needs an even d_head, got {self.d_head}")
+        if self.pos_encoding == "sinusoidal" and self.d_model % 2 != 0:
+            fail(f"sinusoidal encoding needs an even d_model, got {self.d_model}")
+        if self.sliding_window is not None and self.sliding_window < 1:
+            fail(f"sliding_window must be at least 1, got {self.sliding_window}")
+        if self.d_mlp is not None and self.d_mlp < 1:
+            fail(f"d_mlp must be at least 1, got {self.d_mlp}")
+        if self.n_decoder_layers is not None and self.n_decoder_layers < 1:
+            fail(f"n_decoder_layers must be at least 1, got {self.n_decoder_layers}")
+        if self.architecture == "encoder-decoder" and not self.lm_head:
+            fail("an encoder-decoder model needs its lm_head")
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
+
+    @property
+    def mlp_width(self) -> int:
+        return 4 * self.d_model if self.d_mlp is None else self.d_mlp
+
+    @property
+    def decoder_layers(self) -> int:
+        return self.n_layers if self.n_decoder_layers is None else self.n_decoder_layers
+
+    @property
+    def causal(self) -> bool:
+        """Self-attention of the main stack is causal for decoders."""
+        return self.architecture != "encoder"
+
+    @property
+    def use_qkv_bias(self) -> bool:
+        return self.bias if self.qkv_bias is None else self.qkv_bias
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TransformerConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"unknown config fields: {', '.join(unknown)}")
+        return cls(**data)
+
+    def replace(self, **changes: Any) -> TransformerConfig:
+        return dataclasses.replace(self, **changes)

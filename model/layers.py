@@ -1,0 +1,256 @@
+"""The building blocks, in the order a token meets them: embedding, norm, attention, FFN, block.
+
+Shape comments use the dimension words of the trace and the API:
+batch, pos, d_model, head, kv_head, d_head, q_pos, k_pos, d_mlp, d_vocab.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from model.config import TransformerConfig
+from model.hooks import HookPoint
+from model.positional import alibi_bias, apply_rope, rope_angles, sinusoidal_table
+
+
+class Embed(nn.Module):
+    """Token ids -> vectors, plus positions (sinusoidal or learned) and BERT's segment embedding."""
+
+    def __init__(self, cfg: TransformerConfig, W_E: nn.Embedding | None = None) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.W_E = W_E if W_E is not None else nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.hook_tokens = HookPoint(("batch", "pos"))
+        self.hook_embed = HookPoint(("batch", "pos", "d_model"))
+        if cfg.pos_encoding == "learned":
+            self.W_pos = nn.Embedding(cfg.n_ctx, cfg.d_model)
+        elif cfg.pos_encoding == "sinusoidal":
+            self.register_buffer("pe_table", sinusoidal_table(cfg.n_ctx, cfg.d_model), persistent=False)
+        if cfg.pos_encoding in ("learned", "sinusoidal"):
+            self.hook_pos_embed = HookPoint(("pos", "d_model"))
+        if cfg.n_token_types:
+            self.W_token_type = nn.Embedding(cfg.n_token_types, cfg.d_model)
+            self.hook_token_type_embed = HookPoint(("batch", "pos", "d_model"))
+        if cfg.embed_norm:
+            self.ln_embed = Norm(cfg)
+
+    def forward(self, tokens: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        cfg = self.cfg
+        tokens = self.hook_tokens(tokens)  # [batch, pos]
+        n_pos = tokens.shape[1]
+        if n_pos > cfg.n_ctx:
+            raise ValueError(f"sequence of {n_pos} tokens is longer than the model's context of {cfg.n_ctx}")
+        embed = self.W_E(tokens)  # [batch, pos, d_model]
+        if cfg.scale_embeddings:
+            embed = embed * math.sqrt(cfg.d_model)
+        x = self.hook_embed(embed)
+        if cfg.pos_encoding == "learned":
+            x = x + self.hook_pos_embed(self.W_pos.weight[:n_pos])  # [pos, d_model]
+        elif cfg.pos_encoding == "sinusoidal":
+            x = x + self.hook_pos_embed(self.pe_table[:n_pos])  # [pos, d_model]
+        if cfg.n_token_types:
+            types = token_type_ids if token_type_ids is not None else torch.zeros_like(tokens)
+            x = x + self.hook_token_type_embed(self.W_token_type(types))  # [batch, pos, d_model]
+        if cfg.embed_norm:
+            x = self.ln_embed(x)
+        return x  # [batch, pos, d_model]
+
+
+class Norm(nn.Module):
+    """LayerNorm: (x - mean) / sqrt(var + eps) * w + b.   RMSNorm: x / sqrt(mean(x^2) + eps) * w.
+
+    The statistics are hook points too: `hook_mean` (LayerNorm only) and `hook_scale`,
+    the per-position divisor, both [batch, pos].
+    """
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.kind = cfg.norm
+        self.eps = cfg.norm_eps
+        self.w = nn.Parameter(torch.ones(cfg.d_model))
+        if self.kind == "layernorm":
+            self.b = nn.Parameter(torch.zeros(cfg.d_model))
+            self.hook_mean = HookPoint(("batch", "pos"))
+        self.hook_scale = HookPoint(("batch", "pos"))
+        self.hook_normalized = HookPoint(("batch", "pos", "d_model"))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.kind == "layernorm":
+            mean = self.hook_mean(x.mean(-1))  # [batch, pos]
+            centered = x - mean[..., None]  # [batch, pos, d_model]
+            scale = self.hook_scale((centered.pow(2).mean(-1) + self.eps).sqrt())  # [batch, pos]
+            return self.hook_normalized(centered / scale[..., None] * self.w + self.b)
+        scale = self.hook_scale((x.pow(2).mean(-1) + self.eps).sqrt())  # [batch, pos]
+        return self.hook_normalized(x / scale[..., None] * self.w)
+
+
+class Attention(nn.Module):
+    """softmax(mask(Q·Kᵀ / sqrt(d_head) + bias)) · V, one head per slice, then W_O.
+
+    Self-attention when x_kv is x_q; cross-attention when x_kv is the encoder output.
+    With GQA/MQA each K/V head serves n_heads / n_kv_heads query heads.
+    """
+
+    def __init__(self, cfg: TransformerConfig, causal: bool, cross: bool = False) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.causal = causal
+        self.use_rope = cfg.pos_encoding == "rope" and not cross
+        self.use_alibi = cfg.pos_encoding == "alibi" and not cross
+        d_head, n_heads, kv_heads = cfg.d_head, cfg.n_heads, cfg.kv_heads
+        self.W_Q = nn.Linear(cfg.d_model, n_heads * d_head, bias=cfg.use_qkv_bias)
+        self.W_K = nn.Linear(cfg.d_model, kv_heads * d_head, bias=cfg.use_qkv_bias)
+        self.W_V = nn.Linear(cfg.d_model, kv_heads * d_head, bias=cfg.use_qkv_bias)
+        self.W_O = nn.Linear(n_heads * d_head, cfg.d_model, bias=cfg.bias)
+        self.hook_q = HookPoint(("batch", "pos", "head", "d_head"))
+        self.hook_k = HookPoint(("batch", "pos", "kv_head", "d_head"))
+        self.hook_v = HookPoint(("batch", "pos", "kv_head", "d_head"))
+        if self.use_rope:
+            self.hook_rot_q = HookPoint(("batch", "pos", "head", "d_head"))
+            self.hook_rot_k = HookPoint(("batch", "pos", "kv_head", "d_head"))
+            self.register_buffer("rope_table", rope_angles(cfg.n_ctx, d_head, cfg.rope_base), persistent=False)
+        scores_dims = ("batch", "head", "q_pos", "k_pos")
+        self.hook_scores_raw = HookPoint(scores_dims)
+        self.hook_scores_scaled = HookPoint(scores_dims)
+        self.hook_attn_scores = HookPoint(scores_dims)
+        self.hook_pattern = HookPoint(scores_dims)
+        self.hook_z = HookPoint(("batch", "pos", "head", "d_head"))
+
+    def forward(self, x_q: torch.Tensor, x_kv: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
+        """x_q: [batch, q_pos, d_model]; x_kv: [batch, k_pos, d_model]; allowed: bool [batch|1, 1, q_pos, k_pos]."""
+        cfg = self.cfg
+        batch, q_len, _ = x_q.shape
+        k_len = x_kv.shape[1]
+        # 1) project into heads
+        q = self.hook_q(self.W_Q(x_q).view(batch, q_len, cfg.n_heads, cfg.d_head))  # [batch, pos, head, d_head]
+        k = self.hook_k(self.W_K(x_kv).view(batch, k_len, cfg.kv_heads, cfg.d_head))  # [batch, pos, kv_head, d_head]
+        v = self.hook_v(self.W_V(x_kv).view(batch, k_len, cfg.kv_heads, cfg.d_head))  # [batch, pos, kv_head, d_head]
+        if self.use_rope:
+            q = self.hook_rot_q(apply_rope(q, self.rope_table[:q_len]))
+            k = self.hook_rot_k(apply_rope(k, self.rope_table[:k_len]))
+        # 2) each query head reads its group's key/value head (GQA); a no-op for MHA
+        group = cfg.n_heads // cfg.kv_heads
+        if group > 1:
+            k = k.repeat_interleave(group, dim=2)  # [batch, pos, head, d_head]
+            v = v.repeat_interleave(group, dim=2)
+        # 3) score every query against every key
+        scores_raw = self.hook_scores_raw(torch.einsum("bqhd,bkhd->bhqk", q, k))  # [batch, head, q_pos, k_pos]
+        scores_scaled = scores_raw / math.sqrt(cfg.d_head)
+        if self.use_alibi:
+            scores_scaled = scores_scaled + alibi_bias(cfg.n_heads, q_len, k_len, self.causal).to(scores_raw)
+        scores_scaled = self.hook_scores_scaled(scores_scaled)
+        # 4) hide what this query may not see, then normalise each row
+        attn_scores = scores_scaled if allowed is None else scores_scaled.masked_fill(~allowed, float("-inf"))
+        attn_scores = self.hook_attn_scores(attn_scores)
+        pattern = torch.softmax(attn_scores, dim=-1)  # [batch, head, q_pos, k_pos]
+        if allowed is not None:
+            pattern = pattern.nan_to_num(0.0)  # a row with no visible key (padding) attends nowhere
+        pattern = self.hook_pattern(pattern)
+        # 5) weighted sum of values, then mix the heads
+        z = self.hook_z(torch.einsum("bhqk,bkhd->bqhd", pattern, v))  # [batch, pos, head, d_head]
+        return self.W_O(z.reshape(batch, q_len, cfg.n_heads * cfg.d_head))  # [batch, pos, d_model]
+
+
+class MLP(nn.Module):
+    """FFN applied to each position alone: W_out · act(W_in · x).
+
+    SwiGLU: W_out · (SiLU(W_gate · x) ⊙ (W_in · x)); `hook_pre` is W_gate · x (what the
+    activation sees), `hook_gate` its SiLU, `hook_up` the linear branch W_in · x.
+    """
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.activation = cfg.activation
+        self.W_in = nn.Linear(cfg.d_model, cfg.mlp_width, bias=cfg.bias)
+        dims = ("batch", "pos", "d_mlp")
+        self.hook_pre = HookPoint(dims)
+        if self.activation == "swiglu":
+            self.W_gate = nn.Linear(cfg.d_model, cfg.mlp_width, bias=cfg.bias)
+            self.hook_gate = HookPoint(dims)
+            self.hook_up = HookPoint(dims)
+        self.hook_post = HookPoint(dims)
+        self.W_out = nn.Linear(cfg.mlp_width, cfg.d_model, bias=cfg.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.activation == "swiglu":
+            pre = self.hook_pre(self.W_gate(x))  # [batch, pos, d_mlp]
+            gate = self.hook_gate(F.silu(pre))
+            up = self.hook_up(self.W_in(x))
+            post = self.hook_post(gate * up)
+        else:
+            pre = self.hook_pre(self.W_in(x))  # [batch, pos, d_mlp]
+            if self.activation == "relu":
+                post = self.hook_post(F.relu(pre))
+            elif self.activation == "gelu":
+                post = self.hook_post(F.gelu(pre))
+            else:
+                post = self.hook_post(F.gelu(pre, approximate="tanh"))
+        return self.W_out(post)  # [batch, pos, d_model]
+
+
+class Block(nn.Module):
+    """One layer: self-attention, (cross-attention), FFN, each added back to the residual stream.
+
+    Pre-LN:  x = x + attn(ln1(x));  x = x + mlp(ln2(x))
+    Post-LN: x = ln1(x + attn(x));  x = ln2(x + mlp(x))   (the original paper, BERT)
+    """
+
+    def __init__(self, cfg: TransformerConfig, causal: bool, cross: bool = False) -> None:
+        super().__init__()
+        self.pre_norm = cfg.norm_placement == "pre"
+        dims = ("batch", "pos", "d_model")
+        self.hook_resid_pre = HookPoint(dims)
+        self.ln1 = Norm(cfg)
+        self.attn = Attention(cfg, causal=causal)
+        self.hook_attn_out = HookPoint(dims)
+        if not self.pre_norm:
+            self.hook_resid_mid_unnormed = HookPoint(dims)
+        self.hook_resid_mid = HookPoint(dims)
+        self.has_cross = cross
+        if cross:
+            self.ln_cross = Norm(cfg)
+            self.cross_attn = Attention(cfg, causal=False, cross=True)
+            self.hook_cross_attn_out = HookPoint(dims)
+            if not self.pre_norm:
+                self.hook_resid_cross_unnormed = HookPoint(dims)
+            self.hook_resid_cross = HookPoint(dims)
+        self.ln2 = Norm(cfg)
+        self.mlp = MLP(cfg)
+        self.hook_mlp_out = HookPoint(dims)
+        if not self.pre_norm:
+            self.hook_resid_post_unnormed = HookPoint(dims)
+        self.hook_resid_post = HookPoint(dims)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        allowed: torch.Tensor | None,
+        memory: torch.Tensor | None = None,
+        memory_allowed: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        resid_pre = self.hook_resid_pre(x)  # [batch, pos, d_model]
+        if self.pre_norm:
+            normed = self.ln1(resid_pre)
+            attn_out = self.hook_attn_out(self.attn(normed, normed, allowed))
+            x = self.hook_resid_mid(resid_pre + attn_out)
+        else:
+            attn_out = self.hook_attn_out(self.attn(resid_pre, resid_pre, allowed))
+            x = self.hook_resid_mid(self.ln1(self.hook_resid_mid_unnormed(resid_pre + attn_out)))
+        if self.has_cross:
+            if memory is None:
+                raise ValueError("a decoder block with cross-attention needs the encoder output")
+            if self.pre_norm:
+                cross_out = self.hook_cross_attn_out(self.cross_attn(self.ln_cross(x), memory, memory_allowed))
+                x = self.hook_resid_cross(x + cross_out)
+            else:
+                cross_out = self.hook_cross_attn_out(self.cross_attn(x, memory, memory_allowed))
+                x = self.hook_resid_cross(self.ln_cross(self.hook_resid_cross_unnormed(x + cross_out)))
+        if self.pre_norm:
+            mlp_out = self.hook_mlp_out(self.mlp(self.ln2(x)))
+            return self.hook_resid_post(x + mlp_out)
+        mlp_out = self.hook_mlp_out(self.mlp(x))
+        return self.hook_resid_post(self.ln2(self.hook_resid_post_unnormed(x + mlp_out)))

@@ -1,0 +1,201 @@
+"""Stacks of blocks and the full model: decoder-only, encoder-only or encoder-decoder.
+
+Trace names follow TransformerLens (`blocks.0.attn.hook_pattern`); an encoder-decoder
+model prefixes its two stacks (`encoder.blocks.0...`, `decoder.blocks.0.cross_attn...`).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import torch
+from torch import nn
+
+from model.config import TransformerConfig
+from model.hooks import HookPoint, NamesFilter, Trace, select_names
+from model.layers import Block, Embed, Norm
+
+
+def attention_allowed(
+    q_len: int,
+    k_len: int,
+    *,
+    causal: bool,
+    window: int | None,
+    key_padding: torch.Tensor | None,
+    device: torch.device,
+) -> torch.Tensor | None:
+    """Which keys each query may see: bool [batch|1, 1, q_pos, k_pos], or None when it sees all."""
+    q = torch.arange(q_len, device=device)[:, None]
+    k = torch.arange(k_len, device=device)[None, :]
+    allowed: torch.Tensor | None = None
+    if causal:
+        allowed = k <= q  # no peeking at later tokens
+    if window is not None:
+        near = (q - k).abs() < window  # only the last `window` tokens (itself included)
+        allowed = near if allowed is None else allowed & near
+    if allowed is not None:
+        allowed = allowed[None, None]  # [1, 1, q_pos, k_pos]
+    if key_padding is not None:
+        real_keys = key_padding.bool()[:, None, None, :]  # [batch, 1, 1, k_pos]
+        allowed = real_keys if allowed is None else allowed & real_keys
+    return allowed
+
+
+def trace_name(module_name: str) -> str:
+    """Module path -> stable trace name: `stack.` and `embed.` are implementation, not stages."""
+    parts = [p for p in module_name.split(".") if p not in ("stack", "embed")]
+    return ".".join(parts)
+
+
+class Stack(nn.Module):
+    """Embedding, a pile of blocks, and (optionally) a final norm."""
+
+    def __init__(self, cfg: TransformerConfig, n_layers: int, causal: bool, cross: bool, W_E: nn.Embedding | None):
+        super().__init__()
+        self.cfg = cfg
+        self.causal = causal
+        self.embed = Embed(cfg, W_E)
+        self.blocks = nn.ModuleList(Block(cfg, causal=causal, cross=cross) for _ in range(n_layers))
+        if cfg.final_norm:
+            self.ln_final = Norm(cfg)
+
+    def forward(
+        self,
+        tokens: torch.Tensor,
+        padding_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        memory: torch.Tensor | None = None,
+        memory_padding_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        x = self.embed(tokens, token_type_ids)  # [batch, pos, d_model]
+        n_pos = tokens.shape[1]
+        allowed = attention_allowed(
+            n_pos, n_pos, causal=self.causal, window=self.cfg.sliding_window,
+            key_padding=padding_mask, device=tokens.device,
+        )
+        memory_allowed = None
+        if memory is not None and memory_padding_mask is not None:
+            memory_allowed = attention_allowed(
+                n_pos, memory.shape[1], causal=False, window=None,
+                key_padding=memory_padding_mask, device=tokens.device,
+            )
+        for block in self.blocks:
+            x = block(x, allowed, memory, memory_allowed)
+        if self.cfg.final_norm:
+            x = self.ln_final(x)
+        return x  # [batch, pos, d_model]
+
+
+class Transformer(nn.Module):
+    """The whole model, configured by one `TransformerConfig`.
+
+    forward(tokens) -> logits [batch, pos, d_vocab] (or the final hidden state
+    [batch, pos, d_model] when cfg.lm_head is False). Encoder-decoder models take the
+    source as `tokens` and the decoder input so far as `target_tokens`.
+    """
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        W_E = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        if cfg.architecture == "encoder-decoder":
+            self.encoder = Stack(cfg, cfg.n_layers, causal=False, cross=False, W_E=W_E)
+            self.decoder = Stack(cfg, cfg.decoder_layers, causal=True, cross=True, W_E=W_E)
+        else:
+            self.stack = Stack(cfg, cfg.n_layers, causal=cfg.causal, cross=False, W_E=W_E)
+        if cfg.lm_head:
+            self.W_U = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+            if cfg.tied_embeddings:
+                self.W_U.weight = W_E.weight
+            self.hook_logits = HookPoint(("batch", "pos", "d_vocab"))
+        self.hook_points: dict[str, HookPoint] = {}
+        for module_name, module in self.named_modules():
+            if isinstance(module, HookPoint):
+                module.name = trace_name(module_name)
+                self.hook_points[module.name] = module
+        self._init_weights()
+
+    def _init_weights(self) -> None:
+        generator = torch.Generator().manual_seed(self.cfg.seed)
+        for name, param in self.named_parameters():
+            if name.endswith(".w"):  # norm gains
+                nn.init.ones_(param)
+            elif name.endswith(".b") or name.endswith(".bias"):
+                nn.init.zeros_(param)
+            else:
+                with torch.no_grad():
+                    param.copy_(torch.randn(param.shape, generator=generator) * self.cfg.init_std)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    @property
+    def main_stack(self) -> Stack:
+        """The stack whose output feeds the logits (the decoder in encoder-decoder models)."""
+        return self.decoder if self.cfg.architecture == "encoder-decoder" else self.stack
+
+    def forward(
+        self,
+        tokens: torch.Tensor,
+        *,
+        target_tokens: torch.Tensor | None = None,
+        padding_mask: torch.Tensor | None = None,
+        target_padding_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        if self.cfg.architecture == "encoder-decoder":
+            if target_tokens is None:
+                raise ValueError("an encoder-decoder model needs target_tokens (the decoder input so far)")
+            memory = self.encoder(tokens, padding_mask, token_type_ids)  # [batch, pos, d_model]
+            x = self.decoder(target_tokens, target_padding_mask, None, memory, padding_mask)
+        else:
+            x = self.stack(tokens, padding_mask, token_type_ids)
+        if not self.cfg.lm_head:
+            return x  # [batch, pos, d_model]
+        return self.hook_logits(self.W_U(x))  # [batch, pos, d_vocab]
+
+    def run_with_trace(
+        self, tokens: torch.Tensor, names: NamesFilter = None, **kwargs: torch.Tensor | None
+    ) -> tuple[torch.Tensor, Trace]:
+        """Forward pass under inference mode, recording the stages `names` selects (default: all)."""
+        with torch.inference_mode(), Trace(select_names(self.trace_names, names)) as trace:
+            output = self(tokens, **kwargs)
+        return output, trace
+
+    @cached_property
+    def trace_names(self) -> list[str]:
+        """Every stage name in the order the forward pass reaches it."""
+        probe = torch.zeros(1, 2, dtype=torch.long, device=self.device)
+        target = probe if self.cfg.architecture == "encoder-decoder" else None
+        with torch.inference_mode(), Trace(self.hook_points) as trace:
+            self(probe, target_tokens=target)
+        return list(trace.tensors)
+
+    def trace_dims(self, name: str) -> tuple[str, ...]:
+        return self.hook_points[name].dims
+
+    def parameter_counts(self) -> dict[str, int]:
+        """Parameters per component (shared tensors counted once, where they first appear)."""
+        groups = {"embedding": 0, "positional": 0, "attention": 0, "mlp": 0, "norms": 0, "unembedding": 0}
+        seen: set[int] = set()
+        for name, param in self.named_parameters(remove_duplicate=False):
+            if id(param) in seen:
+                continue
+            seen.add(id(param))
+            leaf = name.split(".")
+            if "W_pos" in leaf:
+                groups["positional"] += param.numel()
+            elif "W_E" in leaf or "W_token_type" in leaf:
+                groups["embedding"] += param.numel()
+            elif "attn" in leaf or "cross_attn" in leaf:
+                groups["attention"] += param.numel()
+            elif "mlp" in leaf:
+                groups["mlp"] += param.numel()
+            elif "W_U" in leaf:
+                groups["unembedding"] += param.numel()
+            else:
+                groups["norms"] += param.numel()
+        groups["total"] = sum(groups.values())
+        return groups
