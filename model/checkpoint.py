@@ -38,6 +38,13 @@ class LoadedModel:
 # ---------------------------------------------------------------- this project's format
 
 
+def read_weights(path: Path) -> StateDict:
+    try:
+        return load_file(str(path))
+    except Exception as error:  # safetensors raises its own error types for corrupt files
+        raise CheckpointError(f"{path.name} is not a readable safetensors file: {error}") from error
+
+
 def save_checkpoint(
     directory: Path,
     model: Transformer,
@@ -102,7 +109,7 @@ def load_checkpoint(directory: Path, device: str | torch.device = "cpu") -> Load
         cfg = TransformerConfig.from_dict(document["config"])
     except (ConfigError, TypeError) as error:
         raise CheckpointError(f"bad config in {config_path}: {error}") from error
-    model = build_model(cfg, load_file(str(weights)), device)
+    model = build_model(cfg, read_weights(weights), device)
     return LoadedModel(model, load_tokenizer(directory), document.get("meta", {}))
 
 
@@ -302,8 +309,10 @@ def load_hf_directory(directory: Path, device: str | torch.device = "cpu") -> Lo
     if not weights.is_file():
         raise CheckpointError(f"{directory} has no {WEIGHTS_FILE} (only safetensors weights are loaded, never pickles)")
     model_type = str(hf_config.get("model_type"))
-    cfg, state = convert_hf(hf_config, load_file(str(weights)))
-    tokenizer = load_hf_tokenizer(directory, model_type)
+    if model_type not in CONVERTERS:
+        raise CheckpointError(f"unsupported architecture {model_type!r}; supported: {', '.join(sorted(CONVERTERS))}")
+    cfg, state = convert_hf(hf_config, read_weights(weights))
     model = build_model(cfg, state, device)
+    tokenizer = load_hf_tokenizer(directory, model_type)
     meta = {"source": "huggingface", "model_type": model_type}
     return LoadedModel(model, tokenizer, meta)

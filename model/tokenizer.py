@@ -8,11 +8,15 @@ character's span and show their byte, e.g. `<0xE6>`.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from tokenizers import Tokenizer as HFTokenizer
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,9 @@ class HubTokenizer:
         return cls(HFTokenizer.from_file(str(path)), kind)
 
     def encode(self, text: str) -> list[Token]:
+        # The Rust library takes valid Unicode only: a lone surrogate becomes U+FFFD (one
+        # character for one, so every span still points at the caller's text).
+        text = _LONE_SURROGATE.sub("\ufffd", text)
         encoding = self.tokenizer.encode(text)
         tokens = []
         for token_id, piece, (start, end) in zip(encoding.ids, encoding.tokens, encoding.offsets, strict=True):

@@ -1,0 +1,159 @@
+"""Name what each attention head does: score every head on a few well-known patterns.
+
+The probe is the classic one from the induction-head literature: a first token (BOS when the
+model has one) followed by a block of random tokens repeated once, `[bos] r r`. On it:
+
+- previous-token: mean attention from position i to i - 1;
+- first-token (sink): mean attention to position 0;
+- self (diagonal): mean attention to its own position;
+- duplicate-token: in the second repeat, attention to the earlier copy of the same token;
+- induction: in the second repeat, attention to the token right after the earlier copy
+  (the head that lets the model continue a sequence it has seen before).
+
+Each score lies in [0, 1]. Run `python -m model.heads MODEL_DIR` for a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from model.transformer import Transformer
+
+PATTERNS = ("previous-token", "first-token", "self", "duplicate-token", "induction")
+# a head is labelled with the pattern it fits best, when that score passes this threshold
+THRESHOLDS = {"previous-token": 0.4, "induction": 0.3, "duplicate-token": 0.3, "first-token": 0.6, "self": 0.5}
+
+
+def repeated_random_tokens(
+    n_seqs: int, seq_len: int, low: int, high: int, bos_id: int | None, seed: int = 0
+) -> torch.Tensor:
+    """[n_seqs, (1) + 2 * seq_len]: random ids in [low, high) repeated once, after an optional BOS."""
+    generator = torch.Generator().manual_seed(seed)
+    random = torch.randint(low, high, (n_seqs, seq_len), generator=generator)
+    parts = [random, random]
+    if bos_id is not None:
+        parts.insert(0, torch.full((n_seqs, 1), bos_id, dtype=torch.long))
+    return torch.cat(parts, dim=1)
+
+
+def _pattern_scores(pattern: torch.Tensor, seq_len: int, offset: int) -> dict[str, torch.Tensor]:
+    """pattern [batch, head, q_pos, k_pos] on `[bos]*offset r r` -> {pattern name: [head] scores}."""
+    n_pos = pattern.shape[-1]
+    q = torch.arange(1, n_pos)
+    prev = pattern[:, :, q, q - 1].mean(dim=(0, 2))
+    first = pattern[:, :, q, 0].mean(dim=(0, 2))
+    diag = pattern[:, :, q, q].mean(dim=(0, 2))
+    second = torch.arange(offset + seq_len, offset + 2 * seq_len)  # positions of the second repeat
+    dup = pattern[:, :, second, second - seq_len].mean(dim=(0, 2))
+    induction = pattern[:, :, second, second - seq_len + 1].mean(dim=(0, 2))
+    return {"previous-token": prev, "first-token": first, "self": diag, "duplicate-token": dup, "induction": induction}
+
+
+def label_for(scores: dict[str, float]) -> str:
+    """The pattern a head fits best, or "mixed" when none passes its threshold."""
+    best, best_margin = "mixed", 0.0
+    for name, threshold in THRESHOLDS.items():
+        margin = scores.get(name, 0.0) / threshold
+        if margin >= 1.0 and margin > best_margin:
+            best, best_margin = name, margin
+    return best
+
+
+@torch.no_grad()
+def head_scores(
+    model: Transformer,
+    *,
+    bos_id: int | None = None,
+    token_range: tuple[int, int] | None = None,
+    seq_len: int = 40,
+    n_seqs: int = 16,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """Score every self-attention head: [{"layer", "head", "stack", "scores": {...}, "label"}].
+
+    token_range: ids [low, high) for the random tokens (default: every id except bos_id).
+    For encoder-decoder models the same sequence is fed to both stacks; the encoder and the
+    decoder's self-attention heads are scored (cross-attention is not, it reads another text).
+    """
+    cfg = model.cfg
+    if token_range is None:
+        low = 1 if bos_id == 0 else 0
+        high = cfg.vocab_size if bos_id is None or bos_id == 0 else bos_id
+        token_range = (low, high)
+    offset = 0 if bos_id is None else 1
+    seq_len = min(seq_len, (cfg.n_ctx - offset) // 2)
+    tokens = repeated_random_tokens(n_seqs, seq_len, token_range[0], token_range[1], bos_id, seed).to(model.device)
+    kwargs: dict[str, Any] = {}
+    if cfg.architecture == "encoder-decoder":
+        kwargs["target_tokens"] = tokens
+    was_training = model.training
+    model.eval()
+    _, trace = model.run_with_trace(tokens, names=lambda n: n.endswith(".attn.hook_pattern"), **kwargs)
+    model.train(was_training)
+    results: list[dict[str, Any]] = []
+    for name in trace:
+        parts = name.split(".")
+        stack = parts[0] if parts[0] in ("encoder", "decoder") else ""
+        layer = int(parts[parts.index("blocks") + 1])
+        scores = _pattern_scores(trace[name].float().cpu(), seq_len, offset)
+        for head in range(cfg.n_heads):
+            head_dict = {k: round(float(v[head]), 4) for k, v in scores.items()}
+            entry: dict[str, Any] = {"layer": layer, "head": head, "scores": head_dict, "label": label_for(head_dict)}
+            if stack:
+                entry["stack"] = stack
+            results.append(entry)
+    return results
+
+
+def best_heads(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """For each pattern, the head with the highest score: {pattern: {"layer", "head", "score"}}."""
+    best: dict[str, dict[str, Any]] = {}
+    for entry in results:
+        for name, score in entry["scores"].items():
+            if name not in best or score > best[name]["score"]:
+                best[name] = {"layer": entry["layer"], "head": entry["head"], "score": score}
+                if "stack" in entry:
+                    best[name]["stack"] = entry["stack"]
+    return best
+
+
+def bos_id_for(tokenizer: Any, meta: dict[str, Any]) -> int | None:
+    """The BOS id a checkpoint was trained with (meta `bos_token`), if any."""
+    name = meta.get("bos_token")
+    if name and hasattr(tokenizer, "token_id"):
+        try:
+            return tokenizer.token_id(name)
+        except KeyError:
+            return None
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    from model.checkpoint import load_checkpoint
+
+    parser = argparse.ArgumentParser(prog="python -m model.heads", description=__doc__.split("\n")[0])
+    parser.add_argument("model_dir", type=Path)
+    parser.add_argument("--json", action="store_true", help="print the scores as JSON")
+    parser.add_argument("--seq-len", type=int, default=40)
+    args = parser.parse_args(argv)
+    loaded = load_checkpoint(args.model_dir)
+    bos = bos_id_for(loaded.tokenizer, loaded.meta)
+    results = head_scores(loaded.model, bos_id=bos, seq_len=args.seq_len)
+    if args.json:
+        print(json.dumps({"heads": results, "best": best_heads(results)}, indent=2))
+        return 0
+    print(f"{'stack':8} {'L':>2} {'H':>2}  " + " ".join(f"{p[:10]:>10}" for p in PATTERNS) + "  label")
+    for r in results:
+        row = " ".join(f"{r['scores'][p]:10.3f}" for p in PATTERNS)
+        print(f"{r.get('stack', ''):8} {r['layer']:2d} {r['head']:2d}  {row}  {r['label']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""Read-outs the explorer asks of a traced model: slices, norms, next-token distributions, sampling.
+
+The web layer only serializes; every computation on tensors it serves lives here, next to
+the model, so the numbers on the page come from the same code the tests check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from model.config import TransformerConfig
+from model.positional import alibi_bias, alibi_slopes, apply_rope, rope_angles, sinusoidal_table
+from model.transformer import Transformer
+
+# ---------------------------------------------------------------- slicing a trace
+
+
+def kv_heads_for(cfg: TransformerConfig, heads: Sequence[int]) -> list[int]:
+    """The key/value heads that the given query heads read (GQA groups), in order, without repeats."""
+    group = cfg.n_heads // cfg.kv_heads
+    return sorted({h // group for h in heads})
+
+
+def select_heads(tensor: torch.Tensor, dims: Sequence[str], heads: Sequence[int], cfg: TransformerConfig) -> torch.Tensor:
+    """Keep only the chosen heads along the `head` dimension (or their K/V heads along `kv_head`)."""
+    if "head" in dims:
+        index = torch.tensor(list(heads), dtype=torch.long, device=tensor.device)
+        return tensor.index_select(list(dims).index("head"), index)
+    if "kv_head" in dims:
+        index = torch.tensor(kv_heads_for(cfg, heads), dtype=torch.long, device=tensor.device)
+        return tensor.index_select(list(dims).index("kv_head"), index)
+    return tensor
+
+
+# ---------------------------------------------------------------- statistics
+
+
+def residual_norms(x: torch.Tensor) -> torch.Tensor:
+    """L2 norm of each position's vector: [..., pos, d_model] -> [..., pos]."""
+    return torch.linalg.vector_norm(x.float(), dim=-1)
+
+
+# ---------------------------------------------------------------- next token
+
+
+def next_token_distribution(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """softmax(logits / T) over the vocabulary.  logits: [d_vocab] -> probs [d_vocab] (sums to 1)."""
+    if temperature <= 0:
+        raise ValueError("temperature must be positive")
+    return torch.softmax(logits.float() / temperature, dim=-1)
+
+
+def top_k(probs: torch.Tensor, k: int) -> tuple[list[int], list[float]]:
+    """The k most likely token ids and their probabilities, most likely first."""
+    k = max(1, min(k, probs.shape[-1]))
+    values, ids = torch.topk(probs, k)
+    return ids.tolist(), values.tolist()
+
+
+def prediction(logits: torch.Tensor, temperature: float, k: int) -> dict[str, list[float] | list[int] | float]:
+    """The k most likely next tokens: ids, probabilities, logits, and the probability left for the rest.
+
+    logits: [d_vocab] at one position. The k probabilities plus `rest` sum to 1.
+    """
+    probs = next_token_distribution(logits, temperature)  # [d_vocab]
+    ids, values = top_k(probs, k)
+    rest = float((1.0 - probs[ids].sum()).clamp(min=0.0))
+    return {"ids": ids, "probs": values, "logits": logits.float()[ids].tolist(), "rest": rest}
+
+
+def _sample_one(probs: torch.Tensor, k: int, generator: torch.Generator) -> int:
+    """Draw from the k most likely tokens, renormalised (top-k sampling)."""
+    values, ids = torch.topk(probs, max(1, min(k, probs.shape[-1])))
+    choice = torch.multinomial(values / values.sum(), 1, generator=generator)
+    return int(ids[choice].item())
+
+
+@torch.inference_mode()
+def sample_continuation(
+    model: Transformer,
+    tokens: Sequence[int],
+    *,
+    target_tokens: Sequence[int] | None = None,
+    n_new: int,
+    temperature: float,
+    k: int,
+    seed: int,
+    max_len: int,
+    stop_id: int | None = None,
+) -> list[int]:
+    """Sample up to n_new tokens, one forward pass each (seeded, so a class sees the same text).
+
+    Decoder-only models extend `tokens`; encoder-decoder models extend `target_tokens`
+    (the decoder input) while the source stays fixed. Stops early at `stop_id` or `max_len`.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    source = list(tokens)
+    growing = list(target_tokens) if target_tokens is not None else source
+    new: list[int] = []
+    device = model.device
+    for _ in range(n_new):
+        if len(growing) >= max_len:
+            break
+        if target_tokens is not None:
+            logits = model(
+                torch.tensor([source], device=device), target_tokens=torch.tensor([growing], device=device)
+            )  # [batch, pos, d_vocab]
+        else:
+            logits = model(torch.tensor([growing], device=device))
+        probs = next_token_distribution(logits[0, -1].cpu(), temperature)  # [d_vocab]
+        token = _sample_one(probs, k, generator)
+        if stop_id is not None and token == stop_id:
+            break
+        new.append(token)
+        growing.append(token)
+    return new
+
+
+# ---------------------------------------------------------------- positional encodings
+
+
+def sinusoidal(length: int, d_model: int) -> dict[str, torch.Tensor]:
+    return {"table": sinusoidal_table(length, d_model)}  # [pos, d_model]
+
+
+def learned_positions(model: Transformer, length: int) -> dict[str, torch.Tensor]:
+    """The learned position table of the model's first stack.  [pos, d_model]"""
+    stack = model.encoder if model.cfg.architecture == "encoder-decoder" else model.stack
+    weight = stack.embed.W_pos.weight.detach()
+    return {"table": weight[: min(length, weight.shape[0])].float().cpu()}
+
+
+def rope(length: int, d_head: int, base: float) -> dict[str, torch.Tensor]:
+    """RoPE angles per (pos, pair), and what the rotation does to a vector of ones.
+
+    `rotated[pos]` is apply_rope([1, 1, ..., 1], pos): pair i of dimension (i, i + d_head/2)
+    turned by angle[pos, i], so each pair traces a circle at its own speed.
+    """
+    angles = rope_angles(length, d_head, base)  # [pos, pair]
+    ones = torch.ones(1, length, 1, d_head)  # [batch, pos, head, d_head]
+    rotated = apply_rope(ones, angles)[0, :, 0, :]  # [pos, d_head]
+    return {"angles": angles, "cos": angles.cos(), "sin": angles.sin(), "rotated": rotated}
+
+
+def alibi(n_heads: int, length: int, causal: bool) -> dict[str, torch.Tensor]:
+    return {
+        "slopes": alibi_slopes(n_heads),  # [head]
+        "bias": alibi_bias(n_heads, length, length, causal),  # [head, q_pos, k_pos]
+    }

@@ -1,0 +1,51 @@
+"""Bad configurations fail at construction with a message a person can act on."""
+
+from __future__ import annotations
+
+import pytest
+
+from model import Transformer, TransformerConfig
+from model.config import ConfigError
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        (dict(d_model=30, n_heads=4), "divisible by n_heads"),
+        (dict(n_heads=6, n_kv_heads=4, d_model=48), "divisible by n_kv_heads"),
+        (dict(pos_encoding="spiral"), "unknown positional encoding"),
+        (dict(norm="batchnorm"), "unknown norm"),
+        (dict(activation="tanh"), "unknown activation"),
+        (dict(architecture="rnn"), "unknown architecture"),
+        (dict(sliding_window=0), "sliding_window"),
+        (dict(n_layers=0), "n_layers"),
+        (dict(pos_encoding="rope", d_model=12, n_heads=4), "even d_head"),
+    ],
+)
+def test_bad_configs_fail_clearly(changes: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        TransformerConfig(**changes)  # type: ignore[arg-type]
+
+
+def test_config_round_trips_through_json() -> None:
+    cfg = TransformerConfig(architecture="encoder-decoder", pos_encoding="alibi", n_kv_heads=2)
+    assert TransformerConfig.from_dict(cfg.to_dict()) == cfg
+    with pytest.raises(ConfigError, match="unknown config fields"):
+        TransformerConfig.from_dict({**cfg.to_dict(), "colour": "blue"})
+
+
+def test_gqa_with_all_kv_heads_is_exactly_mha() -> None:
+    import torch
+
+    mha = Transformer(TransformerConfig(pos_encoding="rope", n_heads=4, n_kv_heads=None, seed=3))
+    gqa = Transformer(TransformerConfig(pos_encoding="rope", n_heads=4, n_kv_heads=4, seed=3))
+    toks = torch.randint(0, 256, (1, 11))
+    with torch.inference_mode():
+        assert torch.equal(mha(toks), gqa(toks))
+
+
+def test_parameter_counts_add_up() -> None:
+    model = Transformer(TransformerConfig(pos_encoding="learned", tied_embeddings=False))
+    counts = model.parameter_counts()
+    assert counts["total"] == sum(p.numel() for p in model.parameters())
+    assert counts["positional"] == 512 * 64 and counts["unembedding"] == 256 * 64
