@@ -23,7 +23,9 @@ def kv_heads_for(cfg: TransformerConfig, heads: Sequence[int]) -> list[int]:
     return sorted({h // group for h in heads})
 
 
-def select_heads(tensor: torch.Tensor, dims: Sequence[str], heads: Sequence[int], cfg: TransformerConfig) -> torch.Tensor:
+def select_heads(
+    tensor: torch.Tensor, dims: Sequence[str], heads: Sequence[int], cfg: TransformerConfig
+) -> torch.Tensor:
     """Keep only the chosen heads along the `head` dimension (or their K/V heads along `kv_head`)."""
     if "head" in dims:
         index = torch.tensor(list(heads), dtype=torch.long, device=tensor.device)

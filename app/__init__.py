@@ -1,0 +1,1 @@
+"""Transformer Explorer's web service: parse the request, call model/, serialize the answer."""

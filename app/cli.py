@@ -1,0 +1,92 @@
+"""`transformer-explorer [serve|train] ...` (serve is the default), also `python -m app`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from app.settings import Settings
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", help="interface to listen on (default 127.0.0.1; TE_HOST)")
+    parser.add_argument("--port", type=int, help="port (default 8000; TE_PORT)")
+    parser.add_argument("--device", help="torch device for the models, e.g. cpu or cuda (default cpu; TE_DEVICE)")
+    parser.add_argument("--add-model", action="append", default=[], metavar="NAME=DIR",
+                        help="serve a local checkpoint (this project's format, or a Hugging Face GPT-2 / Llama / "
+                             "Qwen2 / BERT directory) under NAME; repeatable")
+    parser.add_argument("--default-model", help="model used when a request names none (default tiny-gpt)")
+    parser.add_argument("--workers", type=int, help="inference threads (default: the core count)")
+    parser.add_argument("--torch-threads", type=int, help="torch intra-op threads (default: torch's own)")
+    parser.add_argument("--no-minilm", action="store_true", help="do not offer the minilm package model")
+    parser.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
+                        help="allow cross-origin requests from ORIGIN (CORS is off by default); repeatable")
+    parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="transformer-explorer", description="Watch a real Transformer think: serve the explorer, or train a model."
+    )
+    sub = parser.add_subparsers(dest="command")
+    add_serve_arguments(sub.add_parser("serve", help="run the web server (the default command)"))
+    train = sub.add_parser("train", help="train a model into a checkpoint directory", add_help=False)
+    train.add_argument("-h", "--help", action="store_true")
+    return parser
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    """Environment (TE_*) first, then whatever the command line sets."""
+    overrides: dict[str, Any] = {}
+    for field in ("host", "port", "device", "default_model", "workers", "torch_threads"):
+        value = getattr(args, field)
+        if value is not None:
+            overrides[field] = value
+    if args.no_minilm:
+        overrides["load_minilm"] = False
+    settings = Settings(**overrides)
+    settings.add_models = [*settings.add_models, *args.add_model]
+    settings.cors_origins = [*settings.cors_origins, *args.cors_origin]
+    return settings
+
+
+def serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from app.main import create_app
+    from app.registry import Registry, RegistryError
+
+    settings = settings_from(args)
+    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s: %(message)s")
+    try:
+        registry = Registry.from_settings(settings)  # load here so a bad --add-model is one clear line
+    except RegistryError as error:
+        print(f"transformer-explorer: error: {error}", file=sys.stderr)
+        return 2
+    uvicorn.run(create_app(settings, registry), host=settings.host, port=settings.port, log_level=args.log_level)
+    return 0
+
+
+def train(argv: Sequence[str]) -> int:
+    from model import train as training  # lazily: serving never needs the training code
+
+    parser = argparse.ArgumentParser(prog="transformer-explorer train")
+    training.add_arguments(parser)
+    return int(training.main(parser.parse_args(list(argv))) or 0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "train":
+        return train(argv[1:])
+    if not argv or argv[0] != "serve":
+        argv = ["serve", *argv]  # serve is the default command
+    args = build_parser().parse_args(argv)
+    return serve(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""One error shape for every failure: {"error": {"code", "message"}}, written for a student.
+
+Messages never echo the submitted text back (pydantic's validation errors carry the
+`input`; only its location and reason are kept).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+log = logging.getLogger("transformer_explorer")
+
+
+class ApiJSONResponse(JSONResponse):
+    """Compact UTF-8 JSON that never writes NaN/Infinity and survives lone surrogates.
+
+    A string holding a lone surrogate (valid in JSON as "\\ud800") cannot be written as
+    UTF-8, so such a body falls back to ASCII escapes, which is still valid JSON.
+    """
+
+    def render(self, content: Any) -> bytes:
+        text = json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        try:
+            return text.encode("utf-8")
+        except UnicodeEncodeError:
+            return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = headers
+
+
+def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> ApiJSONResponse:
+    return ApiJSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+
+
+def empty_text(field: str = "text") -> ApiError:
+    return ApiError(422, "empty_text", f"The {field} is empty — type a sentence first.")
+
+
+def out_of_range(what: str, value: int, count: int) -> ApiError:
+    return ApiError(
+        422, "out_of_range", f"{what} {value} does not exist: this model has {count}, numbered 0 to {count - 1}."
+    )
+
+
+def _describe_validation(exc: RequestValidationError) -> tuple[str, str]:
+    """(code, message) from pydantic errors, keeping location and reason, dropping the input."""
+    errors = exc.errors()
+    if any(e.get("type") == "json_invalid" for e in errors):
+        return "invalid_json", "The request body is not valid JSON."
+    parts = []
+    for error in errors[:5]:
+        loc = ".".join(str(p) for p in error.get("loc", ()) if p not in ("body", "query"))
+        if error.get("type") == "missing":
+            parts.append(f"'{loc}' is required")
+        else:
+            parts.append(f"'{loc}': {error.get('msg', 'invalid value')}" if loc else str(error.get("msg")))
+    return "invalid_request", "The request is not valid: " + "; ".join(parts) + "."
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def api_error(_: Request, exc: ApiError) -> ApiJSONResponse:
+        return error_response(exc.status, exc.code, exc.message, exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_: Request, exc: RequestValidationError) -> ApiJSONResponse:
+        code, message = _describe_validation(exc)
+        return error_response(422, code, message)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> ApiJSONResponse:
+        codes = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}
+        message = exc.detail if isinstance(exc.detail, str) else "The request could not be served."
+        if exc.status_code == 404 and message == "Not Found":
+            message = "There is no such page or endpoint. The API is listed at /docs."
+        return error_response(exc.status_code, codes.get(exc.status_code, "http_error"), message, exc.headers)
+
+    @app.exception_handler(Exception)
+    async def unexpected(_: Request, exc: Exception) -> ApiJSONResponse:
+        log.exception("unexpected error")  # the details go to the server log, not to the client
+        return error_response(500, "internal", "Something went wrong on the server; the request was not served.")

@@ -1,0 +1,89 @@
+"""The app factory: settings, registry (loaded once at startup), engine, routers and middleware.
+
+Run it with `transformer-explorer serve` or `python -m app`; tests call
+`create_app(settings, registry)` with a registry of tiny seeded models.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import torch
+from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.middleware.gzip import GZipMiddleware
+
+from app.engine import Engine
+from app.errors import ApiJSONResponse, install_error_handlers
+from app.middleware import BodyLimitMiddleware, SecurityHeadersMiddleware
+from app.registry import Registry
+from app.routers import activations, attention, health, models, positional, predict, trace
+from app.settings import Settings
+
+log = logging.getLogger("transformer_explorer")
+
+DESCRIPTION = """Every stage of a Transformer's forward pass, as JSON.
+
+Pick a model by name (`GET /api/models`) or describe a from-scratch one inline (`config`),
+send a text, and read any recorded stage (`POST /api/trace`) — the trace names are listed
+per model under `stages`. Tensors are `{name, dims, shape, dtype, data}` without the batch
+dimension. `data` is nested lists rounded to 4 significant digits with masked cells as `null`,
+or with `"encoding": "base64"` Plotly's typed array `{dtype, bdata, shape}`: `"f4"` for
+float32, `"f2"` for float16. plotly.js has no `f2` — decode it to a Float32Array before plotting
+(masked cells are NaN there). Errors are `{"error": {"code", "message"}}`.
+"""
+
+
+def _pages_router():  # noqa: ANN202 — the explorer page is optional (built separately)
+    try:
+        from app.routers import pages
+    except ModuleNotFoundError as error:
+        if error.name not in ("app.routers.pages",):
+            raise
+        return None
+    return pages.router
+
+
+def create_app(settings: Settings | None = None, registry: Registry | None = None) -> FastAPI:
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if settings.torch_threads:
+            torch.set_num_threads(settings.torch_threads)  # once, before any inference
+        app.state.registry = registry if registry is not None else Registry.from_settings(settings)
+        app.state.engine = Engine(settings.workers, settings.queue_size, settings.trace_cache_entries,
+                                  settings.trace_cache_mb << 20)
+        # lazy models (minilm) load in the background: startup stays fast, first use does not wait long
+        warm = asyncio.get_running_loop().run_in_executor(app.state.engine.pool, app.state.registry.warm_up)
+        log.info("models: %s (default %s)", ", ".join(app.state.registry.names()), app.state.registry.default)
+        yield
+        warm.cancel()
+        app.state.engine.shutdown()
+
+    app = FastAPI(
+        title="Transformer Explorer API",
+        version="0.1.0",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        default_response_class=ApiJSONResponse,
+    )
+    app.state.settings = settings
+    install_error_handlers(app)
+    for module in (health, models, trace, attention, activations, positional, predict):
+        app.include_router(module.router)
+    pages = _pages_router()
+    if pages is not None:
+        app.include_router(pages)
+
+    # added last = outermost: the body limit runs before anything reads or parses the body
+    app.add_middleware(GZipMiddleware, minimum_size=1024)
+    if settings.cors_origins:
+        app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST"],
+                           allow_headers=["Content-Type"])
+    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
+    app.add_middleware(SecurityHeadersMiddleware)  # outermost: even a 413 carries the headers
+    return app

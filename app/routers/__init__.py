@@ -1,0 +1,1 @@
+"""One router per resource; every API route lives under /api."""

@@ -1,0 +1,18 @@
+"""GET /api/health: is the server up, on which device, with which models."""
+
+from __future__ import annotations
+
+import torch
+from fastapi import APIRouter
+
+from app.deps import RegistryDep, SettingsDep
+from app.schemas import HealthOut
+
+router = APIRouter(prefix="/api", tags=["health"])
+
+
+@router.get("/health", response_model=HealthOut)
+def health(registry: RegistryDep, settings: SettingsDep) -> HealthOut:
+    """Status, device, torch version, registered and loaded model names."""
+    return HealthOut(status="ok", device=settings.device, torch=torch.__version__, models=registry.names(),
+                     loaded=registry.loaded_names(), default=registry.default)

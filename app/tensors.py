@@ -1,0 +1,103 @@
+"""Torch tensor -> JSON: `{name, dims, shape, dtype, data}` with the batch dimension removed.
+
+`data` is either nested lists (4 significant digits, masked cells as null because JSON
+has no -inf) or Plotly's typed-array form `{dtype, bdata, shape}` (base64 of the raw
+little-endian values; masked cells become NaN). float16 travels as dtype "f2", which
+plotly.js does not know: the page decodes it to a Float32Array itself.
+
+This is serialization only: no model math happens here.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+import torch
+
+Encoding = Literal["list", "base64"]
+DType = Literal["float32", "float16"]
+
+SIGNIFICANT_DIGITS = 4
+_SHORT_TYPES = {"float32": "f4", "float16": "f2", "int32": "i4"}
+
+
+def round_significant(values: np.ndarray, digits: int = SIGNIFICANT_DIGITS) -> np.ndarray:
+    """Round to `digits` significant digits so each value prints short (0.1234, not 0.12340000271).
+
+    Scaling by an exact power of ten and dividing back (or multiplying, for large values)
+    lands on the double nearest the decimal, whose repr is the short form.
+    """
+    x = values.astype(np.float64)
+    finite = np.isfinite(x) & (x != 0)
+    exponent = np.zeros(x.shape, dtype=np.int64)
+    exponent[finite] = digits - 1 - np.floor(np.log10(np.abs(x[finite]))).astype(np.int64)
+    exponent = np.clip(exponent, -300, 300)
+    up = exponent >= 0
+    out = np.empty_like(x)
+    scale_up = 10.0 ** exponent[up]
+    out[up] = np.round(x[up] * scale_up) / scale_up
+    scale_down = 10.0 ** (-exponent[~up])
+    out[~up] = np.round(x[~up] / scale_down) * scale_down
+    return out
+
+
+def _to_lists(array: np.ndarray) -> Any:
+    if array.dtype.kind in "iu":
+        return array.tolist()
+    rounded = round_significant(array)
+    masked = ~np.isfinite(rounded)
+    if not masked.any():
+        return rounded.tolist()
+    cells = rounded.astype(object)
+    cells[masked] = None  # -inf (masked attention) and NaN have no JSON spelling
+    return cells.tolist()
+
+
+def _to_typed_array(array: np.ndarray) -> dict[str, Any]:
+    data = np.ascontiguousarray(array)
+    if data.dtype.kind == "f":
+        data = np.where(np.isfinite(data), data, np.nan).astype(data.dtype)  # masked -> NaN
+    spec: dict[str, Any] = {
+        "dtype": _SHORT_TYPES[str(data.dtype)],
+        "bdata": base64.b64encode(data.astype(data.dtype.newbyteorder("<")).tobytes()).decode("ascii"),
+    }
+    if data.ndim > 1:
+        spec["shape"] = ", ".join(str(n) for n in data.shape)  # Plotly's spelling: "rows, cols"
+    return spec
+
+
+def encode_tensor(
+    name: str,
+    tensor: torch.Tensor,
+    dims: Sequence[str],
+    encoding: Encoding = "list",
+    dtype: DType = "float32",
+) -> dict[str, Any]:
+    """One tensor for the API. A leading `batch` dimension (always 1 here) is dropped."""
+    dims = list(dims)
+    if dims and dims[0] == "batch":
+        tensor, dims = tensor[0], dims[1:]
+    tensor = tensor.detach().cpu()
+    if tensor.is_floating_point():
+        array = tensor.to(torch.float16 if dtype == "float16" else torch.float32).numpy()
+        out_dtype = dtype
+    else:
+        array = tensor.to(torch.int32).numpy()  # token ids; plotly.js has no 64-bit integers
+        out_dtype = "int32"
+    data = _to_typed_array(array) if encoding == "base64" else _to_lists(array)
+    return {"name": name, "dims": dims, "shape": list(array.shape), "dtype": out_dtype, "data": data}
+
+
+def decode_tensor(payload: dict[str, Any]) -> np.ndarray:
+    """Inverse of encode_tensor (tests and the benchmark use it): masked cells come back as NaN."""
+    data = payload["data"]
+    if isinstance(data, dict):
+        kinds = {"f4": "<f4", "f2": "<f2", "i4": "<i4"}
+        flat = np.frombuffer(base64.b64decode(data["bdata"]), dtype=kinds[data["dtype"]])
+        return flat.reshape(payload["shape"]).astype(np.float64)
+    array = np.array(data, dtype=object)
+    array[array == None] = np.nan  # noqa: E711 (elementwise comparison on an object array)
+    return array.astype(np.float64).reshape(payload["shape"])

@@ -1,0 +1,77 @@
+"""A TestClient on an app whose registry holds tiny seeded models of each architecture.
+
+- `gpt`: decoder, RoPE, GQA (4 query heads, 2 K/V heads), RMSNorm, SwiGLU, char tokenizer with a BOS
+- `bert`: encoder, learned positions, Post-LN, segment embeddings, no LM head, byte-level BPE
+- `translator`: encoder-decoder, sinusoidal positions, char tokenizer with `<s>` as start and end
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+from app.main import create_app
+from app.registry import Registry
+from app.settings import Settings
+from model.checkpoint import LoadedModel
+from model.config import TransformerConfig
+from model.tokenizer import CharTokenizer, HubTokenizer
+from model.transformer import Transformer
+
+BOS = "<|endoftext|>"
+
+
+def byte_bpe() -> HubTokenizer:
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=300, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    tok.train_from_iterator(["the cat sat on the mat", "我爱北京天安门广场", "hello world"] * 5, trainer)
+    return HubTokenizer(tok, "bpe")
+
+
+def tiny_models() -> dict[str, LoadedModel]:
+    gpt_tok = CharTokenizer(specials=(BOS,))
+    gpt = TransformerConfig(architecture="decoder", vocab_size=gpt_tok.vocab_size, d_model=32, n_layers=2, n_heads=4,
+                            n_kv_heads=2, n_ctx=64, pos_encoding="rope", norm="rmsnorm", activation="swiglu",
+                            bias=False, seed=1)
+    bert_tok = byte_bpe()
+    bert = TransformerConfig(architecture="encoder", vocab_size=bert_tok.vocab_size, d_model=32, n_layers=2,
+                             n_heads=2, n_ctx=64, pos_encoding="learned", norm_placement="post", final_norm=False,
+                             lm_head=False, n_token_types=2, embed_norm=True, seed=2)
+    tr_tok = CharTokenizer(specials=("<s>",))
+    translator = TransformerConfig(architecture="encoder-decoder", vocab_size=tr_tok.vocab_size, d_model=32,
+                                   n_layers=2, n_decoder_layers=1, n_heads=4, n_ctx=64, pos_encoding="sinusoidal",
+                                   seed=3)
+    return {
+        "gpt": LoadedModel(Transformer(gpt).eval(), gpt_tok,
+                           {"description": "tiny decoder", "bos_token": BOS, "eos_token": BOS, "head_labels": {}}),
+        "bert": LoadedModel(Transformer(bert).eval(), bert_tok, {"description": "tiny encoder"}),
+        "translator": LoadedModel(Transformer(translator).eval(), tr_tok,
+                                  {"description": "tiny translator", "bos_token": "<s>", "eos_token": "<s>"}),
+    }
+
+
+def make_settings(tmp: Path, **changes: object) -> Settings:
+    base: dict[str, object] = {"load_minilm": False, "weights_dir": tmp / "no-weights", "default_model": "gpt",
+                               "workers": 2, "queue_size": 8, "max_tokens": 48}
+    return Settings(**{**base, **changes})
+
+
+def make_registry(default: str = "gpt") -> Registry:
+    registry = Registry(default=default)
+    for name, loaded in tiny_models().items():
+        registry.add(name, loaded, source="test")
+    return registry
+
+
+@pytest.fixture(scope="session")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    app = create_app(make_settings(tmp_path_factory.mktemp("app")), make_registry())
+    with TestClient(app) as test_client:
+        yield test_client
