@@ -1,0 +1,157 @@
+// Talking to the API: one fetch wrapper, a cache keyed by request, and typed-array decoding.
+// The browser never recomputes the model; it only asks for the stages it is about to show.
+
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+const cache = new Map(); // request key -> Promise of the decoded JSON
+const CACHE_LIMIT = 200;
+
+async function request(method, url, body) {
+  let response;
+  try {
+    response = await fetch(url, {
+      method,
+      headers: body ? { "Content-Type": "application/json" } : {},
+      body: body ? JSON.stringify(body) : undefined,
+    });
+  } catch (err) {
+    throw new ApiError(0, "network", String(err && err.message ? err.message : err));
+  }
+  let payload = null;
+  try {
+    payload = await response.json();
+  } catch (err) {
+    payload = null;
+  }
+  if (!response.ok) {
+    const error = (payload && payload.error) || {};
+    throw new ApiError(response.status, error.code || `http_${response.status}`, error.message || response.statusText);
+  }
+  return payload;
+}
+
+/** GET/POST with a cache: the same request is fetched once (failures are not kept). */
+export function cached(method, url, body) {
+  const key = `${method} ${url} ${body ? JSON.stringify(body) : ""}`;
+  if (cache.has(key)) return cache.get(key);
+  const promise = request(method, url, body);
+  cache.set(key, promise);
+  promise.catch(() => cache.delete(key));
+  if (cache.size > CACHE_LIMIT) cache.delete(cache.keys().next().value);
+  return promise;
+}
+
+export const api = {
+  models: () => cached("GET", "/api/models"),
+  model: (name) => cached("GET", `/api/models/${encodeURIComponent(name)}`),
+  tokenize: (body) => cached("POST", "/api/tokenize", body),
+  trace: (body) => cached("POST", "/api/trace", { encoding: "base64", dtype: "float16", ...body }),
+  attention: (body) => cached("POST", "/api/attention", body),
+  predict: (body) => cached("POST", "/api/predict", body),
+  positional: (params) => cached("GET", `/api/positional-encoding?${new URLSearchParams(params)}`),
+  cacheSize: () => cache.size,
+};
+
+// ------------------------------------------------------------------ tensors
+
+function halfToFloat(h) {
+  const sign = h & 0x8000 ? -1 : 1;
+  const exp = (h >> 10) & 0x1f;
+  const frac = h & 0x3ff;
+  if (exp === 0) return sign * 2 ** -14 * (frac / 1024);
+  if (exp === 31) return frac ? NaN : sign * Infinity;
+  return sign * 2 ** (exp - 15) * (1 + frac / 1024);
+}
+
+function decodeData(data) {
+  if (Array.isArray(data)) {
+    const flat = data.flat(Infinity);
+    return Float32Array.from(flat, (v) => (v === null ? NaN : v));
+  }
+  const bytes = Uint8Array.from(atob(data.bdata), (c) => c.charCodeAt(0));
+  const buffer = bytes.buffer;
+  switch (data.dtype) {
+    case "f4":
+      return new Float32Array(buffer);
+    case "f2":
+      if (typeof Float16Array !== "undefined") return Float32Array.from(new Float16Array(buffer));
+      return Float32Array.from(new Uint16Array(buffer), halfToFloat);
+    case "i4":
+      return Float32Array.from(new Int32Array(buffer));
+    case "f8":
+      return Float32Array.from(new Float64Array(buffer));
+    default:
+      throw new ApiError(0, "bad_dtype", `unknown dtype ${data.dtype}`);
+  }
+}
+
+/** A decoded tensor: named dims, shape and a flat Float32Array (masked cells are NaN). */
+export class Tensor {
+  constructor(payload) {
+    this.name = payload.name;
+    this.dims = payload.dims;
+    this.shape = payload.shape;
+    this.values = decodeData(payload.data);
+    this.strides = [];
+    let stride = 1;
+    for (let i = this.shape.length - 1; i >= 0; i -= 1) {
+      this.strides[i] = stride;
+      stride *= this.shape[i];
+    }
+  }
+
+  size(dim) {
+    const index = this.dims.indexOf(dim);
+    return index < 0 ? 1 : this.shape[index];
+  }
+
+  has(dim) {
+    return this.dims.includes(dim);
+  }
+
+  /** A 2-D slice: rows along `rowDim`, columns along `colDim`, other dims fixed by `fixed`. */
+  matrix(rowDim, colDim, fixed = {}) {
+    const rowAxis = this.dims.indexOf(rowDim);
+    const colAxis = this.dims.indexOf(colDim);
+    let base = 0;
+    this.dims.forEach((dim, axis) => {
+      if (axis !== rowAxis && axis !== colAxis) base += (fixed[dim] || 0) * this.strides[axis];
+    });
+    const rows = rowAxis < 0 ? 1 : this.shape[rowAxis];
+    const cols = colAxis < 0 ? 1 : this.shape[colAxis];
+    const rs = rowAxis < 0 ? 0 : this.strides[rowAxis];
+    const cs = colAxis < 0 ? 0 : this.strides[colAxis];
+    const out = new Array(rows);
+    for (let r = 0; r < rows; r += 1) {
+      const row = new Array(cols);
+      for (let c = 0; c < cols; c += 1) {
+        const v = this.values[base + r * rs + c * cs];
+        row[c] = Number.isFinite(v) ? v : null;
+      }
+      out[r] = row;
+    }
+    return out;
+  }
+
+  /** A 1-D slice along `dim`, other dims fixed. */
+  vector(dim, fixed = {}) {
+    return this.matrix(dim, "__none__", fixed).map((row) => row[0]);
+  }
+}
+
+/** Decode the `stages` of a /api/trace answer into Tensor objects. */
+const decoded = new WeakMap(); // answer object -> its decoded tensors (decode once)
+
+export function decodeStages(answer) {
+  if (decoded.has(answer)) return decoded.get(answer);
+  const out = {};
+  for (const [name, payload] of Object.entries(answer.stages || {})) out[name] = new Tensor(payload);
+  decoded.set(answer, out);
+  return out;
+}

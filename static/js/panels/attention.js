@@ -1,0 +1,208 @@
+// Stages: Q·Kᵀ, ÷√d_k, mask, softmax (self- and cross-attention). One request brings all four
+// matrices of the layer, so every cell's hover shows its dot product, scaled value and weight.
+
+import { stepText, t } from "../i18n.js";
+import { categoryAxis, draw, h, heatmap, rawLabels, tokenLabels } from "../plot.js";
+import { badge, drawGrid, fetchStages, keyTokensFor } from "./common.js";
+
+const PARTS = ["hook_scores_raw", "hook_scores_scaled", "hook_attn_scores", "hook_pattern"];
+const MAIN = { scores: "hook_scores_raw", scale: "hook_scores_scaled", mask: "hook_attn_scores", softmax: "hook_pattern" };
+
+function baseOf(name) {
+  return name.replace(/hook_[a-z_]+$/, "");
+}
+
+function kindOf(ctx) {
+  return ctx.step.key.replace(/^cross_/, "");
+}
+
+/** Softmax of the raw (unscaled) scores over the unmasked keys — only for the ÷√d_k comparison. */
+function softmaxUnscaled(raw, masked) {
+  return raw.map((row, i) => {
+    const keep = row.map((v, j) => v !== null && masked[i][j] !== null);
+    const max = Math.max(...row.filter((_, j) => keep[j]));
+    const exps = row.map((v, j) => (keep[j] ? Math.exp(v - max) : 0));
+    const sum = exps.reduce((a, b) => a + b, 0) || 1;
+    return exps.map((e, j) => (keep[j] ? e / sum : null));
+  });
+}
+
+function matrixChart(plot, ctx, { z, x, y, customdata, probs, masked, filename }) {
+  const fmt = (i) => `%{customdata[${i}]:.3f}`;
+  const hovertemplate =
+    `${t("ax_query")}: %{y}<br>${t("ax_key")}: %{x}<br>` +
+    `${t("hover_dot")} = ${fmt(0)}<br>${t("hover_scaled")} = ${fmt(1)}<br>${t("hover_weight")} = ${fmt(2)}<extra></extra>`;
+  const traces = [
+    heatmap({ z, x, y, signed: !probs, zmin: probs ? 0 : undefined, zmax: probs ? 1 : undefined, customdata, hovertemplate }),
+  ];
+  if (masked) {
+    const hidden = masked.map((row) => row.map((v) => (v === null ? 1 : null)));
+    if (hidden.some((row) => row.some((v) => v !== null))) {
+      traces.push({
+        type: "heatmap",
+        z: hidden,
+        x,
+        y,
+        colorscale: [
+          [0, "#b8bec8"],
+          [1, "#b8bec8"],
+        ],
+        showscale: false,
+        hoverongaps: false,
+        xgap: z.length <= 12 ? 1 : 0,
+        ygap: z.length <= 12 ? 1 : 0,
+        texttemplate: z.length <= 12 && (z[0] || []).length <= 12 ? "−∞" : "",
+        textfont: { color: "#4a505a" },
+        hovertemplate: `${t("ax_query")}: %{y}<br>${t("ax_key")}: %{x}<br>${t("hover_masked")}<extra></extra>`,
+      });
+    }
+  }
+  const side = Math.max(280, Math.min(680, 90 + 34 * Math.max(z.length, (z[0] || []).length)));
+  draw(
+    plot,
+    traces,
+    {
+      height: side,
+      xaxis: categoryAxis(t("ax_key"), { side: "bottom", tickangle: x.length > 8 ? -45 : 0 }),
+      yaxis: categoryAxis(t("ax_query"), { autorange: "reversed" }),
+    },
+    filename,
+  );
+}
+
+export default {
+  hasHeads: true,
+  hasLayers: true,
+  async load(ctx) {
+    const base = baseOf(ctx.names.main);
+    if (ctx.view === "layers") {
+      const pattern = ctx.step.main.replace("{L}", "*");
+      return { all: await fetchStages(ctx, [pattern]) };
+    }
+    return { layer: await fetchStages(ctx, PARTS.map((p) => base + p)) };
+  },
+  draw(board, data, ctx) {
+    const cross = ctx.step.key.startsWith("cross_");
+    const kind = kindOf(ctx);
+    const probs = kind === "softmax";
+    const qToks = ctx.tokens;
+    const kToks = keyTokensFor(ctx, cross);
+    const x = tokenLabels(kToks);
+    const y = tokenLabels(qToks);
+    const title = stepText(ctx.step.key, ctx.vars).title;
+
+    if (ctx.view === "layers") {
+      const names = Object.keys(data.all);
+      const first = data.all[names[0]];
+      const nHeads = first.size("head");
+      const cells = [];
+      const titles = [];
+      const layers = [];
+      names.forEach((name) => {
+        const layer = Number(name.match(/blocks\.(\d+)\./)[1]);
+        for (let hd = 0; hd < nHeads; hd += 1) {
+          cells.push({ z: data.all[name].matrix("q_pos", "k_pos", { head: hd }) });
+          titles.push(`L${layer} H${hd}`);
+          layers.push([layer, hd]);
+        }
+      });
+      const plot = board.card("layers", {
+        title: `${title} — ${t("view_layers")}`,
+        badges: [badge(`×${names.length}`, first)],
+        exportData: () => ({ names, cells: cells.map((c, i) => ({ title: titles[i], z: c.z })) }),
+        filename: `${ctx.fname}_layers`,
+        note: t("overview_hint"),
+      });
+      drawGrid(plot, ctx, cells, {
+        rows: names.length,
+        cols: nHeads,
+        x,
+        y,
+        signed: !probs,
+        zmin: probs ? 0 : undefined,
+        zmax: probs ? 1 : undefined,
+        titles,
+        onPick: (i) => ctx.go({ layer: layers[i][0], head: layers[i][1], view: "head" }),
+      });
+      return;
+    }
+
+    const base = baseOf(ctx.names.main);
+    const tensors = Object.fromEntries(PARTS.map((p) => [p, data.layer[base + p]]));
+    const main = tensors[MAIN[kind]];
+
+    if (ctx.view === "heads") {
+      const n = main.size("head");
+      const cells = Array.from({ length: n }, (_, i) => ({ z: main.matrix("q_pos", "k_pos", { head: i }) }));
+      const plot = board.card("grid", {
+        title: `${title} — ${t("view_heads")}`,
+        badges: [badge("", main)],
+        exportData: () => ({ name: main.name, heads: cells.map((c) => c.z) }),
+        filename: `${ctx.fname}_heads`,
+        note: t("overview_hint"),
+      });
+      const cols = Math.min(4, n);
+      drawGrid(plot, ctx, cells, {
+        rows: Math.ceil(n / cols),
+        cols,
+        x,
+        y,
+        signed: !probs,
+        zmin: probs ? 0 : undefined,
+        zmax: probs ? 1 : undefined,
+        titles: cells.map((_, i) => `${t("head")} ${i}`),
+        onPick: (i) => ctx.go({ head: i, view: "head" }),
+      });
+      return;
+    }
+
+    const fixed = { head: ctx.head };
+    const raw = tensors.hook_scores_raw.matrix("q_pos", "k_pos", fixed);
+    const scaled = tensors.hook_scores_scaled.matrix("q_pos", "k_pos", fixed);
+    const masked = tensors.hook_attn_scores.matrix("q_pos", "k_pos", fixed);
+    const weights = tensors.hook_pattern.matrix("q_pos", "k_pos", fixed);
+    const z = main.matrix("q_pos", "k_pos", fixed);
+    const customdata = raw.map((row, i) => row.map((v, j) => [v, scaled[i][j], weights[i][j]]));
+    const hiddenCount = masked.flat().filter((v) => v === null).length;
+    let note = "";
+    if (kind === "mask") {
+      note = hiddenCount ? `${t("masked_future")} ${t("masked_count", { n: hiddenCount, total: masked.flat().length })}` : t("masked_none");
+    }
+    const exportData = () => ({ name: main.name, head: ctx.head, rows: rawLabels(qToks), cols: rawLabels(kToks), z });
+    const plot = board.card("main", {
+      title: `${title} · ${t("head")} ${ctx.head}`,
+      badges: [badge("", main)],
+      exportData,
+      filename: `${ctx.fname}_h${ctx.head}`,
+      note,
+      className: probs && ctx.compare ? "half" : "",
+    });
+    matrixChart(plot, ctx, {
+      z,
+      x,
+      y,
+      customdata,
+      probs,
+      masked: kind === "mask" || kind === "softmax" ? masked : null,
+      filename: `${ctx.fname}_h${ctx.head}`,
+    });
+
+    if (probs) {
+      const toggle = h("label", { class: "toggle" }, h("input", { type: "checkbox", class: "compare-toggle", checked: ctx.compare ? true : undefined, onchange: (e) => ctx.go({ compare: e.target.checked }) }), ` ${t("compare_scale")}`);
+      board.block("compare-toggle", toggle, "toolbar-card");
+      if (ctx.compare) {
+        const unscaled = softmaxUnscaled(raw, masked);
+        const cmpData = raw.map((row, i) => row.map((v, j) => [v, scaled[i][j], unscaled[i][j]]));
+        const cmp = board.card("compare", {
+          title: t("without_scale"),
+          badges: [],
+          exportData: () => ({ name: "softmax(raw)", head: ctx.head, rows: rawLabels(qToks), cols: rawLabels(kToks), z: unscaled }),
+          filename: `${ctx.fname}_h${ctx.head}_unscaled`,
+          note: `${t("compare_note")} ${t("compare_source_page")}`,
+          className: "half",
+        });
+        matrixChart(cmp, ctx, { z: unscaled, x, y, customdata: cmpData, probs: true, masked, filename: `${ctx.fname}_unscaled` });
+      }
+    }
+  },
+};

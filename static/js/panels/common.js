@@ -1,0 +1,111 @@
+// Shared pieces of the stage panels.
+
+import { api, decodeStages } from "../api.js";
+import { lang, t } from "../i18n.js";
+import { categoryAxis, draw, heatmap, indexLabels, rawLabels, shapeBadge, tokenLabels } from "../plot.js";
+
+/** Fetch some trace stages (exact names) for the current text; cached per request. */
+export async function fetchStages(ctx, names, extra = {}) {
+  const answer = await api.trace({ ...ctx.req, stages: names, top_k: 0, ...extra });
+  return decodeStages(answer);
+}
+
+export function badge(label, tensor) {
+  return shapeBadge(label, tensor, lang());
+}
+
+/** Labels for the columns of a [.., dim] matrix. */
+export function dimLabels(n) {
+  return indexLabels(n);
+}
+
+export function dimTitle(dim) {
+  return { d_model: t("ax_dim"), d_head: t("ax_dhead"), d_mlp: t("ax_dmlp"), pair: t("ax_pair") }[dim] || dim;
+}
+
+/**
+ * A [pos × dim] heatmap of `tensor` (fixed: other dims), token labels on y, dims on x.
+ * Returns the export function.
+ */
+export function drawTokenMatrix(board, key, ctx, tensor, { title, label = "", fixed = {}, tokens, colTokens, colDim, badges, note, signed = true, className }) {
+  const rowDim = ["pos", "q_pos"].find((d) => tensor.has(d)) || tensor.dims[0];
+  colDim = colDim || tensor.dims[tensor.dims.length - 1];
+  const z = tensor.matrix(rowDim, colDim, fixed);
+  const toks = tokens || ctx.tokens;
+  const y = tokenLabels(toks).slice(0, z.length);
+  const n = z[0] ? z[0].length : 0;
+  const x = colDim === "k_pos" ? tokenLabels(colTokens || toks).slice(0, n) : dimLabels(n);
+  const exportData = () => ({ name: tensor.name, fixed, rows: rawLabels(toks).slice(0, z.length), cols: x, z });
+  const plot = board.card(key, {
+    title,
+    badges: badges || [badge(label, tensor)],
+    exportData,
+    filename: `${ctx.fname}_${key}`,
+    note,
+    className,
+  });
+  const trace = heatmap({ z, x, y, signed, zmin: signed ? undefined : 0, zmax: signed ? undefined : 1 });
+  const height = Math.max(240, Math.min(640, 60 + 26 * z.length));
+  draw(
+    plot,
+    [trace],
+    {
+      height,
+      xaxis: {
+        title: { text: colDim === "k_pos" ? t("ax_key") : dimTitle(colDim) },
+        type: "category",
+        showgrid: false,
+        showticklabels: x.length <= 64,
+        automargin: true,
+      },
+      yaxis: categoryAxis(t("ax_token"), { autorange: "reversed" }),
+    },
+    `${ctx.fname}_${key}`,
+  );
+  return plot;
+}
+
+/** A grid of small heatmaps in one Plotly figure (all heads, or layers × heads). */
+export function drawGrid(plot, ctx, cells, { rows, cols, x, y, signed, zmin, zmax, onPick, titles }) {
+  const traces = [];
+  const layout = {
+    grid: { rows, columns: cols, pattern: "independent", xgap: 0.06, ygap: 0.12 },
+    height: Math.max(320, Math.min(1400, rows * (cols > 6 ? 150 : 210) + 80)),
+    annotations: [],
+    margin: { l: 30, r: 20, t: 40, b: 20 },
+  };
+  const big = cells.length <= 4;
+  cells.forEach((cell, i) => {
+    const axis = i === 0 ? "" : String(i + 1);
+    const trace = heatmap({ z: cell.z, x, y, signed, zmin, zmax, showscale: i === 0, annotate: false });
+    trace.xaxis = `x${axis}`;
+    trace.yaxis = `y${axis}`;
+    trace.customdata = undefined;
+    traces.push(trace);
+    layout[`xaxis${axis}`] = { type: "category", showgrid: false, showticklabels: big, tickfont: { size: 9 } };
+    layout[`yaxis${axis}`] = { type: "category", showgrid: false, autorange: "reversed", showticklabels: big, tickfont: { size: 9 } };
+    layout.annotations.push({
+      text: titles[i],
+      xref: `x${axis} domain`,
+      yref: `y${axis} domain`,
+      x: 0.5,
+      y: 1.0,
+      yanchor: "bottom",
+      showarrow: false,
+      font: { size: 12 },
+    });
+  });
+  draw(plot, traces, layout, `${ctx.fname}_grid`);
+  if (onPick) {
+    plot.removeAllListeners && plot.removeAllListeners("plotly_click");
+    plot.on("plotly_click", (event) => {
+      const point = event.points && event.points[0];
+      if (point) onPick(point.curveNumber);
+    });
+  }
+}
+
+/** The stack's own tokens, or the source tokens for keys/values of cross-attention. */
+export function keyTokensFor(ctx, cross) {
+  return cross ? ctx.sourceTokens : ctx.tokens;
+}

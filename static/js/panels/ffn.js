@@ -1,0 +1,75 @@
+// Stages: the feed-forward network's wide hidden layer and its activation.
+
+import { stepText, t } from "../i18n.js";
+import { draw, visible } from "../plot.js";
+import { badge, drawTokenMatrix, fetchStages } from "./common.js";
+
+function baseOf(name) {
+  return name.replace(/hook_[a-z_]+$/, "");
+}
+
+function pickRows(plot, ctx) {
+  if (plot.removeAllListeners) plot.removeAllListeners("plotly_click");
+  plot.on("plotly_click", (event) => {
+    const point = event.points && event.points[0];
+    if (point && Array.isArray(point.pointIndex)) ctx.go({ token: point.pointIndex[0] });
+  });
+}
+
+export default {
+  async load(ctx) {
+    const base = baseOf(ctx.names.main);
+    const swiglu = ctx.cfg.activation === "swiglu";
+    const names = [`${base}hook_pre`, `${base}hook_post`];
+    if (swiglu) names.push(`${base}hook_gate`, `${base}hook_up`);
+    return fetchStages(ctx, names);
+  },
+  draw(board, stages, ctx) {
+    const base = baseOf(ctx.names.main);
+    const swiglu = ctx.cfg.activation === "swiglu";
+    const title = stepText(ctx.step.key, ctx.vars).title;
+    const pre = stages[`${base}hook_pre`];
+    if (ctx.step.key === "ffn_in") {
+      if (swiglu) {
+        pickRows(drawTokenMatrix(board, "gate", ctx, pre, { title: "gate = x·W_gate", className: "half" }), ctx);
+        pickRows(drawTokenMatrix(board, "up", ctx, stages[`${base}hook_up`], { title: "up = x·W_up", className: "half" }), ctx);
+      } else {
+        pickRows(drawTokenMatrix(board, "pre", ctx, pre, { title: `${title}: h` }), ctx);
+      }
+      return;
+    }
+    const post = stages[`${base}hook_post`];
+    pickRows(drawTokenMatrix(board, "post", ctx, post, { title: swiglu ? "SiLU(gate) ⊙ up" : `${title}` }), ctx);
+    const n = pre.size("pos");
+    const tok = Math.min(ctx.token ?? n - 1, n - 1);
+    const xs = pre.matrix("pos", "d_mlp")[tok];
+    const curve = swiglu ? stages[`${base}hook_gate`] : post;
+    const ys = curve.matrix("pos", "d_mlp")[tok];
+    const label = `${tok}·${visible(ctx.tokens[tok] ? ctx.tokens[tok].text : "")}`;
+    const plot = board.card("scatter", {
+      title: t("activation_scatter", { tok: label }),
+      badges: [badge(swiglu ? "SiLU" : ctx.cfg.activation, curve)],
+      exportData: () => ({ token: label, series: { before: xs, after: ys }, index: xs.map((_, i) => i) }),
+      filename: `${ctx.fname}_activation`,
+    });
+    draw(
+      plot,
+      [
+        {
+          type: "scatter",
+          mode: "markers",
+          x: xs,
+          y: ys,
+          marker: { size: 6, color: "#3b6fb6", opacity: 0.7 },
+          hovertemplate: `${t("ax_pre")} = %{x:.3f}<br>${t("ax_post")} = %{y:.3f}<extra></extra>`,
+        },
+      ],
+      {
+        height: 340,
+        xaxis: { title: { text: `${t("ax_pre")}${swiglu ? " (gate)" : ""}` }, zeroline: true },
+        yaxis: { title: { text: `${t("ax_post")}${swiglu ? " — SiLU(gate)" : ""}` }, zeroline: true },
+      },
+      `${ctx.fname}_activation`,
+    );
+  },
+};

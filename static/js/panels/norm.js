@@ -1,0 +1,42 @@
+// Stages: LayerNorm / RMSNorm — the normalised vectors and the per-token statistics.
+
+import { stepText, t } from "../i18n.js";
+import { categoryAxis, draw, rawLabels, tokenLabels } from "../plot.js";
+import { badge, drawTokenMatrix, fetchStages } from "./common.js";
+
+export default {
+  async load(ctx) {
+    return fetchStages(ctx, [ctx.names.main, ...ctx.names.extras]);
+  },
+  draw(board, stages, ctx) {
+    const tensor = stages[ctx.names.main];
+    drawTokenMatrix(board, "main", ctx, tensor, { title: stepText(ctx.step.key, ctx.vars).title });
+    const mean = stages[ctx.names.extras.find((n) => n.endsWith("hook_mean"))];
+    const scale = stages[ctx.names.extras.find((n) => n.endsWith("hook_scale"))];
+    if (!scale && !mean) return;
+    const labels = tokenLabels(ctx.tokens);
+    const traces = [];
+    const series = {};
+    const rms = ctx.cfg.norm === "rmsnorm";
+    if (mean) {
+      series.mean = mean.vector(mean.dims[0]);
+      traces.push({ type: "bar", name: t("norm_mean"), x: labels, y: series.mean, marker: { color: "#8aa9d6" } });
+    }
+    if (scale) {
+      series.scale = scale.vector(scale.dims[0]);
+      traces.push({ type: "bar", name: t(rms ? "norm_scale_rms" : "norm_scale"), x: labels, y: series.scale, marker: { color: "#d9822b" } });
+    }
+    const plot = board.card("stats", {
+      title: t("scale_chart"),
+      badges: [mean && badge("μ", mean), scale && badge(rms ? "1/RMS" : "1/σ", scale)].filter(Boolean),
+      exportData: () => ({ series, index: rawLabels(ctx.tokens) }),
+      filename: `${ctx.fname}_stats`,
+    });
+    draw(
+      plot,
+      traces,
+      { height: 300, barmode: "group", xaxis: categoryAxis(t("ax_token")), yaxis: { title: { text: t("ax_value") } }, legend: { orientation: "h", y: 1.15 } },
+      `${ctx.fname}_stats`,
+    );
+  },
+};

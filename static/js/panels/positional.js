@@ -1,0 +1,81 @@
+// Stage: positional encoding, drawn the way this model does it (sinusoidal, learned, RoPE, ALiBi).
+
+import { api, Tensor } from "../api.js";
+import { t } from "../i18n.js";
+import { categoryAxis, draw, h, heatmap, indexLabels, rawLabels, tokenLabels } from "../plot.js";
+import { badge, drawTokenMatrix, fetchStages } from "./common.js";
+
+function curves(board, ctx, table, rowDim, colDim, title, pickCols) {
+  const z = table.matrix(rowDim, colDim);
+  const n = z[0] ? z[0].length : 0;
+  const cols = pickCols(n);
+  const x = tokenLabels(ctx.tokens).slice(0, z.length);
+  const series = {};
+  const traces = cols.map((c) => {
+    const y = z.map((row) => row[c]);
+    series[`${colDim} ${c}`] = y;
+    return { type: "scatter", mode: "lines+markers", name: `${colDim === "pair" ? "i" : "dim"} ${c}`, x, y, line: { shape: "spline" } };
+  });
+  const plot = board.card("curves", {
+    title,
+    badges: [],
+    exportData: () => ({ series, index: rawLabels(ctx.tokens) }),
+    filename: `${ctx.fname}_curves`,
+  });
+  draw(plot, traces, { height: 320, xaxis: categoryAxis(t("ax_position")), yaxis: { title: { text: t("ax_value") } }, legend: { orientation: "h", y: 1.18 } }, `${ctx.fname}_curves`);
+}
+
+const spread = (n) => [...new Set([0, 1, Math.floor(n / 4) * 2, Math.floor(n / 2) * 2 - 2, n - 2].filter((c) => c >= 0 && c < n))];
+const pairs = (n) => [...new Set([0, 1, Math.floor(n / 2), n - 1].filter((c) => c >= 0 && c < n))];
+
+export default {
+  hasHeads: true,
+  async load(ctx) {
+    const kind = ctx.cfg.pos_encoding;
+    const n = ctx.tokens.length;
+    if (ctx.names.main) return { stages: await fetchStages(ctx, [ctx.names.main]) };
+    if (kind === "rope" || kind === "alibi") {
+      const answer = await api.positional({ kind, length: String(n), model: ctx.model, encoding: "base64", dtype: "float32" });
+      const tensors = {};
+      for (const [key, payload] of Object.entries(answer.tensors)) tensors[key] = new Tensor(payload);
+      return { answer, tensors };
+    }
+    return {};
+  },
+  draw(board, data, ctx) {
+    const kind = ctx.cfg.pos_encoding;
+    if (data.stages) {
+      const table = data.stages[ctx.names.main];
+      drawTokenMatrix(board, "table", ctx, table, { title: kind === "learned" ? "W_pos" : "PE" });
+      curves(board, ctx, table, "pos", "d_model", t("dim_curves"), spread);
+      return;
+    }
+    if (kind === "rope") {
+      const angles = data.tensors.angles;
+      drawTokenMatrix(board, "angles", ctx, angles, { title: "θ(pos, i)", colDim: "pair", badges: [badge("θ", angles)] });
+      curves(board, ctx, data.tensors.cos, "pos", "pair", "cos θ(pos, i)", pairs);
+      return;
+    }
+    if (kind === "alibi") {
+      const bias = data.tensors.bias;
+      const head = Math.min(ctx.head, bias.size("head") - 1);
+      const z = bias.matrix("q_pos", "k_pos", { head });
+      const x = tokenLabels(ctx.tokens);
+      const slopes = data.tensors.slopes.vector("head");
+      const plot = board.card("bias", {
+        title: `ALiBi · ${t("head")} ${head} · m = ${Number(slopes[head]).toPrecision(3)}`,
+        badges: [badge("bias", bias)],
+        exportData: () => ({ head, rows: rawLabels(ctx.tokens), cols: rawLabels(ctx.tokens), z }),
+        filename: `${ctx.fname}_alibi_h${head}`,
+      });
+      draw(
+        plot,
+        [heatmap({ z, x, y: x, signed: true })],
+        { height: 420, xaxis: categoryAxis(t("ax_key")), yaxis: categoryAxis(t("ax_query"), { autorange: "reversed" }) },
+        `${ctx.fname}_alibi`,
+      );
+      return;
+    }
+    board.block("none", h("p", { class: "note", text: t("pos_none") }));
+  },
+};

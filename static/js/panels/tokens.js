@@ -1,0 +1,55 @@
+// Stage: tokenize — the chips with ids, and the ids as a bar chart.
+
+import { t } from "../i18n.js";
+import { categoryAxis, draw, h, rawLabels, tokenLabels, visible } from "../plot.js";
+import { badge, fetchStages } from "./common.js";
+
+export function tokenChips(tokens, className = "") {
+  return h(
+    "ol",
+    { class: `chips ${className}`.trim() },
+    tokens.map((tok, i) =>
+      h(
+        "li",
+        { class: "chip", title: `#${i} · id ${tok.id}` },
+        h("span", { class: "chip-text", text: visible(tok.text) }),
+        h("span", { class: "chip-id", text: String(tok.id) }),
+      ),
+    ),
+  );
+}
+
+export default {
+  async load(ctx) {
+    return fetchStages(ctx, [ctx.names.main]);
+  },
+  draw(board, stages, ctx) {
+    const tensor = stages[ctx.names.main];
+    const ids = tensor.vector(tensor.dims[0]);
+    board.block("chips", h("div", {}, h("h3", { text: t("tokens") }), tokenChips(ctx.tokens, "big")));
+    const title = t("ax_id");
+    const plot = board.card("ids", {
+      title,
+      badges: [badge("ids", tensor)],
+      exportData: () => ({ name: tensor.name, series: { id: ids }, index: rawLabels(ctx.tokens) }),
+      filename: `${ctx.fname}_ids`,
+    });
+    const labels = tokenLabels(ctx.tokens);
+    draw(
+      plot,
+      [
+        {
+          type: "bar",
+          x: labels,
+          y: ids,
+          text: ids.map(String),
+          textposition: "outside",
+          marker: { color: "#3b6fb6" },
+          hovertemplate: `%{x}<br>id = %{y}<extra></extra>`,
+        },
+      ],
+      { height: 320, xaxis: categoryAxis(t("ax_token")), yaxis: { title: { text: t("ax_id") } } },
+      `${ctx.fname}_ids`,
+    );
+  },
+};

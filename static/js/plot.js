@@ -1,0 +1,238 @@
+// Plotly helpers: safe labels, heatmaps, charts, shape badges and data export.
+// Plotly reads pseudo-HTML (<b>, <a href>, <br>, entities) and $…$ (LaTeX) in labels, so every
+// piece of user text that reaches a chart passes through `safe()` first.
+
+import { t } from "./i18n.js";
+
+
+
+/** Escape text for a Plotly label: &, <, > as entities; $ as &#36; so it never opens LaTeX. */
+export function safe(text) {
+  return String(text)
+    .replace(/&/g, "&amp;")
+    .replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;")
+    .replace(/\$/g, "&#36;");
+}
+
+/** How a token reads on screen: visible whitespace, never empty. */
+export function visible(text) {
+  const shown = String(text).replace(/ /g, "␣").replace(/\n/g, "↵").replace(/\t/g, "⇥").replace(/\r/g, "␍");
+  return shown === "" ? "∅" : shown;
+}
+
+const MAX_LABEL = 14;
+
+/** Unique, safe category labels for tokens: "3·the" (the position keeps duplicates apart). */
+export function tokenLabels(tokens) {
+  return tokens.map((tok, i) => {
+    let text = visible(tok.text);
+    if ([...text].length > MAX_LABEL) text = `${[...text].slice(0, MAX_LABEL - 1).join("")}…`;
+    return safe(`${i}·${text}`);
+  });
+}
+
+export function indexLabels(n, prefix = "") {
+  return Array.from({ length: n }, (_, i) => `${prefix}${i}`);
+}
+
+const FONT = '"Inter", "Segoe UI", "Helvetica Neue", Arial, "WenQuanYi Micro Hei", "Noto Sans CJK SC", "Microsoft YaHei", sans-serif';
+
+export function baseLayout(extra = {}) {
+  const big = document.body.classList.contains("present");
+  return {
+    font: { family: FONT, size: big ? 17 : 13, color: "#1b2330" },
+    margin: { l: 90, r: 20, t: 36, b: 70 },
+    paper_bgcolor: "rgba(0,0,0,0)",
+    plot_bgcolor: "#ffffff",
+    hoverlabel: { font: { family: FONT, size: big ? 17 : 14 } },
+    ...extra,
+  };
+}
+
+export function plotConfig(filename) {
+  return {
+    responsive: true,
+    displaylogo: false,
+    modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d"],
+    toImageButtonOptions: { format: "png", filename: filename.replace(/[^\w.-]+/g, "_"), scale: 2 },
+  };
+}
+
+export function categoryAxis(title, extra = {}) {
+  return { title: { text: title }, type: "category", automargin: true, showgrid: false, zeroline: false, tickfont: { size: 12 }, ...extra };
+}
+
+/** Symmetric range around 0 so that white means zero. */
+export function absMax(z) {
+  let m = 0;
+  for (const row of z) for (const v of row) if (v !== null && Math.abs(v) > m) m = Math.abs(v);
+  return m || 1;
+}
+
+export const DIVERGING = [
+  [0, "#2b5fa8"],
+  [0.25, "#8db3de"],
+  [0.5, "#f7f7f7"],
+  [0.75, "#eea08a"],
+  [1, "#b2302b"],
+];
+export const SEQUENTIAL = [
+  [0, "#f7fbff"],
+  [0.3, "#b9d6ee"],
+  [0.65, "#4a90c8"],
+  [1, "#08306b"],
+];
+
+/**
+ * A heatmap trace. `z` rows follow `y`, columns follow `x`.
+ * Values are annotated in the cells when the matrix is small (≤ 12 × 12).
+ */
+export function heatmap({ z, x, y, signed = true, zmin, zmax, hovertemplate, customdata, annotate, digits = 2, showscale = true, name }) {
+  const small = z.length <= 12 && (z[0] || []).length <= 12;
+  const m = signed ? absMax(z) : null;
+  const trace = {
+    type: "heatmap",
+    z,
+    x,
+    y,
+    name: name || "",
+    colorscale: signed ? DIVERGING : SEQUENTIAL,
+    zmin: zmin ?? (signed ? -m : undefined),
+    zmax: zmax ?? (signed ? m : undefined),
+    xgap: small ? 1 : 0,
+    ygap: small ? 1 : 0,
+    showscale,
+    colorbar: { thickness: 12, outlinewidth: 0 },
+    hoverongaps: false,
+    hovertemplate: hovertemplate || `%{y}<br>%{x}<br>${t("hover_cell")} = %{z:.4f}<extra></extra>`,
+  };
+  if (customdata) trace.customdata = customdata;
+  if (annotate ?? small) {
+    trace.texttemplate = `%{z:.${digits}f}`;
+    trace.textfont = { size: z.length <= 6 ? 14 : 11 };
+  }
+  return trace;
+}
+
+/** Draw (or update in place) a Plotly chart. */
+export function draw(el, traces, layout, filename) {
+  return window.Plotly.react(el, traces, baseLayout(layout), plotConfig(filename));
+}
+
+export function purge(el) {
+  if (el && el.data) window.Plotly.purge(el);
+}
+
+// ------------------------------------------------------------------ DOM helpers
+
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") el.className = value;
+    else if (key === "text") el.textContent = value;
+    else if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
+    else el.setAttribute(key, value === true ? "" : value);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+const DIM_WORDS = {
+  pos: { en: "seq", zh: "序列" },
+  q_pos: { en: "query", zh: "查询" },
+  k_pos: { en: "key", zh: "键" },
+  head: { en: "heads", zh: "头" },
+  kv_head: { en: "kv_heads", zh: "KV头" },
+  d_head: { en: "d_head", zh: "d_head" },
+  d_model: { en: "d_model", zh: "d_model" },
+  d_mlp: { en: "d_mlp", zh: "d_mlp" },
+  d_vocab: { en: "vocab", zh: "词表" },
+};
+
+/** "[seq 10, heads 8, d_head 64]" from a tensor's named dims and shape. */
+export function shapeText(dims, shape, lang = "en") {
+  const parts = dims.map((d, i) => `${(DIM_WORDS[d] && DIM_WORDS[d][lang]) || d} ${shape[i]}`);
+  return `[${parts.join(", ")}]`;
+}
+
+export function shapeBadge(label, tensor, lang) {
+  return h(
+    "span",
+    { class: "shape-badge", "data-name": tensor.name, title: tensor.name },
+    h("span", { class: "shape-label", text: label }),
+    h("code", { class: "shape-dims", text: shapeText(tensor.dims, tensor.shape, lang) }),
+  );
+}
+
+// ------------------------------------------------------------------ export
+
+function csvCell(value) {
+  if (value === null || value === undefined) return "";
+  if (typeof value === "number") return String(value);
+  let s = String(value);
+  if (/^[=+\-@\t\r]/.test(s)) s = `'${s}`; // no spreadsheet formulas from token text
+  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+function download(filename, type, text) {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = filename;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+/** The numbers behind a chart: {title, rows (labels), cols (labels), z} or {title, series}. */
+export function exportButtons(getData, filename) {
+  const base = filename.replace(/[^\w.-]+/g, "_");
+  return h(
+    "span",
+    { class: "export", title: t("export_hint") },
+    h("button", {
+      type: "button",
+      class: "small export-json",
+      text: t("export_json"),
+      onclick: () => download(`${base}.json`, "application/json", JSON.stringify(getData(), null, 1)),
+    }),
+    h("button", {
+      type: "button",
+      class: "small export-csv",
+      text: t("export_csv"),
+      onclick: () => {
+        const data = getData();
+        const lines = [];
+        if (data.z) {
+          lines.push(["", ...data.cols].map(csvCell).join(","));
+          data.z.forEach((row, i) => lines.push([data.rows[i], ...row].map(csvCell).join(",")));
+        } else {
+          const keys = Object.keys(data.series);
+          lines.push(["", ...keys].map(csvCell).join(","));
+          (data.index || []).forEach((label, i) => lines.push([label, ...keys.map((k) => data.series[k][i])].map(csvCell).join(",")));
+        }
+        download(`${base}.csv`, "text/csv", `${lines.join("\n")}\n`);
+      },
+    }),
+  );
+}
+
+/** A chart card: title line with badges and export buttons, then the plot div. */
+export function chartCard({ title, badges = [], exportData, filename, className = "" }) {
+  const plot = h("div", { class: "plot" });
+  const head = h("div", { class: "chart-head" }, h("h3", { text: title }), h("span", { class: "badges" }, badges));
+  if (exportData) head.append(exportButtons(exportData, filename));
+  const card = h("div", { class: `chart-card ${className}` }, head, plot);
+  return { card, plot };
+}
+
+/** Plain-text token labels for exports (no escaping: CSV/JSON are data, not markup). */
+export function rawLabels(tokens) {
+  return tokens.map((tok, i) => `${i}·${tok.text}`);
+}
