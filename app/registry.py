@@ -19,7 +19,7 @@ from typing import Any
 
 from model.checkpoint import CheckpointError, LoadedModel, load_checkpoint
 from model.config import TransformerConfig
-from model.tokenizer import CharTokenizer, HubTokenizer, Token
+from model.tokenizer import CharTokenizer, Token
 from model.transformer import Transformer
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -200,9 +200,6 @@ MINILM_DESCRIPTION = (
 
 # ---------------------------------------------------------------- tokens as the model sees them
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def special_token(loaded: LoadedModel, key: str) -> Token | None:
     """The `bos_token` / `eos_token` named in the checkpoint meta, as a token with an empty span."""
     text = loaded.meta.get(key)
@@ -222,11 +219,7 @@ def encode_text(loaded: LoadedModel, text: str, *, as_target: bool = False) -> l
     Decoders get `bos_token` (when the meta names one) before the text; encoder-decoder
     models get it before the decoder input (`as_target`), never before the source.
     """
-    tokenizer = loaded.tokenizer
-    if isinstance(tokenizer, HubTokenizer):
-        # the Rust tokenizer refuses lone surrogates; same length, so spans stay right
-        text = _LONE_SURROGATE.sub("\ufffd", text)
-    tokens = tokenizer.encode(text) if text else []
+    tokens = loaded.tokenizer.encode(text) if text else []  # any str, lone surrogates included
     architecture = loaded.model.cfg.architecture
     wants_bos = as_target if architecture == "encoder-decoder" else architecture == "decoder"
     bos = special_token(loaded, "bos_token") if wants_bos and loaded.meta.get("prepend_bos", True) else None

@@ -78,7 +78,11 @@ def build_model(cfg: TransformerConfig, state: StateDict, device: str | torch.de
             raise CheckpointError(
                 f"weight {name!r} has shape {list(tensor.shape)}, the config expects {list(expected[name].shape)}"
             )
-    tied = {"W_U.weight"} if cfg.tied_embeddings else set()
+    # a tensor shared by several names (tied W_U, the decoder's W_E in encoder-decoder models) is saved once
+    sharing: dict[int, list[str]] = {}
+    for name, tensor in expected.items():
+        sharing.setdefault(tensor.data_ptr(), []).append(name)
+    tied = {n for names in sharing.values() if any(m in state for m in names) for n in names}
     missing = sorted(set(expected) - set(state) - tied)
     if missing:
         raise CheckpointError(f"missing weights: {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -75,3 +76,14 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     app = create_app(make_settings(tmp_path_factory.mktemp("app")), make_registry())
     with TestClient(app) as test_client:
         yield test_client
+
+
+def post(client: TestClient, path: str, body: dict[str, object]):  # noqa: ANN201
+    """POST JSON written with ASCII escapes, so lone surrogates ("\\ud800") travel as JSON allows."""
+    return client.post(path, content=json.dumps(body), headers={"content-type": "application/json"})
+
+
+def error_of(response) -> tuple[int, str, str]:  # noqa: ANN001, ANN201
+    body = response.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"code", "message"}, body
+    return response.status_code, body["error"]["code"], body["error"]["message"]

@@ -1,0 +1,88 @@
+"""Speed under a class: cached traces, shared in-flight work, and 503 instead of a hang."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.engine import Engine
+from app.errors import ApiError
+from tests.app.conftest import error_of, post
+
+
+def test_stepping_through_stages_reuses_one_trace(client: TestClient) -> None:
+    engine = client.app.state.engine  # type: ignore[attr-defined]
+    before = engine.computed
+    text = {"model": "gpt", "text": "step through me"}
+    post(client, "/api/trace", text)
+    post(client, "/api/trace", {**text, "stages": ["blocks.1.*"]})
+    post(client, "/api/attention", {**text, "layer": 1})
+    post(client, "/api/qkv", {**text, "layer": 0})
+    post(client, "/api/activations", text)
+    post(client, "/api/predict", {**text, "max_new_tokens": 0})
+    assert engine.computed == before + 1
+
+
+def test_identical_concurrent_requests_share_one_computation() -> None:
+    engine = Engine(workers=2, queue_size=4)
+    calls = []
+    gate = threading.Event()
+
+    def slow() -> int:
+        calls.append(1)
+        gate.wait(5)
+        return 42
+
+    async def scenario() -> list[int]:
+        waiting = [asyncio.ensure_future(engine.shared("same", slow)) for _ in range(5)]
+        await asyncio.sleep(0.05)
+        gate.set()
+        return await asyncio.gather(*waiting)
+
+    assert asyncio.run(scenario()) == [42] * 5
+    assert len(calls) == 1
+    engine.shutdown()
+
+
+def test_over_capacity_is_refused_not_queued() -> None:
+    engine = Engine(workers=1, queue_size=1)
+    gate = threading.Event()
+
+    async def scenario() -> ApiError:
+        running = [asyncio.ensure_future(engine.call(gate.wait, 5)) for _ in range(2)]  # one runs, one waits
+        await asyncio.sleep(0.05)
+        with pytest.raises(ApiError) as refused:
+            await engine.call(time.sleep, 0)
+        gate.set()
+        await asyncio.gather(*running)
+        return refused.value
+
+    error = asyncio.run(scenario())
+    assert (error.status, error.code, error.headers) == (503, "busy", {"Retry-After": "1"})
+    engine.shutdown()
+
+
+def test_busy_server_answers_503_with_retry_after(client: TestClient) -> None:
+    engine = client.app.state.engine  # type: ignore[attr-defined]
+    engine.pending = engine.capacity  # as if every worker and queue slot were taken
+    try:
+        response = post(client, "/api/trace", {"model": "gpt", "text": "a new text, not cached"})
+    finally:
+        engine.pending = 0
+    assert error_of(response)[:2] == (503, "busy")
+    assert response.headers["retry-after"] == "1"
+
+
+def test_trace_cache_is_bounded() -> None:
+    engine = Engine(workers=1, queue_size=0, cache_entries=2)
+    from app.engine import TraceRun
+    from model.hooks import Trace
+
+    for i in range(4):
+        engine._store(i, TraceRun([], None, None, Trace([])))  # type: ignore[arg-type]
+    assert engine.cached(0) is None and engine.cached(3) is not None
+    engine.shutdown()

@@ -1,0 +1,127 @@
+"""Bad input gets a clear 4xx with {"error": {"code", "message"}}, never a 500, never the text echoed."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.app.conftest import error_of, post
+
+SECRET = "my secret sentence ☂"
+ENDPOINTS = ["/api/tokenize", "/api/trace", "/api/attention", "/api/qkv", "/api/activations", "/api/predict"]
+
+
+@pytest.mark.parametrize("path", ENDPOINTS)
+def test_empty_text(client: TestClient, path: str) -> None:
+    status, code, message = error_of(post(client, path, {"model": "gpt", "text": ""}))
+    assert (status, code) == (422, "empty_text")
+    assert message == "The text is empty — type a sentence first."
+
+
+@pytest.mark.parametrize("path", ENDPOINTS)
+def test_text_over_the_character_limit(client: TestClient, path: str) -> None:
+    status, code, message = error_of(post(client, path, {"model": "gpt", "text": "a" * 513}))
+    assert (status, code) == (422, "text_too_long") and "512 characters" in message
+
+
+def test_text_over_the_token_limit(client: TestClient) -> None:
+    status, code, message = error_of(post(client, "/api/trace", {"model": "gpt", "text": "b" * 60}))
+    assert (status, code) == (422, "text_too_long")
+    assert "61 tokens" in message and "limit is 48 tokens" in message  # the BOS counts too
+
+
+def test_target_text_over_the_limit(client: TestClient) -> None:
+    body = {"model": "translator", "text": "a", "target_text": "c" * 60}
+    status, code, _ = error_of(post(client, "/api/trace", body))
+    assert (status, code) == (422, "text_too_long")
+
+
+@pytest.mark.parametrize("path", ENDPOINTS)
+def test_unknown_model_lists_known_ones(client: TestClient, path: str) -> None:
+    status, code, message = error_of(post(client, path, {"model": "gpt-5", "text": "hi"}))
+    assert (status, code) == (404, "unknown_model") and "gpt, bert, translator" in message
+
+
+@pytest.mark.parametrize(("path", "body", "valid"), [
+    ("/api/attention", {"layer": 2}, "0 to 1"),
+    ("/api/attention", {"layer": -1}, "0 to 1"),
+    ("/api/attention", {"layer": 0, "head": 4}, "0 to 3"),
+    ("/api/qkv", {"layer": 9}, "0 to 1"),
+    ("/api/activations", {"layer": 2}, "0 to 1"),
+    ("/api/trace", {"layers": [0, 7]}, "0 to 1"),
+    ("/api/trace", {"heads": [4]}, "0 to 3"),
+])
+def test_layer_and_head_out_of_range(client: TestClient, path: str, body: dict[str, object], valid: str) -> None:
+    status, code, message = error_of(post(client, path, {"model": "gpt", "text": "hi", **body}))
+    assert (status, code) == (422, "out_of_range") and valid in message
+
+
+def test_decoder_layer_range_of_encoder_decoder(client: TestClient) -> None:
+    status, code, message = error_of(post(client, "/api/attention", {"model": "translator", "text": "hi", "layer": 1,
+                                                                     "cross": True}))
+    assert (status, code) == (422, "out_of_range") and "has 1" in message
+
+
+def test_cross_attention_on_a_decoder_only_model(client: TestClient) -> None:
+    status, code, message = error_of(post(client, "/api/attention", {"model": "gpt", "text": "hi", "cross": True}))
+    assert (status, code) == (422, "invalid_request") and "cross-attention" in message
+
+
+def test_unknown_stage_says_how_to_discover_names(client: TestClient) -> None:
+    body = {"model": "gpt", "text": "hi", "stages": ["blocks.9.*"]}
+    status, code, message = error_of(post(client, "/api/trace", body))
+    assert (status, code) == (422, "unknown_stage") and "/api/models/" in message
+
+
+def test_body_over_64_kb(client: TestClient) -> None:
+    status, code, message = error_of(post(client, "/api/trace", {"text": "x" * (65 * 1024)}))
+    assert (status, code) == (413, "body_too_large") and "64 KB" in message
+
+
+def test_chunked_body_over_64_kb_without_length(client: TestClient) -> None:
+    def chunks():  # noqa: ANN202
+        for _ in range(70):
+            yield b"x" * 1024
+
+    response = client.post("/api/trace", content=chunks(), headers={"content-type": "application/json"})
+    assert error_of(response)[:2] == (413, "body_too_large")
+
+
+@pytest.mark.parametrize("raw", [b"{not json", b"", b'{"text": "a",}', b"\xff\xfe"])
+def test_malformed_json(client: TestClient, raw: bytes) -> None:
+    response = client.post("/api/trace", content=raw, headers={"content-type": "application/json"})
+    status, code, _ = error_of(response)
+    assert status == 422 and code in ("invalid_json", "invalid_request")
+    if raw == b"{not json":
+        assert code == "invalid_json"
+
+
+@pytest.mark.parametrize("body", [
+    {"model": "gpt", "text": SECRET, "encoding": "hex"},
+    {"model": "gpt", "text": SECRET, "temperature": 0},
+    {"model": "gpt", "text": SECRET, "unexpected": SECRET},
+    {"model": "gpt", "text": 12},
+    {"model": "gpt"},
+    [SECRET],
+    {"config": {"n_layers": 99}, "text": SECRET},
+    {"config": {"d_model": 2048}, "text": SECRET},
+    {"config": {"n_heads": 32}, "text": SECRET},
+])
+def test_invalid_requests_never_echo_the_text(client: TestClient, body: object) -> None:
+    response = post(client, "/api/predict", body)  # type: ignore[arg-type]
+    status, code, message = error_of(response)
+    assert (status, code) == (422, "invalid_request")
+    assert SECRET not in response.text and "input" not in response.json()["error"]
+
+
+def test_inline_config_that_cannot_work(client: TestClient) -> None:
+    status, code, message = error_of(post(client, "/api/trace", {"config": {"d_model": 30, "n_heads": 4}, "text": "x"}))
+    assert (status, code) == (422, "invalid_config") and "divisible" in message
+    both = post(client, "/api/trace", {"config": {}, "model": "gpt", "text": "x"})
+    assert error_of(both)[:2] == (422, "invalid_request")
+
+
+def test_errors_leave_the_server_working(client: TestClient) -> None:
+    post(client, "/api/trace", {"model": "gpt", "text": "\ud800" * 600})
+    assert client.get("/api/health").status_code == 200
+    assert post(client, "/api/trace", {"model": "gpt", "text": "still here"}).status_code == 200

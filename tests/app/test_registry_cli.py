@@ -1,0 +1,109 @@
+"""The registry (built-in weights, --add-model, inline LRU), the CLI, and the README's run command."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.cli import build_parser, main, settings_from
+from app.registry import Registry, RegistryError
+from model.checkpoint import save_checkpoint
+from tests.app.conftest import make_settings, tiny_models
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def weights(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("weights")
+    for name, loaded in tiny_models().items():
+        if name != "bert":
+            save_checkpoint(root / name, loaded.model, loaded.tokenizer, loaded.meta)
+    (root / "half-written").mkdir()
+    (root / "half-written" / "config.json").write_text("{")
+    return root
+
+
+def test_registry_from_weights_dir(weights: Path, tmp_path: Path) -> None:
+    registry = Registry.from_settings(make_settings(tmp_path, weights_dir=weights, default_model="translator"))
+    assert registry.names() == ["gpt", "translator"]  # the broken one is skipped, not fatal
+    assert registry.default == "translator"
+    assert registry.get("gpt").cfg.pos_encoding == "rope"
+
+
+def test_registry_with_no_models(tmp_path: Path) -> None:
+    registry = Registry.from_settings(make_settings(tmp_path))
+    assert registry.names() == [] and registry.default is None
+
+
+def test_add_model_and_bad_directories(weights: Path, tmp_path: Path) -> None:
+    registry = Registry.from_settings(make_settings(tmp_path, add_models=[f"mine={weights / 'gpt'}"]))
+    assert registry.names() == ["mine"]
+    for spec, fragment in [(f"x={tmp_path / 'missing'}", "is not a directory"),
+                           (f"x={weights / 'half-written'}", "not valid JSON"),
+                           ("no-equals-sign", "NAME=DIR"), (f"bad name={weights / 'gpt'}", "must be")]:
+        with pytest.raises(RegistryError, match=fragment):
+            Registry.from_settings(make_settings(tmp_path, add_models=[spec]))
+
+
+def test_cli_bad_add_model_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["--add-model", f"x={tmp_path}", "--no-minilm", "--port", "1"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("transformer-explorer: error: cannot load model 'x'") and "Traceback" not in err
+
+
+def test_cli_settings_merge_env_and_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TE_PORT", "9001")
+    monkeypatch.setenv("TE_MAX_CHARS", "100")
+    args = build_parser().parse_args(["serve", "--host", "0.0.0.0", "--add-model", "a=/x", "--workers", "3"])
+    settings = settings_from(args)
+    assert (settings.port, settings.host, settings.max_chars, settings.workers) == (9001, "0.0.0.0", 100, 3)
+    assert settings.add_models == ["a=/x"]
+
+
+def test_inline_models_are_cached_in_a_small_lru() -> None:
+    from model.config import TransformerConfig
+
+    registry = Registry(inline_entries=2)
+    configs = [TransformerConfig(d_model=8, n_layers=1, n_heads=1, seed=s) for s in range(3)]
+    first = registry.inline(configs[0])
+    assert registry.inline(configs[0]).loaded is first.loaded
+    registry.inline(configs[1])
+    registry.inline(configs[2])
+    assert registry.inline(configs[0]).loaded is not first.loaded  # evicted, rebuilt (same seed, same weights)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_readme_run_command_starts_a_server(weights: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "TE_WEIGHTS_DIR": str(weights), "TE_LOAD_MINILM": "false"}
+    server = subprocess.Popen([sys.executable, "-m", "app", "--port", str(port)], cwd=ROOT, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                response = httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=1)
+                break
+            except httpx.TransportError:
+                assert server.poll() is None, server.stdout.read().decode() if server.stdout else ""
+                assert time.monotonic() < deadline, "the server did not answer within 30 s"
+                time.sleep(0.2)
+        assert response.status_code == 200
+        assert response.json()["models"] == ["gpt", "translator"]
+    finally:
+        server.terminate()
+        server.wait(10)
