@@ -14,15 +14,27 @@ import time
 
 import torch
 
-from model import Transformer, TransformerConfig
+from model import Transformer, TransformerConfig, runtime
 
 MODELS = {
     "small (4x128x4, RoPE+GQA, vocab 4096)": TransformerConfig(
-        d_model=128, n_layers=4, n_heads=4, n_kv_heads=2, vocab_size=4096, pos_encoding="rope",
-        norm="rmsnorm", activation="swiglu", bias=False,
+        d_model=128,
+        n_layers=4,
+        n_heads=4,
+        n_kv_heads=2,
+        vocab_size=4096,
+        pos_encoding="rope",
+        norm="rmsnorm",
+        activation="swiglu",
+        bias=False,
     ),
     "GPT-2-small shape (12x768x12, vocab 50257)": TransformerConfig(
-        d_model=768, n_layers=12, n_heads=12, vocab_size=50257, n_ctx=1024, pos_encoding="learned",
+        d_model=768,
+        n_layers=12,
+        n_heads=12,
+        vocab_size=50257,
+        n_ctx=1024,
+        pos_encoding="learned",
         activation="gelu_tanh",
     ),
 }
@@ -64,8 +76,10 @@ def measure(name: str, cfg: TransformerConfig, n_tokens: int, repeats: int) -> N
     for key, samples in times.items():
         median = statistics.median(samples)
         print(f"  {key:24s} {median * 1000:8.2f} ms   ratio {median / base:5.3f}")
-    print(f"  full trace: {len(full_trace)} tensors, {full_trace.nbytes() / 1e6:.2f} MB;"
-          f" one layer's attention: {len(small_trace)} tensors, {small_trace.nbytes() / 1e6:.3f} MB")
+    print(
+        f"  full trace: {len(full_trace)} tensors, {full_trace.nbytes() / 1e6:.2f} MB;"
+        f" one layer's attention: {len(small_trace)} tensors, {small_trace.nbytes() / 1e6:.3f} MB"
+    )
 
 
 def main() -> None:
@@ -73,8 +87,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--glibc-defaults", action="store_true", help="skip the allocator tuning the server applies")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if not args.glibc_defaults:
+        print("allocator tuned to keep freed buffers:", runtime.keep_freed_memory())
     for name, cfg in MODELS.items():
         measure(name, cfg, args.tokens, args.repeats)
 

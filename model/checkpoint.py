@@ -125,7 +125,7 @@ def _strip_prefix(state: StateDict, prefixes: tuple[str, ...]) -> StateDict:
     for name, tensor in state.items():
         for prefix in prefixes:
             if name.startswith(prefix):
-                name = name[len(prefix):]
+                name = name[len(prefix) :]
                 break
         out[name] = tensor
     return out
@@ -143,14 +143,25 @@ def convert_gpt2(hf_config: dict[str, Any], state: StateDict) -> tuple[Transform
     d_model, n_layers = hf_config["n_embd"], hf_config["n_layer"]
     activation = hf_config.get("activation_function", "gelu_new")
     cfg = TransformerConfig(
-        architecture="decoder", vocab_size=hf_config["vocab_size"], d_model=d_model, n_layers=n_layers,
-        n_heads=hf_config["n_head"], d_mlp=hf_config.get("n_inner") or 4 * d_model,
-        n_ctx=hf_config.get("n_positions", 1024), pos_encoding="learned", norm="layernorm",
-        norm_placement="pre", norm_eps=hf_config.get("layer_norm_epsilon", 1e-5),
+        architecture="decoder",
+        vocab_size=hf_config["vocab_size"],
+        d_model=d_model,
+        n_layers=n_layers,
+        n_heads=hf_config["n_head"],
+        d_mlp=hf_config.get("n_inner") or 4 * d_model,
+        n_ctx=hf_config.get("n_positions", 1024),
+        pos_encoding="learned",
+        norm="layernorm",
+        norm_placement="pre",
+        norm_eps=hf_config.get("layer_norm_epsilon", 1e-5),
         activation="gelu" if activation == "gelu" else ("relu" if activation == "relu" else "gelu_tanh"),
-        bias=True, tied_embeddings="lm_head.weight" not in state or bool(hf_config.get("tie_word_embeddings", True)),
+        bias=True,
+        tied_embeddings="lm_head.weight" not in state or bool(hf_config.get("tie_word_embeddings", True)),
     )
-    out: StateDict = {"stack.embed.W_E.weight": _take(state, "wte.weight"), "stack.embed.W_pos.weight": _take(state, "wpe.weight")}
+    out: StateDict = {
+        "stack.embed.W_E.weight": _take(state, "wte.weight"),
+        "stack.embed.W_pos.weight": _take(state, "wpe.weight"),
+    }
     for layer in range(n_layers):
         hf, ours = f"h.{layer}.", f"stack.blocks.{layer}."
         w_qkv = _take(state, hf + "attn.c_attn.weight").T  # Conv1D [in, 3*out] -> Linear [3*out, in]
@@ -178,7 +189,9 @@ def convert_llama(hf_config: dict[str, Any], state: StateDict) -> tuple[Transfor
     d_model, n_heads = hf_config["hidden_size"], hf_config["num_attention_heads"]
     head_dim = hf_config.get("head_dim") or d_model // n_heads
     if head_dim * n_heads != d_model:
-        raise CheckpointError(f"head_dim {head_dim} × {n_heads} heads differs from hidden_size {d_model}: not supported")
+        raise CheckpointError(
+            f"head_dim {head_dim} × {n_heads} heads differs from hidden_size {d_model}: not supported"
+        )
     rope = hf_config.get("rope_parameters") or hf_config.get("rope_scaling") or {}
     if rope.get("rope_type", rope.get("type", "default")) not in ("default", None):
         raise CheckpointError(f"RoPE scaling {rope.get('rope_type')!r} is not supported")
@@ -188,12 +201,24 @@ def convert_llama(hf_config: dict[str, Any], state: StateDict) -> tuple[Transfor
     window = hf_config.get("sliding_window") if hf_config.get("use_sliding_window", False) else None
     n_layers = hf_config["num_hidden_layers"]
     cfg = TransformerConfig(
-        architecture="decoder", vocab_size=hf_config["vocab_size"], d_model=d_model, n_layers=n_layers,
-        n_heads=n_heads, n_kv_heads=hf_config.get("num_key_value_heads") or n_heads,
-        d_mlp=hf_config["intermediate_size"], n_ctx=min(int(hf_config.get("max_position_embeddings", 2048)), 4096),
-        pos_encoding="rope", rope_base=float(rope_theta), norm="rmsnorm", norm_placement="pre",
-        norm_eps=hf_config.get("rms_norm_eps", 1e-6), activation="swiglu", bias=False, qkv_bias=qkv_bias,
-        tied_embeddings=tied, sliding_window=window,
+        architecture="decoder",
+        vocab_size=hf_config["vocab_size"],
+        d_model=d_model,
+        n_layers=n_layers,
+        n_heads=n_heads,
+        n_kv_heads=hf_config.get("num_key_value_heads") or n_heads,
+        d_mlp=hf_config["intermediate_size"],
+        n_ctx=min(int(hf_config.get("max_position_embeddings", 2048)), 4096),
+        pos_encoding="rope",
+        rope_base=float(rope_theta),
+        norm="rmsnorm",
+        norm_placement="pre",
+        norm_eps=hf_config.get("rms_norm_eps", 1e-6),
+        activation="swiglu",
+        bias=False,
+        qkv_bias=qkv_bias,
+        tied_embeddings=tied,
+        sliding_window=window,
     )
     out: StateDict = {"stack.embed.W_E.weight": _take(state, "embed_tokens.weight")}
     names = {"q_proj": "W_Q", "k_proj": "W_K", "v_proj": "W_V", "o_proj": "W_O"}
@@ -225,13 +250,24 @@ def convert_bert(hf_config: dict[str, Any], state: StateDict) -> tuple[Transform
         raise CheckpointError(f"BERT activation {act!r} is not supported")
     n_layers = hf_config["num_hidden_layers"]
     cfg = TransformerConfig(
-        architecture="encoder", vocab_size=hf_config["vocab_size"], d_model=hf_config["hidden_size"],
-        n_layers=n_layers, n_heads=hf_config["num_attention_heads"], d_mlp=hf_config["intermediate_size"],
-        n_ctx=hf_config.get("max_position_embeddings", 512), pos_encoding="learned", norm="layernorm",
-        norm_placement="post", norm_eps=hf_config.get("layer_norm_eps", 1e-12),
+        architecture="encoder",
+        vocab_size=hf_config["vocab_size"],
+        d_model=hf_config["hidden_size"],
+        n_layers=n_layers,
+        n_heads=hf_config["num_attention_heads"],
+        d_mlp=hf_config["intermediate_size"],
+        n_ctx=hf_config.get("max_position_embeddings", 512),
+        pos_encoding="learned",
+        norm="layernorm",
+        norm_placement="post",
+        norm_eps=hf_config.get("layer_norm_eps", 1e-12),
         activation={"gelu": "gelu", "relu": "relu", "gelu_new": "gelu_tanh"}[act],  # type: ignore[arg-type]
-        bias=True, final_norm=False, lm_head=False, n_token_types=hf_config.get("type_vocab_size", 2),
-        embed_norm=True, pad_token_id=hf_config.get("pad_token_id"),
+        bias=True,
+        final_norm=False,
+        lm_head=False,
+        n_token_types=hf_config.get("type_vocab_size", 2),
+        embed_norm=True,
+        pad_token_id=hf_config.get("pad_token_id"),
     )
     e = "embeddings."
     out: StateDict = {
@@ -242,9 +278,14 @@ def convert_bert(hf_config: dict[str, Any], state: StateDict) -> tuple[Transform
         "stack.embed.ln_embed.b": _take(state, e + "LayerNorm.bias"),
     }
     parts = {
-        "attention.self.query": "attn.W_Q", "attention.self.key": "attn.W_K", "attention.self.value": "attn.W_V",
-        "attention.output.dense": "attn.W_O", "intermediate.dense": "mlp.W_in", "output.dense": "mlp.W_out",
-        "attention.output.LayerNorm": "ln1", "output.LayerNorm": "ln2",
+        "attention.self.query": "attn.W_Q",
+        "attention.self.key": "attn.W_K",
+        "attention.self.value": "attn.W_V",
+        "attention.output.dense": "attn.W_O",
+        "intermediate.dense": "mlp.W_in",
+        "output.dense": "mlp.W_out",
+        "attention.output.LayerNorm": "ln1",
+        "output.LayerNorm": "ln2",
     }
     for layer in range(n_layers):
         hf, ours = f"encoder.layer.{layer}.", f"stack.blocks.{layer}."
@@ -270,9 +311,7 @@ CONVERTERS: dict[str, Callable[[dict[str, Any], StateDict], tuple[TransformerCon
 def convert_hf(hf_config: dict[str, Any], state: StateDict) -> tuple[TransformerConfig, StateDict]:
     model_type = hf_config.get("model_type")
     if model_type not in CONVERTERS:
-        raise CheckpointError(
-            f"unsupported architecture {model_type!r}; supported: {', '.join(sorted(CONVERTERS))}"
-        )
+        raise CheckpointError(f"unsupported architecture {model_type!r}; supported: {', '.join(sorted(CONVERTERS))}")
     try:
         return CONVERTERS[model_type](hf_config, state)
     except KeyError as error:

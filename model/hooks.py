@@ -93,8 +93,10 @@ def select_names(all_names: list[str], names: NamesFilter) -> list[str]:
     wanted = [names] if isinstance(names, str) else list(names)
     chosen: set[str] = set()
     for pattern in wanted:
-        matches = fnmatch.filter(all_names, pattern) if any(c in pattern for c in "*?[") else (
-            [pattern] if pattern in all_names else []
+        matches = (
+            fnmatch.filter(all_names, pattern)
+            if any(c in pattern for c in "*?[")
+            else ([pattern] if pattern in all_names else [])
         )
         if not matches:
             raise KeyError(f"no trace stage matches {pattern!r}")

@@ -20,6 +20,8 @@ from model.positional import alibi_bias, apply_rope, rope_angles, sinusoidal_tab
 class Embed(nn.Module):
     """Token ids -> vectors, plus positions (sinusoidal or learned) and BERT's segment embedding."""
 
+    pe_table: torch.Tensor  # [n_ctx, d_model] buffer, sinusoidal only
+
     def __init__(self, cfg: TransformerConfig, W_E: nn.Embedding | None = None) -> None:
         super().__init__()
         self.cfg = cfg
@@ -94,6 +96,8 @@ class Attention(nn.Module):
     Self-attention when x_kv is x_q; cross-attention when x_kv is the encoder output.
     With GQA/MQA each K/V head serves n_heads / n_kv_heads query heads.
     """
+
+    rope_table: torch.Tensor  # [n_ctx, d_head/2] rotation angles, RoPE only
 
     def __init__(self, cfg: TransformerConfig, causal: bool, cross: bool = False) -> None:
         super().__init__()

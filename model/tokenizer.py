@@ -15,7 +15,6 @@ from typing import Any, Protocol
 
 from tokenizers import Tokenizer as HFTokenizer
 
-
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -110,6 +109,7 @@ class HubTokenizer:
         self.kind = kind
         self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
         self._byte_level = "ByteLevel" in tokenizer.to_str()[:100000]
+        self._unk = getattr(tokenizer.model, "unk_token", None)  # WordPiece: "[UNK]"
 
     @classmethod
     def from_file(cls, path: Path, kind: str = "bpe") -> HubTokenizer:
@@ -123,6 +123,8 @@ class HubTokenizer:
         tokens = []
         for token_id, piece, (start, end) in zip(encoding.ids, encoding.tokens, encoding.offsets, strict=True):
             shown = text[start:end] if end > start else piece
+            if self._unk and piece == self._unk:
+                shown = piece  # an unknown character: show [UNK], what the model really sees
             if self._byte_level and end > start and self.tokenizer.decode([token_id]) != shown:
                 shown = self._byte_piece(piece, text[start:end])
             tokens.append(Token(int(token_id), shown, int(start), int(end)))

@@ -71,14 +71,22 @@ class Stack(nn.Module):
         x = self.embed(tokens, token_type_ids)  # [batch, pos, d_model]
         n_pos = tokens.shape[1]
         allowed = attention_allowed(
-            n_pos, n_pos, causal=self.causal, window=self.cfg.sliding_window,
-            key_padding=padding_mask, device=tokens.device,
+            n_pos,
+            n_pos,
+            causal=self.causal,
+            window=self.cfg.sliding_window,
+            key_padding=padding_mask,
+            device=tokens.device,
         )
         memory_allowed = None
         if memory is not None and memory_padding_mask is not None:
             memory_allowed = attention_allowed(
-                n_pos, memory.shape[1], causal=False, window=None,
-                key_padding=memory_padding_mask, device=tokens.device,
+                n_pos,
+                memory.shape[1],
+                causal=False,
+                window=None,
+                key_padding=memory_padding_mask,
+                device=tokens.device,
             )
         for block in self.blocks:
             x = block(x, allowed, memory, memory_allowed)

@@ -84,9 +84,13 @@ def test_residual_stream_adds_up(placement: str, architecture: str) -> None:
         cross = f"{p}.hook_resid_cross" in trace
         before_mlp = trace[f"{p}.hook_resid_cross"] if cross else trace[f"{p}.hook_resid_mid"]
         if placement == "pre":
-            torch.testing.assert_close(trace[f"{p}.hook_resid_mid"], trace[f"{p}.hook_resid_pre"] + trace[f"{p}.hook_attn_out"])
+            torch.testing.assert_close(
+                trace[f"{p}.hook_resid_mid"], trace[f"{p}.hook_resid_pre"] + trace[f"{p}.hook_attn_out"]
+            )
             if cross:
-                torch.testing.assert_close(trace[f"{p}.hook_resid_cross"], trace[f"{p}.hook_resid_mid"] + trace[f"{p}.hook_cross_attn_out"])
+                torch.testing.assert_close(
+                    trace[f"{p}.hook_resid_cross"], trace[f"{p}.hook_resid_mid"] + trace[f"{p}.hook_cross_attn_out"]
+                )
             torch.testing.assert_close(trace[f"{p}.hook_resid_post"], before_mlp + trace[f"{p}.hook_mlp_out"])
         else:
             torch.testing.assert_close(
@@ -103,7 +107,9 @@ def test_layernorm_statistics() -> None:
     x = trace["blocks.0.hook_resid_pre"]
     torch.testing.assert_close(trace["blocks.0.ln1.hook_mean"], x.mean(-1))
     torch.testing.assert_close(trace["blocks.0.ln1.hook_scale"], (x.var(-1, unbiased=False) + 1e-5).sqrt())
-    torch.testing.assert_close(trace["blocks.0.ln1.hook_normalized"], torch.nn.functional.layer_norm(x, (32,), eps=1e-5))
+    torch.testing.assert_close(
+        trace["blocks.0.ln1.hook_normalized"], torch.nn.functional.layer_norm(x, (32,), eps=1e-5)
+    )
 
 
 def test_rmsnorm_statistics() -> None:

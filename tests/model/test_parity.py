@@ -18,15 +18,18 @@ TOL = 1e-4
 @pytest.mark.parametrize("architecture", ["decoder", "encoder"])
 @pytest.mark.parametrize("kv_heads", [4, 2, 1])
 def test_traced_attention_equals_sdpa(architecture: str, kv_heads: int) -> None:
-    cfg = TransformerConfig(architecture=architecture, d_model=32, n_heads=4, n_kv_heads=kv_heads,
-                            pos_encoding="rope", n_layers=1, seed=2)
+    cfg = TransformerConfig(
+        architecture=architecture, d_model=32, n_heads=4, n_kv_heads=kv_heads, pos_encoding="rope", n_layers=1, seed=2
+    )
     model = Transformer(cfg)
     toks = torch.randint(0, 256, (1, 13))
     _, trace = model.run_with_trace(toks)
     q = trace["blocks.0.attn.hook_rot_q"].transpose(1, 2)  # [batch, head, pos, d_head]
     k = trace["blocks.0.attn.hook_rot_k"].transpose(1, 2).repeat_interleave(4 // kv_heads, dim=1)
     v = trace["blocks.0.attn.hook_v"].transpose(1, 2).repeat_interleave(4 // kv_heads, dim=1)
-    reference = F.scaled_dot_product_attention(q, k, v, is_causal=architecture == "decoder")  # [batch, head, pos, d_head]
+    reference = F.scaled_dot_product_attention(
+        q, k, v, is_causal=architecture == "decoder"
+    )  # [batch, head, pos, d_head]
     torch.testing.assert_close(trace["blocks.0.attn.hook_z"], reference.transpose(1, 2), atol=1e-5, rtol=0)
 
 
@@ -43,28 +46,50 @@ def _ours(hf_model: torch.nn.Module) -> Transformer:
 
 def tiny_gpt2(tied: bool = True) -> torch.nn.Module:
     torch.manual_seed(0)
-    config = transformers.GPT2Config(vocab_size=97, n_positions=64, n_embd=48, n_layer=3, n_head=4,
-                                     tie_word_embeddings=tied)
+    config = transformers.GPT2Config(
+        vocab_size=97, n_positions=64, n_embd=48, n_layer=3, n_head=4, tie_word_embeddings=tied
+    )
     return transformers.GPT2LMHeadModel(config).eval()
 
 
 def tiny_llama(kv_heads: int = 2, model_type: str = "llama") -> torch.nn.Module:
     torch.manual_seed(0)
     if model_type == "qwen2":
-        config = transformers.Qwen2Config(vocab_size=101, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
-                                          num_attention_heads=4, num_key_value_heads=kv_heads,
-                                          max_position_embeddings=128, tie_word_embeddings=False)
+        config = transformers.Qwen2Config(
+            vocab_size=101,
+            hidden_size=64,
+            intermediate_size=96,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=kv_heads,
+            max_position_embeddings=128,
+            tie_word_embeddings=False,
+        )
         return transformers.Qwen2ForCausalLM(config).eval()
-    config = transformers.LlamaConfig(vocab_size=101, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
-                                      num_attention_heads=4, num_key_value_heads=kv_heads,
-                                      max_position_embeddings=128, rope_theta=500.0, tie_word_embeddings=False)
+    config = transformers.LlamaConfig(
+        vocab_size=101,
+        hidden_size=64,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=kv_heads,
+        max_position_embeddings=128,
+        rope_theta=500.0,
+        tie_word_embeddings=False,
+    )
     return transformers.LlamaForCausalLM(config).eval()
 
 
 def tiny_bert() -> torch.nn.Module:
     torch.manual_seed(0)
-    config = transformers.BertConfig(vocab_size=99, hidden_size=48, num_hidden_layers=2, num_attention_heads=4,
-                                     intermediate_size=80, max_position_embeddings=64)
+    config = transformers.BertConfig(
+        vocab_size=99,
+        hidden_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=80,
+        max_position_embeddings=64,
+    )
     return transformers.BertModel(config, add_pooling_layer=False).eval()
 
 

@@ -27,7 +27,9 @@ def bpe() -> HubTokenizer:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=300, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=300, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+    )
     tok.train_from_iterator(["hello world, the street was tired. 我爱北京天安门广场。北京北京"] * 20, trainer)
     return HubTokenizer(tok)
 
@@ -58,7 +60,7 @@ def test_bpe_tokenizer_covers_any_text(bpe: HubTokenizer, text: str) -> None:
 def test_bpe_spans_point_at_the_text(bpe: HubTokenizer) -> None:
     text = "hello 北京"
     tokens = bpe.encode(text)
-    assert "".join(t.text for t in tokens if text[t.start:t.end] == t.text) == text
+    assert "".join(t.text for t in tokens if text[t.start : t.end] == t.text) == text
 
 
 def test_chinese_char_split_into_bytes_shows_bytes() -> None:

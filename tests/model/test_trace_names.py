@@ -44,12 +44,24 @@ def test_decoder_trace_names_are_pinned() -> None:
 
 def test_encoder_decoder_post_ln_names_are_pinned() -> None:
     cfg = TransformerConfig(
-        architecture="encoder-decoder", n_layers=1, pos_encoding="sinusoidal", norm_placement="post",
-        activation="relu", final_norm=False,
+        architecture="encoder-decoder",
+        n_layers=1,
+        pos_encoding="sinusoidal",
+        norm_placement="post",
+        activation="relu",
+        final_norm=False,
     )
     ln = ["hook_mean", "hook_scale", "hook_normalized"]
-    attn = ["hook_q", "hook_k", "hook_v", "hook_scores_raw", "hook_scores_scaled", "hook_attn_scores",
-            "hook_pattern", "hook_z"]
+    attn = [
+        "hook_q",
+        "hook_k",
+        "hook_v",
+        "hook_scores_raw",
+        "hook_scores_scaled",
+        "hook_attn_scores",
+        "hook_pattern",
+        "hook_z",
+    ]
     mlp = ["mlp.hook_pre", "mlp.hook_post", "hook_mlp_out", "hook_resid_post_unnormed"]
     encoder = (
         ["encoder.hook_tokens", "encoder.hook_embed", "encoder.hook_pos_embed", "encoder.blocks.0.hook_resid_pre"]
