@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
-from app.engine import Engine, TraceRun
+from app.engine import Engine
 from app.errors import ApiError, empty_text, out_of_range
 from app.registry import Registry, RegistryError, Resolved, encode_text
 from app.schemas import InlineConfig, TextInput
@@ -100,17 +100,6 @@ def encode_inputs(resolved: Resolved, body: TextInput, settings: Settings) -> tu
                        f"The target_text is {len(target_tokens)} tokens long; "
                        f"the limit is {limit} tokens — shorten it.")
     return tokens, target_tokens
-
-
-async def traced(body: TextInput, registry: Registry, engine: Engine, settings: Settings) -> tuple[Resolved, TraceRun]:
-    """Model + tokens + the full (cached) trace: the first steps of every trace-based endpoint."""
-    resolved = await resolve_model(body, registry, engine, settings)
-    return resolved, await run_for(resolved, body, engine, settings)
-
-
-async def run_for(resolved: Resolved, body: TextInput, engine: Engine, settings: Settings) -> TraceRun:
-    tokens, target_tokens = encode_inputs(resolved, body, settings)
-    return await engine.trace(resolved, tokens, target_tokens)
 
 
 def tokens_out(tokens: list[Token] | None) -> list[dict[str, Any]] | None:

@@ -80,7 +80,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         app.include_router(pages)
 
     # added last = outermost: the body limit runs before anything reads or parses the body
-    app.add_middleware(GZipMiddleware, minimum_size=1024)
+    app.add_middleware(GZipMiddleware, minimum_size=1024, compresslevel=5)  # 9 costs more than it saves
     if settings.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST"],
                            allow_headers=["Content-Type"])

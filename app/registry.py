@@ -213,6 +213,14 @@ def special_token(loaded: LoadedModel, key: str) -> Token | None:
     return None if token_id is None else Token(int(token_id), text, 0, 0)
 
 
+def token_text(loaded: LoadedModel, token_id: int) -> str:
+    """How to show a token id; ids past the tokenizer's vocabulary (padded embedding rows) show as <id>."""
+    try:
+        return loaded.tokenizer.id_to_text(token_id)
+    except (IndexError, KeyError, ValueError):
+        return f"<{token_id}>"
+
+
 def encode_text(loaded: LoadedModel, text: str, *, as_target: bool = False) -> list[Token]:
     """Tokens for text, with the start token the model was trained with.
 

@@ -12,13 +12,12 @@ from app.deps import (
     RegistryDep,
     SettingsDep,
     check_layer,
+    encode_inputs,
     resolve_model,
-    run_for,
     stack_prefix,
     tokens_out,
 )
-from app.engine import TraceRun
-from app.errors import ApiJSONResponse
+from app.engine import TraceRun, body_key
 from app.registry import Resolved
 from app.schemas import ERRORS, ActivationsOut, ActivationsRequest
 from app.tensors import encode_tensor
@@ -57,10 +56,14 @@ async def activations(body: ActivationsRequest, registry: RegistryDep, engine: E
     """Norm input/output with its statistics (mean, scale), FFN pre/post (gate/up for SwiGLU), and the
     residual stream with per-position L2 norms, for one layer or (layer omitted) all layers."""
     resolved = await resolve_model(body, registry, engine, settings)
+    key = body_key("activations", resolved, body)
+    if (cached := engine.cached_body(key)) is not None:
+        return cached
     prefix, stack, n_layers = stack_prefix(resolved, body.stack, cross=False)
     if body.layer is not None:
         check_layer(body.layer, n_layers)
     layers = [body.layer] if body.layer is not None else list(range(n_layers))
     names = activation_names(resolved, prefix, layers, whole_stack=body.layer is None)
-    run = await run_for(resolved, body, engine, settings)
-    return ApiJSONResponse(await engine.call(build_activations, resolved, run, body, names, layers, stack))
+    tokens, target_tokens = encode_inputs(resolved, body, settings)
+    return await engine.answer(key, resolved, tokens, target_tokens,
+                               lambda run: build_activations(resolved, run, body, names, layers, stack))

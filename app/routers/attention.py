@@ -13,13 +13,12 @@ from app.deps import (
     SettingsDep,
     check_heads,
     check_layer,
+    encode_inputs,
     resolve_model,
-    run_for,
     stack_prefix,
     tokens_out,
 )
-from app.engine import TraceRun
-from app.errors import ApiJSONResponse
+from app.engine import TraceRun, body_key
 from app.registry import Resolved
 from app.schemas import ERRORS, AttentionOut, AttentionRequest, LayerRequest, QKVOut, QKVRequest
 from app.tensors import encode_tensor
@@ -33,10 +32,7 @@ class Selection:
 
     def __init__(self, resolved: Resolved, run: TraceRun, body: LayerRequest) -> None:
         cfg = resolved.cfg
-        prefix, self.stack, n_layers = stack_prefix(resolved, body.stack, body.cross)
-        check_layer(body.layer, n_layers)
-        if body.head is not None:
-            check_heads([body.head], cfg.n_heads)
+        prefix, self.stack = self.validate(resolved, body)
         self.heads = [body.head] if body.head is not None else list(range(cfg.n_heads))
         group = cfg.n_heads // cfg.kv_heads
         self.kv_heads = [h // group for h in self.heads]
@@ -46,6 +42,15 @@ class Selection:
         stack_tokens = run.target_tokens if self.stack == "decoder" else run.tokens
         self.query_tokens = stack_tokens or run.tokens
         self.key_tokens = run.tokens if body.cross else self.query_tokens
+
+    @staticmethod
+    def validate(resolved: Resolved, body: LayerRequest) -> tuple[str, str | None]:
+        """Check stack, layer and head before any work; (trace-name prefix, stack name)."""
+        prefix, stack, n_layers = stack_prefix(resolved, body.stack, body.cross)
+        check_layer(body.layer, n_layers)
+        if body.head is not None:
+            check_heads([body.head], resolved.cfg.n_heads)
+        return prefix, stack
 
     def tensor(self, resolved: Resolved, run: TraceRun, body: LayerRequest, stage: str, label: str) -> dict[str, Any]:
         name = self.base + stage
@@ -81,9 +86,13 @@ async def attention(body: AttentionRequest, registry: RegistryDep, engine: Engin
     """Raw scores, scaled, masked and softmax matrices of one layer (one head or all), with the Q and K
     vectors behind each cell (rotated ones for RoPE) and the query / key token lists."""
     resolved = await resolve_model(body, registry, engine, settings)
-    run = await run_for(resolved, body, engine, settings)
-    sel = Selection(resolved, run, body)
-    return ApiJSONResponse(await engine.call(build_attention, resolved, run, body, sel))
+    key = body_key("attention", resolved, body)
+    if (cached := engine.cached_body(key)) is not None:
+        return cached
+    Selection.validate(resolved, body)
+    tokens, target_tokens = encode_inputs(resolved, body, settings)
+    return await engine.answer(key, resolved, tokens, target_tokens,
+                               lambda run: build_attention(resolved, run, body, Selection(resolved, run, body)))
 
 
 def build_qkv(resolved: Resolved, run: TraceRun, body: QKVRequest, sel: Selection) -> dict[str, Any]:
@@ -101,6 +110,10 @@ async def qkv(body: QKVRequest, registry: RegistryDep, engine: EngineDep, settin
 
     With GQA, `k` and `v` hold the K/V heads the chosen query heads read (`kv_heads` maps them)."""
     resolved = await resolve_model(body, registry, engine, settings)
-    run = await run_for(resolved, body, engine, settings)
-    sel = Selection(resolved, run, body)
-    return ApiJSONResponse(await engine.call(build_qkv, resolved, run, body, sel))
+    key = body_key("qkv", resolved, body)
+    if (cached := engine.cached_body(key)) is not None:
+        return cached
+    Selection.validate(resolved, body)
+    tokens, target_tokens = encode_inputs(resolved, body, settings)
+    return await engine.answer(key, resolved, tokens, target_tokens,
+                               lambda run: build_qkv(resolved, run, body, Selection(resolved, run, body)))

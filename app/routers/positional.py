@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 
 from app.deps import EngineDep, RegistryDep, resolve_named
-from app.errors import ApiError, ApiJSONResponse
+from app.errors import ApiError
 from app.schemas import ERRORS, DType, Encoding, PositionalOut
 from app.tensors import encode_tensor
 from model import readouts
@@ -76,4 +76,4 @@ async def positional_encoding(
                 "n_heads": n_heads, "d_head": d_model // n_heads, "base": base if kind == "rope" else None,
                 "tensors": encoded}
 
-    return ApiJSONResponse(await engine.call(serialize))
+    return await engine.respond(None, serialize)

@@ -7,10 +7,10 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from app.deps import EngineDep, RegistryDep, SettingsDep, resolve_model, run_for, tokens_out
-from app.engine import TraceRun
-from app.errors import ApiError, ApiJSONResponse
-from app.registry import Resolved, special_token
+from app.deps import EngineDep, RegistryDep, SettingsDep, encode_inputs, resolve_model, tokens_out
+from app.engine import TraceRun, body_key
+from app.errors import ApiError
+from app.registry import Resolved, special_token, token_text
 from app.routers.trace import predictions
 from app.schemas import ERRORS, PredictOut, PredictRequest
 from app.settings import Settings
@@ -33,7 +33,7 @@ def build_prediction(
         max_len=min(settings.max_tokens, resolved.cfg.n_ctx), stop_id=stop.id if stop else None,
     )
     tokenizer = resolved.loaded.tokenizer
-    generated = [Token(i, tokenizer.id_to_text(i), 0, 0).to_dict() for i in new_ids]
+    generated = [Token(i, token_text(resolved.loaded, i), 0, 0).to_dict() for i in new_ids]
     out: dict[str, Any] = {
         "model": resolved.name, "tokens": tokens_out(run.tokens), "temperature": body.temperature,
         "top_k": table["top_k"], "rest_prob": table["rest"],
@@ -56,6 +56,8 @@ async def predict(body: PredictRequest, registry: RegistryDep, engine: EngineDep
         raise ApiError(422, "not_generative",
                        "This model is an encoder: it reads the whole text at once and has no next-token "
                        "prediction. Pick a decoder model (like tiny-gpt) to predict.")
-    run = await run_for(resolved, body, engine, settings)
+    tokens, target_tokens = encode_inputs(resolved, body, settings)
     seed = body.seed if body.seed is not None else secrets.randbelow(2**31)
-    return ApiJSONResponse(await engine.call(build_prediction, resolved, run, body, seed, settings))
+    key = body_key("predict", resolved, body) if body.seed is not None else None  # unseeded: fresh samples
+    return await engine.answer(key, resolved, tokens, target_tokens,
+                               lambda run: build_prediction(resolved, run, body, seed, settings))

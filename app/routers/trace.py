@@ -15,12 +15,11 @@ from app.deps import (
     check_layer,
     encode_inputs,
     resolve_model,
-    run_for,
     tokens_out,
 )
-from app.engine import TraceRun
+from app.engine import TraceRun, body_key
 from app.errors import ApiError, ApiJSONResponse
-from app.registry import Resolved
+from app.registry import Resolved, token_text
 from app.schemas import ERRORS, TokenizeOut, TokenizeRequest, TraceOut, TraceRequest
 from app.tensors import encode_tensor
 from model import readouts
@@ -98,9 +97,8 @@ def build_trace(resolved: Resolved, run: TraceRun, body: TraceRequest, names: li
 def predictions(resolved: Resolved, run: TraceRun, k: int, temperature: float) -> dict[str, Any]:
     """The next-token table at the last position, from the cached logits."""
     table = readouts.prediction(run.output[0, -1], temperature, k)
-    tokenizer = resolved.loaded.tokenizer
     rows = [
-        {"id": i, "text": tokenizer.id_to_text(i), "prob": round(p, 6), "logit": round(logit, 4)}
+        {"id": i, "text": token_text(resolved.loaded, i), "prob": round(p, 6), "logit": round(logit, 4)}
         for i, p, logit in zip(table["ids"], table["probs"], table["logits"], strict=True)  # type: ignore[arg-type]
     ]
     return {"top_k": rows, "rest": table["rest"]}
@@ -114,6 +112,10 @@ async def trace(body: TraceRequest, registry: RegistryDep, engine: EngineDep, se
     another stage of the same text only slices and serializes.
     """
     resolved = await resolve_model(body, registry, engine, settings)
+    key = body_key("trace", resolved, body)
+    if (cached := engine.cached_body(key)) is not None:
+        return cached
     names = pick_stages(resolved, body)  # before the forward pass: a typo costs nothing
-    run = await run_for(resolved, body, engine, settings)
-    return ApiJSONResponse(await engine.call(build_trace, resolved, run, body, names))
+    tokens, target_tokens = encode_inputs(resolved, body, settings)
+    return await engine.answer(key, resolved, tokens, target_tokens,
+                               lambda run: build_trace(resolved, run, body, names))

@@ -84,5 +84,30 @@ def test_trace_cache_is_bounded() -> None:
 
     for i in range(4):
         engine._store(i, TraceRun([], None, None, Trace([])))  # type: ignore[arg-type]
-    assert engine.cached(0) is None and engine.cached(3) is not None
+    assert engine.cached_trace(0) is None and engine.cached_trace(3) is not None
+    engine.shutdown()
+
+
+def test_identical_requests_reuse_the_rendered_body(client: TestClient) -> None:
+    engine = client.app.state.engine  # type: ignore[attr-defined]
+    request = {"model": "gpt", "text": "a class opens the same example"}
+    first = post(client, "/api/trace", request)
+    bodies = len(engine._bodies)
+    second = post(client, "/api/trace", request)
+    assert second.content == first.content and len(engine._bodies) == bodies
+    assert post(client, "/api/trace", {**request, "encoding": "base64"}).content != first.content
+
+
+def test_threads_needing_the_same_trace_compute_it_once() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from app.registry import encode_text
+    from tests.app.conftest import make_registry
+
+    engine = Engine(workers=1, queue_size=0)
+    resolved = make_registry().get("gpt")
+    tokens = encode_text(resolved.loaded, "shared by many")
+    with ThreadPoolExecutor(8) as pool:
+        runs = list(pool.map(lambda _: engine.trace_sync(resolved, tokens, None), range(16)))
+    assert engine.computed == 1 and all(run is runs[0] for run in runs)
     engine.shutdown()

@@ -1,0 +1,156 @@
+"""What a class feels: latency and payload of the explorer's first view through the API.
+
+Measures, at 32 tokens on the default model (tiny-gpt when trained, else a random model of
+the same shape):
+
+- p50 / p95 of POST /api/trace (the first view) on new texts (uncached) and repeated ones (cached),
+  and of a step to another stage of an already traced text;
+- payload bytes of the first view as lists and as base64 (f4, f2), raw and gzip-compressed;
+- the ratio of the uncached first view to a plain model forward, both for the server's own
+  work (trace + slice + serialize, in process) and for the whole HTTP round trip.
+
+    python bench/api_latency.py [--model tiny-gpt] [--repeats 40] [--tokens 32]
+
+Requests go through FastAPI's TestClient (in process, no sockets), so HTTP parsing and
+middleware are included but network time is not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+from fastapi.testclient import TestClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from app.engine import compute_trace  # noqa: E402
+from app.main import create_app  # noqa: E402
+from app.registry import Registry, Resolved, encode_text  # noqa: E402
+from app.routers.trace import build_trace, first_view  # noqa: E402
+from app.schemas import TraceRequest  # noqa: E402
+from app.settings import Settings  # noqa: E402
+from model.checkpoint import LoadedModel  # noqa: E402
+from model.config import TransformerConfig  # noqa: E402
+from model.tokenizer import CharTokenizer  # noqa: E402
+from model.transformer import Transformer  # noqa: E402
+
+WORDS = ["the", "cat", "sat", "on", "a", "mat", "while", "students", "watched", "every", "attention", "head",
+         "moved", "through", "layers", "of", "small", "model", "trained", "stories", "我", "爱", "北京"]
+
+
+def stand_in() -> LoadedModel:
+    """tiny-gpt's shape (4 layers, 128 wide, 4 heads, RoPE, RMSNorm, SwiGLU, vocab 4096), random weights."""
+    cfg = TransformerConfig(d_model=128, n_layers=4, n_heads=4, vocab_size=4096, n_ctx=256, pos_encoding="rope",
+                            norm="rmsnorm", activation="swiglu", bias=False)
+    return LoadedModel(Transformer(cfg).eval(), CharTokenizer(), {"description": "random stand-in for tiny-gpt"})
+
+
+def text_of(resolved: Resolved, n_tokens: int, rng: random.Random) -> str:
+    """A fresh text of exactly n_tokens tokens (fewer only if the tokenizer refuses to split evenly)."""
+    text = ""
+    while len(encode_text(resolved.loaded, text)) < n_tokens:
+        text += (" " if text else "") + rng.choice(WORDS)
+    while len(encode_text(resolved.loaded, text)) > n_tokens:
+        text = text[:-1]
+    return text
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return statistics.median(ordered) * 1e3, ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))] * 1e3
+
+
+def timed(fn) -> float:  # type: ignore[no-untyped-def]
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="tiny-gpt")
+    parser.add_argument("--repeats", type=int, default=40)
+    parser.add_argument("--tokens", type=int, default=32)
+    parser.add_argument("--threads", type=int, help="torch threads (default: torch's own)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    settings = Settings(load_minilm=False, default_model=args.model)
+    registry = Registry.from_settings(settings)
+    if args.model not in registry.names():
+        registry.add(args.model, stand_in(), source="bench")
+        print(f"note: {args.model} is not under model/weights yet; using a random model of its shape")
+    resolved = registry.get(args.model)
+    cfg = resolved.cfg
+    print(f"model {args.model}: {cfg.n_layers} layers, d_model {cfg.d_model}, {cfg.n_heads} heads, "
+          f"vocab {cfg.vocab_size}, {args.tokens} tokens, torch threads {torch.get_num_threads()}")
+    rng = random.Random(0)
+    texts = [text_of(resolved, args.tokens, rng) for _ in range(args.repeats * 2 + 5)]
+
+    view = TraceRequest(model=args.model, text=texts[0])
+    names = first_view(resolved)
+    app = create_app(settings, registry)
+    forward, server_work, uncached = [], [], []
+    with TestClient(app) as client:
+        def first_view_request(text: str, **extra: object) -> bytes:
+            response = client.post("/api/trace", json={"model": args.model, "text": text, **extra})
+            assert response.status_code == 200, response.text
+            return response.content
+
+        for text in texts[-5:]:  # warm up: imports, allocator, first requests
+            first_view_request(text)
+        # plain forward, the server's own work, and the HTTP round trip on new texts, interleaved
+        # so that the load of a shared machine hits all three alike
+        for i in range(args.repeats):
+            tokens = encode_text(resolved.loaded, texts[i])
+            ids = torch.tensor([[t.id for t in tokens]])
+            with torch.inference_mode():
+                forward.append(timed(lambda ids=ids: resolved.model(ids)))
+            server_work.append(timed(lambda tokens=tokens: build_trace(
+                resolved, compute_trace(resolved, tokens, None), view, names)))
+            uncached.append(timed(lambda i=i: first_view_request(texts[args.repeats + i])))
+        cached = [timed(lambda: first_view_request(texts[args.repeats])) for _ in range(args.repeats)]
+        # stepping: another stage / layer / head of the traced text, each asked for the first time
+        kinds = ["hook_pattern", "hook_attn_scores", "hook_scores_raw", "hook_q", "hook_z"]
+        steps = [(f"blocks.{layer}.attn.{kind}", head) for kind in kinds for layer in range(cfg.n_layers)
+                 for head in range(cfg.n_heads)]
+        stepped = [timed(lambda s=s: first_view_request(texts[args.repeats], stages=[s[0]], heads=[s[1]], top_k=0))
+                   for s in steps[: args.repeats]]
+        payloads = {
+            "list": first_view_request(texts[1]),
+            "base64 f4": first_view_request(texts[1], encoding="base64"),
+            "base64 f2": first_view_request(texts[1], encoding="base64", dtype="float16"),
+        }
+        stages = json.loads(payloads["list"])["stages"]
+
+    f50, f95 = percentiles(forward)
+    w50, w95 = percentiles(server_work)
+    u50, u95 = percentiles(uncached)
+    c50, c95 = percentiles(cached)
+    s50, s95 = percentiles(stepped)
+    print(f"first view stages: {', '.join(stages)} (+ top 10 next tokens)")
+    print(f"plain forward                     p50 {f50:7.2f} ms  p95 {f95:7.2f} ms")
+    print(f"first view, server work (uncached) p50 {w50:7.2f} ms  p95 {w95:7.2f} ms   trace + slice + serialize")
+    print(f"first view HTTP, uncached          p50 {u50:7.2f} ms  p95 {u95:7.2f} ms")
+    print(f"first view HTTP, cached            p50 {c50:7.2f} ms  p95 {c95:7.2f} ms")
+    print(f"step to a new stage, trace cached  p50 {s50:7.2f} ms  p95 {s95:7.2f} ms")
+    for label, body in payloads.items():
+        print(f"payload {label:10s} {len(body):7d} bytes   gzip {len(gzip.compress(body)):7d} bytes")
+    print(f"ratio cached / uncached (HTTP p50):            {c50 / u50:5.2f}   goal <= 0.2")
+    print(f"ratio new-stage step / uncached (HTTP p50):    {s50 / u50:5.2f}   goal <= 0.2")
+    print(f"ratio uncached server work / plain forward:    {w50 / f50:5.2f}   goal <= 2")
+    print(f"ratio uncached HTTP / plain forward:           {u50 / f50:5.2f}")
+    print(f"first-view list payload <= 64 KB:              {len(payloads['list']) <= 64 * 1024}")
+
+
+if __name__ == "__main__":
+    main()
