@@ -105,22 +105,27 @@ class Registry:
         A broken built-in checkpoint (for instance one being written by a training run) is
         skipped with its reason kept; a broken operator model is a startup error.
         """
-        registry = cls(default=settings.default_model, inline_entries=settings.inline_cache_entries,
-                       device=settings.device)
+        from model.runtime import pick_device
+
+        try:
+            device = str(pick_device(settings.device))  # "auto": CUDA when present, else CPU
+        except (ValueError, RuntimeError) as error:
+            raise RegistryError(f"--device {settings.device}: {error}") from error
+        registry = cls(default=settings.default_model, inline_entries=settings.inline_cache_entries, device=device)
         weights_dir = Path(settings.weights_dir)
         if weights_dir.is_dir():
             for directory in sorted(p for p in weights_dir.iterdir() if (p / "config.json").is_file()):
                 try:
-                    registry.add_directory(directory.name, directory, settings.device, source="weights")
+                    registry.add_directory(directory.name, directory, device, source="weights")
                 except RegistryError as error:
                     registry.entries[directory.name] = Entry(directory.name, "", "weights", error=str(error))
         if settings.load_minilm:
-            registry.add_minilm(settings.device)
+            registry.add_minilm(device)
         for spec in settings.add_models:
             name, sep, path = spec.partition("=")
             if not sep or not name or not path:
                 raise RegistryError(f"--add-model expects NAME=DIR, got {spec!r}")
-            registry.add_directory(name.strip(), Path(path).expanduser(), settings.device)
+            registry.add_directory(name.strip(), Path(path).expanduser(), device)
         return registry
 
     def add_minilm(self, device: str) -> None:
