@@ -153,7 +153,7 @@ export const UI = {
     zh: "（仅为对比，由页面对原始分数做 softmax）",
   },
   top_next: { en: "Most likely next tokens after the whole sentence", zh: "整句之后最可能的下一个词元" },
-  generated: { en: "Greedy continuation: ", zh: "贪心续写：" },
+  generated: { en: "Sampled continuation (top-10, seed 0): ", zh: "采样续写（前 10 个候选，种子 0）：" },
   logits_at: { en: "Logits at the last position (same tokens)", zh: "最后一个位置的 logits（同样这些词元）" },
   no_lm_head: {
     en: "This model has no language-model head: its output is the final vector of each token (a sentence encoder).",
@@ -302,7 +302,10 @@ export const STEPS = {
       ),
   },
   ln1: {
-    title: { en: "Norm before attention", zh: "注意力前的归一化" },
+    title: (v) =>
+      v.placement === "post"
+        ? { en: "Norm after attention (Add & Norm)", zh: "注意力之后的归一化（Add & Norm）" }
+        : { en: "Norm before attention", zh: "注意力前的归一化" },
     short: { en: "norm", zh: "归一化" },
     formula: NORM_FORMULA,
     explain: (v) =>
@@ -315,12 +318,15 @@ export const STEPS = {
       ),
   },
   ln2: {
-    title: { en: "Norm before the FFN", zh: "前馈网络前的归一化" },
+    title: (v) =>
+      v.placement === "post"
+        ? { en: "Norm after the FFN (Add & Norm)", zh: "前馈网络之后的归一化（Add & Norm）" }
+        : { en: "Norm before the FFN", zh: "前馈网络前的归一化" },
     short: { en: "norm", zh: "归一化" },
     formula: NORM_FORMULA,
     explain: (v) =>
       join(
-        v.arch === "decoder"
+        v.arch === "decoder" && v.placement !== "post"
           ? {
               en: "A decoder-only model goes straight from self-attention to the feed-forward network: there is no cross-attention, because there is no encoder to read from. ",
               zh: "仅解码器模型在自注意力之后直接进入前馈网络：这里没有交叉注意力，因为根本没有编码器可读。",
@@ -331,7 +337,10 @@ export const STEPS = {
       ),
   },
   ln_cross: {
-    title: { en: "Norm before cross-attention", zh: "交叉注意力前的归一化" },
+    title: (v) =>
+      v.placement === "post"
+        ? { en: "Norm after cross-attention", zh: "交叉注意力之后的归一化" }
+        : { en: "Norm before cross-attention", zh: "交叉注意力前的归一化" },
     short: { en: "norm", zh: "归一化" },
     formula: NORM_FORMULA,
     explain: (v) => join({ en: "Normalises the decoder stream.", zh: "对解码器的残差流做归一化。" }, NORM_PLACEMENT(v)),

@@ -402,6 +402,7 @@ function bindEvents() {
   $("run").addEventListener("click", () => go({ text: $("text").value, target: $("target").value }));
   $("input-form").addEventListener("submit", (event) => {
     event.preventDefault();
+    if (document.activeElement && document.activeElement.blur) document.activeElement.blur(); // ← → step right away
     go({ text: $("text").value, target: $("target").value });
   });
   $("model").addEventListener("change", (event) => go({ model: event.target.value }));

@@ -21,7 +21,7 @@ export function visible(text) {
   return shown === "" ? "∅" : shown;
 }
 
-const MAX_LABEL = 14;
+const MAX_LABEL = 20;
 
 /** Unique, safe category labels for tokens: "3·the" (the position keeps duplicates apart). */
 export function tokenLabels(tokens) {
@@ -30,6 +30,11 @@ export function tokenLabels(tokens) {
     if ([...text].length > MAX_LABEL) text = `${[...text].slice(0, MAX_LABEL - 1).join("")}…`;
     return safe(`${i}·${text}`);
   });
+}
+
+/** Chart height for `rows` token rows: every label readable, long inputs scroll. */
+export function rowsHeight(rows, perRow = 22, min = 260, max = 1700) {
+  return Math.max(min, Math.min(max, 90 + perRow * rows));
 }
 
 export function indexLabels(n, prefix = "") {
@@ -60,7 +65,7 @@ export function plotConfig(filename) {
 }
 
 export function categoryAxis(title, extra = {}) {
-  return { title: { text: title }, type: "category", automargin: true, showgrid: false, zeroline: false, tickfont: { size: 12 }, ...extra };
+  return { title: { text: title }, type: "category", automargin: true, showgrid: false, zeroline: false, dtick: 1, tickfont: { size: 12 }, ...extra };
 }
 
 /** Symmetric range around 0 so that white means zero. */

@@ -17,13 +17,31 @@ from pathlib import Path
 
 from model.checkpoint import LoadedModel
 from model.config import TransformerConfig
-from model.tokenizer import CharTokenizer
+from tokenizers import Tokenizer, models, pre_tokenizers
+
+from model.tokenizer import CharTokenizer, HubTokenizer
 from model.transformer import Transformer
 
 CHARS = (
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,'!?"
     "我爱北京天安门广场。小明把书给了小红，因为她要复习你"
 )
+
+
+XSS_TEXTS = [
+    "<img src=x onerror=alert(1)>",
+    '<a href="javascript:alert(1)">x</a>',
+    "$\\href{javascript:alert(1)}{x}$",
+    "</script><script>alert(1)</script>",
+]
+
+
+def words_tokenizer() -> HubTokenizer:
+    """Whole words (split on spaces), so markup-looking words stay in one token and reach the labels."""
+    words = ["[UNK]", "<|bos|>"] + sorted({w for text in XSS_TEXTS for w in text.split()} | {"the", "cat", "a", "b"})
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return HubTokenizer(tok, "words")
 
 
 def tiny_models() -> dict[str, LoadedModel]:
@@ -39,6 +57,9 @@ def tiny_models() -> dict[str, LoadedModel]:
     bert = TransformerConfig(architecture="encoder", vocab_size=bert_tok.vocab_size, d_model=32, n_layers=1,
                              n_heads=2, n_ctx=128, pos_encoding="learned", norm_placement="post", final_norm=False,
                              lm_head=False, seed=2, init_std=0.3)
+    words_tok = words_tokenizer()
+    words = TransformerConfig(architecture="decoder", vocab_size=words_tok.vocab_size, d_model=16, n_layers=1,
+                              n_heads=2, n_ctx=64, pos_encoding="alibi", seed=4, init_std=0.3)
     return {
         "gpt": LoadedModel(Transformer(gpt).eval(), gpt_tok,
                            {"description": "tiny decoder (random weights)", "bos_token": "<|bos|>",
@@ -48,6 +69,7 @@ def tiny_models() -> dict[str, LoadedModel]:
                                    "eos_token": "<s>"}),
         "bert": LoadedModel(Transformer(bert).eval(), bert_tok,
                             {"description": "tiny encoder (random weights)", "language": ["en"]}),
+        "words": LoadedModel(Transformer(words).eval(), words_tok, {"description": "whole-word tokens (XSS test)"}),
     }
 
 

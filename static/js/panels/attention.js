@@ -2,7 +2,7 @@
 // matrices of the layer, so every cell's hover shows its dot product, scaled value and weight.
 
 import { stepText, t } from "../i18n.js";
-import { categoryAxis, draw, h, heatmap, rawLabels, tokenLabels } from "../plot.js";
+import { categoryAxis, draw, h, heatmap, rawLabels, rowsHeight, tokenLabels } from "../plot.js";
 import { badge, drawGrid, fetchStages, keyTokensFor } from "./common.js";
 
 const PARTS = ["hook_scores_raw", "hook_scores_scaled", "hook_attn_scores", "hook_pattern"];
@@ -57,7 +57,7 @@ function matrixChart(plot, ctx, { z, x, y, customdata, probs, masked, filename }
       });
     }
   }
-  const side = Math.max(280, Math.min(680, 90 + 34 * Math.max(z.length, (z[0] || []).length)));
+  const side = rowsHeight(z.length, z.length <= 12 ? 40 : 22, 300);
   draw(
     plot,
     traces,

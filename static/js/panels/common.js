@@ -2,7 +2,7 @@
 
 import { api, decodeStages } from "../api.js";
 import { lang, t } from "../i18n.js";
-import { categoryAxis, draw, heatmap, indexLabels, rawLabels, shapeBadge, tokenLabels } from "../plot.js";
+import { categoryAxis, draw, heatmap, indexLabels, rawLabels, rowsHeight, shapeBadge, tokenLabels } from "../plot.js";
 
 /** Fetch some trace stages (exact names) for the current text; cached per request. */
 export async function fetchStages(ctx, names, extra = {}) {
@@ -45,7 +45,7 @@ export function drawTokenMatrix(board, key, ctx, tensor, { title, label = "", fi
     className,
   });
   const trace = heatmap({ z, x, y, signed, zmin: signed ? undefined : 0, zmax: signed ? undefined : 1 });
-  const height = Math.max(240, Math.min(640, 60 + 26 * z.length));
+  const height = rowsHeight(z.length);
   draw(
     plot,
     [trace],

@@ -4,6 +4,7 @@ import { api } from "../api.js";
 import { t } from "../i18n.js";
 import { categoryAxis, draw, h, safe, visible } from "../plot.js";
 import { badge, fetchStages } from "./common.js";
+import { tokenChips } from "./tokens.js";
 
 export default {
   async load(ctx) {
@@ -59,8 +60,8 @@ export default {
       `${ctx.fname}_logits`,
     );
     const gen = data.prediction.generated;
-    if (gen && gen.text !== undefined) {
-      board.block("generated", h("p", { class: "generated" }, h("strong", { text: t("generated") }), h("span", { class: "gen-text", text: gen.text })));
+    if (gen && gen.tokens && gen.tokens.length) {
+      board.block("generated", h("div", { class: "generated" }, h("strong", { text: t("generated") }), tokenChips(gen.tokens)));
     }
   },
 };
