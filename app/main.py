@@ -11,7 +11,6 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import torch
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.middleware.gzip import GZipMiddleware
@@ -20,8 +19,9 @@ from app.engine import Engine
 from app.errors import ApiJSONResponse, install_error_handlers
 from app.middleware import BodyLimitMiddleware, SecurityHeadersMiddleware
 from app.registry import Registry
-from app.routers import activations, attention, health, models, positional, predict, trace
+from app.routers import activations, attention, docs, health, models, pages, positional, predict, trace
 from app.settings import Settings
+from model import runtime
 
 log = logging.getLogger("transformer_explorer")
 
@@ -37,23 +37,12 @@ float32, `"f2"` for float16. plotly.js has no `f2` — decode it to a Float32Arr
 """
 
 
-def _pages_router():  # noqa: ANN202 — the explorer page is optional (built separately)
-    try:
-        from app.routers import pages
-    except ModuleNotFoundError as error:
-        if error.name not in ("app.routers.pages",):
-            raise
-        return None
-    return pages.router
-
-
 def create_app(settings: Settings | None = None, registry: Registry | None = None) -> FastAPI:
     settings = settings or Settings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if settings.torch_threads:
-            torch.set_num_threads(settings.torch_threads)  # once, before any inference
+        runtime.configure(settings.torch_threads)  # once, before any inference
         app.state.registry = registry if registry is not None else Registry.from_settings(settings)
         app.state.engine = Engine(settings.workers, settings.queue_size, settings.trace_cache_entries,
                                   settings.trace_cache_mb << 20)
@@ -70,14 +59,13 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         description=DESCRIPTION,
         lifespan=lifespan,
         default_response_class=ApiJSONResponse,
+        docs_url=None,  # served by app.routers.docs from local files, not a CDN
+        redoc_url=None,
     )
     app.state.settings = settings
     install_error_handlers(app)
-    for module in (health, models, trace, attention, activations, positional, predict):
+    for module in (health, models, trace, attention, activations, positional, predict, docs, pages):
         app.include_router(module.router)
-    pages = _pages_router()
-    if pages is not None:
-        app.include_router(pages)
 
     # added last = outermost: the body limit runs before anything reads or parses the body
     app.add_middleware(GZipMiddleware, minimum_size=1024, compresslevel=5)  # 9 costs more than it saves

@@ -16,7 +16,7 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8000
-    device: str = "cpu"  # or "auto" (CUDA when present), "cuda", "cuda:1", ...
+    device: str = "auto"  # CUDA when present, else CPU; or "cpu", "cuda", "cuda:1", ...
     # extra checkpoints, "NAME=DIR" each (TE_ADD_MODELS='["gpt2=/models/gpt2"]')
     add_models: list[str] = Field(default_factory=list)
     weights_dir: Path = ROOT / "model" / "weights"

@@ -52,6 +52,7 @@ def configure(threads: int | None = None) -> None:
     global _configured
     if _configured:
         return
-    torch.set_num_threads(threads or max(1, os.cpu_count() or 1))
+    if threads:
+        torch.set_num_threads(threads)  # else torch's own default: one thread per core
     keep_freed_memory()
     _configured = True
