@@ -168,6 +168,10 @@ export const UI = {
     en: "Each hidden unit of token {tok}: input → output of the activation",
     zh: "词元 {tok} 的每个隐藏单元：激活函数的输入 → 输出",
   },
+  pick_token: {
+    en: "Click a row of the heatmap to pick another token.",
+    zh: "点击热力图中的一行，可以换一个词元。",
+  },
   gqa_note: {
     en: "Grouped-query attention: {heads} query heads share {kv} key/value heads, so head {h} reads K/V head {kvh}.",
     zh: "分组查询注意力（GQA）：{heads} 个查询头共用 {kv} 组键/值头，所以第 {h} 个头读取第 {kvh} 组 K/V。",

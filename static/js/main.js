@@ -309,10 +309,10 @@ function renderStageList(ctx) {
 
 function renderSelectors(ctx) {
   const layerSel = $("layer");
-  const layers = ctx.step.block ? state.plan.layers[ctx.step.stack] : [];
-  layerSel.replaceChildren(...layers.map((l) => h("option", { value: String(l), text: String(l), selected: l === ctx.layer ? true : undefined })));
+  const layers = ctx.step.block ? state.plan.layers[ctx.step.stack] : Object.values(state.plan.layers)[0] || [];
+  layerSel.replaceChildren(...layers.map((l) => h("option", { value: String(l), text: String(l) })));
   layerSel.disabled = !ctx.step.block;
-  if (ctx.layer !== null) layerSel.value = String(ctx.layer);
+  layerSel.value = String(ctx.layer !== null ? ctx.layer : Math.min(state.layer, layers.length - 1));
   const headSel = $("head");
   const panel = PANELS[ctx.step.panel];
   const heads = Array.from({ length: state.info.n_heads }, (_, i) => i);

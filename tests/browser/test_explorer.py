@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,7 +45,9 @@ def sizes_for(name: str, info: dict[str, Any], n_source: int, n_target: int | No
     }
 
 
-def walk_all_stages(watched: Any, server: Any, model: str, text: str, target: str | None = None) -> list[tuple[str, str]]:
+def walk_all_stages(
+    watched: Any, server: Any, model: str, text: str, target: str | None = None
+) -> list[tuple[str, str]]:
     """Type the text, then press → through every stage, checking plots, axis labels and shape badges."""
     page = watched.page
     open_page(page, server.url, model=model, **({"target": target} if target else {}))
@@ -98,7 +101,9 @@ def walk_all_stages(watched: Any, server: Any, model: str, text: str, target: st
 
 def block_steps(visited: list[tuple[str, str]], stack: str, layer: str) -> list[str]:
     prefix = f"{stack}." if stack else ""
-    return [s[len(prefix):] for s, l in visited if l == layer and (s.startswith(prefix) if prefix else "." not in s)]
+    return [
+        s[len(prefix):] for s, at in visited if at == layer and (s.startswith(prefix) if prefix else "." not in s)
+    ]
 
 
 def test_english_every_stage_of_every_block(watched: Any, server: Any) -> None:
@@ -119,7 +124,8 @@ def test_chinese_encoder_decoder_every_stage(watched: Any, server: Any) -> None:
     # Post-Norm: attention -> add -> norm
     assert encoder.index("resid_mid") < encoder.index("ln1") < encoder.index("ffn_in")
     assert not any(s.startswith("cross_") for s in encoder)
-    assert decoder.index("resid_mid") < decoder.index("cross_qkv") < decoder.index("cross_softmax") < decoder.index("ffn_in")
+    order = [decoder.index(s) for s in ("resid_mid", "cross_qkv", "cross_softmax", "ffn_in")]
+    assert order == sorted(order)
     stages = [s for s, _ in visited]
     assert stages.index("encoder.ln_final") < stages.index("decoder.tokens")
     assert "我" in watched.page.inner_text("#tokens")
@@ -297,11 +303,11 @@ def test_presentation_mode_export_and_views(watched: Any, server: Any) -> None:
     # data export
     with page.expect_download() as download:
         page.click("#panel .export-csv")
-    csv_text = open(download.value.path(), encoding="utf-8").read()
+    csv_text = Path(download.value.path()).read_text(encoding="utf-8")
     assert csv_text.splitlines()[0].startswith(",0·<|bos|>,1·我")
     with page.expect_download() as download:
         page.click("#panel .export-json")
-    assert json.load(open(download.value.path(), encoding="utf-8"))["z"]
+    assert json.loads(Path(download.value.path()).read_text(encoding="utf-8"))["z"]
     # all heads, then all layers × heads; clicking a small map opens that head
     page.click("#views button[data-view='heads']")
     wait_idle(page)
@@ -311,3 +317,30 @@ def test_presentation_mode_export_and_views(watched: Any, server: Any) -> None:
     assert page.get_attribute("#stage", "data-view") == "layers"
     assert page.locator("#panel .plot .heatmaplayer").count() >= 1
     assert not watched.errors, watched.errors
+
+
+SHIPPED = Path(__file__).resolve().parents[2] / "model" / "weights" / "tiny-gpt" / "config.json"
+
+
+@pytest.mark.skipif(not SHIPPED.is_file(), reason="the trained tiny-gpt is not in model/weights yet")
+def test_shipped_tiny_gpt(browser: Any, tmp_path: Path) -> None:
+    from tests.browser.models import ServerThread, free_port
+
+    server = ServerThread(free_port(), tmp_path, extra_models=True).start()
+    context = browser.new_context(viewport={"width": 1300, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(30000)
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    try:
+        for text in (ENGLISH, CHINESE):
+            open_page(page, server.url, model="tiny-gpt", text=text, stage="softmax", layer=0)
+            assert page.get_attribute("#stage", "data-stage") == "softmax"
+            assert page.locator("#panel .plot .main-svg").count() >= 1
+            page.click("button.stage-item[data-stage='logits']")
+            wait_idle(page)
+            assert page.locator("#panel .plot .main-svg").count() == 2
+        assert not errors, errors
+    finally:
+        context.close()
+        server.stop()

@@ -28,6 +28,7 @@ function softmaxUnscaled(raw, masked) {
 }
 
 function matrixChart(plot, ctx, { z, x, y, customdata, probs, masked, filename }) {
+  const hiddenText = probs ? "0" : "−∞";
   const fmt = (i) => `%{customdata[${i}]:.3f}`;
   const hovertemplate =
     `${t("ax_query")}: %{y}<br>${t("ax_key")}: %{x}<br>` +
@@ -51,7 +52,8 @@ function matrixChart(plot, ctx, { z, x, y, customdata, probs, masked, filename }
         hoverongaps: false,
         xgap: z.length <= 12 ? 1 : 0,
         ygap: z.length <= 12 ? 1 : 0,
-        texttemplate: z.length <= 12 && (z[0] || []).length <= 12 ? "−∞" : "",
+        text: hidden.map((row) => row.map((v) => (v === null ? "" : hiddenText))),
+        texttemplate: z.length <= 12 && (z[0] || []).length <= 12 ? "%{text}" : "",
         textfont: { color: "#4a505a" },
         hovertemplate: `${t("ax_query")}: %{y}<br>${t("ax_key")}: %{x}<br>${t("hover_masked")}<extra></extra>`,
       });
@@ -169,8 +171,22 @@ export default {
       note = hiddenCount ? `${t("masked_future")} ${t("masked_count", { n: hiddenCount, total: masked.flat().length })}` : t("masked_none");
     }
     const exportData = () => ({ name: main.name, head: ctx.head, rows: rawLabels(qToks), cols: rawLabels(kToks), z });
+    if (probs) {
+      const toggle = h(
+        "label",
+        { class: "toggle" },
+        h("input", {
+          type: "checkbox",
+          class: "compare-toggle",
+          checked: ctx.compare ? true : undefined,
+          onchange: (e) => ctx.go({ compare: e.target.checked }),
+        }),
+        ` ${t("compare_scale")}`,
+      );
+      board.block("compare-toggle", toggle, "toolbar-card");
+    }
     const plot = board.card("main", {
-      title: `${title} · ${t("head")} ${ctx.head}`,
+      title: probs && ctx.compare ? t("with_scale") : `${title} · ${t("head")} ${ctx.head}`,
       badges: [badge("", main)],
       exportData,
       filename: `${ctx.fname}_h${ctx.head}`,
@@ -188,8 +204,6 @@ export default {
     });
 
     if (probs) {
-      const toggle = h("label", { class: "toggle" }, h("input", { type: "checkbox", class: "compare-toggle", checked: ctx.compare ? true : undefined, onchange: (e) => ctx.go({ compare: e.target.checked }) }), ` ${t("compare_scale")}`);
-      board.block("compare-toggle", toggle, "toolbar-card");
       if (ctx.compare) {
         const unscaled = softmaxUnscaled(raw, masked);
         const cmpData = raw.map((row, i) => row.map((v, j) => [v, scaled[i][j], unscaled[i][j]]));

@@ -51,6 +51,7 @@ export default {
       badges: [badge(swiglu ? "SiLU" : ctx.cfg.activation, curve)],
       exportData: () => ({ token: label, series: { before: xs, after: ys }, index: xs.map((_, i) => i) }),
       filename: `${ctx.fname}_activation`,
+      note: t("pick_token"),
     });
     draw(
       plot,

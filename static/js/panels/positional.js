@@ -5,7 +5,7 @@ import { t } from "../i18n.js";
 import { categoryAxis, draw, h, heatmap, indexLabels, rawLabels, tokenLabels } from "../plot.js";
 import { badge, drawTokenMatrix, fetchStages } from "./common.js";
 
-function curves(board, ctx, table, rowDim, colDim, title, pickCols) {
+function curves(board, ctx, table, rowDim, colDim, title, pickCols, smooth = true) {
   const z = table.matrix(rowDim, colDim);
   const n = z[0] ? z[0].length : 0;
   const cols = pickCols(n);
@@ -14,7 +14,7 @@ function curves(board, ctx, table, rowDim, colDim, title, pickCols) {
   const traces = cols.map((c) => {
     const y = z.map((row) => row[c]);
     series[`${colDim} ${c}`] = y;
-    return { type: "scatter", mode: "lines+markers", name: `${colDim === "pair" ? "i" : "dim"} ${c}`, x, y, line: { shape: "spline" } };
+    return { type: "scatter", mode: "lines+markers", name: `${colDim === "pair" ? "i" : "dim"} ${c}`, x, y, line: { shape: smooth ? "spline" : "linear" } };
   });
   const plot = board.card("curves", {
     title,
@@ -47,7 +47,7 @@ export default {
     if (data.stages) {
       const table = data.stages[ctx.names.main];
       drawTokenMatrix(board, "table", ctx, table, { title: kind === "learned" ? "W_pos" : "PE" });
-      curves(board, ctx, table, "pos", "d_model", t("dim_curves"), spread);
+      curves(board, ctx, table, "pos", "d_model", t("dim_curves"), spread, kind !== "learned");
       return;
     }
     if (kind === "rope") {
