@@ -83,8 +83,8 @@ export const UI = {
     zh: "快捷键：← → 或 PageUp/PageDown 翻步 · L/H 切换层/头 · P 演示模式",
   },
   arch_decoder: {
-    en: "Decoder-only (like GPT, Llama): causal self-attention, no encoder and no cross-attention.",
-    zh: "仅解码器（如 GPT、Llama）：因果自注意力，没有编码器，也没有交叉注意力。",
+    en: "Decoder-only (like GPT, Llama): causal self-attention, no encoder and no cross-attention. (GPT is one model built from Transformer blocks; BERT and T5 are others.)",
+    zh: "仅解码器（如 GPT、Llama）：因果自注意力，没有编码器，也没有交叉注意力。（GPT 只是用 Transformer 结构搭出来的一种模型，BERT、T5 也是。）",
   },
   arch_encoder: {
     en: "Encoder-only (like BERT): every token sees every other token; it understands text but does not generate.",
@@ -183,6 +183,16 @@ export const UI = {
   no_heads_here: {
     en: "This stage has no head dimension; showing the single-tensor view.",
     zh: "这一步没有“头”这个维度，显示单张图。",
+  },
+  // head labels from the checkpoint's head scores (repeated random tokens)
+  "pat_previous-token": { en: "previous-token", zh: "前一词元" },
+  "pat_first-token": { en: "first-token (sink)", zh: "首词元（汇聚）" },
+  pat_self: { en: "self", zh: "自身" },
+  "pat_duplicate-token": { en: "duplicate-token", zh: "重复词元" },
+  pat_induction: { en: "induction", zh: "归纳" },
+  head_label_note: {
+    en: "On repeated random tokens this head behaves as a {pattern} head (score {score}). Measured when the model was saved.",
+    zh: "在重复的随机词元上，这个头表现为“{pattern}”头（得分 {score}）。这是保存模型时测得的。",
   },
   // errors
   err_empty: { en: "Type a sentence first.", zh: "请先输入一句话。" },

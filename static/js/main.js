@@ -136,8 +136,23 @@ function makeContext(s) {
     vars,
     fname: `${s.model}_${step.id}${layerPart}`,
     go,
+    headLabel: (head) => headLabel(s.info, step, at.layer, head),
   };
 }
+
+/** What the checkpoint's head scores (meta.head_scores) say about one self-attention head, if anything. */
+function headLabel(info, step, layer, head) {
+  const scores = info.meta && info.meta.head_scores;
+  if (!Array.isArray(scores) || layer === null || step.key.startsWith("cross_") || !step.block) return null;
+  const entry = scores.find(
+    (e) => e && e.layer === layer && e.head === head && (e.stack || "") === (step.stack || "") && e.label,
+  );
+  if (!entry || !UI_PATTERNS.includes(entry.label)) return null;
+  const score = entry.scores && typeof entry.scores[entry.label] === "number" ? entry.scores[entry.label] : null;
+  return { label: entry.label, score };
+}
+
+const UI_PATTERNS = ["previous-token", "first-token", "self", "duplicate-token", "induction"];
 
 // ------------------------------------------------------------------ navigation
 
@@ -316,7 +331,12 @@ function renderSelectors(ctx) {
   const headSel = $("head");
   const panel = PANELS[ctx.step.panel];
   const heads = Array.from({ length: state.info.n_heads }, (_, i) => i);
-  headSel.replaceChildren(...heads.map((i) => h("option", { value: String(i), text: String(i) })));
+  headSel.replaceChildren(
+    ...heads.map((i) => {
+      const known = ctx.headLabel(i);
+      return h("option", { value: String(i), text: known ? `${i} · ${t(`pat_${known.label}`)}` : String(i) });
+    }),
+  );
   headSel.value = String(ctx.head);
   headSel.disabled = !panel.hasHeads || ctx.view !== "head";
   for (const button of document.querySelectorAll("#views button")) {

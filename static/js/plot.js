@@ -65,7 +65,8 @@ export function plotConfig(filename) {
 }
 
 export function categoryAxis(title, extra = {}) {
-  return { title: { text: title }, type: "category", automargin: true, showgrid: false, zeroline: false, dtick: 1, tickfont: { size: 12 }, ...extra };
+  const size = document.body.classList.contains("present") ? 16 : 12;
+  return { title: { text: title }, type: "category", automargin: true, showgrid: false, zeroline: false, dtick: 1, tickfont: { size }, ...extra };
 }
 
 /** Symmetric range around 0 so that white means zero. */

@@ -190,5 +190,12 @@ export function namesFor(step, layer) {
 export function indexOf(plan, id, layer) {
   let index = plan.order.findIndex((o) => o.id === id && (o.layer === null || o.layer === layer));
   if (index < 0) index = plan.order.findIndex((o) => o.id === id);
+  if (index < 0 && id) {
+    // another model: "softmax" <-> "encoder.softmax" / "decoder.softmax", same stop, first stack that has it
+    const key = id.replace(/^(encoder|decoder)\./, "");
+    const same = (o) => o.id === key || o.id.endsWith(`.${key}`);
+    index = plan.order.findIndex((o) => same(o) && (o.layer === null || o.layer === layer));
+    if (index < 0) index = plan.order.findIndex(same);
+  }
   return index < 0 ? 0 : index;
 }

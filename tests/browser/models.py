@@ -64,7 +64,10 @@ def tiny_models() -> dict[str, LoadedModel]:
     return {
         "gpt": LoadedModel(Transformer(gpt).eval(), gpt_tok,
                            {"description": "tiny decoder (random weights)", "bos_token": "<|bos|>",
-                            "eos_token": "<|bos|>"}),
+                            "eos_token": "<|bos|>", "head_scores": [
+                                {"layer": 1, "head": 2, "label": "previous-token",
+                                 "scores": {"previous-token": 0.55, "first-token": 0.1, "self": 0.1,
+                                            "duplicate-token": 0.0, "induction": 0.0}}]}),
         "translator": LoadedModel(Transformer(translator).eval(), tr_tok,
                                   {"description": "tiny encoder-decoder (random weights)", "bos_token": "<s>",
                                    "eos_token": "<s>"}),

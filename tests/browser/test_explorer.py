@@ -154,6 +154,9 @@ def test_copied_link_opens_the_same_view(watched: Any, server: Any, context: Any
         assert other.input_value("#text") == CHINESE
         assert other.inner_text("#stage-title") == page.inner_text("#stage-title")
         assert "Head 2" in other.inner_text("#panel .chart-head h3")
+        # the checkpoint's head scores name this head
+        assert "previous-token" in other.inner_text("#head option:checked")
+        assert "previous-token head (score 0.55)" in other.inner_text("#panel .chart-note")
     finally:
         other.close()
     assert not watched.errors, watched.errors
@@ -176,6 +179,11 @@ def test_language_switch(watched: Any, server: Any) -> None:
     assert "查询" in ticks and "键" in ticks
     page.click("#lang")
     page.wait_for_function("() => document.documentElement.lang === 'en'")
+    # another model keeps the same stop where it has one (here in its encoder)
+    page.select_option("#model", "translator")
+    page.wait_for_function("() => document.querySelector('#stage').dataset.stage === 'encoder.scale'")
+    assert "Encoder-decoder" in page.inner_text("#model-info")
+    assert page.is_visible("#target")
     assert not watched.errors, watched.errors
 
 

@@ -167,6 +167,10 @@ export default {
     const customdata = raw.map((row, i) => row.map((v, j) => [v, scaled[i][j], weights[i][j]]));
     const hiddenCount = masked.flat().filter((v) => v === null).length;
     let note = "";
+    const known = ctx.headLabel(ctx.head);
+    if (known) {
+      note = t("head_label_note", { pattern: t(`pat_${known.label}`), score: known.score === null ? "?" : known.score.toFixed(2) });
+    }
     if (kind === "mask") {
       note = hiddenCount ? `${t("masked_future")} ${t("masked_count", { n: hiddenCount, total: masked.flat().length })}` : t("masked_none");
     }

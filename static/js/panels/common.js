@@ -2,7 +2,7 @@
 
 import { api, decodeStages } from "../api.js";
 import { lang, t } from "../i18n.js";
-import { categoryAxis, draw, heatmap, indexLabels, rawLabels, rowsHeight, shapeBadge, tokenLabels } from "../plot.js";
+import { absMax, categoryAxis, draw, heatmap, indexLabels, rawLabels, rowsHeight, shapeBadge, tokenLabels } from "../plot.js";
 
 /** Fetch some trace stages (exact names) for the current text; cached per request. */
 export async function fetchStages(ctx, names, extra = {}) {
@@ -72,9 +72,14 @@ export function drawGrid(plot, ctx, cells, { rows, cols, x, y, signed, zmin, zma
     grid: { rows, columns: cols, pattern: "independent", xgap: 0.06, ygap: 0.12 },
     height: Math.max(320, Math.min(1400, rows * (cols > 6 ? 150 : 210) + 80)),
     annotations: [],
-    margin: { l: 30, r: 20, t: 40, b: 20 },
+    margin: { l: cells.length <= 4 ? 80 : 30, r: 20, t: 40, b: 20 },
   };
   const big = cells.length <= 4;
+  if (signed && zmin === undefined) {
+    const m = Math.max(...cells.map((c) => absMax(c.z)));
+    zmin = -m; // one colour scale for every small map, so they compare
+    zmax = m;
+  }
   cells.forEach((cell, i) => {
     const axis = i === 0 ? "" : String(i + 1);
     const trace = heatmap({ z: cell.z, x, y, signed, zmin, zmax, showscale: i === 0, annotate: false });
@@ -83,7 +88,8 @@ export function drawGrid(plot, ctx, cells, { rows, cols, x, y, signed, zmin, zma
     trace.customdata = undefined;
     traces.push(trace);
     layout[`xaxis${axis}`] = { type: "category", showgrid: false, showticklabels: big, tickfont: { size: 9 } };
-    layout[`yaxis${axis}`] = { type: "category", showgrid: false, autorange: "reversed", showticklabels: big, tickfont: { size: 9 } };
+    const firstColumn = i % cols === 0; // token labels once per row of maps, never over a neighbour
+    layout[`yaxis${axis}`] = { type: "category", showgrid: false, autorange: "reversed", showticklabels: big && firstColumn, tickfont: { size: 9 } };
     layout.annotations.push({
       text: titles[i],
       xref: `x${axis} domain`,

@@ -1,7 +1,7 @@
 // Stages with a head dimension and one vector per token: Q/K/V, their RoPE rotation, z = A·V.
 
 import { stepText, t } from "../i18n.js";
-import { indexLabels } from "../plot.js";
+import { indexLabels, tokenLabels } from "../plot.js";
 import { badge, drawGrid, drawTokenMatrix, fetchStages, keyTokensFor } from "./common.js";
 
 function moduleBase(name) {
@@ -48,7 +48,7 @@ export default {
         rows: Math.ceil(n / cols),
         cols,
         x: indexLabels(tensor.size("d_head")),
-        y: indexLabels(tensor.size("pos")),
+        y: tensor.has("head") ? tokenLabels(ctx.tokens) : tokenLabels(keyToks),
         signed: true,
         titles: cells.map((_, i) => `${t("head")} ${i}`),
         onPick: (i) => ctx.go({ head: i, view: "head" }),
