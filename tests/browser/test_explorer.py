@@ -236,6 +236,10 @@ def test_hostile_text_stays_text(watched: Any, server: Any, text: str) -> None:
 
 
 def test_works_offline_with_only_its_own_origin(browser: Any, server: Any) -> None:
+    with urllib.request.urlopen(server.url + "/") as response:
+        csp = response.headers["Content-Security-Policy"]
+        assert "charset=utf-8" in response.headers["Content-Type"]
+    assert "script-src 'self'" in csp and "unsafe-eval" not in csp and "script-src 'self' 'unsafe-inline'" not in csp
     context = browser.new_context(viewport={"width": 1200, "height": 900})
     page = context.new_page()
     page.set_default_timeout(20000)

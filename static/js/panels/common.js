@@ -87,7 +87,7 @@ export function drawGrid(plot, ctx, cells, { rows, cols, x, y, signed, zmin, zma
     trace.yaxis = `y${axis}`;
     trace.customdata = undefined;
     traces.push(trace);
-    layout[`xaxis${axis}`] = { type: "category", showgrid: false, showticklabels: big, tickfont: { size: 9 } };
+    layout[`xaxis${axis}`] = { type: "category", showgrid: false, ticks: big ? "outside" : "", showticklabels: big, tickfont: { size: 9 } };
     const firstColumn = i % cols === 0; // token labels once per row of maps, never over a neighbour
     layout[`yaxis${axis}`] = { type: "category", showgrid: false, autorange: "reversed", showticklabels: big && firstColumn, tickfont: { size: 9 } };
     layout.annotations.push({
