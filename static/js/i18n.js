@@ -45,6 +45,7 @@ export const UI = {
   text: { en: "Sentence", zh: "句子" },
   target: { en: "Decoder input (target so far)", zh: "解码器输入（已生成的目标）" },
   run: { en: "Run", zh: "运行" },
+  fill_target: { en: "Let the model write it", zh: "让模型来写" },
   examples: { en: "Examples", zh: "示例" },
   tokens: { en: "Tokens", zh: "词元（Token）" },
   target_tokens: { en: "Target tokens", zh: "目标词元" },

@@ -439,6 +439,19 @@ function bindEvents() {
       go({ text: button.dataset.text });
     });
   }
+  $("fill-target").addEventListener("click", async () => {
+    // the decoder's own greedy output (top-1) becomes its input, so every target position is filled
+    const text = $("text").value;
+    const target = $("target").value;
+    try {
+      const answer = await api.predict({ model: state.model, text, target_text: target, top_k: 1, temperature: 1, seed: 0, max_new_tokens: 24 });
+      const more = answer.generated && answer.generated.text ? answer.generated.text : "";
+      $("target").value = target + more;
+      go({ text, target: target + more });
+    } catch (error) {
+      showError(error);
+    }
+  });
   $("lang").addEventListener("click", () => go({ lang: state.lang === "en" ? "zh" : "en" }));
   $("present").addEventListener("click", () => go({ present: !state.present }));
   $("copy-link").addEventListener("click", async () => {

@@ -184,6 +184,12 @@ def test_language_switch(watched: Any, server: Any) -> None:
     page.wait_for_function("() => document.querySelector('#stage').dataset.stage === 'encoder.scale'")
     assert "Encoder-decoder" in page.inner_text("#model-info")
     assert page.is_visible("#target")
+    # the decoder's own output can become its input
+    before = page.get_attribute("#stage", "data-rendered")
+    page.click("#fill-target")
+    page.wait_for_function("(b) => document.querySelector('#stage').dataset.rendered !== b", arg=before)
+    assert page.input_value("#target") and "target=" in page.url
+    assert len(page.locator("#tokens .token-row").nth(1).locator(".chip").all()) > 1
     assert not watched.errors, watched.errors
 
 
