@@ -105,6 +105,10 @@ class HubTokenizer:
     """
 
     def __init__(self, tokenizer: HFTokenizer, kind: str = "bpe") -> None:
+        # Saved tokenizers may pad every input to a fixed length or cut it short (MiniLM's
+        # pads to 128): the explorer shows exactly the tokens of the text, limits are the API's.
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
         self.tokenizer = tokenizer
         self.kind = kind
         self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)

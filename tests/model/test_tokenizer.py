@@ -77,3 +77,12 @@ def test_tokenizers_round_trip_through_files(tmp_path: Path, bpe: HubTokenizer) 
     assert again.token_id("<s>") == char.token_id("<s>")
     bpe.save(tmp_path)
     assert load_tokenizer(tmp_path).encode("北京 hello") == bpe.encode("北京 hello")
+
+
+def test_saved_padding_and_truncation_are_ignored(tmp_path: Path, bpe: HubTokenizer) -> None:
+    """A tokenizer.json saved with padding on (MiniLM's pads to 128) still gives the text's own tokens."""
+    bpe.tokenizer.enable_padding(length=64)
+    bpe.tokenizer.enable_truncation(max_length=3)
+    bpe.save(tmp_path)
+    tokens = load_tokenizer(tmp_path).encode("hello world")
+    assert 3 < len(tokens) < 64
