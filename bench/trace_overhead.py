@@ -1,7 +1,8 @@
 """How much does recording every stage cost? Plain forward vs full trace vs one layer's attention.
 
-Runs the three side by side, interleaved, and prints medians and their ratios (absolute
-times drift on a shared machine; ratios measured in one run do not).
+Runs the three side by side, interleaved, and prints medians, best times and their ratios
+(absolute times drift on a shared machine, ratios measured in one run much less; on a
+loaded machine the best-of-N ratio is the steadier one).
 
     python bench/trace_overhead.py [--repeats 30] [--tokens 64]
 """
@@ -71,11 +72,16 @@ def measure(name: str, cfg: TransformerConfig, n_tokens: int, repeats: int) -> N
             times[key].append(timed(fn))
     _, full_trace = model.run_with_trace(tokens)
     _, small_trace = model.run_with_trace(tokens, names=one_layer)
-    base = statistics.median(times["plain"])
-    print(f"\n{name}, {n_tokens} tokens, {torch.get_num_threads()} threads, median of {repeats}")
+    base_median = statistics.median(times["plain"])
+    base_min = min(times["plain"])
+    print(f"\n{name}, {n_tokens} tokens, {torch.get_num_threads()} threads, {repeats} interleaved runs")
+    print(f"  {'':24s} {'median':>10s} {'ratio':>6s}   {'best':>10s} {'ratio':>6s}")
     for key, samples in times.items():
-        median = statistics.median(samples)
-        print(f"  {key:24s} {median * 1000:8.2f} ms   ratio {median / base:5.3f}")
+        median, best = statistics.median(samples), min(samples)
+        print(
+            f"  {key:24s} {median * 1000:7.2f} ms {median / base_median:6.3f}"
+            f"   {best * 1000:7.2f} ms {best / base_min:6.3f}"
+        )
     print(
         f"  full trace: {len(full_trace)} tensors, {full_trace.nbytes() / 1e6:.2f} MB;"
         f" one layer's attention: {len(small_trace)} tensors, {small_trace.nbytes() / 1e6:.3f} MB"
