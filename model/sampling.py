@@ -1,6 +1,6 @@
 """Continue a prompt with a decoder-only model: greedy or sampled (temperature, top-k).
 
-    python -m model.sampling model/weights/tiny-gpt "It was a truth" --tokens 40 --temperature 0.8
+python -m model.sampling model/weights/tiny-gpt "It was a truth" --tokens 40 --temperature 0.8
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def generate(
     prompt_len = len(ids)
     model.eval()
     for _ in range(max_new_tokens):
-        window = torch.tensor([ids[-model.cfg.n_ctx:]], device=model.device)
+        window = torch.tensor([ids[-model.cfg.n_ctx :]], device=model.device)
         logits = model(window)[0, -1].float().cpu()
         if temperature <= 0:
             next_id = int(logits.argmax())
@@ -66,8 +66,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     loaded = load_checkpoint(args.model_dir)
     bos = loaded.meta.get("bos_token")
-    print(args.prompt + generate(loaded.model, loaded.tokenizer, args.prompt, args.tokens, args.temperature,
-                                 args.top_k, args.seed, bos))
+    print(
+        args.prompt
+        + generate(
+            loaded.model, loaded.tokenizer, args.prompt, args.tokens, args.temperature, args.top_k, args.seed, bos
+        )
+    )
     return 0
 
 

@@ -50,14 +50,34 @@ VAL_WINDOWS = {"en": 48, "zh": 24}  # fixed validation sample: evenly spaced win
 PRESETS: dict[str, dict[str, Any]] = {
     # the shipped default model: every modern choice a learner should see (RoPE, RMSNorm, SwiGLU, GQA)
     "tiny-gpt": dict(
-        architecture="decoder", d_model=128, n_layers=3, n_heads=8, n_kv_heads=4, d_mlp=320, n_ctx=128,
-        pos_encoding="rope", norm="rmsnorm", norm_placement="pre", activation="swiglu", bias=False,
+        architecture="decoder",
+        d_model=128,
+        n_layers=3,
+        n_heads=8,
+        n_kv_heads=4,
+        d_mlp=320,
+        n_ctx=128,
+        pos_encoding="rope",
+        norm="rmsnorm",
+        norm_placement="pre",
+        activation="swiglu",
+        bias=False,
         tied_embeddings=True,
     ),
     # seconds-long smoke tests
     "tiny-test": dict(
-        architecture="decoder", d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, d_mlp=64, n_ctx=64,
-        pos_encoding="rope", norm="rmsnorm", norm_placement="pre", activation="swiglu", bias=False,
+        architecture="decoder",
+        d_model=32,
+        n_layers=2,
+        n_heads=4,
+        n_kv_heads=2,
+        d_mlp=64,
+        n_ctx=64,
+        pos_encoding="rope",
+        norm="rmsnorm",
+        norm_placement="pre",
+        activation="swiglu",
+        bias=False,
     ),
 }
 
@@ -152,7 +172,9 @@ def train_bpe(corpus: Corpus, vocab_size: int, zh_repeat: int = 4) -> HubTokeniz
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=[BOS], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        vocab_size=vocab_size,
+        special_tokens=[BOS],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
 
@@ -173,14 +195,17 @@ def encode_docs(tokenizer: HubTokenizer, docs: list[str], bos_id: int) -> np.nda
     for doc in docs:
         out.append(bos_id)
         lines = doc.split("\n")
-        chunks = ["\n".join(lines[i:i + 200]) + ("\n" if i + 200 < len(lines) else "") for i in range(0, len(lines), 200)]
+        chunks = [
+            "\n".join(lines[i : i + 200]) + ("\n" if i + 200 < len(lines) else "") for i in range(0, len(lines), 200)
+        ]
         for enc in tokenizer.tokenizer.encode_batch(chunks, add_special_tokens=False):
             out.extend(enc.ids)
     return np.asarray(out, dtype=np.int64)
 
 
-def validation_windows(tokenizer: HubTokenizer, corpus: Corpus, n_ctx: int, bos_id: int,
-                       windows: dict[str, int] | None = None) -> dict[str, torch.Tensor]:
+def validation_windows(
+    tokenizer: HubTokenizer, corpus: Corpus, n_ctx: int, bos_id: int, windows: dict[str, int] | None = None
+) -> dict[str, torch.Tensor]:
     """The fixed validation sample: per language, evenly spaced windows of BOS + (n_ctx - 1) tokens."""
     windows = windows or VAL_WINDOWS
     out = {}
@@ -191,7 +216,7 @@ def validation_windows(tokenizer: HubTokenizer, corpus: Corpus, n_ctx: int, bos_
         width = n_ctx - 1
         n = max(1, min(n, len(ids) // width))
         starts = np.linspace(0, len(ids) - width, n).astype(np.int64)
-        rows = [np.concatenate([[bos_id], ids[s:s + width]]) for s in starts]
+        rows = [np.concatenate([[bos_id], ids[s : s + width]]) for s in starts]
         out[lang] = torch.tensor(np.stack(rows), dtype=torch.long)
     return out
 
@@ -206,7 +231,7 @@ def validation_loss(model: Transformer, windows: dict[str, torch.Tensor], batch:
     for lang, rows in windows.items():
         lang_loss, lang_tokens = 0.0, 0
         for i in range(0, len(rows), batch):
-            x = rows[i:i + batch].to(model.device)
+            x = rows[i : i + batch].to(model.device)
             logits = model(x[:, :-1])
             loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), x[:, 1:].reshape(-1), reduction="sum")
             lang_loss += float(loss)
@@ -225,8 +250,18 @@ def validation_loss(model: Transformer, windows: dict[str, torch.Tensor], batch:
 class Batcher:
     """Training rows: BOS + text, Chinese with probability zh_prob; some rows carry copying curricula."""
 
-    def __init__(self, streams: dict[str, np.ndarray], n_ctx: int, batch: int, bos_id: int, vocab: int,
-                 zh_prob: float, repeat_frac: float, span_frac: float, seed: int) -> None:
+    def __init__(
+        self,
+        streams: dict[str, np.ndarray],
+        n_ctx: int,
+        batch: int,
+        bos_id: int,
+        vocab: int,
+        zh_prob: float,
+        repeat_frac: float,
+        span_frac: float,
+        seed: int,
+    ) -> None:
         self.streams, self.n_ctx, self.batch, self.bos_id, self.vocab = streams, n_ctx, batch, bos_id, vocab
         self.zh_prob, self.repeat_frac, self.span_frac = zh_prob, repeat_frac, span_frac
         self.rng = np.random.default_rng(seed)
@@ -235,7 +270,7 @@ class Batcher:
         lang = "zh" if (self.rng.random() < self.zh_prob and len(self.streams.get("zh", ())) > self.n_ctx) else "en"
         ids = self.streams[lang]
         start = int(self.rng.integers(0, len(ids) - self.n_ctx))
-        return np.concatenate([[self.bos_id], ids[start:start + self.n_ctx - 1]])
+        return np.concatenate([[self.bos_id], ids[start : start + self.n_ctx - 1]])
 
     def next(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(inputs [batch, n_ctx - 1], targets [batch, n_ctx - 1]); target -100 is ignored."""
@@ -259,7 +294,7 @@ class Batcher:
                     src = int(self.rng.integers(1, half - length + 1))
                     dst = int(self.rng.integers(half, n - length + 1))
                     row = row.copy()
-                    row[dst:dst + length] = row[src:src + length]
+                    row[dst : dst + length] = row[src : src + length]
                 target = row[1:].copy()
             rows.append(row[:-1])
             targets.append(target)
@@ -269,7 +304,9 @@ class Batcher:
 # ---------------------------------------------------------------- fast attention for training steps
 
 
-def _fused_attention_forward(self: Any, x_q: torch.Tensor, x_kv: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
+def _fused_attention_forward(
+    self: Any, x_q: torch.Tensor, x_kv: torch.Tensor, allowed: torch.Tensor | None
+) -> torch.Tensor:
     """The same math as `Attention.forward`, through one fused kernel and without hook points.
 
     Training does not need the intermediate stages, and on a CPU the fused kernel is much faster.
@@ -312,11 +349,15 @@ class fused_attention:
 # ---------------------------------------------------------------- checkpoints (safetensors + JSON)
 
 
-def save_training_state(directory: Path, model: Transformer, optimizer: torch.optim.Optimizer, batcher: Batcher,
-                        state: dict[str, Any]) -> None:
+def save_training_state(
+    directory: Path, model: Transformer, optimizer: torch.optim.Optimizer, batcher: Batcher, state: dict[str, Any]
+) -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    weights = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items() if k != "W_U.weight"
-               or not model.cfg.tied_embeddings}
+    weights = {
+        k: v.detach().cpu().contiguous()
+        for k, v in model.state_dict().items()
+        if k != "W_U.weight" or not model.cfg.tied_embeddings
+    }
     save_file(weights, str(directory / "weights.safetensors.tmp"))
     opt_state = optimizer.state_dict()
     tensors: dict[str, torch.Tensor] = {}
@@ -334,8 +375,9 @@ def save_training_state(directory: Path, model: Transformer, optimizer: torch.op
         (directory / f"{name}.tmp").replace(directory / name)
 
 
-def load_training_state(directory: Path, model: Transformer, optimizer: torch.optim.Optimizer,
-                        batcher: Batcher) -> dict[str, Any]:
+def load_training_state(
+    directory: Path, model: Transformer, optimizer: torch.optim.Optimizer, batcher: Batcher
+) -> dict[str, Any]:
     document = json.loads((directory / "state.json").read_text(encoding="utf-8"))
     model.load_state_dict(load_file(str(directory / "weights.safetensors")), strict=False)
     tensors = load_file(str(directory / "optimizer.safetensors"))
@@ -363,8 +405,11 @@ def rounded_copy(model: Transformer, dtype: torch.dtype) -> Transformer:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("corpus", nargs="+", type=Path, help="corpus folder(s) or .txt file(s), e.g. ../shared/corpus")
-    parser.add_argument("--config", default="tiny-gpt",
-                        help=f"a JSON file of TransformerConfig fields or a preset: {', '.join(PRESETS)}")
+    parser.add_argument(
+        "--config",
+        default="tiny-gpt",
+        help=f"a JSON file of TransformerConfig fields or a preset: {', '.join(PRESETS)}",
+    )
     parser.add_argument("--out", type=Path, default=Path("runs/tiny-gpt"), help="run folder (checkpoints, model)")
     parser.add_argument("--steps", type=int, default=8000, help="optimizer steps in total")
     parser.add_argument("--seed", type=int, default=0)
@@ -379,8 +424,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--span-frac", type=float, default=0.25, help="share of text rows with a copied span")
     parser.add_argument("--eval-interval", type=int, default=250)
     parser.add_argument("--checkpoint-interval", type=int, default=500)
-    parser.add_argument("--snapshot-steps", default="100,300,1000,3000",
-                        help="comma-separated steps at which to keep a float16 snapshot (the final step is added)")
+    parser.add_argument(
+        "--snapshot-steps",
+        default="100,300,1000,3000",
+        help="comma-separated steps at which to keep a float16 snapshot (the final step is added)",
+    )
     parser.add_argument("--max-chars", type=int, default=None, help="use only the first N characters of each file")
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     parser.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint")
@@ -434,7 +482,10 @@ def main(args: argparse.Namespace) -> int:
     else:
         tokenizer = train_bpe(corpus, args.vocab_size)
         tokenizer.save(out)
-    bos_id = tokenizer.token_id(BOS)
+    bos = tokenizer.token_id(BOS)
+    if bos is None:
+        raise SystemExit(f"the tokenizer in {out} has no {BOS} token")
+    bos_id: int = bos
     log(f"tokenizer: byte-level BPE, {tokenizer.vocab_size} tokens ({time.time() - started:.1f} s)")
 
     if resuming:
@@ -453,10 +504,20 @@ def main(args: argparse.Namespace) -> int:
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2 or "W_E" in n]
     optimizer = torch.optim.AdamW(
         [{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=args.lr, betas=(0.9, 0.95),
+        lr=args.lr,
+        betas=(0.9, 0.95),
     )
-    batcher = Batcher(streams, n_ctx, args.batch_size, bos_id, tokenizer.vocab_size, args.zh_prob,
-                      args.repeat_frac, args.span_frac, args.seed)
+    batcher = Batcher(
+        streams,
+        n_ctx,
+        args.batch_size,
+        bos_id,
+        tokenizer.vocab_size,
+        args.zh_prob,
+        args.repeat_frac,
+        args.span_frac,
+        args.seed,
+    )
     state: dict[str, Any] = {"step": 0, "tokens_seen": 0, "train_seconds": 0.0, "history": [], "snapshots": []}
     if resuming:
         state = load_training_state(ckpt_dir, model, optimizer, batcher)
@@ -483,25 +544,44 @@ def main(args: argparse.Namespace) -> int:
         best = result["best"]
         meta = {
             "name": "tiny-gpt" if args.config == "tiny-gpt" else out.name,
-            "description": DESCRIPTION if args.config == "tiny-gpt" else f"trained with `transformer-explorer train` ({args.config})",
+            "description": DESCRIPTION
+            if args.config == "tiny-gpt"
+            else f"trained with `transformer-explorer train` ({args.config})",
             "language": ["en", "zh"],
             "bos_token": BOS,
             "eos_token": BOS,
             "corpus": corpus.split_summary(),
-            "sampling": {"zh_prob": args.zh_prob, "repeat_frac": args.repeat_frac, "span_frac": args.span_frac,
-                         "note": "text rows are Chinese with probability zh_prob; repeat rows are random BPE tokens "
-                                 "repeated (induction curriculum); span rows copy a span of the first half later"},
-            "training": {"steps": state["step"], "target_steps": args.steps, "finished": final,
-                         "tokens_seen": state["tokens_seen"], "train_seconds": round(state["train_seconds"], 1),
-                         "tokens_per_second": round(state["tokens_seen"] / max(1e-9, state["train_seconds"])),
-                         "batch_size": args.batch_size, "context": n_ctx, "lr": args.lr, "seed": args.seed,
-                         "device": device, "device_name": device_name(device), "threads": torch.get_num_threads(),
-                         "optimizer": "AdamW(0.9, 0.95), weight decay 0.05, warmup + cosine to 10%"},
+            "sampling": {
+                "zh_prob": args.zh_prob,
+                "repeat_frac": args.repeat_frac,
+                "span_frac": args.span_frac,
+                "note": "text rows are Chinese with probability zh_prob; repeat rows are random BPE tokens "
+                "repeated (induction curriculum); span rows copy a span of the first half later",
+            },
+            "training": {
+                "steps": state["step"],
+                "target_steps": args.steps,
+                "finished": final,
+                "tokens_seen": state["tokens_seen"],
+                "train_seconds": round(state["train_seconds"], 1),
+                "tokens_per_second": round(state["tokens_seen"] / max(1e-9, state["train_seconds"])),
+                "batch_size": args.batch_size,
+                "context": n_ctx,
+                "lr": args.lr,
+                "seed": args.seed,
+                "device": device,
+                "device_name": device_name(device),
+                "threads": torch.get_num_threads(),
+                "optimizer": "AdamW(0.9, 0.95), weight decay 0.05, warmup + cosine to 10%",
+            },
             "parameters": model.parameter_counts(),
             "val_loss": round(result["val"]["all"], 4),
             "val_loss_by_language": {k: round(v, 4) for k, v in result["val"].items() if k != "all"},
-            "val_sample": {"windows": VAL_WINDOWS, "tokens_per_window": n_ctx,
-                           "how": "model.train.validation_windows on the held-out split, weights as shipped (float16)"},
+            "val_sample": {
+                "windows": VAL_WINDOWS,
+                "tokens_per_window": n_ctx,
+                "how": "model.train.validation_windows on the held-out split, weights as shipped (float16)",
+            },
             "head_scores": result["heads"],
             "best_heads": best,
             "snapshots": state["snapshots"],
@@ -545,29 +625,44 @@ def main(args: argparse.Namespace) -> int:
         if step % args.eval_interval == 0 or is_snapshot or step == args.steps:
             result = evaluate(model)
             best = result["best"]
-            entry = {"step": step, "tokens_seen": state["tokens_seen"], "train_loss": round(loss_ema, 4),
-                     "val_loss": round(result["val"]["all"], 4),
-                     "val_en": round(result["val"].get("en", float("nan")), 4),
-                     "val_zh": round(result["val"].get("zh", float("nan")), 4),
-                     "prev_token": best["previous-token"], "induction": best["induction"]}
+            entry = {
+                "step": step,
+                "tokens_seen": state["tokens_seen"],
+                "train_loss": round(loss_ema, 4),
+                "val_loss": round(result["val"]["all"], 4),
+                "val_en": round(result["val"].get("en", float("nan")), 4),
+                "val_zh": round(result["val"].get("zh", float("nan")), 4),
+                "prev_token": best["previous-token"],
+                "induction": best["induction"],
+            }
             state["history"].append(entry)
-            msg = (f"step {step}: train {loss_ema:.3f} val {entry['val_loss']:.3f} (en {entry['val_en']:.3f}, "
-                   f"zh {entry['val_zh']:.3f}) prev-token {best['previous-token']['score']:.2f} "
-                   f"L{best['previous-token']['layer']}H{best['previous-token']['head']} induction "
-                   f"{best['induction']['score']:.2f} L{best['induction']['layer']}H{best['induction']['head']} "
-                   f"tok/s {state['tokens_seen'] / state['train_seconds']:,.0f}")
+            msg = (
+                f"step {step}: train {loss_ema:.3f} val {entry['val_loss']:.3f} (en {entry['val_en']:.3f}, "
+                f"zh {entry['val_zh']:.3f}) prev-token {best['previous-token']['score']:.2f} "
+                f"L{best['previous-token']['layer']}H{best['previous-token']['head']} induction "
+                f"{best['induction']['score']:.2f} L{best['induction']['layer']}H{best['induction']['head']} "
+                f"tok/s {state['tokens_seen'] / state['train_seconds']:,.0f}"
+            )
             bar.write(msg) if not args.no_progress else log(msg)
             if is_snapshot:
                 snap_dir = model_dir / "snapshots"
                 snap_dir.mkdir(parents=True, exist_ok=True)
                 rel = f"snapshots/step-{step:06d}.safetensors"
-                weights = {k: v.detach().to("cpu", torch.float16).contiguous() for k, v in model.state_dict().items()
-                           if k != "W_U.weight" or not cfg.tied_embeddings}
+                weights = {
+                    k: v.detach().to("cpu", torch.float16).contiguous()
+                    for k, v in model.state_dict().items()
+                    if k != "W_U.weight" or not cfg.tied_embeddings
+                }
                 save_file(weights, str(model_dir / rel))
-                state["snapshots"] = [s for s in state["snapshots"] if s["step"] != step] + [{
-                    "step": step, "file": rel, "val_loss": entry["val_loss"], "tokens_seen": state["tokens_seen"],
-                    "best_heads": {k: best[k] for k in ("previous-token", "induction", "first-token")},
-                }]
+                state["snapshots"] = [s for s in state["snapshots"] if s["step"] != step] + [
+                    {
+                        "step": step,
+                        "file": rel,
+                        "val_loss": entry["val_loss"],
+                        "tokens_seen": state["tokens_seen"],
+                        "best_heads": {k: best[k] for k in ("previous-token", "induction", "first-token")},
+                    }
+                ]
         if step % args.checkpoint_interval == 0 or step == args.steps:
             save_training_state(ckpt_dir, model, optimizer, batcher, state)
             write_model(final=step == args.steps)
@@ -575,8 +670,10 @@ def main(args: argparse.Namespace) -> int:
     if state["step"] >= args.steps and not (model_dir / "config.json").is_file():
         write_model(final=True)
     final = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))["meta"]
-    log(f"done: {final['training']['steps']} steps, {final['training']['tokens_seen']:,} tokens, "
-        f"{final['training']['train_seconds']:.0f} s, val loss {final['val_loss']:.3f}; model in {model_dir}")
+    log(
+        f"done: {final['training']['steps']} steps, {final['training']['tokens_seen']:,} tokens, "
+        f"{final['training']['train_seconds']:.0f} s, val loss {final['val_loss']:.3f}; model in {model_dir}"
+    )
     return 0
 
 

@@ -42,8 +42,28 @@ TASK_DESCRIPTION = (
     "('二千零二十六': 二 not 两, 十 alone for 10-19, 零 for skipped zeros). Greedy decoding, one character per step."
 )
 
-_ONES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-         "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
+_ONES = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
 _TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
 
 
@@ -118,16 +138,18 @@ def encode_pairs(tokenizer: CharTokenizer, pairs: list[tuple[int, str]]) -> dict
     s_len = max(map(len, src))
     t_len = max(map(len, tgt)) + 1
     out = {
-        "src": torch.full((len(pairs), s_len), pad), "src_mask": torch.zeros(len(pairs), s_len, dtype=torch.bool),
-        "tgt_in": torch.full((len(pairs), t_len), pad), "tgt_out": torch.full((len(pairs), t_len), -100),
+        "src": torch.full((len(pairs), s_len), pad),
+        "src_mask": torch.zeros(len(pairs), s_len, dtype=torch.bool),
+        "tgt_in": torch.full((len(pairs), t_len), pad),
+        "tgt_out": torch.full((len(pairs), t_len), -100),
         "tgt_mask": torch.zeros(len(pairs), t_len, dtype=torch.bool),
     }
     for i, (s, t) in enumerate(zip(src, tgt, strict=True)):
-        out["src"][i, :len(s)] = torch.tensor(s)
-        out["src_mask"][i, :len(s)] = True
-        out["tgt_in"][i, :len(t) + 1] = torch.tensor([bos] + t)
-        out["tgt_out"][i, :len(t) + 1] = torch.tensor(t + [eos])
-        out["tgt_mask"][i, :len(t) + 1] = True
+        out["src"][i, : len(s)] = torch.tensor(s)
+        out["src_mask"][i, : len(s)] = True
+        out["tgt_in"][i, : len(t) + 1] = torch.tensor([bos] + t)
+        out["tgt_out"][i, : len(t) + 1] = torch.tensor(t + [eos])
+        out["tgt_mask"][i, : len(t) + 1] = True
     return out
 
 
@@ -141,8 +163,8 @@ def translate_batch(model: Transformer, tokenizer: CharTokenizer, sources: list[
     src = torch.full((len(sources), s_len), pad, device=model.device)
     src_mask = torch.zeros(len(sources), s_len, dtype=torch.bool, device=model.device)
     for i, ids in enumerate(src_ids):
-        src[i, :len(ids)] = torch.tensor(ids)
-        src_mask[i, :len(ids)] = True
+        src[i, : len(ids)] = torch.tensor(ids)
+        src_mask[i, : len(ids)] = True
     out = torch.full((len(sources), 1), bos, device=model.device)
     done = torch.zeros(len(sources), dtype=torch.bool, device=model.device)
     max_len = min(max_len, model.cfg.n_ctx - 1)
@@ -190,9 +212,21 @@ def exact_match(model: Transformer, tokenizer: CharTokenizer, n: int = 200, seed
 
 
 TRANSLATOR_CONFIG = dict(
-    architecture="encoder-decoder", d_model=128, n_layers=2, n_decoder_layers=2, n_heads=4, d_mlp=256, n_ctx=64,
-    pos_encoding="sinusoidal", norm="layernorm", norm_placement="post", activation="relu", bias=True,
-    tied_embeddings=True, scale_embeddings=True, final_norm=False,
+    architecture="encoder-decoder",
+    d_model=128,
+    n_layers=2,
+    n_decoder_layers=2,
+    n_heads=4,
+    d_mlp=256,
+    n_ctx=64,
+    pos_encoding="sinusoidal",
+    norm="layernorm",
+    norm_placement="post",
+    activation="relu",
+    bias=True,
+    tied_embeddings=True,
+    scale_embeddings=True,
+    final_norm=False,
 )
 
 
@@ -220,7 +254,9 @@ def train(out: Path, steps: int, batch: int, lr: float, seed: int, threads: int,
             g["lr"] = lr * min(1.0, step / warmup) * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * frac)))
         pairs = [(sample_number(rng), rng.choice(LANGUAGES)) for _ in range(batch)]
         b = encode_pairs(tokenizer, pairs)
-        logits = model(b["src"], target_tokens=b["tgt_in"], padding_mask=b["src_mask"], target_padding_mask=b["tgt_mask"])
+        logits = model(
+            b["src"], target_tokens=b["tgt_in"], padding_mask=b["src_mask"], target_padding_mask=b["tgt_mask"]
+        )
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), b["tgt_out"].reshape(-1), ignore_index=-100)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -231,8 +267,11 @@ def train(out: Path, steps: int, batch: int, lr: float, seed: int, threads: int,
             em = exact_match(model, tokenizer, n=50, seed=999)
             model.train()
             history.append({"step": step, "loss": round(float(loss), 4), "exact_match": em["all"]})
-            print(f"step {step}: loss {float(loss):.4f} exact match {em['all']:.3f} (en {em['en']:.2f} zh {em['zh']:.2f})"
-                  f" {time.time() - started:.0f} s", flush=True)
+            print(
+                f"step {step}: loss {float(loss):.4f} exact match {em['all']:.3f} (en {em['en']:.2f} zh {em['zh']:.2f})"
+                f" {time.time() - started:.0f} s",
+                flush=True,
+            )
     seconds = time.time() - started
     model.eval()
     shipped = Transformer(cfg)
@@ -241,15 +280,27 @@ def train(out: Path, steps: int, batch: int, lr: float, seed: int, threads: int,
     em = exact_match(shipped, tokenizer, n=500, seed=2024)
     meta = {
         "name": "tiny-translator",
-        "description": "tiny-translator: the original encoder-decoder Transformer (sinusoidal positions, Post-LN, ReLU, "
-                       "multi-head attention) trained to spell numbers in English words and Chinese numerals. "
-                       "原始编码器-解码器 Transformer：把阿拉伯数字写成英文单词或中文数字。",
+        "description": "tiny-translator: the original encoder-decoder Transformer (sinusoidal positions, Post-LN, "
+        "ReLU, multi-head attention) trained to spell numbers in English words and Chinese numerals. "
+        "原始编码器-解码器 Transformer：把阿拉伯数字写成英文单词或中文数字。",
         "task": TASK_DESCRIPTION,
-        "examples": {s: translate_batch(shipped, tokenizer, [s])[0] for s in ("en:2026", "zh:2026", "en:15", "zh:40300")},
-        "bos_token": BOS, "eos_token": EOS, "pad_token": PAD,
+        "examples": {
+            s: translate_batch(shipped, tokenizer, [s])[0] for s in ("en:2026", "zh:2026", "en:15", "zh:40300")
+        },
+        "bos_token": BOS,
+        "eos_token": EOS,
+        "pad_token": PAD,
         "source_format": "en:<digits> or zh:<digits>",
-        "training": {"steps": steps, "batch_size": batch, "examples_seen": seen, "train_seconds": round(seconds, 1),
-                     "lr": lr, "seed": seed, "device": "cpu", "threads": torch.get_num_threads()},
+        "training": {
+            "steps": steps,
+            "batch_size": batch,
+            "examples_seen": seen,
+            "train_seconds": round(seconds, 1),
+            "lr": lr,
+            "seed": seed,
+            "device": "cpu",
+            "threads": torch.get_num_threads(),
+        },
         "exact_match": em["all"],
         "exact_match_detail": {k: v for k, v in em.items() if k != "errors"},
         "exact_match_errors": em["errors"],
@@ -259,8 +310,14 @@ def train(out: Path, steps: int, batch: int, lr: float, seed: int, threads: int,
     heads = head_scores(shipped, token_range=(256, 256 + len(ALPHABET)), seq_len=20)
     meta["head_scores"] = heads
     save_checkpoint(out, model, tokenizer, meta, dtype=torch.float16)
-    print(json.dumps({k: meta[k] for k in ("exact_match", "exact_match_detail", "examples", "training")},
-                     ensure_ascii=False, indent=1), flush=True)
+    print(
+        json.dumps(
+            {k: meta[k] for k in ("exact_match", "exact_match_detail", "examples", "training")},
+            ensure_ascii=False,
+            indent=1,
+        ),
+        flush=True,
+    )
     return 0
 
 

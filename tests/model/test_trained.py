@@ -52,7 +52,10 @@ def test_tiny_gpt_reaches_its_recorded_validation_loss(tiny_gpt):
     meta = tiny_gpt.meta
     corpus = load_corpus([CORPUS])
     windows = validation_windows(
-        tiny_gpt.tokenizer, corpus, meta["val_sample"]["tokens_per_window"], tiny_gpt.tokenizer.token_id(BOS),
+        tiny_gpt.tokenizer,
+        corpus,
+        meta["val_sample"]["tokens_per_window"],
+        tiny_gpt.tokenizer.token_id(BOS),
         meta["val_sample"]["windows"],
     )
     loss = validation_loss(tiny_gpt.model, windows)["all"]
@@ -141,9 +144,32 @@ def test_train_command_loss_goes_down_and_resumes(tmp_path):
     if not CORPUS.is_dir():
         pytest.skip(f"the training corpus is not at {CORPUS}")
     out = tmp_path / "run"
-    common = [str(CORPUS), "--config", "tiny-test", "--out", str(out), "--max-chars", "20000", "--vocab-size", "300",
-              "--batch-size", "8", "--lr", "1e-2", "--warmup", "2", "--eval-interval", "5", "--checkpoint-interval", "10",
-              "--snapshot-steps", "5", "--no-progress", "--device", "cpu"]
+    common = [
+        str(CORPUS),
+        "--config",
+        "tiny-test",
+        "--out",
+        str(out),
+        "--max-chars",
+        "20000",
+        "--vocab-size",
+        "300",
+        "--batch-size",
+        "8",
+        "--lr",
+        "1e-2",
+        "--warmup",
+        "2",
+        "--eval-interval",
+        "5",
+        "--checkpoint-interval",
+        "10",
+        "--snapshot-steps",
+        "5",
+        "--no-progress",
+        "--device",
+        "cpu",
+    ]
     assert _train(common + ["--steps", "10"]) == 0
     assert _train(common + ["--steps", "20", "--resume"]) == 0
     meta = json.loads((out / "model" / "config.json").read_text(encoding="utf-8"))["meta"]
