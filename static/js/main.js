@@ -378,6 +378,24 @@ function renderModelInfo(ctx) {
   if (Array.isArray(languages) && !languages.includes("zh")) lines.push(h("p", { class: "warning english-only", text: t("english_only") }));
   $("model-info").replaceChildren(...lines);
   $("target-row").hidden = info.architecture !== "encoder-decoder";
+  renderModelExamples(info);
+}
+
+/** A model trained on its own task (the translator) brings its own examples: source -> target. */
+function renderModelExamples(info) {
+  const examples = info.meta && info.meta.examples;
+  const pairs = examples && typeof examples === "object" && !Array.isArray(examples) ? Object.entries(examples) : [];
+  $("general-examples").hidden = pairs.length > 0;
+  const buttons = pairs.map(([source, target]) => {
+    const button = h("button", { type: "button", class: "example small", text: `${source} → ${target}` });
+    button.addEventListener("click", () => {
+      $("text").value = source;
+      $("target").value = String(target);
+      go({ text: source, target: String(target) });
+    });
+    return button;
+  });
+  $("model-examples").replaceChildren(...buttons);
 }
 
 function renderTokens() {
