@@ -82,7 +82,8 @@ class TraceRequest(TextInput):
 
     stages: list[str] | None = Field(
         None, max_length=64, description="Trace names or fnmatch patterns (see `stages` of GET /api/models/{name}). "
-                                         "Default: a small first view (tokens, embeddings, layer 0's pattern).")
+                                         "Default: a small first view (tokens, embeddings, positions; "
+                                         "cross-attention for encoder-decoders).")
     layers: list[int] | None = Field(None, max_length=64, description="Keep `blocks.{L}.*` stages of these layers.")
     heads: list[int] | None = Field(None, max_length=16, description="Keep these heads along head dimensions.")
     encoding: Encoding = "list"

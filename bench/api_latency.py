@@ -11,8 +11,8 @@ the same shape):
 
     python bench/api_latency.py [--model tiny-gpt] [--repeats 40] [--tokens 32]
 
-Requests go through FastAPI's TestClient (in process, no sockets), so HTTP parsing and
-middleware are included but network time is not.
+Requests go over loopback HTTP (keep-alive, gzip) to a real uvicorn server running the app
+in a thread of this process, so parsing, middleware and sockets are all included.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import torch
-from fastapi.testclient import TestClient
+import uvicorn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -61,6 +62,30 @@ def text_of(resolved: Resolved, n_tokens: int, rng: random.Random) -> str:
     while len(encode_text(resolved.loaded, text)) > n_tokens:
         text = text[:-1]
     return text
+
+
+class LoopbackServer:
+    """uvicorn serving the app on a free loopback port, in a daemon thread; stopped on exit."""
+
+    def __init__(self, app: object) -> None:
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))  # type: ignore[arg-type]
+
+    def __enter__(self) -> str:
+        import threading
+
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 60
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the benchmark server did not start")
+            time.sleep(0.05)
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}"
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:
@@ -100,11 +125,11 @@ def main() -> None:
     names = first_view(resolved)
     app = create_app(settings, registry)
     forward, server_work, uncached = [], [], []
-    with TestClient(app) as client:
+    with LoopbackServer(app) as url, httpx.Client(base_url=url, headers={"Accept-Encoding": "gzip"}) as client:
         def first_view_request(text: str, **extra: object) -> bytes:
             response = client.post("/api/trace", json={"model": args.model, "text": text, **extra})
             assert response.status_code == 200, response.text
-            return response.content
+            return response.content  # decompressed by httpx
 
         for text in texts[-5:]:  # warm up: imports, allocator, first requests
             first_view_request(text)

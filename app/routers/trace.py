@@ -42,13 +42,17 @@ async def tokenize(body: TokenizeRequest, registry: RegistryDep, engine: EngineD
 
 
 def first_view(resolved: Resolved) -> list[str]:
-    """What the explorer draws first: tokens, embeddings and layer 0's attention (a few KB, not the whole trace)."""
+    """What the explorer draws first: the tokens, their embeddings and positions (tens of KB, not the trace).
+
+    Self-attention patterns are one request away (`stages`); they are left out here because
+    heads × pos × pos values would push the first view past 64 KB on the default model.
+    An encoder-decoder's first view keeps its cross-attention, the point of such a model.
+    """
     names = set(resolved.model.trace_names)
     stacks = ["encoder.", "decoder."] if resolved.cfg.architecture == "encoder-decoder" else [""]
     wanted = []
     for prefix in stacks:
-        wanted += [f"{prefix}hook_tokens", f"{prefix}hook_embed", f"{prefix}hook_pos_embed",
-                   f"{prefix}blocks.0.attn.hook_pattern"]
+        wanted += [f"{prefix}hook_tokens", f"{prefix}hook_embed", f"{prefix}hook_pos_embed"]
     if resolved.cfg.architecture == "encoder-decoder":
         wanted.append("decoder.blocks.0.cross_attn.hook_pattern")
     return [n for n in wanted if n in names]

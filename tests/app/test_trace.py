@@ -44,10 +44,10 @@ def test_default_first_view_is_small(client: TestClient) -> None:
     text = "The quick brown fox jumps over it"[:31]
     response = post(client, "/api/trace", {"model": "gpt", "text": text})
     body = response.json()
-    assert set(body["stages"]) == {"hook_tokens", "hook_embed", "blocks.0.attn.hook_pattern"}  # RoPE: no pos table
+    assert set(body["stages"]) == {"hook_tokens", "hook_embed"}  # RoPE: no position table
     assert len(response.content) <= 64 * 1024
     assert len(body["top_tokens"]) == 10
-    assert body["stages"]["blocks.0.attn.hook_pattern"]["shape"] == [4, 32, 32]
+    assert body["stages"]["hook_embed"]["shape"] == [32, 32]  # 31 characters + BOS, d_model 32
 
 
 def test_stage_patterns_layers_and_heads(client: TestClient) -> None:
