@@ -12,6 +12,7 @@ from app.errors import ApiError, empty_text, out_of_range
 from app.registry import Registry, RegistryError, Resolved, encode_text
 from app.schemas import InlineConfig, TextInput
 from app.settings import Settings
+from model.checkpoint import CheckpointError
 from model.config import ConfigError
 from model.tokenizer import Token
 
@@ -52,11 +53,29 @@ async def resolve_named(name: str | None, registry: Registry, engine: Engine) ->
         raise unknown_model(registry) from error
 
 
+async def resolve_snapshot(name: str | None, step: int, registry: Registry, engine: Engine) -> Resolved:
+    resolved = await resolve_named(name, registry, engine)
+    steps = [int(s["step"]) for s in registry.snapshots(resolved.name)]
+    if step not in steps:
+        listed = ", ".join(map(str, steps)) if steps else "none"
+        raise ApiError(422, "unknown_snapshot",
+                       f"Model '{resolved.name}' has no training snapshot at step {step}. Snapshots: {listed}.")
+    try:
+        return await engine.shared(("snapshot", resolved.name, step), lambda: registry.snapshot(resolved.name, step))
+    except (LookupError, RegistryError, CheckpointError) as error:
+        raise ApiError(422, "unknown_snapshot", f"The snapshot at step {step} cannot be loaded.") from error
+
+
 async def resolve_model(body: Any, registry: Registry, engine: Engine, settings: Settings) -> Resolved:
     """The registered model a request names, or the inline from-scratch model it describes."""
     inline: InlineConfig | None = getattr(body, "config", None)
+    snapshot: int | None = getattr(body, "snapshot", None)
+    if inline is None and snapshot is not None:
+        return await resolve_snapshot(body.model, snapshot, registry, engine)
     if inline is None:
         return await resolve_named(body.model, registry, engine)
+    if snapshot is not None:
+        raise ApiError(422, "invalid_request", "A from-scratch `config` model has no training snapshots.")
     if body.model is not None:
         raise ApiError(422, "invalid_request",
                        "Give either `model` (a name) or `config` (a from-scratch model), not both.")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from model.checkpoint import CheckpointError, LoadedModel, load_checkpoint
+from model.checkpoint import CheckpointError, LoadedModel, load_checkpoint, load_snapshot
 from model.config import TransformerConfig
 from model.tokenizer import CharTokenizer, Token
 from model.transformer import Transformer
@@ -38,6 +38,7 @@ class Entry:
     loader: Callable[[], LoadedModel] | None = None
     loaded: LoadedModel | None = None
     error: str | None = None
+    directory: Path | None = None  # where its checkpoint lives (for training snapshots)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def get(self) -> LoadedModel:
@@ -76,6 +77,7 @@ class Registry:
         self._inline: OrderedDict[str, LoadedModel] = OrderedDict()
         self._inline_entries = inline_entries
         self._inline_lock = threading.Lock()
+        self._snapshots: OrderedDict[str, LoadedModel] = OrderedDict()  # shares the inline LRU's bound
 
     # ------------------------------------------------------------ registering
 
@@ -97,6 +99,7 @@ class Registry:
             reason = f"{type(error).__name__}: {error}"
             raise RegistryError(f"cannot load model {name!r} from {directory}: {reason}") from error
         self.add(name, loaded, source=source)
+        self.entries[name].directory = directory
 
     @classmethod
     def from_settings(cls, settings: Any) -> Registry:
@@ -176,6 +179,36 @@ class Registry:
 
     def description(self, name: str) -> str:
         return self.entries[name].description
+
+    def snapshots(self, name: str) -> list[dict[str, Any]]:
+        """The training snapshots a checkpoint lists in its meta (step, file, val_loss, ...)."""
+        entry = self.entries[name]
+        listed = entry.loaded.meta.get("snapshots") if entry.loaded is not None else None
+        return [s for s in listed if isinstance(s, dict) and "step" in s and "file" in s] if listed else []
+
+    def snapshot(self, name: str, step: int) -> Resolved:
+        """The model `name` with the weights it had at training step `step`, from an LRU or loaded now.
+
+        The file comes from the checkpoint's own meta; a client only ever names a step.
+        Raises KeyError (unknown name) or LookupError (no such snapshot).
+        """
+        base = self.get(name)
+        entry = self.entries[name]
+        chosen = next((s for s in self.snapshots(name) if int(s["step"]) == step), None)
+        if chosen is None or entry.directory is None:
+            raise LookupError(step)
+        key = f"{name}@{step}"
+        with self._inline_lock:
+            if key in self._snapshots:
+                self._snapshots.move_to_end(key)
+                return Resolved(key, name, self._snapshots[key])
+        model = load_snapshot(entry.directory, str(chosen["file"]), base.cfg, self.device)
+        loaded = LoadedModel(model, base.loaded.tokenizer, {**base.loaded.meta, "snapshot": chosen})
+        with self._inline_lock:
+            self._snapshots[key] = loaded
+            while len(self._snapshots) > self._inline_entries:
+                self._snapshots.popitem(last=False)
+        return Resolved(key, name, loaded)
 
     def inline(self, cfg: TransformerConfig) -> Resolved:
         """A random-init model for cfg (seeded), from the LRU or built now."""

@@ -57,6 +57,10 @@ class ModelChoice(BaseModel):
 
     model: str | None = Field(None, max_length=64, description="A name from GET /api/models (default: the default).")
     config: InlineConfig | None = Field(None, description="Instead of `model`: a from-scratch model, random weights.")
+    snapshot: int | None = Field(
+        None, ge=0, le=10**9,
+        description="A training step listed under `meta.snapshots` of the model: its weights at that step "
+                    "(watch attention change as the model learns). Omitted: the final weights.")
 
 
 class TextInput(ModelChoice):

@@ -117,6 +117,16 @@ def load_checkpoint(directory: Path, device: str | torch.device = "cpu") -> Load
     return LoadedModel(model, load_tokenizer(directory), document.get("meta", {}))
 
 
+def load_snapshot(
+    directory: Path, file: str, cfg: TransformerConfig, device: str | torch.device = "cpu"
+) -> Transformer:
+    """Weights saved during training (a file the checkpoint's meta lists), for the same config."""
+    path = (Path(directory) / file).resolve()
+    if not path.is_relative_to(Path(directory).resolve()) or not path.is_file():
+        raise CheckpointError(f"snapshot {file!r} is not a file inside {directory}")
+    return build_model(cfg, read_weights(path), device)
+
+
 # ---------------------------------------------------------------- Hugging Face converters
 
 

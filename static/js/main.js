@@ -36,6 +36,7 @@ let state = {
   compare: false,
   token: null,
   present: false,
+  snapshot: null, // a training step from meta.snapshots; null: the final weights
 };
 let generation = 0;
 let board = null;
@@ -56,6 +57,7 @@ function readURL() {
     lang: p.get("lang") || undefined,
     present: p.get("present") === "1",
     compare: p.get("cmp") === "1",
+    snapshot: int("snap") ?? null,
   };
 }
 
@@ -72,6 +74,7 @@ function writeURL(s) {
   p.set("lang", s.lang);
   if (s.present) p.set("present", "1");
   if (s.compare) p.set("cmp", "1");
+  if (s.snapshot !== null && s.snapshot !== undefined) p.set("snap", String(s.snapshot));
   history.replaceState(null, "", `${location.pathname}?${p}`);
 }
 
@@ -80,6 +83,7 @@ function writeURL(s) {
 function requestBody(s) {
   const body = { model: s.model, text: s.text };
   if (s.info && s.info.architecture === "encoder-decoder" && s.target) body.target_text = s.target;
+  if (s.snapshot !== null && s.snapshot !== undefined) body.snapshot = s.snapshot;
   return body;
 }
 
@@ -179,6 +183,9 @@ async function go(patch) {
       next.info = await api.model(next.model);
       next.plan = buildPlan(next.info);
       planChanged = true;
+    }
+    if (next.snapshot !== null && next.snapshot !== undefined && !snapshotsOf(next.info).some((x) => x.step === next.snapshot)) {
+      next.snapshot = null; // this model has no snapshot at that step: its final weights
     }
     if (!next.text || !next.text.trim()) throw new ApiError(0, "empty_client", "");
     const encdec = next.info.architecture === "encoder-decoder";
@@ -379,6 +386,33 @@ function renderModelInfo(ctx) {
   $("model-info").replaceChildren(...lines);
   $("target-row").hidden = info.architecture !== "encoder-decoder";
   renderModelExamples(info);
+  renderSnapshots(info);
+}
+
+/** Training snapshots listed in a checkpoint's meta, oldest first. */
+function snapshotsOf(info) {
+  const listed = info && info.meta && info.meta.snapshots;
+  return Array.isArray(listed) ? listed.filter((x) => Number.isInteger(x.step)).sort((a, b) => a.step - b.step) : [];
+}
+
+function snapshotText(info, index) {
+  const snaps = snapshotsOf(info);
+  const fmt = (loss) => (typeof loss === "number" ? loss.toFixed(2) : "?");
+  if (index < snaps.length) return t("snapshot_step", { step: snaps[index].step, loss: fmt(snaps[index].val_loss) });
+  const training = (info.meta && info.meta.training) || {};
+  return t("snapshot_final", { step: training.steps ?? "?", loss: fmt(info.meta && info.meta.val_loss) });
+}
+
+/** The training-progress slider: earlier weights of the same model (the last position is the final one). */
+function renderSnapshots(info) {
+  const snaps = snapshotsOf(info);
+  $("snapshot-row").hidden = snaps.length === 0;
+  if (!snaps.length) return;
+  const slider = $("snapshot");
+  const index = state.snapshot === null || state.snapshot === undefined ? snaps.length : snaps.findIndex((x) => x.step === state.snapshot);
+  slider.max = String(snaps.length);
+  slider.value = String(index < 0 ? snaps.length : index);
+  $("snapshot-label").textContent = snapshotText(info, Number(slider.value));
 }
 
 /** A model trained on its own task (the translator) brings its own examples: source -> target. */
@@ -470,6 +504,14 @@ function bindEvents() {
       showError(error);
     }
   });
+  $("snapshot").addEventListener("input", (event) => {
+    $("snapshot-label").textContent = snapshotText(state.info, Number(event.target.value));
+  });
+  $("snapshot").addEventListener("change", (event) => {
+    const snaps = snapshotsOf(state.info);
+    const index = Number(event.target.value);
+    go({ snapshot: index < snaps.length ? snaps[index].step : null });
+  });
   $("lang").addEventListener("click", () => go({ lang: state.lang === "en" ? "zh" : "en" }));
   $("present").addEventListener("click", () => go({ present: !state.present }));
   $("copy-link").addEventListener("click", async () => {
@@ -549,6 +591,7 @@ async function start() {
     view: url.view,
     present: url.present,
     compare: url.compare,
+    snapshot: url.snapshot,
   });
   document.body.dataset.ready = "1";
 }

@@ -361,6 +361,16 @@ def test_shipped_tiny_gpt(browser: Any, tmp_path: Path) -> None:
             assert plots.count() == 2  # probabilities and logits of the top tokens
             for i in range(plots.count()):
                 assert plots.nth(i).locator(".main-svg").count() >= 1
+        # the training-progress slider: the earliest snapshot's weights, then back to the final ones
+        short = "Mr. Knightley said Mr. Knightley"  # few tokens: the cells carry their values as text
+        open_page(page, server.url, model="tiny-gpt", text=short, stage="softmax", layer=1)
+        assert page.is_visible("#snapshot-row")
+        final = page.locator("#panel .plot").first.inner_text()
+        move_to_start = "el => { el.value = '0'; el.dispatchEvent(new Event('change')); }"
+        page.eval_on_selector("#snapshot", move_to_start)
+        wait_idle(page)
+        assert "snap=" in page.url and "100" in page.inner_text("#snapshot-label")
+        assert page.locator("#panel .plot").first.inner_text() != final  # other weights, other numbers
         assert not errors, errors
     finally:
         context.close()
