@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -42,7 +43,7 @@ class ApiError(Exception):
         self.headers = headers
 
 
-def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> ApiJSONResponse:
+def error_response(status: int, code: str, message: str, headers: Mapping[str, str] | None = None) -> ApiJSONResponse:
     return ApiJSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
 
 

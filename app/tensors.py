@@ -83,7 +83,7 @@ def encode_tensor(
     tensor = tensor.detach().cpu()
     if tensor.is_floating_point():
         array = tensor.to(torch.float16 if dtype == "float16" else torch.float32).numpy()
-        out_dtype = dtype
+        out_dtype: str = dtype
     else:
         array = tensor.to(torch.int32).numpy()  # token ids; plotly.js has no 64-bit integers
         out_dtype = "int32"

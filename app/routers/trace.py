@@ -102,7 +102,7 @@ def predictions(resolved: Resolved, run: TraceRun, k: int, temperature: float) -
     """The next-token table at the last position, from the cached logits."""
     table = readouts.prediction(run.output[0, -1], temperature, k)
     rows = [
-        {"id": i, "text": token_text(resolved.loaded, i), "prob": round(p, 6), "logit": round(logit, 4)}
+        {"id": int(i), "text": token_text(resolved.loaded, int(i)), "prob": round(p, 6), "logit": round(logit, 4)}
         for i, p, logit in zip(table["ids"], table["probs"], table["logits"], strict=True)  # type: ignore[arg-type]
     ]
     return {"top_k": rows, "rest": table["rest"]}
