@@ -523,6 +523,15 @@ def main(args: argparse.Namespace) -> int:
         state = load_training_state(ckpt_dir, model, optimizer, batcher)
         log(f"resumed at step {state['step']} ({state['tokens_seen']:,} tokens seen)")
     state["config"] = cfg.to_dict()
+    segment = {
+        "from_step": state["step"],
+        "repeat_frac": args.repeat_frac,
+        "span_frac": args.span_frac,
+        "zh_prob": args.zh_prob,
+        "target_steps": args.steps,
+        "lr": args.lr,
+    }
+    state["schedule"] = [s for s in state.get("schedule", []) if s["from_step"] < state["step"]] + [segment]
     snapshot_steps = {int(s) for s in str(args.snapshot_steps).split(",") if s.strip()} | {args.steps}
     n_params = sum(p.numel() for p in model.parameters())
     log(f"model: {n_params:,} parameters, context {n_ctx}, device {device}")
@@ -555,6 +564,7 @@ def main(args: argparse.Namespace) -> int:
                 "zh_prob": args.zh_prob,
                 "repeat_frac": args.repeat_frac,
                 "span_frac": args.span_frac,
+                "schedule": state["schedule"],  # one entry per (re)start: mixes may change on --resume
                 "note": "text rows are Chinese with probability zh_prob; repeat rows are random BPE tokens "
                 "repeated (induction curriculum); span rows copy a span of the first half later",
             },

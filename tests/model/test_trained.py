@@ -178,6 +178,7 @@ def test_train_command_loss_goes_down_and_resumes(tmp_path):
     assert history[-1]["val_loss"] < history[0]["val_loss"]
     assert meta["training"]["steps"] == 20 and meta["training"]["tokens_seen"] == 20 * 8 * 63
     assert (out / "model" / "snapshots" / "step-000005.safetensors").is_file()
+    assert [seg["from_step"] for seg in meta["sampling"]["schedule"]] == [0, 10]
     loaded = load_checkpoint(out / "model")
     assert loaded.model.cfg.n_layers == 2
     assert loaded.meta["val_loss"] == pytest.approx(history[-1]["val_loss"], abs=0.05)
