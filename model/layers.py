@@ -123,6 +123,9 @@ class Attention(nn.Module):
         self.hook_attn_scores = HookPoint(scores_dims)
         self.hook_pattern = HookPoint(scores_dims)
         self.hook_z = HookPoint(("batch", "pos", "head", "d_head"))
+        # Training steps only (Transformer.fused_attention): steps 3-5 in one fused kernel,
+        # the same math without the intermediate stages. Never on while a trace records.
+        self.fused = False
 
     def forward(self, x_q: torch.Tensor, x_kv: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
         """x_q: [batch, q_pos, d_model]; x_kv: [batch, k_pos, d_model]; allowed: bool [batch|1, 1, q_pos, k_pos]."""
@@ -141,6 +144,10 @@ class Attention(nn.Module):
         if group > 1:
             k = k.repeat_interleave(group, dim=2)  # [batch, pos, head, d_head]
             v = v.repeat_interleave(group, dim=2)
+        if self.fused and not self.use_alibi:
+            q_, k_, v_ = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # [batch, head, pos, d_head]
+            z = F.scaled_dot_product_attention(q_, k_, v_, attn_mask=allowed)
+            return self.W_O(z.transpose(1, 2).reshape(batch, q_len, cfg.n_heads * cfg.d_head))
         # 3) score every query against every key
         scores_raw = self.hook_scores_raw(torch.einsum("bqhd,bkhd->bhqk", q, k))  # [batch, head, q_pos, k_pos]
         scores_scaled = scores_raw / math.sqrt(cfg.d_head)

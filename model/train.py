@@ -21,7 +21,6 @@ What it does:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import copy
 import json
 import math
@@ -301,51 +300,6 @@ class Batcher:
         return torch.tensor(np.stack(rows), dtype=torch.long), torch.tensor(np.stack(targets), dtype=torch.long)
 
 
-# ---------------------------------------------------------------- fast attention for training steps
-
-
-def _fused_attention_forward(
-    self: Any, x_q: torch.Tensor, x_kv: torch.Tensor, allowed: torch.Tensor | None
-) -> torch.Tensor:
-    """The same math as `Attention.forward`, through one fused kernel and without hook points.
-
-    Training does not need the intermediate stages, and on a CPU the fused kernel is much faster.
-    Evaluation and head scoring keep using the traced forward.
-    """
-    from model.positional import apply_rope
-
-    cfg = self.cfg
-    batch, q_len, _ = x_q.shape
-    k_len = x_kv.shape[1]
-    q = self.W_Q(x_q).view(batch, q_len, cfg.n_heads, cfg.d_head)
-    k = self.W_K(x_kv).view(batch, k_len, cfg.kv_heads, cfg.d_head)
-    v = self.W_V(x_kv).view(batch, k_len, cfg.kv_heads, cfg.d_head)
-    if self.use_rope:
-        q = apply_rope(q, self.rope_table[:q_len])
-        k = apply_rope(k, self.rope_table[:k_len])
-    group = cfg.n_heads // cfg.kv_heads
-    if group > 1:
-        k = k.repeat_interleave(group, dim=2)
-        v = v.repeat_interleave(group, dim=2)
-    z = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=allowed)
-    return self.W_O(z.transpose(1, 2).reshape(batch, q_len, cfg.n_heads * cfg.d_head))
-
-
-class fused_attention:
-    """Context manager: attention layers use `_fused_attention_forward` (not for ALiBi or traced runs)."""
-
-    def __enter__(self) -> None:
-        from model.layers import Attention
-
-        self.original = Attention.forward
-        Attention.forward = _fused_attention_forward  # type: ignore[method-assign]
-
-    def __exit__(self, *exc: object) -> None:
-        from model.layers import Attention
-
-        Attention.forward = self.original  # type: ignore[method-assign]
-
-
 # ---------------------------------------------------------------- checkpoints (safetensors + JSON)
 
 
@@ -600,7 +554,6 @@ def main(args: argparse.Namespace) -> int:
         save_checkpoint(model_dir, model, tokenizer, meta, dtype=torch.float16)
         return result
 
-    fused = cfg.pos_encoding != "alibi"
     tokens_per_step = args.batch_size * (n_ctx - 1)
     bar = tqdm(total=args.steps, initial=state["step"], disable=args.no_progress, dynamic_ncols=True, unit="step")
     window_tokens, window_start = 0, time.time()
@@ -612,7 +565,7 @@ def main(args: argparse.Namespace) -> int:
         t0 = time.time()
         inputs, targets = batcher.next()
         inputs, targets = inputs.to(device), targets.to(device)
-        with fused_attention() if fused else contextlib.nullcontext():
+        with model.fused_attention():
             logits = model(inputs)
             loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100)
             optimizer.zero_grad(set_to_none=True)

@@ -6,6 +6,8 @@ model prefixes its two stacks (`encoder.blocks.0...`, `decoder.blocks.0.cross_at
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cached_property
 
 import torch
@@ -13,7 +15,7 @@ from torch import nn
 
 from model.config import TransformerConfig
 from model.hooks import HookPoint, NamesFilter, Trace, select_names
-from model.layers import Block, Embed, Norm
+from model.layers import Attention, Block, Embed, Norm
 
 
 def attention_allowed(
@@ -164,10 +166,28 @@ class Transformer(nn.Module):
             return x  # [batch, pos, d_model]
         return self.hook_logits(self.W_U(x))  # [batch, pos, d_vocab]
 
+    @contextmanager
+    def fused_attention(self) -> Iterator[None]:
+        """For training steps: attention through PyTorch's fused kernel (same math, ~1e-7 apart).
+
+        Training needs no intermediate stages, and on a CPU the fused kernel is several times
+        faster. ALiBi layers keep the explicit path; nothing can be traced meanwhile.
+        """
+        layers = [m for m in self.modules() if isinstance(m, Attention)]
+        for layer in layers:
+            layer.fused = True
+        try:
+            yield
+        finally:
+            for layer in layers:
+                layer.fused = False
+
     def run_with_trace(
         self, tokens: torch.Tensor, names: NamesFilter = None, **kwargs: torch.Tensor | None
     ) -> tuple[torch.Tensor, Trace]:
         """Forward pass under inference mode, recording the stages `names` selects (default: all)."""
+        if any(isinstance(m, Attention) and m.fused for m in self.modules()):
+            raise RuntimeError("cannot trace inside fused_attention(): the fused kernel records no stages")
         with torch.inference_mode(), Trace(select_names(self.trace_names, names)) as trace:
             output = self(tokens, **kwargs)
         return output, trace

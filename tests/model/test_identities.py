@@ -206,3 +206,19 @@ def test_concurrent_traces_do_not_mix() -> None:
     with ThreadPoolExecutor(4) as pool:
         for n, k in pool.map(work, inputs * 3):
             assert n == k
+
+
+@pytest.mark.parametrize("architecture", ["decoder", "encoder-decoder"])
+def test_fused_training_attention_is_the_same_math(architecture: str) -> None:
+    model = make(architecture=architecture, pos_encoding="rope", n_kv_heads=2)
+    toks = tokens()
+    target = toks[:, :5] if architecture == "encoder-decoder" else None
+    with torch.no_grad():
+        explicit = model(toks, target_tokens=target)
+        with model.fused_attention():
+            fused = model(toks, target_tokens=target)
+            with pytest.raises(RuntimeError, match="cannot trace"):
+                model.run_with_trace(toks, target_tokens=target)
+        after = model(toks, target_tokens=target)
+    torch.testing.assert_close(fused, explicit, atol=1e-5, rtol=0)
+    assert torch.equal(after, explicit)  # the explicit, traceable path is back
