@@ -130,31 +130,16 @@ class HubTokenizer:
             if self._unk and piece == self._unk:
                 shown = piece  # an unknown character: show [UNK], what the model really sees
             if self._byte_level and end > start and self.tokenizer.decode([token_id]) != shown:
-                shown = self._byte_piece(piece, text[start:end])
+                shown = byte_level_text(piece)
             tokens.append(Token(int(token_id), shown, int(start), int(end)))
         return tokens
-
-    def _byte_piece(self, piece: str, covered: str) -> str:
-        """A token holding part of a character's bytes: show its bytes, not a broken glyph."""
-        decoded = self.tokenizer.decode(self.tokenizer.encode(piece, add_special_tokens=False).ids)
-        if decoded and "\ufffd" not in decoded:
-            return decoded
-        raw = bytes(_BYTE_DECODER.get(c, 0x3F) for c in piece)
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return "".join(f"<0x{b:02X}>" for b in raw) if len(covered) else piece
 
     def id_to_text(self, token_id: int) -> str:
         piece = self.tokenizer.id_to_token(token_id)
         if piece is None:
             return f"<{token_id}>"
         if self._byte_level:
-            raw = bytes(_BYTE_DECODER.get(c, 0x3F) for c in piece)
-            try:
-                return raw.decode("utf-8")
-            except UnicodeDecodeError:
-                return "".join(f"<0x{b:02X}>" for b in raw)
+            return byte_level_text(piece)
         return piece
 
     def decode(self, ids: list[int]) -> str:
@@ -182,6 +167,14 @@ def _bytes_to_unicode() -> dict[int, str]:
 
 
 _BYTE_DECODER = {c: b for b, c in _bytes_to_unicode().items()}
+
+
+def byte_level_text(piece: str) -> str:
+    """A byte-level BPE piece as a person reads it: its UTF-8 text, with bytes that are only
+    part of a character shown as <0xE5> (a Chinese character often spans two tokens)."""
+    raw = bytes(_BYTE_DECODER.get(c, 0x3F) for c in piece)
+    text = raw.decode("utf-8", errors="surrogateescape")  # undecodable bytes -> U+DC80..U+DCFF
+    return "".join(f"<0x{ord(c) - 0xDC00:02X}>" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in text)
 
 
 def load_tokenizer(directory: Path) -> CharTokenizer | HubTokenizer:

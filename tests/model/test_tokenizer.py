@@ -86,3 +86,14 @@ def test_saved_padding_and_truncation_are_ignored(tmp_path: Path, bpe: HubTokeni
     bpe.save(tmp_path)
     tokens = load_tokenizer(tmp_path).encode("hello world")
     assert 3 < len(tokens) < 64
+
+
+def test_byte_level_pieces_of_a_character_show_their_bytes() -> None:
+    """Byte-level BPE splits rare characters into byte tokens: show <0xE5>, never GPT-2's byte alphabet."""
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(["abc"], trainers.BpeTrainer(vocab_size=260, show_progress=False,
+                                                         initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    shown = [t.text for t in HubTokenizer(tok).encode("a复")]
+    assert shown == ["a", "<0xE5>", "<0xA4>", "<0x8D>"]
