@@ -3,11 +3,13 @@ text request goes through (pick the model, check the text, tokenize, resolve lay
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
+from starlette.responses import Response
 
-from app.engine import Engine
+from app.engine import Engine, TraceRun, body_key
 from app.errors import ApiError, empty_text, out_of_range
 from app.registry import Registry, RegistryError, Resolved, encode_text
 from app.schemas import InlineConfig, TextInput
@@ -153,3 +155,26 @@ def check_heads(heads: list[int], n_heads: int) -> None:
     for head in heads:
         if not 0 <= head < n_heads:
             raise out_of_range("Head", head, n_heads)
+
+
+async def answer_from_trace(
+    endpoint: str,
+    body: Any,
+    registry: Registry,
+    engine: Engine,
+    settings: Settings,
+    prepare: Callable[[Resolved], Callable[[TraceRun], Any]],
+) -> Response:
+    """The path every endpoint that reads a trace shares.
+
+    Pick the model; answer an identical earlier request from the rendered-body cache; else
+    `prepare` checks the request against the model (a bad layer costs no forward pass) and
+    returns the builder; then tokenize, trace (or reuse the cached trace) and build in the pool.
+    """
+    resolved = await resolve_model(body, registry, engine, settings)
+    key = body_key(endpoint, resolved, body)
+    if (cached := engine.cached_body(key)) is not None:
+        return cached
+    build = prepare(resolved)
+    tokens, target_tokens = encode_inputs(resolved, body, settings)
+    return await engine.answer(key, resolved, tokens, target_tokens, build)

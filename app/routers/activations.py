@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter
@@ -11,13 +12,12 @@ from app.deps import (
     EngineDep,
     RegistryDep,
     SettingsDep,
+    answer_from_trace,
     check_layer,
-    encode_inputs,
-    resolve_model,
     stack_prefix,
     tokens_out,
 )
-from app.engine import TraceRun, body_key
+from app.engine import TraceRun
 from app.registry import Resolved
 from app.schemas import ERRORS, ActivationsOut, ActivationsRequest
 from app.tensors import encode_tensor
@@ -55,15 +55,13 @@ def build_activations(resolved: Resolved, run: TraceRun, body: ActivationsReques
 async def activations(body: ActivationsRequest, registry: RegistryDep, engine: EngineDep, settings: SettingsDep) -> Any:
     """Norm input/output with its statistics (mean, scale), FFN pre/post (gate/up for SwiGLU), and the
     residual stream with per-position L2 norms, for one layer or (layer omitted) all layers."""
-    resolved = await resolve_model(body, registry, engine, settings)
-    key = body_key("activations", resolved, body)
-    if (cached := engine.cached_body(key)) is not None:
-        return cached
-    prefix, stack, n_layers = stack_prefix(resolved, body.stack, cross=False)
-    if body.layer is not None:
-        check_layer(body.layer, n_layers)
-    layers = [body.layer] if body.layer is not None else list(range(n_layers))
-    names = activation_names(resolved, prefix, layers, whole_stack=body.layer is None)
-    tokens, target_tokens = encode_inputs(resolved, body, settings)
-    return await engine.answer(key, resolved, tokens, target_tokens,
-                               lambda run: build_activations(resolved, run, body, names, layers, stack))
+
+    def prepare(resolved: Resolved) -> Callable[[TraceRun], Any]:
+        prefix, stack, n_layers = stack_prefix(resolved, body.stack, cross=False)
+        if body.layer is not None:
+            check_layer(body.layer, n_layers)
+        layers = [body.layer] if body.layer is not None else list(range(n_layers))
+        names = activation_names(resolved, prefix, layers, whole_stack=body.layer is None)
+        return lambda run: build_activations(resolved, run, body, names, layers, stack)
+
+    return await answer_from_trace("activations", body, registry, engine, settings, prepare)

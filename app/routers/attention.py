@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter
@@ -11,14 +12,13 @@ from app.deps import (
     EngineDep,
     RegistryDep,
     SettingsDep,
+    answer_from_trace,
     check_heads,
     check_layer,
-    encode_inputs,
-    resolve_model,
     stack_prefix,
     tokens_out,
 )
-from app.engine import TraceRun, body_key
+from app.engine import TraceRun
 from app.registry import Resolved
 from app.schemas import ERRORS, AttentionOut, AttentionRequest, LayerRequest, QKVOut, QKVRequest
 from app.tensors import encode_tensor
@@ -85,14 +85,12 @@ def build_attention(resolved: Resolved, run: TraceRun, body: AttentionRequest, s
 async def attention(body: AttentionRequest, registry: RegistryDep, engine: EngineDep, settings: SettingsDep) -> Any:
     """Raw scores, scaled, masked and softmax matrices of one layer (one head or all), with the Q and K
     vectors behind each cell (rotated ones for RoPE) and the query / key token lists."""
-    resolved = await resolve_model(body, registry, engine, settings)
-    key = body_key("attention", resolved, body)
-    if (cached := engine.cached_body(key)) is not None:
-        return cached
-    Selection.validate(resolved, body)
-    tokens, target_tokens = encode_inputs(resolved, body, settings)
-    return await engine.answer(key, resolved, tokens, target_tokens,
-                               lambda run: build_attention(resolved, run, body, Selection(resolved, run, body)))
+
+    def prepare(resolved: Resolved) -> Callable[[TraceRun], Any]:
+        Selection.validate(resolved, body)
+        return lambda run: build_attention(resolved, run, body, Selection(resolved, run, body))
+
+    return await answer_from_trace("attention", body, registry, engine, settings, prepare)
 
 
 def build_qkv(resolved: Resolved, run: TraceRun, body: QKVRequest, sel: Selection) -> dict[str, Any]:
@@ -109,11 +107,9 @@ async def qkv(body: QKVRequest, registry: RegistryDep, engine: EngineDep, settin
     """Queries, keys and values of one layer (one head or all), the pattern, and z = pattern · V.
 
     With GQA, `k` and `v` hold the K/V heads the chosen query heads read (`kv_heads` maps them)."""
-    resolved = await resolve_model(body, registry, engine, settings)
-    key = body_key("qkv", resolved, body)
-    if (cached := engine.cached_body(key)) is not None:
-        return cached
-    Selection.validate(resolved, body)
-    tokens, target_tokens = encode_inputs(resolved, body, settings)
-    return await engine.answer(key, resolved, tokens, target_tokens,
-                               lambda run: build_qkv(resolved, run, body, Selection(resolved, run, body)))
+
+    def prepare(resolved: Resolved) -> Callable[[TraceRun], Any]:
+        Selection.validate(resolved, body)
+        return lambda run: build_qkv(resolved, run, body, Selection(resolved, run, body))
+
+    return await answer_from_trace("qkv", body, registry, engine, settings, prepare)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter
@@ -11,13 +12,14 @@ from app.deps import (
     EngineDep,
     RegistryDep,
     SettingsDep,
+    answer_from_trace,
     check_heads,
     check_layer,
     encode_inputs,
     resolve_model,
     tokens_out,
 )
-from app.engine import TraceRun, body_key
+from app.engine import TraceRun
 from app.errors import ApiError, ApiJSONResponse
 from app.registry import Resolved, token_text
 from app.schemas import ERRORS, TokenizeOut, TokenizeRequest, TraceOut, TraceRequest
@@ -115,11 +117,9 @@ async def trace(body: TraceRequest, registry: RegistryDep, engine: EngineDep, se
     The full trace is computed once per (model, text, target_text) and cached: asking for
     another stage of the same text only slices and serializes.
     """
-    resolved = await resolve_model(body, registry, engine, settings)
-    key = body_key("trace", resolved, body)
-    if (cached := engine.cached_body(key)) is not None:
-        return cached
-    names = pick_stages(resolved, body)  # before the forward pass: a typo costs nothing
-    tokens, target_tokens = encode_inputs(resolved, body, settings)
-    return await engine.answer(key, resolved, tokens, target_tokens,
-                               lambda run: build_trace(resolved, run, body, names))
+
+    def prepare(resolved: Resolved) -> Callable[[TraceRun], Any]:
+        names = pick_stages(resolved, body)  # before the forward pass: a typo costs nothing
+        return lambda run: build_trace(resolved, run, body, names)
+
+    return await answer_from_trace("trace", body, registry, engine, settings, prepare)
