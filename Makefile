@@ -28,7 +28,7 @@ test: setup-dev
 	$(BIN)/python -m pytest
 
 lint: setup-dev
-	$(BIN)/ruff check model app tests bench
+	$(BIN)/ruff check model training app tests bench
 	$(BIN)/mypy
 
 bench: setup-dev

@@ -18,10 +18,10 @@ from fastapi.middleware.gzip import GZipMiddleware
 from app.engine import Engine
 from app.errors import ApiJSONResponse, install_error_handlers
 from app.middleware import BodyLimitMiddleware, SecurityHeadersMiddleware
+from app import runtime
 from app.registry import Registry
 from app.routers import activations, attention, docs, health, models, pages, positional, predict, trace
 from app.settings import Settings
-from model import runtime
 
 log = logging.getLogger("transformer_explorer")
 

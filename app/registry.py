@@ -108,7 +108,7 @@ class Registry:
         A broken built-in checkpoint (for instance one being written by a training run) is
         skipped with its reason kept; a broken operator model is a startup error.
         """
-        from model.runtime import pick_device
+        from model.device import pick_device
 
         try:
             device = str(pick_device(settings.device))  # "auto": CUDA when present, else CPU

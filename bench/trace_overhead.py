@@ -15,7 +15,8 @@ import time
 
 import torch
 
-from model import Transformer, TransformerConfig, runtime
+from app import runtime
+from model import Transformer, TransformerConfig
 
 MODELS = {
     "small (4x128x4, RoPE+GQA, vocab 4096)": TransformerConfig(

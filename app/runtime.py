@@ -1,4 +1,4 @@
-"""Process-wide runtime settings, applied once: device choice, torch threads, allocator tuning."""
+"""Process-wide settings of the server, applied once at startup: torch threads and allocator tuning."""
 
 from __future__ import annotations
 
@@ -11,16 +11,6 @@ import torch
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 _MMAP_THRESHOLD_MAX = 32 * 1024 * 1024  # glibc's ceiling on 64-bit
-
-
-def pick_device(setting: str = "auto") -> torch.device:
-    """'auto' -> CUDA when present, else CPU; otherwise the named device."""
-    if setting == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(setting)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device 'cuda' was asked for, but no CUDA GPU is available")
-    return device
 
 
 def keep_freed_memory() -> bool:
