@@ -1,0 +1,133 @@
+"""The one decoding loop: greedy (temperature 0) or seeded top-k sampling, one forward pass per token.
+
+Every caller decodes through here: the API's continuation, the training samples and the
+translation evaluation. `generate` extends one sequence; `generate_greedy_batch` decodes a
+batch of encoder-decoder sources at once (evaluation speed) with the same step function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from model.transformer import Transformer
+
+
+def next_token_logits(
+    model: Transformer,
+    source: torch.Tensor,
+    target: torch.Tensor | None = None,
+    source_mask: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The logits for the token after each row: [batch, d_vocab].
+
+    source: [batch, pos] ids. For encoder-decoder models `target` [batch, target_pos] is the
+    decoder input so far and `source_mask` [batch, pos] marks the real (non-padding) source ids.
+    """
+    if model.cfg.architecture == "encoder-decoder":
+        if target is None:
+            raise ValueError("an encoder-decoder model decodes a target: pass target ids")
+        logits = model(source, target_tokens=target, padding_mask=source_mask)  # [batch, target_pos, d_vocab]
+    else:
+        logits = model(source)  # [batch, pos, d_vocab]
+    return logits[:, -1]  # [batch, d_vocab]
+
+
+def choose_token(logits: torch.Tensor, temperature: float, top_k: int | None, generator: torch.Generator) -> int:
+    """One token from logits [d_vocab]: argmax at temperature 0, else a draw from the top k of softmax(logits / T)."""
+    if temperature <= 0:
+        return int(logits.argmax())
+    probs = torch.softmax(logits.float() / temperature, dim=-1)  # [d_vocab]
+    k = probs.shape[-1] if top_k is None else max(1, min(top_k, probs.shape[-1]))
+    values, idx = torch.topk(probs, k)  # [k] each, most likely first
+    choice = torch.multinomial(values / values.sum(), 1, generator=generator)  # [1], renormalised over the top k
+    return int(idx[choice].item())
+
+
+@torch.inference_mode()
+def generate(
+    model: Transformer,
+    ids: Sequence[int],
+    *,
+    target_ids: Sequence[int] | None = None,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    seed: int = 0,
+    max_len: int | None = None,
+    stop_id: int | None = None,
+) -> list[int]:
+    """Up to max_new_tokens new ids (the new ones only), seeded so the same call gives the same text.
+
+    Decoder-only models extend `ids`; encoder-decoder models extend `target_ids` (the decoder
+    input) while the source `ids` stay fixed. Stops before appending `stop_id`, and when the
+    sequence being extended reaches `max_len` (default: the model's context, cfg.n_ctx).
+    """
+    if not model.cfg.lm_head or model.cfg.architecture == "encoder":
+        raise ValueError("only decoder and encoder-decoder models with an lm_head generate")
+    enc_dec = model.cfg.architecture == "encoder-decoder"
+    if enc_dec and target_ids is None:
+        raise ValueError("an encoder-decoder model extends target_ids (the decoder input): pass them")
+    limit = model.cfg.n_ctx if max_len is None else max_len
+    generator = torch.Generator().manual_seed(seed)
+    device = model.device
+    source = torch.tensor([list(ids)], dtype=torch.long, device=device)  # [1, pos]
+    growing = list(target_ids) if enc_dec and target_ids is not None else list(ids)
+    new_ids: list[int] = []
+    for _ in range(max_new_tokens):
+        if len(growing) >= limit:
+            break
+        sequence = torch.tensor([growing], dtype=torch.long, device=device)  # [1, pos]
+        if enc_dec:
+            logits = next_token_logits(model, source, target=sequence)  # [1, d_vocab]
+        else:
+            logits = next_token_logits(model, sequence)  # [1, d_vocab]
+        token = choose_token(logits[0].cpu(), temperature, top_k, generator)
+        if stop_id is not None and token == stop_id:
+            break
+        new_ids.append(token)
+        growing.append(token)
+    return new_ids
+
+
+@torch.inference_mode()
+def generate_greedy_batch(
+    model: Transformer,
+    sources: Sequence[Sequence[int]],
+    *,
+    start_id: int,
+    stop_id: int,
+    pad_id: int,
+    max_new_tokens: int,
+) -> list[list[int]]:
+    """Greedy decoding of several encoder-decoder sources at once: each row's new ids, without stop_id.
+
+    The decoder input starts as [start_id]; a row is done once it produces stop_id, and the
+    loop ends when every row is done, after max_new_tokens, or at the context (cfg.n_ctx).
+    """
+    if model.cfg.architecture != "encoder-decoder":
+        raise ValueError("generate_greedy_batch decodes encoder-decoder models")
+    device = model.device
+    n_rows = len(sources)
+    source_len = max(len(s) for s in sources)
+    source = torch.full((n_rows, source_len), pad_id, dtype=torch.long, device=device)  # [batch, pos]
+    source_mask = torch.zeros(n_rows, source_len, dtype=torch.bool, device=device)  # [batch, pos]
+    for row, ids in enumerate(sources):
+        source[row, : len(ids)] = torch.tensor(list(ids), dtype=torch.long)
+        source_mask[row, : len(ids)] = True
+    target = torch.full((n_rows, 1), start_id, dtype=torch.long, device=device)  # [batch, target_pos]
+    done = torch.zeros(n_rows, dtype=torch.bool, device=device)  # [batch]
+    for _ in range(min(max_new_tokens, model.cfg.n_ctx - 1)):
+        logits = next_token_logits(model, source, target, source_mask)  # [batch, d_vocab]
+        token = logits.argmax(-1)  # [batch]
+        token = torch.where(done, torch.full_like(token, pad_id), token)  # finished rows only pad
+        target = torch.cat([target, token[:, None]], dim=1)  # [batch, target_pos + 1]
+        done |= token == stop_id
+        if bool(done.all()):
+            break
+    decoded: list[list[int]] = []
+    for row_ids in target[:, 1:].tolist():
+        kept = row_ids[: row_ids.index(stop_id)] if stop_id in row_ids else row_ids
+        decoded.append([i for i in kept if i != pad_id])
+    return decoded
