@@ -79,10 +79,8 @@ def generate(
         if len(growing) >= limit:
             break
         sequence = torch.tensor([growing], dtype=torch.long, device=device)  # [1, pos]
-        if enc_dec:
-            logits = next_token_logits(model, source, target=sequence)  # [1, d_vocab]
-        else:
-            logits = next_token_logits(model, sequence)  # [1, d_vocab]
+        # logits [1, d_vocab]: encoder-decoder models grow the decoder input (source fixed), others the ids
+        logits = next_token_logits(model, source, sequence) if enc_dec else next_token_logits(model, sequence)
         token = choose_token(logits[0].cpu(), temperature, top_k, generator)
         if stop_id is not None and token == stop_id:
             break
