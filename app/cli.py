@@ -56,13 +56,14 @@ def settings_from(args: argparse.Namespace) -> Settings:
 def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from app.catalogue import build_registry
     from app.main import create_app
-    from app.registry import Registry, RegistryError
+    from app.registry import RegistryError
 
     settings = settings_from(args)
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s: %(message)s")
     try:
-        registry = Registry.from_settings(settings)  # load here so a bad --add-model is one clear line
+        registry = build_registry(settings)  # load here so a bad --add-model is one clear line
     except RegistryError as error:
         print(f"transformer-explorer: error: {error}", file=sys.stderr)
         return 2

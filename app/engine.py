@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -25,10 +24,12 @@ from typing import Any, TypeVar
 import torch
 from starlette.responses import Response
 
-from app.errors import ApiError, ApiJSONResponse
-from app.registry import Resolved
+from app.cache import LRU
+from app.errors import ApiJSONResponse, busy
+from app.inputs import Inputs
 from model.hooks import Trace
 from model.tokenizer import Token
+from model.transformer import Transformer
 
 T = TypeVar("T")
 
@@ -50,24 +51,13 @@ class RenderedJSON(Response):
     media_type = "application/json"
 
 
-def busy() -> ApiError:
-    return ApiError(503, "busy", "The server is busy with other requests — try again in a moment.",
-                    headers={"Retry-After": "1"})
-
-
-def compute_trace(resolved: Resolved, tokens: list[Token], target_tokens: list[Token] | None) -> TraceRun:
-    model = resolved.model
-    ids = torch.tensor([[t.id for t in tokens]], device=model.device)  # [batch, pos]
+def compute_trace(model: Transformer, inputs: Inputs) -> TraceRun:
+    ids = torch.tensor([[t.id for t in inputs.tokens]], device=model.device)  # [batch, pos]
     kwargs: dict[str, Any] = {}
-    if target_tokens is not None:
-        kwargs["target_tokens"] = torch.tensor([[t.id for t in target_tokens]], device=model.device)
+    if inputs.target_tokens is not None:
+        kwargs["target_tokens"] = torch.tensor([[t.id for t in inputs.target_tokens]], device=model.device)
     output, trace = model.run_with_trace(ids, **kwargs)
-    return TraceRun(tokens, target_tokens, output, trace, trace.nbytes())
-
-
-def body_key(endpoint: str, resolved: Resolved, request: Any) -> Hashable:
-    """Everything that decides a deterministic answer: endpoint, model, and the request's fields."""
-    return (endpoint, resolved.key, repr(request.model_dump(exclude={"model", "config"})))  # repr: any str
+    return TraceRun(inputs.tokens, inputs.target_tokens, output, trace, trace.nbytes())
 
 
 class Engine:
@@ -80,12 +70,8 @@ class Engine:
         self._lock = threading.Lock()
         self._inflight: dict[Hashable, asyncio.Task[Any]] = {}  # on the event loop
         self._tracing: dict[Hashable, Future[TraceRun]] = {}  # across pool threads
-        self._traces: OrderedDict[Hashable, TraceRun] = OrderedDict()
-        self._traces_bytes = 0
-        self._trace_entries, self._trace_limit = cache_entries, cache_bytes
-        self._bodies: OrderedDict[Hashable, bytes] = OrderedDict()
-        self._bodies_bytes = 0
-        self._bodies_limit = max(1 << 20, cache_bytes // 8)
+        self.traces: LRU[TraceRun] = LRU(cache_entries, cache_bytes, lambda run: run.nbytes)
+        self.bodies: LRU[bytes] = LRU(10**6, max(1 << 20, cache_bytes // 8), len)
 
     def shutdown(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
@@ -116,14 +102,12 @@ class Engine:
 
     # ------------------------------------------------------------ trace cache (pool threads)
 
-    def trace_sync(self, resolved: Resolved, tokens: list[Token], target_tokens: list[Token] | None) -> TraceRun:
+    def trace_sync(self, model_key: str, model: Transformer, inputs: Inputs) -> TraceRun:
         """The full trace: cached, being computed by another thread (wait for it), or computed here."""
-        # tokens, not text: the key is short, and two texts that tokenize the same share a trace
-        key = (resolved.key, tuple(tokens), None if target_tokens is None else tuple(target_tokens))
+        key = (model_key, *inputs.key())
         with self._lock:
-            run = self._traces.get(key)
+            run = self.traces.get(key)
             if run is not None:
-                self._traces.move_to_end(key)
                 return run
             future = self._tracing.get(key)
             owner = future is None
@@ -132,8 +116,10 @@ class Engine:
         if not owner:
             return future.result()
         try:
-            run = compute_trace(resolved, tokens, target_tokens)
-            self._store(key, run)
+            run = compute_trace(model, inputs)
+            with self._lock:
+                self.computed += 1
+                self.traces.put(key, run)
             future.set_result(run)
             return run
         except BaseException as error:
@@ -143,42 +129,12 @@ class Engine:
             with self._lock:
                 self._tracing.pop(key, None)
 
-    def _store(self, key: Hashable, run: TraceRun) -> None:
-        with self._lock:
-            self.computed += 1
-            self._traces[key] = run
-            self._traces_bytes += run.nbytes
-            while len(self._traces) > 1 and (
-                len(self._traces) > self._trace_entries or self._traces_bytes > self._trace_limit
-            ):
-                _, dropped = self._traces.popitem(last=False)
-                self._traces_bytes -= dropped.nbytes
-
-    def cached_trace(self, key: Hashable) -> TraceRun | None:
-        with self._lock:
-            return self._traces.get(key)
-
     # ------------------------------------------------------------ answers
 
     def cached_body(self, key: Hashable | None) -> Response | None:
         """The rendered answer to an identical earlier request, if it is still cached."""
-        if key is None:
-            return None
-        with self._lock:
-            body = self._bodies.get(key)
-            if body is not None:
-                self._bodies.move_to_end(key)
+        body = None if key is None else self.bodies.get(key)
         return None if body is None else RenderedJSON(body)
-
-    def _remember(self, key: Hashable, body: bytes) -> None:
-        with self._lock:
-            if key in self._bodies:
-                return
-            self._bodies[key] = body
-            self._bodies_bytes += len(body)
-            while len(self._bodies) > 1 and self._bodies_bytes > self._bodies_limit:
-                _, dropped = self._bodies.popitem(last=False)
-                self._bodies_bytes -= len(dropped)
 
     async def respond(self, key: Hashable | None, build: Callable[[], Any]) -> Response:
         """Build and render a JSON body in the pool; with a key, identical requests share the work and the bytes."""
@@ -189,15 +145,13 @@ class Engine:
         def work() -> bytes:
             rendered = ApiJSONResponse(None).render(build())
             if key is not None:
-                self._remember(key, rendered)
+                self.bodies.put(key, rendered)
             return rendered
 
         body = await (self.shared(("body", key), work) if key is not None else self.call(work))
         return RenderedJSON(body)
 
-    async def answer(
-        self, key: Hashable | None, resolved: Resolved, tokens: list[Token], target_tokens: list[Token] | None,
-        build: Callable[[TraceRun], Any],
-    ) -> Response:
+    async def answer(self, key: Hashable | None, model_key: str, model: Transformer, inputs: Inputs,
+                     build: Callable[[TraceRun], Any]) -> Response:
         """Trace (or reuse the cached trace), then build and render the answer: one hop to the pool."""
-        return await self.respond(key, lambda: build(self.trace_sync(resolved, tokens, target_tokens)))
+        return await self.respond(key, lambda: build(self.trace_sync(model_key, model, inputs)))

@@ -47,14 +47,85 @@ def error_response(status: int, code: str, message: str, headers: Mapping[str, s
     return ApiJSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
 
 
+# ---------------------------------------------------------------- every error code the API answers with
+# 404 unknown_model · 413 body_too_large · 422 empty_text, text_too_long, out_of_range, unknown_stage,
+# unknown_snapshot, invalid_config, invalid_request, invalid_json, not_generative · 503 busy · 500 internal
+
+
+def unknown_model(known: list[str]) -> ApiError:
+    listed = ", ".join(known) if known else "none are loaded"
+    return ApiError(404, "unknown_model", f"There is no model with that name. Known models: {listed}.")
+
+
+def unknown_snapshot(model: str, step: int, steps: list[int]) -> ApiError:
+    listed = ", ".join(map(str, steps)) if steps else "none"
+    return ApiError(422, "unknown_snapshot",
+                    f"Model '{model}' has no training snapshot at step {step}. Snapshots: {listed}.")
+
+
+def snapshot_unreadable(step: int) -> ApiError:
+    return ApiError(422, "unknown_snapshot", f"The snapshot at step {step} cannot be loaded.")
+
+
+def invalid_config(reason: object) -> ApiError:
+    return ApiError(422, "invalid_config", f"This configuration cannot work: {reason}.")
+
+
+def invalid_request(message: str) -> ApiError:
+    return ApiError(422, "invalid_request", message)
+
+
 def empty_text(field: str = "text") -> ApiError:
     return ApiError(422, "empty_text", f"The {field} is empty — type a sentence first.")
+
+
+def no_tokens() -> ApiError:
+    return ApiError(422, "empty_text", "The text gave no tokens for this model — try other characters.")
+
+
+def no_start_token() -> ApiError:
+    return ApiError(422, "empty_text",
+                    "This model has no start token: give the decoder some target_text to start from.")
+
+
+def text_too_long(field: str, max_chars: int) -> ApiError:
+    return ApiError(422, "text_too_long",
+                    f"The {field} is longer than the limit of {max_chars} characters — shorten it.")
+
+
+def too_many_tokens(field: str, count: int, limit: int) -> ApiError:
+    return ApiError(422, "text_too_long",
+                    f"The {field} is {count} tokens long; the limit is {limit} tokens — shorten it.")
 
 
 def out_of_range(what: str, value: int, count: int) -> ApiError:
     return ApiError(
         422, "out_of_range", f"{what} {value} does not exist: this model has {count}, numbered 0 to {count - 1}."
     )
+
+
+def unknown_stage(reason: str) -> ApiError:
+    return ApiError(
+        422, "unknown_stage",
+        f"{reason} — GET /api/models/{{name}} lists every stage name under `stages`; "
+        "patterns such as 'blocks.0.attn.*' work too.",
+    )
+
+
+def not_generative() -> ApiError:
+    return ApiError(422, "not_generative",
+                    "This model is an encoder: it reads the whole text at once and has no next-token "
+                    "prediction. Pick a decoder model (like tiny-gpt) to predict.")
+
+
+def busy() -> ApiError:
+    return ApiError(503, "busy", "The server is busy with other requests — try again in a moment.",
+                    headers={"Retry-After": "1"})
+
+
+def body_too_large(limit_bytes: int) -> ApiJSONResponse:
+    kb = limit_bytes // 1024
+    return error_response(413, "body_too_large", f"The request is larger than {kb} KB — send a shorter text.")
 
 
 def _describe_validation(exc: RequestValidationError) -> tuple[str, str]:

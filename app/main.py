@@ -1,4 +1,4 @@
-"""The app factory: settings, registry (loaded once at startup), engine, routers and middleware.
+"""The app factory: settings, registry (loaded once at startup), the service, routers and middleware.
 
 Run it with `transformer-explorer serve` or `python -m app`; tests call
 `create_app(settings, registry)` with a registry of tiny seeded models.
@@ -15,12 +15,13 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.middleware.gzip import GZipMiddleware
 
-from app.engine import Engine
+from app import runtime
+from app.catalogue import build_registry
 from app.errors import ApiJSONResponse, install_error_handlers
 from app.middleware import BodyLimitMiddleware, SecurityHeadersMiddleware
-from app import runtime
 from app.registry import Registry
 from app.routers import activations, attention, docs, health, models, pages, positional, predict, trace
+from app.service import Service
 from app.settings import Settings
 
 log = logging.getLogger("transformer_explorer")
@@ -43,15 +44,14 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         runtime.configure(settings.torch_threads)  # once, before any inference
-        app.state.registry = registry if registry is not None else Registry.from_settings(settings)
-        app.state.engine = Engine(settings.workers, settings.queue_size, settings.trace_cache_entries,
-                                  settings.trace_cache_mb << 20)
+        service = Service(registry if registry is not None else build_registry(settings), settings)
+        app.state.service = service
         # lazy models (minilm) load in the background: startup stays fast, first use does not wait long
-        warm = asyncio.get_running_loop().run_in_executor(app.state.engine.pool, app.state.registry.warm_up)
-        log.info("models: %s (default %s)", ", ".join(app.state.registry.names()), app.state.registry.default)
+        warm = asyncio.get_running_loop().run_in_executor(service.engine.pool, service.registry.warm_up)
+        log.info("models: %s (default %s)", ", ".join(service.registry.names()), service.registry.default)
         yield
         warm.cancel()
-        app.state.engine.shutdown()
+        service.shutdown()
 
     app = FastAPI(
         title="Transformer Explorer API",

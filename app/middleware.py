@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.errors import error_response
+from app.errors import body_too_large
 
 
 class BodyLimitMiddleware:
@@ -54,11 +54,10 @@ class BodyLimitMiddleware:
         await self.app(scope, replay, send)
 
     async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
-        kb = self.limit // 1024
-        response = error_response(413, "body_too_large", f"The request is larger than {kb} KB — send a shorter text.")
-        await response(scope, receive, send)
+        await body_too_large(self.limit)(scope, receive, send)
 
 
+# The headers every response carries; the page adds its Content-Security-Policy itself (app.routers.pages).
 SECURITY_HEADERS = [
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"no-referrer"),

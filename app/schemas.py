@@ -142,6 +142,21 @@ class PredictRequest(TextInput):
     max_new_tokens: int = Field(8, ge=0, le=64)
 
 
+class PositionalQuery(BaseModel):
+    """GET /api/positional-encoding's query: a scheme, its sizes, or a model to take them from."""
+
+    kind: Literal["sinusoidal", "learned", "rope", "alibi"] | None = Field(
+        None, description="Default: the model's own kind, else sinusoidal.")
+    length: int = Field(32, ge=1, le=512, description="Number of positions.")
+    d_model: int | None = Field(None, ge=2, le=1024)
+    n_heads: int | None = Field(None, ge=1, le=16)
+    base: float | None = Field(None, gt=1, le=1e7, description="RoPE base (theta).")
+    causal: bool = Field(True, description="ALiBi: distances q - k (causal) or |q - k|.")
+    model: str | None = Field(None, max_length=64, description="Take sizes (and a learned table) from it.")
+    encoding: Encoding = "list"
+    dtype: DType = "float32"
+
+
 # ---------------------------------------------------------------- responses
 
 

@@ -34,6 +34,7 @@ class Settings(BaseSettings):
     torch_threads: int | None = None  # None: leave torch's default (the core count)
     trace_cache_entries: int = 64
     trace_cache_mb: int = 512
-    inline_cache_entries: int = 4  # from-scratch models built from a request's `config`
+    inline_cache_entries: int = 4  # from-scratch models built from a request's `config` (and snapshots)
+    inline_cache_mb: int = 512  # ... and the bytes their weights may hold, per cache
 
     cors_origins: list[str] = Field(default_factory=list)  # empty: CORS off

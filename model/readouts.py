@@ -1,4 +1,4 @@
-"""Read-outs the explorer asks of a traced model: slices, norms, next-token distributions, sampling.
+"""Read-outs the explorer asks of a traced model: slices, norms, next-token distributions, positions.
 
 The web layer only serializes; every computation on tensors it serves lives here, next to
 the model, so the numbers on the page come from the same code the tests check.
@@ -70,54 +70,6 @@ def prediction(logits: torch.Tensor, temperature: float, k: int) -> dict[str, li
     ids, values = top_k(probs, k)
     rest = float((1.0 - probs[ids].sum()).clamp(min=0.0))
     return {"ids": ids, "probs": values, "logits": logits.float()[ids].tolist(), "rest": rest}
-
-
-def _sample_one(probs: torch.Tensor, k: int, generator: torch.Generator) -> int:
-    """Draw from the k most likely tokens, renormalised (top-k sampling)."""
-    values, ids = torch.topk(probs, max(1, min(k, probs.shape[-1])))
-    choice = torch.multinomial(values / values.sum(), 1, generator=generator)
-    return int(ids[choice].item())
-
-
-@torch.inference_mode()
-def sample_continuation(
-    model: Transformer,
-    tokens: Sequence[int],
-    *,
-    target_tokens: Sequence[int] | None = None,
-    n_new: int,
-    temperature: float,
-    k: int,
-    seed: int,
-    max_len: int,
-    stop_id: int | None = None,
-) -> list[int]:
-    """Sample up to n_new tokens, one forward pass each (seeded, so a class sees the same text).
-
-    Decoder-only models extend `tokens`; encoder-decoder models extend `target_tokens`
-    (the decoder input) while the source stays fixed. Stops early at `stop_id` or `max_len`.
-    """
-    generator = torch.Generator().manual_seed(seed)
-    source = list(tokens)
-    growing = list(target_tokens) if target_tokens is not None else source
-    new: list[int] = []
-    device = model.device
-    for _ in range(n_new):
-        if len(growing) >= max_len:
-            break
-        if target_tokens is not None:
-            logits = model(
-                torch.tensor([source], device=device), target_tokens=torch.tensor([growing], device=device)
-            )  # [batch, pos, d_vocab]
-        else:
-            logits = model(torch.tensor([growing], device=device))
-        probs = next_token_distribution(logits[0, -1].cpu(), temperature)  # [d_vocab]
-        token = _sample_one(probs, k, generator)
-        if stop_id is not None and token == stop_id:
-            break
-        new.append(token)
-        growing.append(token)
-    return new
 
 
 # ---------------------------------------------------------------- positional encodings

@@ -15,7 +15,7 @@ from tests.app.conftest import error_of, post
 
 
 def test_stepping_through_stages_reuses_one_trace(client: TestClient) -> None:
-    engine = client.app.state.engine  # type: ignore[attr-defined]
+    engine = client.app.state.service.engine  # type: ignore[attr-defined]
     before = engine.computed
     text = {"model": "gpt", "text": "step through me"}
     post(client, "/api/trace", text)
@@ -67,7 +67,7 @@ def test_over_capacity_is_refused_not_queued() -> None:
 
 
 def test_busy_server_answers_503_with_retry_after(client: TestClient) -> None:
-    engine = client.app.state.engine  # type: ignore[attr-defined]
+    engine = client.app.state.service.engine  # type: ignore[attr-defined]
     engine.pending = engine.capacity  # as if every worker and queue slot were taken
     try:
         response = post(client, "/api/trace", {"model": "gpt", "text": "a new text, not cached"})
@@ -83,31 +83,31 @@ def test_trace_cache_is_bounded() -> None:
     from model.hooks import Trace
 
     for i in range(4):
-        engine._store(i, TraceRun([], None, None, Trace([])))  # type: ignore[arg-type]
-    assert engine.cached_trace(0) is None and engine.cached_trace(3) is not None
+        engine.traces.put(i, TraceRun([], None, None, Trace([])))  # type: ignore[arg-type]
+    assert engine.traces.get(0) is None and engine.traces.get(3) is not None and len(engine.traces) == 2
     engine.shutdown()
 
 
 def test_identical_requests_reuse_the_rendered_body(client: TestClient) -> None:
-    engine = client.app.state.engine  # type: ignore[attr-defined]
+    engine = client.app.state.service.engine  # type: ignore[attr-defined]
     request = {"model": "gpt", "text": "a class opens the same example"}
     first = post(client, "/api/trace", request)
-    bodies = len(engine._bodies)
+    bodies = len(engine.bodies)
     second = post(client, "/api/trace", request)
-    assert second.content == first.content and len(engine._bodies) == bodies
+    assert second.content == first.content and len(engine.bodies) == bodies
     assert post(client, "/api/trace", {**request, "encoding": "base64"}).content != first.content
 
 
 def test_threads_needing_the_same_trace_compute_it_once() -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from app.registry import encode_text
+    from app.inputs import Inputs, encode_text
     from tests.app.conftest import make_registry
 
     engine = Engine(workers=1, queue_size=0)
-    resolved = make_registry().get("gpt")
-    tokens = encode_text(resolved.loaded, "shared by many")
+    loaded = make_registry().get("gpt")
+    inputs = Inputs(encode_text(loaded, "shared by many"))
     with ThreadPoolExecutor(8) as pool:
-        runs = list(pool.map(lambda _: engine.trace_sync(resolved, tokens, None), range(16)))
+        runs = list(pool.map(lambda _: engine.trace_sync("gpt", loaded.model, inputs), range(16)))
     assert engine.computed == 1 and all(run is runs[0] for run in runs)
     engine.shutdown()

@@ -9,8 +9,8 @@ import pytest
 import torch
 from fastapi.testclient import TestClient
 
+from app.catalogue import build_registry
 from app.main import create_app
-from app.registry import Registry
 from tests.app.conftest import make_settings, post
 
 transformers = pytest.importorskip("transformers")
@@ -71,7 +71,7 @@ def served(tmp_path_factory: pytest.TempPathFactory):
         (tmp / name).mkdir()
         refs[name] = build(tmp / name)
     settings = make_settings(tmp, add_models=[f"hf-{name}={tmp / name}" for name in refs], default_model="hf-gpt2")
-    registry = Registry.from_settings(settings)  # what `serve --add-model NAME=DIR` does
+    registry = build_registry(settings)  # what `serve --add-model NAME=DIR` does
     with TestClient(create_app(settings, registry)) as client:
         yield client, registry, refs
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.catalogue import build_registry
 from app.cli import build_parser, main, settings_from
-from app.registry import Registry, RegistryError
+from app.registry import RegistryError
 from model.checkpoint import save_checkpoint
 from tests.app.conftest import make_settings, tiny_models
 
@@ -32,25 +33,25 @@ def weights(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_registry_from_weights_dir(weights: Path, tmp_path: Path) -> None:
-    registry = Registry.from_settings(make_settings(tmp_path, weights_dir=weights, default_model="translator"))
+    registry = build_registry(make_settings(tmp_path, weights_dir=weights, default_model="translator"))
     assert registry.names() == ["gpt", "translator"]  # the broken one is skipped, not fatal
     assert registry.default == "translator"
-    assert registry.get("gpt").cfg.pos_encoding == "rope"
+    assert registry.get("gpt").model.cfg.pos_encoding == "rope"
 
 
 def test_registry_with_no_models(tmp_path: Path) -> None:
-    registry = Registry.from_settings(make_settings(tmp_path))
+    registry = build_registry(make_settings(tmp_path))
     assert registry.names() == [] and registry.default is None
 
 
 def test_add_model_and_bad_directories(weights: Path, tmp_path: Path) -> None:
-    registry = Registry.from_settings(make_settings(tmp_path, add_models=[f"mine={weights / 'gpt'}"]))
+    registry = build_registry(make_settings(tmp_path, add_models=[f"mine={weights / 'gpt'}"]))
     assert registry.names() == ["mine"]
     for spec, fragment in [(f"x={tmp_path / 'missing'}", "is not a directory"),
                            (f"x={weights / 'half-written'}", "not valid JSON"),
                            ("no-equals-sign", "NAME=DIR"), (f"bad name={weights / 'gpt'}", "must be")]:
         with pytest.raises(RegistryError, match=fragment):
-            Registry.from_settings(make_settings(tmp_path, add_models=[spec]))
+            build_registry(make_settings(tmp_path, add_models=[spec]))
 
 
 def test_cli_bad_add_model_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -69,16 +70,28 @@ def test_cli_settings_merge_env_and_flags(monkeypatch: pytest.MonkeyPatch) -> No
     assert settings.add_models == ["a=/x"]
 
 
-def test_inline_models_are_cached_in_a_small_lru() -> None:
-    from model.config import TransformerConfig
+def test_inline_models_are_cached_in_a_small_lru(tmp_path: Path) -> None:
+    import asyncio
 
-    registry = Registry(inline_entries=2)
-    configs = [TransformerConfig(d_model=8, n_layers=1, n_heads=1, seed=s) for s in range(3)]
-    first = registry.inline(configs[0])
-    assert registry.inline(configs[0]).loaded is first.loaded
-    registry.inline(configs[1])
-    registry.inline(configs[2])
-    assert registry.inline(configs[0]).loaded is not first.loaded  # evicted, rebuilt (same seed, same weights)
+    from app.engine import Engine
+    from app.registry import Registry
+    from app.resolve import ModelResolver
+    from app.schemas import InlineConfig
+
+    engine = Engine(workers=1, queue_size=4)
+    models = ModelResolver(Registry(), engine, make_settings(tmp_path, inline_cache_entries=2))
+    configs = [InlineConfig(d_model=8, n_layers=1, n_heads=1, seed=s) for s in range(3)]
+
+    async def scenario() -> None:
+        first = await models.inline(configs[0])
+        assert (await models.inline(configs[0])).loaded is first.loaded
+        await models.inline(configs[1])
+        await models.inline(configs[2])
+        assert len(models.inline_models) == 2
+        assert (await models.inline(configs[0])).loaded is not first.loaded  # evicted, rebuilt (same seed)
+
+    asyncio.run(scenario())
+    engine.shutdown()
 
 
 def free_port() -> int:

@@ -8,6 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 from safetensors.torch import save_file
 
+from app.catalogue import add_directory
 from app.main import create_app
 from app.registry import Registry
 from model.checkpoint import save_checkpoint
@@ -30,7 +31,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
     state = {k: v for k, v in early.state_dict().items() if k != "W_U.weight"}  # tied, stored once
     save_file({k: v.contiguous() for k, v in state.items()}, str(directory / "snapshots/step-000010.safetensors"))
     registry = Registry(default="learner")
-    registry.add_directory("learner", directory, "cpu")
+    add_directory(registry, "learner", directory)
     with TestClient(create_app(make_settings(tmp), registry)) as c:
         yield c
 

@@ -1,0 +1,49 @@
+"""POST /api/activations: norms (in, out, statistics), the FFN and the residual stream of a layer or all layers."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from app.answers import Builder
+from app.answers.select import check_layer, stack_prefix
+from app.engine import TraceRun
+from app.inputs import tokens_out
+from app.resolve import Resolved
+from app.schemas import ActivationsRequest
+from app.tensors import encode_tensor
+from model import readouts
+
+ATTENTION_INSIDE = re.compile(r"\.(attn|cross_attn)\.")  # attention internals have their own endpoints
+
+
+def activation_names(resolved: Resolved, prefix: str, layers: list[int], whole_stack: bool) -> list[str]:
+    """Every block stage outside the attention internals: resid_pre, ln1.*, attn_out, resid_mid, ln2.*, mlp.*, ..."""
+    wanted = tuple(f"{prefix}blocks.{layer}." for layer in layers)
+    names = [n for n in resolved.model.trace_names if n.startswith(wanted) and not ATTENTION_INSIDE.search(n)]
+    if whole_stack:  # the stream also flows through the final norm
+        names += [n for n in resolved.model.trace_names if n.startswith(f"{prefix}ln_final.")]
+    return names
+
+
+def plan(resolved: Resolved, request: ActivationsRequest) -> Builder:
+    prefix, stack, n_layers = stack_prefix(resolved, request.stack, cross=False)
+    if request.layer is not None:
+        check_layer(request.layer, n_layers)
+    layers = [request.layer] if request.layer is not None else list(range(n_layers))
+    names = activation_names(resolved, prefix, layers, whole_stack=request.layer is None)
+    return lambda run: build_activations(resolved, run, request, names, layers, stack)
+
+
+def build_activations(resolved: Resolved, run: TraceRun, request: ActivationsRequest, names: list[str],
+                      layers: list[int], stack: str | None) -> dict[str, Any]:
+    trace = run.trace
+    stages, norms = {}, {}
+    for name in names:
+        stages[name] = encode_tensor(name, trace[name], trace.dims[name], request.encoding, request.dtype)
+        if ".hook_resid" in name:
+            norm = readouts.residual_norms(trace[name])  # [batch, pos]
+            norms[name] = encode_tensor(name, norm, trace.dims[name][:-1], request.encoding, request.dtype)
+    tokens = run.target_tokens if stack == "decoder" else run.tokens
+    return {"model": resolved.name, "stack": stack, "layers": layers, "tokens": tokens_out(tokens),
+            "stages": stages, "norms": norms}

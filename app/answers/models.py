@@ -1,0 +1,33 @@
+"""GET /api/models and /api/models/{name}: what each model is, its config, sizes and stage names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.registry import Registry
+from app.resolve import Resolved
+
+
+def describe(resolved: Resolved, registry: Registry) -> dict[str, Any]:
+    model, cfg, loaded = resolved.model, resolved.cfg, resolved.loaded
+    stages = [
+        {"name": name, "dims": [d for d in model.trace_dims(name) if d != "batch"]}  # as the API serves them
+        for name in model.trace_names
+    ]
+    return {
+        "name": resolved.name,
+        "description": registry.description(resolved.name) or str(loaded.meta.get("description", "")),
+        "architecture": cfg.architecture,
+        "config": cfg.to_dict(),
+        "n_layers": cfg.n_layers,
+        "n_decoder_layers": cfg.decoder_layers if cfg.architecture == "encoder-decoder" else None,
+        "n_heads": cfg.n_heads,
+        "n_kv_heads": cfg.kv_heads,
+        "d_head": cfg.d_head,
+        "parameters": model.parameter_counts(),
+        "stages": stages,
+        "tokenizer": loaded.tokenizer.kind,
+        "vocab_size": loaded.tokenizer.vocab_size,
+        "default": resolved.name == registry.default,
+        "meta": loaded.meta,
+    }

@@ -1,0 +1,48 @@
+"""POST /api/predict: the next-token distribution, and a few sampled tokens (seeded)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app import errors
+from app.answers import Builder
+from app.answers.trace import next_tokens
+from app.engine import TraceRun
+from app.inputs import special_token, token_text, tokens_out
+from app.resolve import Resolved
+from app.schemas import PredictRequest
+from model.generate import generate
+from model.tokenizer import Token
+
+
+def check_generative(resolved: Resolved) -> None:
+    if resolved.cfg.architecture == "encoder" or not resolved.cfg.lm_head:
+        raise errors.not_generative()
+
+
+def plan(resolved: Resolved, request: PredictRequest, seed: int, max_len: int) -> Builder:
+    check_generative(resolved)
+    return lambda run: build_prediction(resolved, run, request, seed, max_len)
+
+
+def build_prediction(resolved: Resolved, run: TraceRun, request: PredictRequest, seed: int,
+                     max_len: int) -> dict[str, Any]:
+    table = next_tokens(resolved, run, request.top_k, request.temperature)  # from the cached logits
+    enc_dec = resolved.cfg.architecture == "encoder-decoder"
+    stop = special_token(resolved.loaded, "eos_token")
+    new_ids = generate(
+        resolved.model, [t.id for t in run.tokens],
+        target_ids=[t.id for t in run.target_tokens] if enc_dec and run.target_tokens else None,
+        max_new_tokens=request.max_new_tokens, temperature=request.temperature, top_k=request.top_k, seed=seed,
+        max_len=max_len, stop_id=stop.id if stop else None,
+    )
+    generated = [Token(i, token_text(resolved.loaded, i), 0, 0).to_dict() for i in new_ids]
+    text = resolved.loaded.tokenizer.decode(new_ids) if new_ids else ""
+    out: dict[str, Any] = {
+        "model": resolved.name, "tokens": tokens_out(run.tokens), "temperature": request.temperature,
+        "top_k": table["top_k"], "rest_prob": table["rest"],
+        "generated": {"seed": seed, "tokens": generated, "text": text},
+    }
+    if run.target_tokens is not None:
+        out["target_tokens"] = tokens_out(run.target_tokens)
+    return out

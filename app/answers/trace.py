@@ -1,0 +1,94 @@
+"""POST /api/tokenize and /api/trace: tokens, and any slice of the recorded forward pass."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from app import errors
+from app.answers import Builder
+from app.answers.select import check_heads, check_layer
+from app.engine import TraceRun
+from app.inputs import Inputs, token_text, tokens_out
+from app.resolve import Resolved
+from app.schemas import TraceRequest
+from app.tensors import encode_tensor
+from model import readouts
+from model.hooks import select_names
+
+LAYER_OF = re.compile(r"(?:^|\.)blocks\.(\d+)\.")
+
+
+def tokenized(resolved: Resolved, inputs: Inputs) -> dict[str, Any]:
+    out: dict[str, Any] = {"model": resolved.name, "tokens": tokens_out(inputs.tokens)}
+    if inputs.target_tokens is not None:
+        out["target_tokens"] = tokens_out(inputs.target_tokens)
+    return out
+
+
+def first_view(resolved: Resolved) -> list[str]:
+    """What the explorer draws first: the tokens, their embeddings and positions (tens of KB, not the trace).
+
+    Self-attention patterns are one request away (`stages`); they are left out here because
+    heads × pos × pos values would push the first view past 64 KB on the default model.
+    An encoder-decoder's first view keeps its cross-attention, the point of such a model.
+    """
+    names = set(resolved.model.trace_names)
+    stacks = ["encoder.", "decoder."] if resolved.cfg.architecture == "encoder-decoder" else [""]
+    wanted = []
+    for prefix in stacks:
+        wanted += [f"{prefix}hook_tokens", f"{prefix}hook_embed", f"{prefix}hook_pos_embed"]
+    if resolved.cfg.architecture == "encoder-decoder":
+        wanted.append("decoder.blocks.0.cross_attn.hook_pattern")
+    return [n for n in wanted if n in names]
+
+
+def pick_stages(resolved: Resolved, request: TraceRequest) -> list[str]:
+    cfg = resolved.cfg
+    if request.stages is None:
+        names = first_view(resolved)
+    else:
+        try:
+            names = select_names(resolved.model.trace_names, request.stages)
+        except KeyError as error:
+            raise errors.unknown_stage(str(error.args[0])) from error
+    if request.layers is not None:
+        for layer in request.layers:
+            check_layer(layer, max(cfg.n_layers, cfg.decoder_layers))
+        keep = set(request.layers)
+        names = [n for n in names if (m := LAYER_OF.search(n)) is None or int(m.group(1)) in keep]
+    if request.heads is not None:
+        check_heads(request.heads, cfg.n_heads)
+    return names
+
+
+def plan(resolved: Resolved, request: TraceRequest) -> Builder:
+    names = pick_stages(resolved, request)  # before the forward pass: a typo costs nothing
+    return lambda run: build_trace(resolved, run, request, names)
+
+
+def build_trace(resolved: Resolved, run: TraceRun, request: TraceRequest, names: list[str]) -> dict[str, Any]:
+    """Slice the cached full trace and serialize it (runs in the worker pool)."""
+    trace, cfg = run.trace, resolved.cfg
+    stages = {}
+    for name in names:
+        tensor, dims = trace[name], trace.dims[name]
+        if request.heads is not None:
+            tensor = readouts.select_heads(tensor, dims, request.heads, cfg)
+        stages[name] = encode_tensor(name, tensor, dims, request.encoding, request.dtype)
+    out: dict[str, Any] = {"model": resolved.name, "tokens": tokens_out(run.tokens), "stages": stages}
+    if run.target_tokens is not None:
+        out["target_tokens"] = tokens_out(run.target_tokens)
+    if request.top_k and cfg.lm_head:
+        out["top_tokens"] = next_tokens(resolved, run, request.top_k, 1.0)["top_k"]
+    return out
+
+
+def next_tokens(resolved: Resolved, run: TraceRun, k: int, temperature: float) -> dict[str, Any]:
+    """The next-token table at the last position, from the cached logits."""
+    table = readouts.prediction(run.output[0, -1], temperature, k)
+    rows = [
+        {"id": int(i), "text": token_text(resolved.loaded, int(i)), "prob": round(p, 6), "logit": round(logit, 4)}
+        for i, p, logit in zip(table["ids"], table["probs"], table["logits"], strict=True)  # type: ignore[arg-type]
+    ]
+    return {"top_k": rows, "rest": table["rest"]}

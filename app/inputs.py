@@ -1,0 +1,91 @@
+"""Text -> the tokens a model sees, within the server's limits.
+
+Decoders get the start token their meta names (`bos_token`) before the text;
+encoder-decoder models get it before the decoder input, never before the source.
+Any Unicode string is valid input, lone surrogates included.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from app import errors
+from app.schemas import TextInput
+from app.settings import Settings
+from model.checkpoint import LoadedModel
+from model.tokenizer import Token
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """A request's tokens; `target_tokens` is the decoder input of an encoder-decoder model, else None."""
+
+    tokens: list[Token]
+    target_tokens: list[Token] | None = None
+
+    def key(self) -> tuple[Any, ...]:
+        """Tokens, not text: a short key, and two texts that tokenize the same share a trace."""
+        return tuple(self.tokens), None if self.target_tokens is None else tuple(self.target_tokens)
+
+
+def encode(loaded: LoadedModel, request: TextInput, settings: Settings) -> Inputs:
+    """The request's tokens (and decoder tokens for encoder-decoder models), within the length limits."""
+    check_chars(request.text, "text", settings)
+    limit = min(settings.max_tokens, loaded.model.cfg.n_ctx)
+    tokens = encode_text(loaded, request.text)
+    if not tokens:
+        raise errors.no_tokens()
+    if len(tokens) > limit:
+        raise errors.too_many_tokens("text", len(tokens), limit)
+    if loaded.model.cfg.architecture != "encoder-decoder":
+        return Inputs(tokens)  # target_text means nothing to a single-stack model
+    target = request.target_text or ""
+    if len(target) > settings.max_chars:
+        raise errors.text_too_long("target_text", settings.max_chars)
+    target_tokens = encode_text(loaded, target, as_target=True)
+    if not target_tokens:
+        raise errors.no_start_token()
+    if len(target_tokens) > limit:
+        raise errors.too_many_tokens("target_text", len(target_tokens), limit)
+    return Inputs(tokens, target_tokens)
+
+
+def check_chars(text: str, field: str, settings: Settings) -> None:
+    if text == "":
+        raise errors.empty_text(field)
+    if len(text) > settings.max_chars:
+        raise errors.text_too_long(field, settings.max_chars)
+
+
+def encode_text(loaded: LoadedModel, text: str, *, as_target: bool = False) -> list[Token]:
+    """Tokens for text, with the start token the model was trained with."""
+    tokens = loaded.tokenizer.encode(text) if text else []
+    architecture = loaded.model.cfg.architecture
+    wants_bos = as_target if architecture == "encoder-decoder" else architecture == "decoder"
+    bos = special_token(loaded, "bos_token") if wants_bos and loaded.meta.get("prepend_bos", True) else None
+    return ([bos] if bos is not None else []) + tokens
+
+
+def special_token(loaded: LoadedModel, key: str) -> Token | None:
+    """The `bos_token` / `eos_token` named in the checkpoint meta, as a token with an empty span."""
+    text = loaded.meta.get(key)
+    if not isinstance(text, str):
+        return None
+    try:
+        token_id = loaded.tokenizer.token_id(text)
+    except KeyError:
+        return None
+    return None if token_id is None else Token(int(token_id), text, 0, 0)
+
+
+def token_text(loaded: LoadedModel, token_id: int) -> str:
+    """How to show a token id; ids past the tokenizer's vocabulary (padded embedding rows) show as <id>."""
+    try:
+        return loaded.tokenizer.id_to_text(token_id)
+    except (IndexError, KeyError, ValueError):
+        return f"<{token_id}>"
+
+
+def tokens_out(tokens: list[Token] | None) -> list[dict[str, Any]] | None:
+    return None if tokens is None else [t.to_dict() for t in tokens]

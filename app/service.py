@@ -1,0 +1,127 @@
+"""The one object between HTTP and the model.
+
+A router parses the request and makes one call here. The service resolves the model,
+tokenizes and checks the limits, answers a repeated request from the cache, runs or
+fetches the trace (cache + single-flight, in the engine's pool) and slices the answer.
+
+    router -> Service -> resolve (which model) -> inputs (tokens) -> engine (trace) -> model
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Hashable
+from typing import Annotated, TypeVar
+
+import torch
+from fastapi import Depends, Request
+from starlette.responses import Response
+
+from app.answers import Builder, activations, attention, models, positional, predict, trace
+from app.engine import Engine
+from app.errors import ApiJSONResponse
+from app.inputs import encode
+from app.registry import Registry
+from app.resolve import ModelResolver, Resolved
+from app.schemas import (
+    ActivationsRequest,
+    AttentionRequest,
+    HealthOut,
+    PositionalQuery,
+    PredictRequest,
+    QKVRequest,
+    TextInput,
+    TokenizeRequest,
+    TraceRequest,
+)
+from app.settings import Settings
+
+R = TypeVar("R", bound=TextInput)
+
+
+def body_key(endpoint: str, resolved: Resolved, request: TextInput) -> Hashable:
+    """Everything that decides a deterministic answer: endpoint, model, and the request's fields."""
+    return endpoint, resolved.key, repr(request.model_dump(exclude={"model", "config"}))  # repr: any str
+
+
+class Service:
+    def __init__(self, registry: Registry, settings: Settings) -> None:
+        self.registry = registry
+        self.settings = settings
+        self.engine = Engine(settings.workers, settings.queue_size, settings.trace_cache_entries,
+                             settings.trace_cache_mb << 20)
+        self.models = ModelResolver(registry, self.engine, settings)
+
+    def shutdown(self) -> None:
+        self.engine.shutdown()
+
+    # ------------------------------------------------------------ what the server offers
+
+    def health(self) -> HealthOut:
+        registry = self.registry
+        return HealthOut(status="ok", device=registry.device, torch=torch.__version__, models=registry.names(),
+                         loaded=registry.loaded_names(), default=registry.default)
+
+    async def list_models(self) -> Response:
+        described = [models.describe(await self.models.named(name), self.registry) for name in self.registry.names()]
+        return ApiJSONResponse(described)
+
+    async def model_info(self, name: str) -> Response:
+        return ApiJSONResponse(models.describe(await self.models.named(name), self.registry))
+
+    async def positional_encoding(self, query: PositionalQuery) -> Response:
+        resolved = await self.models.named(query.model) if query.model is not None else None
+        return await self.engine.respond(None, positional.plan(query, resolved))
+
+    # ------------------------------------------------------------ reading a text's forward pass
+
+    async def tokenize(self, request: TokenizeRequest) -> Response:
+        resolved = await self.models.resolve(request)
+        return ApiJSONResponse(trace.tokenized(resolved, encode(resolved.loaded, request, self.settings)))
+
+    async def trace(self, request: TraceRequest) -> Response:
+        return await self._answer("trace", request, trace.plan)
+
+    async def attention(self, request: AttentionRequest) -> Response:
+        return await self._answer("attention", request, attention.plan_attention)
+
+    async def qkv(self, request: QKVRequest) -> Response:
+        return await self._answer("qkv", request, attention.plan_qkv)
+
+    async def activations(self, request: ActivationsRequest) -> Response:
+        return await self._answer("activations", request, activations.plan)
+
+    async def predict(self, request: PredictRequest) -> Response:
+        seed = request.seed if request.seed is not None else secrets.randbelow(2**31)
+        max_tokens = self.settings.max_tokens
+
+        def plan(resolved: Resolved, body: PredictRequest) -> Builder:
+            return predict.plan(resolved, body, seed, min(max_tokens, resolved.cfg.n_ctx))
+
+        # an unseeded request wants fresh samples: its answer is never cached
+        return await self._answer("predict", request, plan, cache=request.seed is not None)
+
+    async def _answer(self, endpoint: str, request: R, plan: Callable[[Resolved, R], Builder],
+                      cache: bool = True) -> Response:
+        """The path of every endpoint that reads a trace.
+
+        Pick the model; answer an identical earlier request from the rendered-body cache; else
+        check the request against the model (a bad layer costs no forward pass), tokenize,
+        trace (or reuse the cached trace) and build the answer, in one hop to the pool.
+        """
+        resolved = await self.models.resolve(request)
+        key = body_key(endpoint, resolved, request) if cache else None
+        if (cached := self.engine.cached_body(key)) is not None:
+            return cached
+        build = plan(resolved, request)
+        inputs = encode(resolved.loaded, request, self.settings)
+        return await self.engine.answer(key, resolved.key, resolved.model, inputs, build)
+
+
+def get_service(request: Request) -> Service:
+    service: Service = request.app.state.service
+    return service
+
+
+ServiceDep = Annotated[Service, Depends(get_service)]
+__all__ = ["Service", "ServiceDep", "get_service"]

@@ -1,0 +1,65 @@
+"""The layers stay as docs/ARCHITECTURE.md draws them: router -> service -> (resolve, inputs, engine) -> model."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ROUTERS = sorted((ROOT / "app" / "routers").glob("*.py"))
+# pages and docs serve the page and the offline Swagger files: they touch no model
+FILE_SERVERS = {"pages.py", "docs.py", "__init__.py"}
+BELOW_THE_SERVICE = ("model", "torch", "app.engine", "app.registry", "app.resolve", "app.inputs", "app.answers",
+                     "app.tensors", "app.cache", "app.catalogue")
+
+
+def imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize("path", ROUTERS, ids=lambda p: p.name)
+def test_routers_reach_nothing_below_the_service(path: Path) -> None:
+    below = {m for m in imported_modules(path) if m.startswith(BELOW_THE_SERVICE)}
+    assert not below, f"{path.name} imports {sorted(below)}: call the service instead"
+
+
+@pytest.mark.parametrize("path", [p for p in ROUTERS if p.name not in FILE_SERVERS], ids=lambda p: p.name)
+def test_each_route_is_parse_then_one_service_call(path: Path) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    routes = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.decorator_list]
+    assert routes
+    for route in routes:
+        body = [s for s in route.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        assert len(body) == 1 and isinstance(body[0], ast.Return), f"{route.name}: more than one statement"
+        call = body[0].value
+        call = call.value if isinstance(call, ast.Await) else call
+        assert isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute), route.name
+        assert isinstance(call.func.value, ast.Name) and call.func.value.id == "service", route.name
+
+
+def test_the_web_layer_and_the_model_import_in_one_direction() -> None:
+    for path in (ROOT / "model").rglob("*.py"):
+        wrong = {m for m in imported_modules(path) if m.startswith(("app", "fastapi", "starlette", "training"))}
+        assert not wrong, f"{path.relative_to(ROOT)} imports {sorted(wrong)}"
+    for path in (ROOT / "app").rglob("*.py"):
+        wrong = {m for m in imported_modules(path) if m.startswith("training")}
+        if path.name == "cli.py":  # the `train` command is started from the one CLI, lazily
+            continue
+        assert not wrong, f"{path.relative_to(ROOT)} imports {sorted(wrong)}"
+
+
+def test_no_source_file_is_too_long_to_read_in_one_sitting() -> None:
+    sources = [*ROOT.glob("app/**/*.py"), *ROOT.glob("model/**/*.py"), *ROOT.glob("training/**/*.py"),
+               *ROOT.glob("tests/**/*.py"), *ROOT.glob("bench/*.py"), *ROOT.glob("static/js/**/*.js")]
+    lengths = {str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines()) for p in sources}
+    too_long = {name: n for name, n in lengths.items() if n > 400}
+    assert not too_long, too_long
