@@ -32,10 +32,12 @@ import uvicorn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from app.answers.trace import build_trace, first_view  # noqa: E402
+from app.catalogue import build_registry  # noqa: E402
 from app.engine import compute_trace  # noqa: E402
+from app.inputs import Inputs, encode_text  # noqa: E402
 from app.main import create_app  # noqa: E402
-from app.registry import Registry, Resolved, encode_text  # noqa: E402
-from app.routers.trace import build_trace, first_view  # noqa: E402
+from app.resolve import Resolved  # noqa: E402
 from app.schemas import TraceRequest  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from model.checkpoint import LoadedModel  # noqa: E402
@@ -110,11 +112,11 @@ def main() -> None:
         torch.set_num_threads(args.threads)
 
     settings = Settings(load_minilm=False, default_model=args.model)
-    registry = Registry.from_settings(settings)
+    registry = build_registry(settings)
     if args.model not in registry.names():
         registry.add(args.model, stand_in(), source="bench")
         print(f"note: {args.model} is not under model/weights yet; using a random model of its shape")
-    resolved = registry.get(args.model)
+    resolved = Resolved(args.model, args.model, registry.get(args.model))
     cfg = resolved.cfg
     print(f"model {args.model}: {cfg.n_layers} layers, d_model {cfg.d_model}, {cfg.n_heads} heads, "
           f"vocab {cfg.vocab_size}, {args.tokens} tokens, torch threads {torch.get_num_threads()}")
@@ -141,7 +143,7 @@ def main() -> None:
             with torch.inference_mode():
                 forward.append(timed(lambda ids=ids: resolved.model(ids)))
             server_work.append(timed(lambda tokens=tokens: build_trace(
-                resolved, compute_trace(resolved, tokens, None), view, names)))
+                resolved, compute_trace(resolved.model, Inputs(tokens)), view, names)))
             uncached.append(timed(lambda i=i: first_view_request(texts[args.repeats + i])))
         cached = [timed(lambda: first_view_request(texts[args.repeats])) for _ in range(args.repeats)]
         # stepping: another stage / layer / head of the traced text, each asked for the first time
