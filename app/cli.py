@@ -1,4 +1,4 @@
-"""`transformer-explorer [serve|train] ...` (serve is the default), also `python -m app`."""
+"""`transformer-explorer [serve|train|heads] ...` (serve is the default), also `python -m app`."""
 
 from __future__ import annotations
 
@@ -35,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve_arguments(sub.add_parser("serve", help="run the web server (the default command)"))
     train = sub.add_parser("train", help="train a model into a checkpoint directory", add_help=False)
     train.add_argument("-h", "--help", action="store_true")
+    heads = sub.add_parser("heads", help="score a checkpoint's attention heads on named patterns", add_help=False)
+    heads.add_argument("-h", "--help", action="store_true")
     return parser
 
 
@@ -72,17 +74,27 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def train(argv: Sequence[str]) -> int:
-    from model import train as training  # lazily: serving never needs the training code
+    from training import train as training  # lazily: serving never needs the training code
 
     parser = argparse.ArgumentParser(prog="transformer-explorer train")
     training.add_arguments(parser)
     return int(training.main(parser.parse_args(list(argv))) or 0)
 
 
+def heads(argv: Sequence[str]) -> int:
+    from training import heads as head_table
+
+    parser = argparse.ArgumentParser(prog="transformer-explorer heads", description=(head_table.__doc__ or "").split("\n")[0])
+    head_table.add_arguments(parser)
+    return head_table.run(parser.parse_args(list(argv)))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "train":
         return train(argv[1:])
+    if argv and argv[0] == "heads":
+        return heads(argv[1:])
     if not argv or argv[0] != "serve":
         argv = ["serve", *argv]  # serve is the default command
     args = build_parser().parse_args(argv)

@@ -49,7 +49,8 @@ def error_response(status: int, code: str, message: str, headers: Mapping[str, s
 
 # ---------------------------------------------------------------- every error code the API answers with
 # 404 unknown_model · 413 body_too_large · 422 empty_text, text_too_long, out_of_range, unknown_stage,
-# unknown_snapshot, invalid_config, invalid_request, invalid_json, not_generative · 503 busy · 500 internal
+# unknown_snapshot, invalid_config, model_too_large, response_too_large, invalid_request, invalid_json,
+# not_generative · 503 busy · 500 internal
 
 
 def unknown_model(known: list[str]) -> ApiError:
@@ -110,6 +111,19 @@ def unknown_stage(reason: str) -> ApiError:
         f"{reason} — GET /api/models/{{name}} lists every stage name under `stages`; "
         "patterns such as 'blocks.0.attn.*' work too.",
     )
+
+
+def model_too_large(parameters: int, limit: int) -> ApiError:
+    return ApiError(422, "model_too_large",
+                    f"This configuration has {parameters:,} parameters; the limit for a from-scratch model is "
+                    f"{limit:,} — use a smaller d_model, d_mlp or fewer layers.")
+
+
+def response_too_large(cells: int, limit: int) -> ApiError:
+    return ApiError(422, "response_too_large",
+                    f"This answer would hold {cells:,} numbers; the limit is {limit:,}. Ask for less: fewer "
+                    "`stages` (or a pattern such as 'blocks.0.attn.*'), some `layers`, some `heads`, "
+                    "or a shorter text.")
 
 
 def not_generative() -> ApiError:

@@ -29,6 +29,13 @@ class Inputs:
         return tuple(self.tokens), None if self.target_tokens is None else tuple(self.target_tokens)
 
 
+def check_lengths(request: TextInput, settings: Settings) -> None:
+    """The checks that need no model: run before a model is loaded or built."""
+    check_chars(request.text, "text", settings)
+    if request.target_text is not None and len(request.target_text) > settings.max_chars:
+        raise errors.text_too_long("target_text", settings.max_chars)
+
+
 def encode(loaded: LoadedModel, request: TextInput, settings: Settings) -> Inputs:
     """The request's tokens (and decoder tokens for encoder-decoder models), within the length limits."""
     check_chars(request.text, "text", settings)

@@ -10,6 +10,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from app import errors
 from app.cache import LRU
 from app.engine import Engine
@@ -47,6 +49,12 @@ def model_bytes(loaded: LoadedModel) -> int:
     return sum(p.numel() * p.element_size() for p in loaded.model.parameters())
 
 
+def count_parameters(cfg: TransformerConfig) -> int:
+    """Parameters of a model with this config, counted on the meta device: no weight is allocated."""
+    with torch.device("meta"):
+        return Transformer(cfg).parameter_counts()["total"]
+
+
 class ModelResolver:
     def __init__(self, registry: Registry, engine: Engine, settings: Settings) -> None:
         self.registry = registry
@@ -54,6 +62,7 @@ class ModelResolver:
         self.settings = settings
         self.inline_models: LRU[LoadedModel] = LRU(settings.inline_cache_entries, settings.inline_cache_mb << 20,
                                                    model_bytes)
+        self.parameter_counts: LRU[int] = LRU(1024)
         self.snapshot_models: LRU[LoadedModel] = LRU(settings.inline_cache_entries, settings.inline_cache_mb << 20,
                                                      model_bytes)
 
@@ -118,10 +127,21 @@ class ModelResolver:
             cfg = inline.to_config(n_ctx=max(self.settings.max_tokens, 8))
         except ConfigError as error:
             raise errors.invalid_config(error) from error
+        await self.check_inline_size(cfg)
         key = "inline:" + json.dumps(cfg.to_dict(), sort_keys=True)
         if (loaded := self.inline_models.get(key)) is None:
             loaded = await self.engine.shared(("inline", key), lambda: self._build_inline(key, cfg))
         return Resolved(key, "inline", loaded)
+
+    async def check_inline_size(self, cfg: TransformerConfig) -> None:
+        """Refuse a from-scratch model over the parameter budget before any weight is allocated."""
+        limit = self.settings.max_inline_parameters
+        count = self.parameter_counts.get(cfg)
+        if count is None:
+            counted = await self.engine.shared(("size", cfg), lambda: count_parameters(cfg))
+            count = self.parameter_counts.put(cfg, counted)
+        if count > limit:
+            raise errors.model_too_large(count, limit)
 
     def _build_inline(self, key: str, cfg: TransformerConfig) -> LoadedModel:
         """A random-init model for cfg (seeded) with a byte-level tokenizer."""

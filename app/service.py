@@ -17,10 +17,10 @@ import torch
 from fastapi import Depends, Request
 from starlette.responses import Response
 
-from app.answers import Builder, activations, attention, models, positional, predict, trace
+from app.answers import Budget, Builder, activations, attention, models, positional, predict, trace
 from app.engine import Engine
 from app.errors import ApiJSONResponse
-from app.inputs import encode
+from app.inputs import check_lengths, encode
 from app.registry import Registry
 from app.resolve import ModelResolver, Resolved
 from app.schemas import (
@@ -51,6 +51,7 @@ class Service:
         self.engine = Engine(settings.workers, settings.queue_size, settings.trace_cache_entries,
                              settings.trace_cache_mb << 20)
         self.models = ModelResolver(registry, self.engine, settings)
+        self.budget = Budget(settings.max_response_cells)
 
     def shutdown(self) -> None:
         self.engine.shutdown()
@@ -76,6 +77,7 @@ class Service:
     # ------------------------------------------------------------ reading a text's forward pass
 
     async def tokenize(self, request: TokenizeRequest) -> Response:
+        check_lengths(request, self.settings)
         resolved = await self.models.resolve(request)
         return ApiJSONResponse(trace.tokenized(resolved, encode(resolved.loaded, request, self.settings)))
 
@@ -95,13 +97,13 @@ class Service:
         seed = request.seed if request.seed is not None else secrets.randbelow(2**31)
         max_tokens = self.settings.max_tokens
 
-        def plan(resolved: Resolved, body: PredictRequest) -> Builder:
+        def plan(resolved: Resolved, body: PredictRequest, _: Budget) -> Builder:  # a few hundred numbers at most
             return predict.plan(resolved, body, seed, min(max_tokens, resolved.cfg.n_ctx))
 
         # an unseeded request wants fresh samples: its answer is never cached
         return await self._answer("predict", request, plan, cache=request.seed is not None)
 
-    async def _answer(self, endpoint: str, request: R, plan: Callable[[Resolved, R], Builder],
+    async def _answer(self, endpoint: str, request: R, plan: Callable[[Resolved, R, Budget], Builder],
                       cache: bool = True) -> Response:
         """The path of every endpoint that reads a trace.
 
@@ -109,11 +111,12 @@ class Service:
         check the request against the model (a bad layer costs no forward pass), tokenize,
         trace (or reuse the cached trace) and build the answer, in one hop to the pool.
         """
+        check_lengths(request, self.settings)  # costs nothing: before a model is built or loaded
         resolved = await self.models.resolve(request)
         key = body_key(endpoint, resolved, request) if cache else None
         if (cached := self.engine.cached_body(key)) is not None:
             return cached
-        build = plan(resolved, request)
+        build = plan(resolved, request, self.budget)
         inputs = encode(resolved.loaded, request, self.settings)
         return await self.engine.answer(key, resolved.key, resolved.model, inputs, build)
 

@@ -37,4 +37,8 @@ class Settings(BaseSettings):
     inline_cache_entries: int = 4  # from-scratch models built from a request's `config` (and snapshots)
     inline_cache_mb: int = 512  # ... and the bytes their weights may hold, per cache
 
+    # the worst case of one request, checked before the work it would cost
+    max_inline_parameters: int = 25_000_000  # a from-scratch model bigger than this is refused before it is built
+    max_response_cells: int = 2_000_000  # numbers in one answer (about 20 MB of JSON)
+
     cors_origins: list[str] = Field(default_factory=list)  # empty: CORS off

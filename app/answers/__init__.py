@@ -8,9 +8,26 @@ recorded run into the JSON body (run in the engine's pool). Tensor math lives in
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
+import torch
+
+from app import errors
 from app.engine import TraceRun
 
 Builder = Callable[[TraceRun], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How many numbers one answer may hold (settings.max_response_cells)."""
+
+    max_cells: int
+
+    def check(self, tensors: Iterable[torch.Tensor]) -> None:
+        """Before serializing: refuse an answer over the budget, naming the limit and the filters."""
+        cells = sum(t.numel() for t in tensors)
+        if cells > self.max_cells:
+            raise errors.response_too_large(cells, self.max_cells)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from app.answers import Builder
+from app.answers import Budget, Builder
 from app.answers.select import check_layer, stack_prefix
 from app.engine import TraceRun
 from app.inputs import tokens_out
@@ -26,18 +26,19 @@ def activation_names(resolved: Resolved, prefix: str, layers: list[int], whole_s
     return names
 
 
-def plan(resolved: Resolved, request: ActivationsRequest) -> Builder:
+def plan(resolved: Resolved, request: ActivationsRequest, budget: Budget) -> Builder:
     prefix, stack, n_layers = stack_prefix(resolved, request.stack, cross=False)
     if request.layer is not None:
         check_layer(request.layer, n_layers)
     layers = [request.layer] if request.layer is not None else list(range(n_layers))
     names = activation_names(resolved, prefix, layers, whole_stack=request.layer is None)
-    return lambda run: build_activations(resolved, run, request, names, layers, stack)
+    return lambda run: build_activations(resolved, run, request, names, layers, stack, budget)
 
 
 def build_activations(resolved: Resolved, run: TraceRun, request: ActivationsRequest, names: list[str],
-                      layers: list[int], stack: str | None) -> dict[str, Any]:
+                      layers: list[int], stack: str | None, budget: Budget) -> dict[str, Any]:
     trace = run.trace
+    budget.check(trace[name] for name in names)
     stages, norms = {}, {}
     for name in names:
         stages[name] = encode_tensor(name, trace[name], trace.dims[name], request.encoding, request.dtype)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from app.answers import Builder
+import torch
+
+from app.answers import Budget, Builder
 from app.answers.select import check_heads, check_layer, stack_prefix
 from app.engine import TraceRun
 from app.inputs import tokens_out
@@ -31,11 +33,19 @@ class Selection:
         self.base = f"{prefix}blocks.{request.layer}.{'cross_attn' if request.cross else 'attn'}."
         self.rope = cfg.pos_encoding == "rope" and not request.cross
 
+    def checked(self, run: TraceRun, stages: tuple[str, ...], budget: Budget) -> TraceRun:
+        """The run, once the stages this answer will hold fit the budget."""
+        budget.check(self.sliced(run, stage) for stage in stages)
+        return run
+
+    def sliced(self, run: TraceRun, stage: str) -> torch.Tensor:
+        name = self.base + stage
+        return readouts.select_heads(run.trace[name], run.trace.dims[name], self.heads, self.resolved.cfg)
+
     def tensor(self, run: TraceRun, stage: str, label: str) -> dict[str, Any]:
         name = self.base + stage
-        dims = run.trace.dims[name]
-        tensor = readouts.select_heads(run.trace[name], dims, self.heads, self.resolved.cfg)
-        encoded = encode_tensor(name, tensor, dims, self.request.encoding, self.request.dtype)
+        encoded = encode_tensor(name, self.sliced(run, stage), run.trace.dims[name], self.request.encoding,
+                                self.request.dtype)
         return {**encoded, "label": label}
 
     def header(self, run: TraceRun) -> dict[str, Any]:
@@ -50,9 +60,10 @@ class Selection:
         }
 
 
-def plan_attention(resolved: Resolved, request: AttentionRequest) -> Builder:
+def plan_attention(resolved: Resolved, request: AttentionRequest, budget: Budget) -> Builder:
     selection = Selection(resolved, request)
-    return lambda run: build_attention(selection, run)
+    stages = ("hook_scores_raw", "hook_scores_scaled", "hook_attn_scores", "hook_pattern", "hook_q", "hook_k")
+    return lambda run: build_attention(selection, selection.checked(run, stages, budget))
 
 
 def build_attention(sel: Selection, run: TraceRun) -> dict[str, Any]:
@@ -70,14 +81,19 @@ def build_attention(sel: Selection, run: TraceRun) -> dict[str, Any]:
     }
 
 
-def plan_qkv(resolved: Resolved, request: QKVRequest) -> Builder:
+def plan_qkv(resolved: Resolved, request: QKVRequest, budget: Budget) -> Builder:
     selection = Selection(resolved, request)
-    return lambda run: build_qkv(selection, run)
+    stages = tuple(qkv_stages(selection).values())
+    return lambda run: build_qkv(selection, selection.checked(run, stages, budget))
 
 
-def build_qkv(sel: Selection, run: TraceRun) -> dict[str, Any]:
+def qkv_stages(sel: Selection) -> dict[str, str]:
     stages = {"q": "hook_q", "k": "hook_k", "v": "hook_v"}
     if sel.rope:
         stages |= {"rot_q": "hook_rot_q", "rot_k": "hook_rot_k"}
-    stages |= {"pattern": "hook_pattern", "z": "hook_z"}
-    return {**sel.header(run), "tensors": {key: sel.tensor(run, stage, key) for key, stage in stages.items()}}
+    return stages | {"pattern": "hook_pattern", "z": "hook_z"}
+
+
+def build_qkv(sel: Selection, run: TraceRun) -> dict[str, Any]:
+    tensors = {key: sel.tensor(run, stage, key) for key, stage in qkv_stages(sel).items()}
+    return {**sel.header(run), "tensors": tensors}

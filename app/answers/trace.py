@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from app import errors
-from app.answers import Builder
+from app.answers import Budget, Builder
 from app.answers.select import check_heads, check_layer
 from app.engine import TraceRun
 from app.inputs import Inputs, token_text, tokens_out
@@ -62,20 +62,25 @@ def pick_stages(resolved: Resolved, request: TraceRequest) -> list[str]:
     return names
 
 
-def plan(resolved: Resolved, request: TraceRequest) -> Builder:
+def plan(resolved: Resolved, request: TraceRequest, budget: Budget) -> Builder:
     names = pick_stages(resolved, request)  # before the forward pass: a typo costs nothing
-    return lambda run: build_trace(resolved, run, request, names)
+    return lambda run: build_trace(resolved, run, request, names, budget)
 
 
-def build_trace(resolved: Resolved, run: TraceRun, request: TraceRequest, names: list[str]) -> dict[str, Any]:
+def build_trace(resolved: Resolved, run: TraceRun, request: TraceRequest, names: list[str],
+                budget: Budget | None = None) -> dict[str, Any]:
     """Slice the cached full trace and serialize it (runs in the worker pool)."""
     trace, cfg = run.trace, resolved.cfg
-    stages = {}
+    sliced = {}
     for name in names:
         tensor, dims = trace[name], trace.dims[name]
         if request.heads is not None:
             tensor = readouts.select_heads(tensor, dims, request.heads, cfg)
-        stages[name] = encode_tensor(name, tensor, dims, request.encoding, request.dtype)
+        sliced[name] = tensor
+    if budget is not None:
+        budget.check(sliced.values())
+    stages = {name: encode_tensor(name, tensor, trace.dims[name], request.encoding, request.dtype)
+              for name, tensor in sliced.items()}
     out: dict[str, Any] = {"model": resolved.name, "tokens": tokens_out(run.tokens), "stages": stages}
     if run.target_tokens is not None:
         out["target_tokens"] = tokens_out(run.target_tokens)

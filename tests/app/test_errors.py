@@ -125,3 +125,29 @@ def test_errors_leave_the_server_working(client: TestClient) -> None:
     post(client, "/api/trace", {"model": "gpt", "text": "\ud800" * 600})
     assert client.get("/api/health").status_code == 200
     assert post(client, "/api/trace", {"model": "gpt", "text": "still here"}).status_code == 200
+
+
+def test_a_from_scratch_model_over_the_parameter_budget_is_refused_before_it_is_built(client: TestClient) -> None:
+    config = {"architecture": "encoder-decoder", "d_model": 1024, "n_layers": 12, "n_decoder_layers": 12,
+              "n_heads": 16, "d_mlp": 4096}
+    service = client.app.state.service  # type: ignore[attr-defined]
+    built = len(service.models.inline_models)
+    status, code, message = error_of(post(client, "/api/trace", {"config": config, "text": "hi"}))
+    assert (status, code) == (422, "model_too_large") and "25,000,000" in message
+    assert len(service.models.inline_models) == built
+
+
+def test_an_answer_over_the_cell_budget_names_the_limit_and_the_filters(tmp_path) -> None:  # noqa: ANN001
+    from app.main import create_app
+    from tests.app.conftest import make_registry, make_settings
+
+    settings = make_settings(tmp_path, max_response_cells=5_000)
+    with TestClient(create_app(settings, make_registry())) as small:
+        request = {"model": "gpt", "text": "a sentence of some length", "stages": ["*"]}
+        status, code, message = error_of(post(small, "/api/trace", request))
+        assert (status, code) == (422, "response_too_large") and "5,000" in message and "`stages`" in message
+        for path, body in [("/api/attention", {"layer": 0}), ("/api/qkv", {"layer": 0}), ("/api/activations", {})]:
+            assert error_of(post(small, path, {"model": "gpt", "text": "a sentence of some length", **body}))[1] == (
+                "response_too_large")
+        narrowed = post(small, "/api/trace", {**request, "stages": ["blocks.0.attn.hook_pattern"], "heads": [0]})
+        assert narrowed.status_code == 200
