@@ -84,7 +84,8 @@ def train(argv: Sequence[str]) -> int:
 def heads(argv: Sequence[str]) -> int:
     from training import heads as head_table
 
-    parser = argparse.ArgumentParser(prog="transformer-explorer heads", description=(head_table.__doc__ or "").split("\n")[0])
+    summary = (head_table.__doc__ or "").split("\n")[0]
+    parser = argparse.ArgumentParser(prog="transformer-explorer heads", description=summary)
     head_table.add_arguments(parser)
     return head_table.run(parser.parse_args(list(argv)))
 

@@ -10,15 +10,11 @@ model has one) followed by a block of random tokens repeated once, `[bos] r r`. 
 - induction: in the second repeat, attention to the token right after the earlier copy
   (the head that lets the model continue a sequence it has seen before).
 
-Each score lies in [0, 1]. Run `python -m model.heads MODEL_DIR` for a table.
+Each score lies in [0, 1]. `python -m training.heads MODEL_DIR` prints a table.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -132,28 +128,3 @@ def bos_id_for(tokenizer: Any, meta: dict[str, Any]) -> int | None:
         except KeyError:
             return None
     return None
-
-
-def main(argv: list[str] | None = None) -> int:
-    from model.checkpoint import load_checkpoint
-
-    parser = argparse.ArgumentParser(prog="python -m model.heads", description=__doc__.split("\n")[0])
-    parser.add_argument("model_dir", type=Path)
-    parser.add_argument("--json", action="store_true", help="print the scores as JSON")
-    parser.add_argument("--seq-len", type=int, default=40)
-    args = parser.parse_args(argv)
-    loaded = load_checkpoint(args.model_dir)
-    bos = bos_id_for(loaded.tokenizer, loaded.meta)
-    results = head_scores(loaded.model, bos_id=bos, seq_len=args.seq_len)
-    if args.json:
-        print(json.dumps({"heads": results, "best": best_heads(results)}, indent=2))
-        return 0
-    print(f"{'stack':8} {'L':>2} {'H':>2}  " + " ".join(f"{p[:10]:>10}" for p in PATTERNS) + "  label")
-    for r in results:
-        row = " ".join(f"{r['scores'][p]:10.3f}" for p in PATTERNS)
-        print(f"{r.get('stack', ''):8} {r['layer']:2d} {r['head']:2d}  {row}  {r['label']}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

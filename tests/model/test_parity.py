@@ -9,7 +9,8 @@ import torch
 import torch.nn.functional as F
 
 from model import Transformer, TransformerConfig
-from model.checkpoint import convert_hf, load_checkpoint
+from model.checkpoint import load_checkpoint
+from model.hf import convert_hf
 
 transformers = pytest.importorskip("transformers")
 TOL = 1e-4

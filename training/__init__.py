@@ -1,0 +1,8 @@
+"""Training beside the model: one train loop with pluggable tasks, one LR schedule, checkpoints.
+
+- `training.train`: the `transformer-explorer train` command (language modelling on the corpus);
+- `training.translate`: tiny-translator (numbers -> English words / Chinese numerals);
+- `training.heads`, `training.sample`: score a checkpoint's heads, continue a prompt.
+
+model/ never imports this package.
+"""

@@ -1,0 +1,85 @@
+"""Language modelling on the corpus, with two curricula that teach in-context copying.
+
+Training rows are BOS + a window of text, Chinese with probability zh_prob (it is only ~10%
+of the characters). Some rows carry a curriculum: random tokens repeated (the induction
+pattern), or text where a span of the first half is copied later.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from model.transformer import Transformer
+
+
+class Batcher:
+    """Training rows: BOS + text, Chinese with probability zh_prob; some rows carry copying curricula."""
+
+    def __init__(
+        self,
+        streams: dict[str, np.ndarray],
+        n_ctx: int,
+        batch: int,
+        bos_id: int,
+        vocab: int,
+        zh_prob: float,
+        repeat_frac: float,
+        span_frac: float,
+        seed: int,
+    ) -> None:
+        self.streams, self.n_ctx, self.batch, self.bos_id, self.vocab = streams, n_ctx, batch, bos_id, vocab
+        self.zh_prob, self.repeat_frac, self.span_frac = zh_prob, repeat_frac, span_frac
+        self.rng = np.random.default_rng(seed)
+
+    def text_row(self) -> np.ndarray:
+        lang = "zh" if (self.rng.random() < self.zh_prob and len(self.streams.get("zh", ())) > self.n_ctx) else "en"
+        ids = self.streams[lang]
+        start = int(self.rng.integers(0, len(ids) - self.n_ctx))
+        return np.concatenate([[self.bos_id], ids[start : start + self.n_ctx - 1]])
+
+    def next(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(inputs [batch, n_ctx - 1], targets [batch, n_ctx - 1]); target -100 is ignored."""
+        rows, targets = [], []
+        n = self.n_ctx
+        for _ in range(self.batch):
+            kind = self.rng.random()
+            if kind < self.repeat_frac:
+                # BOS + r r r ...: random tokens repeated; the first copy is unpredictable, so unscored
+                length = int(self.rng.integers(8, n // 2))
+                r = self.rng.integers(1, self.vocab, length)
+                row = np.concatenate([[self.bos_id], np.tile(r, n // length + 1)])[:n]
+                target = row[1:].copy()
+                target[: length - 1] = -100  # predicting inside the first copy is pure guessing
+            else:
+                row = self.text_row()
+                if kind < self.repeat_frac + self.span_frac:
+                    # copy a span of the first half into the second half
+                    half = n // 2
+                    length = int(self.rng.integers(8, half // 2 + 1))
+                    src = int(self.rng.integers(1, half - length + 1))
+                    dst = int(self.rng.integers(half, n - length + 1))
+                    row = row.copy()
+                    row[dst : dst + length] = row[src : src + length]
+                target = row[1:].copy()
+            rows.append(row[:-1])
+            targets.append(target)
+        return torch.tensor(np.stack(rows), dtype=torch.long), torch.tensor(np.stack(targets), dtype=torch.long)
+
+
+class LanguageModelTask:
+    """Next-token prediction on Batcher rows (target -100 is not scored)."""
+
+    fused_attention = True
+
+    def __init__(self, batcher: Batcher) -> None:
+        self.batcher = batcher
+
+    def next_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.batcher.next()
+
+    def loss(self, model: Transformer, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        inputs, targets = (t.to(model.device) for t in batch)  # [batch, pos] each
+        logits = model(inputs)  # [batch, pos, d_vocab]
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100)

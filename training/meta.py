@@ -1,0 +1,88 @@
+"""The meta written beside a trained language model: what it is, how it was trained, how it scores.
+
+The app reads it (head_scores, snapshots, bos_token, val_loss, ...): keep its keys stable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from model.transformer import Transformer
+from training.corpus import BOS, VAL_WINDOWS, Corpus
+
+DESCRIPTION = (
+    "tiny-gpt: a small decoder-only Transformer (RoPE, RMSNorm, SwiGLU, grouped-query attention) trained "
+    "from scratch on public-domain English novels (Austen, Chesterton) and Chinese stories (鲁迅). "
+    "一个从零训练的小型仅解码器 Transformer，训练语料为公有领域的英文小说与鲁迅的中文小说。"
+)
+
+
+def device_name(device: str) -> str:
+    if device == "cuda" and torch.cuda.is_available():
+        return torch.cuda.get_device_name(0)
+    return f"CPU ({platform.processor() or platform.machine()})"
+
+
+def language_model_meta(
+    args: argparse.Namespace,
+    *,
+    model: Transformer,
+    corpus: Corpus,
+    state: dict[str, Any],
+    evaluation: dict[str, Any],
+    n_ctx: int,
+    device: str,
+    final: bool,
+) -> dict[str, Any]:
+    """The checkpoint meta of a `train` run: `evaluation` is evaluate() on the weights as shipped."""
+    out: Path = args.out
+    shipped_default = args.config == "tiny-gpt"
+    return {
+        "name": "tiny-gpt" if shipped_default else out.name,
+        "description": DESCRIPTION if shipped_default else f"trained with `transformer-explorer train` ({args.config})",
+        "language": ["en", "zh"],
+        "bos_token": BOS,
+        "eos_token": BOS,
+        "corpus": corpus.split_summary(),
+        "sampling": {
+            "zh_prob": args.zh_prob,
+            "repeat_frac": args.repeat_frac,
+            "span_frac": args.span_frac,
+            "schedule": state["schedule"],  # one entry per (re)start: mixes may change on --resume
+            "note": "text rows are Chinese with probability zh_prob; repeat rows are random BPE tokens "
+            "repeated (induction curriculum); span rows copy a span of the first half later",
+        },
+        "training": {
+            "steps": state["step"],
+            "target_steps": args.steps,
+            "finished": final,
+            "tokens_seen": state["tokens_seen"],
+            "train_seconds": round(state["train_seconds"], 1),
+            "tokens_per_second": round(state["tokens_seen"] / max(1e-9, state["train_seconds"])),
+            "batch_size": args.batch_size,
+            "context": n_ctx,
+            "lr": args.lr,
+            "seed": args.seed,
+            "device": device,
+            "device_name": device_name(device),
+            "threads": torch.get_num_threads(),
+            "optimizer": "AdamW(0.9, 0.95), weight decay 0.05, warmup + cosine to 10%",
+        },
+        "parameters": model.parameter_counts(),
+        "val_loss": round(evaluation["val"]["all"], 4),
+        "val_loss_by_language": {k: round(v, 4) for k, v in evaluation["val"].items() if k != "all"},
+        "val_sample": {
+            "windows": VAL_WINDOWS,
+            "tokens_per_window": n_ctx,
+            "how": "training.corpus.validation_windows on the held-out split, weights as shipped (float16)",
+        },
+        "head_scores": evaluation["heads"],
+        "best_heads": evaluation["best"],
+        "snapshots": state["snapshots"],
+        "history": state["history"][-200:],
+    }

@@ -1,0 +1,334 @@
+"""Train a small decoder-only language model on an English + Chinese text corpus.
+
+    transformer-explorer train ../shared/corpus --config tiny-gpt --steps 8000 --out runs/tiny-gpt
+    python -m training.train ...   (the same command)
+
+The corpus, tokenizer and validation sample come from `training.corpus`; the rows and their
+copying curricula from `training.language_modelling`; the steps from `training.loop` with the
+schedule of `training.schedule` (AdamW, warmup + cosine to 10%). Every `--eval-interval` steps:
+validation loss and head scores; at `--snapshot-steps`: a float16 snapshot. Every
+`--checkpoint-interval` steps: OUT/checkpoint (weights, optimizer, step, RNG states; `--resume`
+continues from it) and the usable model in OUT/model (config.json + model.safetensors +
+tokenizer.json, float16) with its figures in the meta.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from model.checkpoint import save_checkpoint
+from model.config import TransformerConfig
+from model.device import pick_device
+from model.heads import best_heads, head_scores
+from model.tokenizer import HubTokenizer
+from model.transformer import Transformer
+from training.checkpointing import load_training_state, rounded_copy, save_snapshot, save_training_state
+from training.corpus import BOS, Corpus, encode_docs, load_corpus, train_bpe, validation_loss, validation_windows
+from training.language_modelling import Batcher, LanguageModelTask
+from training.loop import adamw, train_loop
+from training.meta import language_model_meta
+from training.schedule import learning_rate
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # the shipped default model: every modern choice a learner should see (RoPE, RMSNorm, SwiGLU, GQA)
+    "tiny-gpt": dict(
+        architecture="decoder",
+        d_model=128,
+        n_layers=3,
+        n_heads=8,
+        n_kv_heads=4,
+        d_mlp=320,
+        n_ctx=128,
+        pos_encoding="rope",
+        norm="rmsnorm",
+        norm_placement="pre",
+        activation="swiglu",
+        bias=False,
+        tied_embeddings=True,
+    ),
+    # seconds-long smoke tests
+    "tiny-test": dict(
+        architecture="decoder",
+        d_model=32,
+        n_layers=2,
+        n_heads=4,
+        n_kv_heads=2,
+        d_mlp=64,
+        n_ctx=64,
+        pos_encoding="rope",
+        norm="rmsnorm",
+        norm_placement="pre",
+        activation="swiglu",
+        bias=False,
+    ),
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("corpus", nargs="+", type=Path, help="corpus folder(s) or .txt file(s), e.g. ../shared/corpus")
+    parser.add_argument(
+        "--config",
+        default="tiny-gpt",
+        help=f"a JSON file of TransformerConfig fields or a preset: {', '.join(PRESETS)}",
+    )
+    parser.add_argument("--out", type=Path, default=Path("runs/tiny-gpt"), help="run folder (checkpoints, model)")
+    parser.add_argument("--steps", type=int, default=8000, help="optimizer steps in total")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--context", type=int, default=None, help="tokens per row (default: the config's n_ctx)")
+    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument("--vocab-size", type=int, default=2048, help="BPE vocabulary size")
+    parser.add_argument("--zh-prob", type=float, default=0.3, help="share of text rows drawn from Chinese")
+    parser.add_argument("--repeat-frac", type=float, default=0.25, help="share of rows of repeated random tokens")
+    parser.add_argument("--span-frac", type=float, default=0.25, help="share of text rows with a copied span")
+    parser.add_argument("--eval-interval", type=int, default=250)
+    parser.add_argument("--checkpoint-interval", type=int, default=500)
+    parser.add_argument(
+        "--snapshot-steps",
+        default="100,300,1000,3000",
+        help="comma-separated steps at which to keep a float16 snapshot (the final step is added)",
+    )
+    parser.add_argument("--max-chars", type=int, default=None, help="use only the first N characters of each file")
+    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    parser.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint")
+    parser.add_argument("--no-progress", action="store_true", help="no tqdm bar (log lines only)")
+
+
+def resolve_config(spec: str, vocab_size: int, n_ctx: int | None, seed: int) -> TransformerConfig:
+    """--config: a JSON file of TransformerConfig fields (or a checkpoint's config.json) or a preset name."""
+    path = Path(spec)
+    if path.suffix == ".json" or path.is_file():
+        fields = json.loads(path.read_text(encoding="utf-8"))
+        fields = fields.get("config", fields)
+    elif spec in PRESETS:
+        fields = dict(PRESETS[spec])
+    else:
+        raise SystemExit(f"--config {spec!r} is neither a JSON file nor a preset ({', '.join(PRESETS)})")
+    fields["vocab_size"] = vocab_size
+    if n_ctx is not None:
+        fields["n_ctx"] = n_ctx
+    fields["seed"] = seed
+    if fields.get("architecture", "decoder") != "decoder":
+        raise SystemExit("the train command trains decoder-only language models")
+    return TransformerConfig.from_dict(fields)
+
+
+def log(message: str) -> None:
+    print(message, flush=True)
+
+
+def load_or_train_tokenizer(args: argparse.Namespace, corpus: Corpus, resuming: bool) -> tuple[HubTokenizer, int]:
+    """The run's BPE (kept in OUT/tokenizer.json so a resumed run reuses it) and its BOS id."""
+    started = time.time()
+    if resuming and (args.out / "tokenizer.json").is_file():
+        tokenizer = HubTokenizer.from_file(args.out / "tokenizer.json")
+    else:
+        tokenizer = train_bpe(corpus, args.vocab_size)
+        tokenizer.save(args.out)
+    bos_id = tokenizer.token_id(BOS)
+    if bos_id is None:
+        raise SystemExit(f"the tokenizer in {args.out} has no {BOS} token")
+    log(f"tokenizer: byte-level BPE, {tokenizer.vocab_size} tokens ({time.time() - started:.1f} s)")
+    return tokenizer, bos_id
+
+
+class LanguageModelRun:
+    """One `train` invocation: corpus, tokenizer, model, optimizer and state, and what follows each step."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        if args.threads:
+            torch.set_num_threads(args.threads)
+        self.args = args
+        self.device = pick_device(args.device).type  # "cpu" or "cuda", as the meta records it
+        torch.manual_seed(args.seed)
+        args.out.mkdir(parents=True, exist_ok=True)
+        self.checkpoint_dir, self.model_dir = args.out / "checkpoint", args.out / "model"
+        resuming = args.resume and (self.checkpoint_dir / "state.json").is_file()
+        if args.resume and not resuming:
+            log(f"--resume: no checkpoint in {self.checkpoint_dir}, starting afresh")
+
+        self.corpus = load_corpus(args.corpus, args.max_chars)
+        if not self.corpus.train["en"] and not self.corpus.train["zh"]:
+            raise SystemExit("the corpus is empty")
+        self.tokenizer, self.bos_id = load_or_train_tokenizer(args, self.corpus, resuming)
+        if resuming:
+            saved = json.loads((self.checkpoint_dir / "state.json").read_text(encoding="utf-8"))
+            cfg = TransformerConfig.from_dict(saved["config"])
+        else:
+            cfg = resolve_config(args.config, self.tokenizer.vocab_size, args.context, args.seed)
+        self.n_ctx = cfg.n_ctx if args.context is None else min(args.context, cfg.n_ctx)
+        streams = {
+            lang: encode_docs(self.tokenizer, docs, self.bos_id) for lang, docs in self.corpus.train.items() if docs
+        }
+        self.val_windows = validation_windows(self.tokenizer, self.corpus, self.n_ctx, self.bos_id)
+        log("train tokens: " + ", ".join(f"{k} {len(v):,}" for k, v in streams.items()))
+
+        self.model = Transformer(cfg).to(self.device)
+        self.model.train()
+        self.optimizer = adamw(
+            self.model, lr=args.lr, betas=(0.9, 0.95), weight_decay=0.05, decay_vectors_and_embeddings=False
+        )
+        self.batcher = Batcher(
+            streams,
+            self.n_ctx,
+            args.batch_size,
+            self.bos_id,
+            self.tokenizer.vocab_size,
+            args.zh_prob,
+            args.repeat_frac,
+            args.span_frac,
+            args.seed,
+        )
+        self.state: dict[str, Any] = {
+            "step": 0,
+            "tokens_seen": 0,
+            "train_seconds": 0.0,
+            "history": [],
+            "snapshots": [],
+        }
+        if resuming:
+            self.state = load_training_state(self.checkpoint_dir, self.model, self.optimizer, self.batcher)
+            log(f"resumed at step {self.state['step']} ({self.state['tokens_seen']:,} tokens seen)")
+        self.state["config"] = cfg.to_dict()
+        self.record_schedule_segment()
+        self.snapshot_steps = {int(s) for s in str(args.snapshot_steps).split(",") if s.strip()} | {args.steps}
+        self.tokens_per_step = args.batch_size * (self.n_ctx - 1)
+        self.loss_ema: float | None = None
+        n_params = self.model.parameter_counts()["total"]
+        log(f"model: {n_params:,} parameters, context {self.n_ctx}, device {self.device}")
+
+    def record_schedule_segment(self) -> None:
+        """One schedule entry per (re)start: the data mix and target may change on --resume."""
+        args, step = self.args, self.state["step"]
+        segment = {
+            "from_step": step,
+            "repeat_frac": args.repeat_frac,
+            "span_frac": args.span_frac,
+            "zh_prob": args.zh_prob,
+            "target_steps": args.steps,
+            "lr": args.lr,
+        }
+        self.state["schedule"] = [s for s in self.state.get("schedule", []) if s["from_step"] < step] + [segment]
+
+    def evaluate(self, model: Transformer) -> dict[str, Any]:
+        losses = validation_loss(model, self.val_windows)
+        heads = head_scores(model, bos_id=self.bos_id, token_range=(1, self.tokenizer.vocab_size))
+        return {"val": losses, "heads": heads, "best": best_heads(heads)}
+
+    def write_model(self, final: bool) -> None:
+        """OUT/model in float16, its meta measured on the rounded weights the app will load."""
+        evaluation = self.evaluate(rounded_copy(self.model, torch.float16))
+        meta = language_model_meta(
+            self.args,
+            model=self.model,
+            corpus=self.corpus,
+            state=self.state,
+            evaluation=evaluation,
+            n_ctx=self.n_ctx,
+            device=self.device,
+            final=final,
+        )
+        save_checkpoint(self.model_dir, self.model, self.tokenizer, meta, dtype=torch.float16)
+
+    def record_evaluation(self, step: int, write: Any) -> None:
+        """Validation loss and head scores into the history (and a snapshot at a snapshot step)."""
+        result = self.evaluate(self.model)
+        best = result["best"]
+        entry = {
+            "step": step,
+            "tokens_seen": self.state["tokens_seen"],
+            "train_loss": round(self.loss_ema or 0.0, 4),
+            "val_loss": round(result["val"]["all"], 4),
+            "val_en": round(result["val"].get("en", float("nan")), 4),
+            "val_zh": round(result["val"].get("zh", float("nan")), 4),
+            "prev_token": best["previous-token"],
+            "induction": best["induction"],
+        }
+        self.state["history"].append(entry)
+        prev, induction = best["previous-token"], best["induction"]
+        write(
+            f"step {step}: train {self.loss_ema:.3f} val {entry['val_loss']:.3f} (en {entry['val_en']:.3f}, "
+            f"zh {entry['val_zh']:.3f}) prev-token {prev['score']:.2f} L{prev['layer']}H{prev['head']} induction "
+            f"{induction['score']:.2f} L{induction['layer']}H{induction['head']} "
+            f"tok/s {self.state['tokens_seen'] / self.state['train_seconds']:,.0f}"
+        )
+        if step in self.snapshot_steps:
+            self.model_dir.mkdir(parents=True, exist_ok=True)
+            relative = save_snapshot(self.model, self.model_dir, step)
+            snapshot = {
+                "step": step,
+                "file": relative,
+                "val_loss": entry["val_loss"],
+                "tokens_seen": self.state["tokens_seen"],
+                "best_heads": {k: best[k] for k in ("previous-token", "induction", "first-token")},
+            }
+            self.state["snapshots"] = [s for s in self.state["snapshots"] if s["step"] != step] + [snapshot]
+
+    def run(self) -> int:
+        from tqdm import tqdm
+
+        args = self.args
+        bar = tqdm(
+            total=args.steps, initial=self.state["step"], disable=args.no_progress, dynamic_ncols=True, unit="step"
+        )
+        write = log if args.no_progress else bar.write
+        window = {"tokens": 0, "start": time.time()}  # tokens/s over the last few seconds, for the bar
+
+        def after_step(step: int, loss: float) -> None:
+            self.state["tokens_seen"] += self.tokens_per_step
+            window["tokens"] += self.tokens_per_step
+            self.loss_ema = loss if self.loss_ema is None else 0.95 * self.loss_ema + 0.05 * loss
+            bar.update(1)
+            elapsed = time.time() - window["start"]
+            if elapsed > 2:
+                bar.set_postfix(loss=f"{self.loss_ema:.3f}", tok_s=f"{window['tokens'] / elapsed:,.0f}")
+                window.update(tokens=0, start=time.time())
+            if step % args.eval_interval == 0 or step in self.snapshot_steps or step == args.steps:
+                self.record_evaluation(step, write)
+            if step % args.checkpoint_interval == 0 or step == args.steps:
+                save_training_state(self.checkpoint_dir, self.model, self.optimizer, self.batcher, self.state)
+                self.write_model(final=step == args.steps)
+
+        lr_at = functools.partial(
+            learning_rate, peak=args.lr, warmup=args.warmup, total=args.steps, floor=0.1, decay_delay=1
+        )
+        task = LanguageModelTask(self.batcher)
+        train_loop(
+            self.model,
+            self.optimizer,
+            task,
+            state=self.state,
+            total_steps=args.steps,
+            lr_at=lr_at,
+            after_step=after_step,
+        )
+        bar.close()
+        if self.state["step"] >= args.steps and not (self.model_dir / "config.json").is_file():
+            self.write_model(final=True)
+        final = json.loads((self.model_dir / "config.json").read_text(encoding="utf-8"))["meta"]
+        log(
+            f"done: {final['training']['steps']} steps, {final['training']['tokens_seen']:,} tokens, "
+            f"{final['training']['train_seconds']:.0f} s, val loss {final['val_loss']:.3f}; model in {self.model_dir}"
+        )
+        return 0
+
+
+def main(args: argparse.Namespace) -> int:
+    """The `train` command on parsed arguments (see add_arguments)."""
+    return LanguageModelRun(args).run()
+
+
+if __name__ == "__main__":
+    _parser = argparse.ArgumentParser(prog="python -m training.train", description=__doc__.split("\n")[0])
+    add_arguments(_parser)
+    sys.exit(main(_parser.parse_args()))
