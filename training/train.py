@@ -19,6 +19,7 @@ import functools
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -240,7 +241,7 @@ class LanguageModelRun:
         )
         save_checkpoint(self.model_dir, self.model, self.tokenizer, meta, dtype=torch.float16)
 
-    def record_evaluation(self, step: int, write: Any) -> None:
+    def record_evaluation(self, step: int, write: Callable[[str], None]) -> None:
         """Validation loss and head scores into the history (and a snapshot at a snapshot step)."""
         result = self.evaluate(self.model)
         best = result["best"]
