@@ -9,12 +9,14 @@ export class Board {
     this.cards = new Map(); // key -> {card, plot, head}
     this.panel = null;
     this.used = new Set();
+    this.t = (key) => key;
   }
 
-  /** Start a render of `panel`; a different panel starts from an empty board. */
-  begin(panel) {
+  /** Start a render of `panel`; a different panel starts from an empty board. `t`: the UI text lookup. */
+  begin(panel, t) {
     if (panel !== this.panel) this.clear();
     this.panel = panel;
+    this.t = t;
     this.used = new Set();
   }
 
@@ -31,7 +33,7 @@ export class Board {
     }
     entry.card.className = `chart-card ${className}`.trim();
     entry.head.replaceChildren(h("h3", { text: title }), h("span", { class: "badges" }, badges));
-    if (exportData) entry.head.append(exportButtons(exportData, filename || key));
+    if (exportData) entry.head.append(exportButtons(exportData, filename || key, this.t));
     entry.foot.textContent = note || "";
     entry.foot.hidden = !note;
     this.root.append(entry.card); // keeps the call order

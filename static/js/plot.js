@@ -2,10 +2,6 @@
 // Plotly reads pseudo-HTML (<b>, <a href>, <br>, entities) and $…$ (LaTeX) in labels, so every
 // piece of user text that reaches a chart passes through `safe()` first.
 
-import { t } from "./i18n.js";
-
-
-
 /** Escape text for a Plotly label: &, <, > as entities; $ as &#36; so it never opens LaTeX. */
 export function safe(text) {
   return String(text)
@@ -94,7 +90,7 @@ export const SEQUENTIAL = [
  * A heatmap trace. `z` rows follow `y`, columns follow `x`.
  * Values are annotated in the cells when the matrix is small (≤ 12 × 12).
  */
-export function heatmap({ z, x, y, signed = true, zmin, zmax, hovertemplate, customdata, annotate, digits = 2, showscale = true, name }) {
+export function heatmap({ z, x, y, signed = true, zmin, zmax, hovertemplate, valueLabel = "value", customdata, annotate, digits = 2, showscale = true, name }) {
   const small = z.length <= 12 && (z[0] || []).length <= 12;
   const m = signed ? absMax(z) : null;
   const trace = {
@@ -111,7 +107,7 @@ export function heatmap({ z, x, y, signed = true, zmin, zmax, hovertemplate, cus
     showscale,
     colorbar: { thickness: 12, outlinewidth: 0 },
     hoverongaps: false,
-    hovertemplate: hovertemplate || `%{y}<br>%{x}<br>${t("hover_cell")} = %{z:.4f}<extra></extra>`,
+    hovertemplate: hovertemplate || `%{y}<br>%{x}<br>${valueLabel} = %{z:.4f}<extra></extra>`,
   };
   if (customdata) trace.customdata = customdata;
   if (annotate ?? small) {
@@ -148,30 +144,18 @@ export function h(tag, attrs = {}, ...children) {
   return el;
 }
 
-const DIM_WORDS = {
-  pos: { en: "seq", zh: "序列" },
-  q_pos: { en: "query", zh: "查询" },
-  k_pos: { en: "key", zh: "键" },
-  head: { en: "heads", zh: "头" },
-  kv_head: { en: "kv_heads", zh: "KV头" },
-  d_head: { en: "d_head", zh: "d_head" },
-  d_model: { en: "d_model", zh: "d_model" },
-  d_mlp: { en: "d_mlp", zh: "d_mlp" },
-  d_vocab: { en: "vocab", zh: "词表" },
-};
-
-/** "[seq 10, heads 8, d_head 64]" from a tensor's named dims and shape. */
-export function shapeText(dims, shape, lang = "en") {
-  const parts = dims.map((d, i) => `${(DIM_WORDS[d] && DIM_WORDS[d][lang]) || d} ${shape[i]}`);
+/** "[seq 10, heads 8, d_head 64]" from a tensor's named dims and shape; `word(dim)` names a dim. */
+export function shapeText(dims, shape, word = (dim) => dim) {
+  const parts = dims.map((d, i) => `${word(d)} ${shape[i]}`);
   return `[${parts.join(", ")}]`;
 }
 
-export function shapeBadge(label, tensor, lang) {
+export function shapeBadge(label, tensor, word) {
   return h(
     "span",
     { class: "shape-badge", "data-name": tensor.name, title: tensor.name },
     h("span", { class: "shape-label", text: label }),
-    h("code", { class: "shape-dims", text: shapeText(tensor.dims, tensor.shape, lang) }),
+    h("code", { class: "shape-dims", text: shapeText(tensor.dims, tensor.shape, word) }),
   );
 }
 
@@ -196,8 +180,8 @@ function download(filename, type, text) {
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
-/** The numbers behind a chart: {title, rows (labels), cols (labels), z} or {title, series}. */
-export function exportButtons(getData, filename) {
+/** The numbers behind a chart: {title, rows (labels), cols (labels), z} or {title, series}. `t`: UI text. */
+export function exportButtons(getData, filename, t) {
   const base = filename.replace(/[^\w.-]+/g, "_");
   return h(
     "span",
@@ -227,15 +211,6 @@ export function exportButtons(getData, filename) {
       },
     }),
   );
-}
-
-/** A chart card: title line with badges and export buttons, then the plot div. */
-export function chartCard({ title, badges = [], exportData, filename, className = "" }) {
-  const plot = h("div", { class: "plot" });
-  const head = h("div", { class: "chart-head" }, h("h3", { text: title }), h("span", { class: "badges" }, badges));
-  if (exportData) head.append(exportButtons(exportData, filename));
-  const card = h("div", { class: `chart-card ${className}` }, head, plot);
-  return { card, plot };
 }
 
 /** Plain-text token labels for exports (no escaping: CSV/JSON are data, not markup). */

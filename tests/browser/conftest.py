@@ -12,13 +12,19 @@ import pytest
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
-if not os.path.exists(CHROMIUM):  # pragma: no cover - machines without a browser
-    pytest.skip(f"{CHROMIUM} is missing", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api")
+HAVE_CHROMIUM = os.path.exists(CHROMIUM)
+
+
+def _sync_api() -> Any:
+    """Playwright, or a skip on machines without it or without a browser (test_text_data.py still runs)."""
+    if not HAVE_CHROMIUM:  # pragma: no cover - machines without a browser
+        pytest.skip(f"{CHROMIUM} is missing")
+    return pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    _sync_api()
     from tests.browser.models import ServerThread, free_port
 
     srv = ServerThread(free_port(), tmp_path_factory.mktemp("browser")).start()
@@ -28,7 +34,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as p:
+    with _sync_api().sync_playwright() as p:
         b = p.chromium.launch(
             executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
         )

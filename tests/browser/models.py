@@ -15,6 +15,7 @@ import socket
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from tokenizers import Tokenizer, models, pre_tokenizers
 
@@ -83,6 +84,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def add_directory(registry: Any, name: str, directory: Path) -> None:
+    """Serve a checkpoint directory: app.catalogue.add_directory, or Registry.add_directory where it is older."""
+    try:
+        from app.catalogue import add_directory as add
+    except ImportError:
+        registry.add_directory(name, directory, "cpu", source="weights")
+    else:
+        add(registry, name, directory, source="weights")
+
+
 class ServerThread:
     """A real uvicorn server in a daemon thread."""
 
@@ -103,7 +114,7 @@ class ServerThread:
             for directory in sorted(weights.glob("*/config.json")):
                 # a checkpoint being written right now is not this test's concern
                 with contextlib.suppress(Exception):
-                    registry.add_directory(directory.parent.name, directory.parent, "cpu", source="weights")
+                    add_directory(registry, directory.parent.name, directory.parent)
         self.app = create_app(settings, registry)
         config = uvicorn.Config(self.app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
         self.server = uvicorn.Server(config)

@@ -73,6 +73,8 @@ def walk_all_stages(
         assert f"Step {step + 1} of {total}" in page.inner_text("#stage-kicker")
         assert page.inner_text("#stage-title").strip() not in ("", "…")
         assert page.inner_text("#explain").strip(), f"{stage}: no explanation"
+        shown = " ".join(page.inner_text(sel) for sel in ("#stage-title", "#formula", "#explain", "#stage-list"))
+        assert not re.search(r"⟦|undefined|\{\w+\}", shown), (stage, shown)  # every placeholder filled
         plots = page.locator("#panel .plot").count()
         assert plots >= 1 or stage.endswith("pos"), f"{stage}: nothing drawn"
         assert page.locator("#panel .plot .main-svg").count() >= plots, f"{stage}: a plot did not render"
@@ -129,6 +131,21 @@ def test_chinese_encoder_decoder_every_stage(watched: Any, server: Any) -> None:
     stages = [s for s, _ in visited]
     assert stages.index("encoder.ln_final") < stages.index("decoder.tokens")
     assert "我" in watched.page.inner_text("#tokens")
+
+
+def test_explanations_state_the_models_numbers(watched: Any, server: Any) -> None:
+    """The numbers in the text come from GET /api/models/{name}, in both languages."""
+    page = watched.page
+    info = api(server, "/api/models/gpt")
+    d_model, n_heads, d_head = info["config"]["d_model"], info["n_heads"], info["d_head"]
+    open_page(page, server.url, model="gpt", text=ENGLISH, stage="qkv", layer=0, lang="en")
+    assert f"The {d_model} numbers are split into {n_heads} heads of {d_head}" in page.inner_text("#explain")
+    open_page(page, server.url, model="gpt", text=CHINESE, stage="scale", layer=1, lang="zh")
+    assert f"S / √{d_head} = S / {d_head ** 0.5:.2f}" in page.inner_text("#formula")
+    assert page.inner_text("#stage-title") == "除以 √d_k 缩放"
+    open_page(page, server.url, model="gpt", text=CHINESE, stage="attn_out", layer=1, lang="zh")
+    assert f"{n_heads} × {d_head} = {d_model}" in page.inner_text("#explain")
+    assert not watched.errors, watched.errors
 
 
 def test_copied_link_opens_the_same_view(watched: Any, server: Any, context: Any) -> None:

@@ -1,7 +1,6 @@
 // Stages: Q·Kᵀ, ÷√d_k, mask, softmax (self- and cross-attention). One request brings all four
 // matrices of the layer, so every cell's hover shows its dot product, scaled value and weight.
 
-import { stepText, t } from "../i18n.js";
 import { categoryAxis, draw, h, heatmap, rawLabels, rowsHeight, tokenLabels } from "../plot.js";
 import { badge, drawGrid, fetchStages, keyTokensFor } from "./common.js";
 
@@ -28,6 +27,7 @@ function softmaxUnscaled(raw, masked) {
 }
 
 function matrixChart(plot, ctx, { z, x, y, customdata, probs, masked, filename }) {
+  const { t } = ctx;
   const hiddenText = probs ? "0" : "−∞";
   const fmt = (i) => `%{customdata[${i}]:.3f}`;
   const hovertemplate =
@@ -84,6 +84,7 @@ export default {
     return { layer: await fetchStages(ctx, PARTS.map((p) => base + p)) };
   },
   draw(board, data, ctx) {
+    const { t } = ctx;
     const cross = ctx.step.key.startsWith("cross_");
     const kind = kindOf(ctx);
     const probs = kind === "softmax";
@@ -91,7 +92,7 @@ export default {
     const kToks = keyTokensFor(ctx, cross);
     const x = tokenLabels(kToks);
     const y = tokenLabels(qToks);
-    const title = stepText(ctx.step.key, ctx.vars).title;
+    const title = ctx.text.title;
 
     if (ctx.view === "layers") {
       const names = Object.keys(data.all);
@@ -110,7 +111,7 @@ export default {
       });
       const plot = board.card("layers", {
         title: `${title} — ${t("view_layers")}`,
-        badges: [badge(`×${names.length}`, first)],
+        badges: [badge(ctx, `×${names.length}`, first)],
         exportData: () => ({ names, cells: cells.map((c, i) => ({ title: titles[i], z: c.z })) }),
         filename: `${ctx.fname}_layers`,
         note: t("overview_hint"),
@@ -138,7 +139,7 @@ export default {
       const cells = Array.from({ length: n }, (_, i) => ({ z: main.matrix("q_pos", "k_pos", { head: i }) }));
       const plot = board.card("grid", {
         title: `${title} — ${t("view_heads")}`,
-        badges: [badge("", main)],
+        badges: [badge(ctx, "", main)],
         exportData: () => ({ name: main.name, heads: cells.map((c) => c.z) }),
         filename: `${ctx.fname}_heads`,
         note: t("overview_hint"),
@@ -191,7 +192,7 @@ export default {
     }
     const plot = board.card("main", {
       title: probs && ctx.compare ? t("with_scale") : `${title} · ${t("head")} ${ctx.head}`,
-      badges: [badge("", main)],
+      badges: [badge(ctx, "", main)],
       exportData,
       filename: `${ctx.fname}_h${ctx.head}`,
       note,

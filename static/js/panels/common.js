@@ -1,7 +1,6 @@
 // Shared pieces of the stage panels.
 
 import { api, decodeStages } from "../api.js";
-import { lang, t } from "../i18n.js";
 import { absMax, categoryAxis, draw, heatmap, indexLabels, rawLabels, rowsHeight, shapeBadge, tokenLabels } from "../plot.js";
 
 /** Fetch some trace stages (exact names) for the current text; cached per request. */
@@ -10,8 +9,9 @@ export async function fetchStages(ctx, names, extra = {}) {
   return decodeStages(answer);
 }
 
-export function badge(label, tensor) {
-  return shapeBadge(label, tensor, lang());
+/** A shape badge ("[seq 7, d_model 64]") with the dims named in the page's language. */
+export function badge(ctx, label, tensor) {
+  return shapeBadge(label, tensor, (dim) => (ctx.texts.has(`dim_${dim}`) ? ctx.t(`dim_${dim}`) : dim));
 }
 
 /** Labels for the columns of a [.., dim] matrix. */
@@ -19,7 +19,7 @@ export function dimLabels(n) {
   return indexLabels(n);
 }
 
-export function dimTitle(dim) {
+export function dimTitle(t, dim) {
   return { d_model: t("ax_dim"), d_head: t("ax_dhead"), d_mlp: t("ax_dmlp"), pair: t("ax_pair") }[dim] || dim;
 }
 
@@ -28,6 +28,7 @@ export function dimTitle(dim) {
  * Returns the export function.
  */
 export function drawTokenMatrix(board, key, ctx, tensor, { title, label = "", fixed = {}, tokens, colTokens, colDim, badges, note, signed = true, className }) {
+  const { t } = ctx;
   const rowDim = ["pos", "q_pos"].find((d) => tensor.has(d)) || tensor.dims[0];
   colDim = colDim || tensor.dims[tensor.dims.length - 1];
   const z = tensor.matrix(rowDim, colDim, fixed);
@@ -38,13 +39,13 @@ export function drawTokenMatrix(board, key, ctx, tensor, { title, label = "", fi
   const exportData = () => ({ name: tensor.name, fixed, rows: rawLabels(toks).slice(0, z.length), cols: x, z });
   const plot = board.card(key, {
     title,
-    badges: badges || [badge(label, tensor)],
+    badges: badges || [badge(ctx, label, tensor)],
     exportData,
     filename: `${ctx.fname}_${key}`,
     note,
     className,
   });
-  const trace = heatmap({ z, x, y, signed, zmin: signed ? undefined : 0, zmax: signed ? undefined : 1 });
+  const trace = heatmap({ z, x, y, signed, zmin: signed ? undefined : 0, zmax: signed ? undefined : 1, valueLabel: t("hover_cell") });
   const height = rowsHeight(z.length);
   draw(
     plot,
@@ -52,7 +53,7 @@ export function drawTokenMatrix(board, key, ctx, tensor, { title, label = "", fi
     {
       height,
       xaxis: {
-        title: { text: colDim === "k_pos" ? t("ax_key") : dimTitle(colDim) },
+        title: { text: colDim === "k_pos" ? t("ax_key") : dimTitle(t, colDim) },
         type: "category",
         showgrid: false,
         showticklabels: x.length <= 64,
@@ -82,7 +83,7 @@ export function drawGrid(plot, ctx, cells, { rows, cols, x, y, signed, zmin, zma
   }
   cells.forEach((cell, i) => {
     const axis = i === 0 ? "" : String(i + 1);
-    const trace = heatmap({ z: cell.z, x, y, signed, zmin, zmax, showscale: i === 0, annotate: false });
+    const trace = heatmap({ z: cell.z, x, y, signed, zmin, zmax, showscale: i === 0, annotate: false, valueLabel: ctx.t("hover_cell") });
     trace.xaxis = `x${axis}`;
     trace.yaxis = `y${axis}`;
     trace.customdata = undefined;

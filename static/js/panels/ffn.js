@@ -1,6 +1,5 @@
 // Stages: the feed-forward network's wide hidden layer and its activation.
 
-import { stepText, t } from "../i18n.js";
 import { draw, visible } from "../plot.js";
 import { badge, drawTokenMatrix, fetchStages } from "./common.js";
 
@@ -25,9 +24,10 @@ export default {
     return fetchStages(ctx, names);
   },
   draw(board, stages, ctx) {
+    const { t } = ctx;
     const base = baseOf(ctx.names.main);
     const swiglu = ctx.cfg.activation === "swiglu";
-    const title = stepText(ctx.step.key, ctx.vars).title;
+    const title = ctx.text.title;
     const pre = stages[`${base}hook_pre`];
     if (ctx.step.key === "ffn_in") {
       if (swiglu) {
@@ -48,7 +48,7 @@ export default {
     const label = `${tok}·${visible(ctx.tokens[tok] ? ctx.tokens[tok].text : "")}`;
     const plot = board.card("scatter", {
       title: t("activation_scatter", { tok: label }),
-      badges: [badge(swiglu ? "SiLU" : ctx.cfg.activation, curve)],
+      badges: [badge(ctx, swiglu ? "SiLU" : ctx.cfg.activation, curve)],
       exportData: () => ({ token: label, series: { before: xs, after: ys }, index: xs.map((_, i) => i) }),
       filename: `${ctx.fname}_activation`,
       note: t("pick_token"),

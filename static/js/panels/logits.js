@@ -1,7 +1,6 @@
 // Stage: logits and the next-token probabilities (the probabilities come from /api/predict).
 
 import { api } from "../api.js";
-import { t } from "../i18n.js";
 import { categoryAxis, draw, h, safe, visible } from "../plot.js";
 import { badge, fetchStages } from "./common.js";
 import { tokenChips } from "./tokens.js";
@@ -15,6 +14,7 @@ export default {
     return { stages, prediction };
   },
   draw(board, data, ctx) {
+    const { t } = ctx;
     const logits = data.stages[ctx.names.main];
     const top = data.prediction.top_k;
     const labels = top.map((p, i) => safe(`${i + 1}. ${visible(p.text)}`));
@@ -24,7 +24,7 @@ export default {
     const values = top.map((p) => row[p.id]);
     const plot = board.card("probs", {
       title: t("top_next"),
-      badges: [badge("logits", logits)],
+      badges: [badge(ctx, "logits", logits)],
       exportData: () => ({ series: { id: top.map((p) => p.id), prob: probs, logit: values }, index: top.map((p) => p.text) }),
       filename: `${ctx.fname}_next`,
       className: "half",

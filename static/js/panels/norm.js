@@ -1,6 +1,5 @@
 // Stages: LayerNorm / RMSNorm — the normalised vectors and the per-token statistics.
 
-import { stepText, t } from "../i18n.js";
 import { categoryAxis, draw, rawLabels, tokenLabels } from "../plot.js";
 import { badge, drawTokenMatrix, fetchStages } from "./common.js";
 
@@ -9,8 +8,9 @@ export default {
     return fetchStages(ctx, [ctx.names.main, ...ctx.names.extras]);
   },
   draw(board, stages, ctx) {
+    const { t } = ctx;
     const tensor = stages[ctx.names.main];
-    drawTokenMatrix(board, "main", ctx, tensor, { title: stepText(ctx.step.key, ctx.vars).title });
+    drawTokenMatrix(board, "main", ctx, tensor, { title: ctx.text.title });
     const mean = stages[ctx.names.extras.find((n) => n.endsWith("hook_mean"))];
     const scale = stages[ctx.names.extras.find((n) => n.endsWith("hook_scale"))];
     if (!scale && !mean) return;
@@ -28,7 +28,7 @@ export default {
     }
     const plot = board.card("stats", {
       title: t("scale_chart"),
-      badges: [mean && badge("μ", mean), scale && badge(rms ? "1/RMS" : "1/σ", scale)].filter(Boolean),
+      badges: [mean && badge(ctx, "μ", mean), scale && badge(ctx, rms ? "1/RMS" : "1/σ", scale)].filter(Boolean),
       exportData: () => ({ series, index: rawLabels(ctx.tokens) }),
       filename: `${ctx.fname}_stats`,
     });

@@ -1,11 +1,11 @@
 // Stage: positional encoding, drawn the way this model does it (sinusoidal, learned, RoPE, ALiBi).
 
 import { api, Tensor } from "../api.js";
-import { t } from "../i18n.js";
 import { categoryAxis, draw, h, heatmap, indexLabels, rawLabels, tokenLabels } from "../plot.js";
 import { badge, drawTokenMatrix, fetchStages } from "./common.js";
 
 function curves(board, ctx, table, rowDim, colDim, title, pickCols, smooth = true) {
+  const { t } = ctx;
   const z = table.matrix(rowDim, colDim);
   const n = z[0] ? z[0].length : 0;
   const cols = pickCols(n);
@@ -43,6 +43,7 @@ export default {
     return {};
   },
   draw(board, data, ctx) {
+    const { t } = ctx;
     const kind = ctx.cfg.pos_encoding;
     if (data.stages) {
       const table = data.stages[ctx.names.main];
@@ -52,7 +53,7 @@ export default {
     }
     if (kind === "rope") {
       const angles = data.tensors.angles;
-      drawTokenMatrix(board, "angles", ctx, angles, { title: "θ(pos, i)", colDim: "pair", badges: [badge("θ", angles)] });
+      drawTokenMatrix(board, "angles", ctx, angles, { title: "θ(pos, i)", colDim: "pair", badges: [badge(ctx, "θ", angles)] });
       curves(board, ctx, data.tensors.cos, "pos", "pair", "cos θ(pos, i)", pairs);
       return;
     }
@@ -64,13 +65,13 @@ export default {
       const slopes = data.tensors.slopes.vector("head");
       const plot = board.card("bias", {
         title: `ALiBi · ${t("head")} ${head} · m = ${Number(slopes[head]).toPrecision(3)}`,
-        badges: [badge("bias", bias)],
+        badges: [badge(ctx, "bias", bias)],
         exportData: () => ({ head, rows: rawLabels(ctx.tokens), cols: rawLabels(ctx.tokens), z }),
         filename: `${ctx.fname}_alibi_h${head}`,
       });
       draw(
         plot,
-        [heatmap({ z, x, y: x, signed: true })],
+        [heatmap({ z, x, y: x, signed: true, valueLabel: t("hover_cell") })],
         { height: 420, xaxis: categoryAxis(t("ax_key")), yaxis: categoryAxis(t("ax_query"), { autorange: "reversed" }) },
         `${ctx.fname}_alibi`,
       );

@@ -1,6 +1,5 @@
 // Stages with a head dimension and one vector per token: Q/K/V, their RoPE rotation, z = A·V.
 
-import { stepText, t } from "../i18n.js";
 import { indexLabels, tokenLabels } from "../plot.js";
 import { badge, drawGrid, drawTokenMatrix, fetchStages, keyTokensFor } from "./common.js";
 
@@ -22,6 +21,7 @@ export default {
     return fetchStages(ctx, namesOf(ctx));
   },
   draw(board, stages, ctx) {
+    const { t } = ctx;
     const base = moduleBase(ctx.names.main);
     const cross = ctx.step.key.startsWith("cross_");
     const key = ctx.step.key.replace(/^cross_/, "");
@@ -37,8 +37,8 @@ export default {
       const n = tensor.size(headDim);
       const cells = Array.from({ length: n }, (_, i) => ({ z: tensor.matrix("pos", "d_head", { [headDim]: i }) }));
       const plot = board.card("grid", {
-        title: `${stepText(ctx.step.key, ctx.vars).title} — ${t("view_heads")}`,
-        badges: [badge("", tensor)],
+        title: `${ctx.text.title} — ${t("view_heads")}`,
+        badges: [badge(ctx, "", tensor)],
         exportData: () => ({ name: tensor.name, heads: cells.map((c) => c.z) }),
         filename: `${ctx.fname}_heads`,
         note: t("overview_hint"),

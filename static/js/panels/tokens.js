@@ -1,6 +1,5 @@
 // Stage: tokenize — the chips with ids, and the ids as a bar chart.
 
-import { t } from "../i18n.js";
 import { categoryAxis, draw, h, rawLabels, tokenLabels, visible } from "../plot.js";
 import { badge, fetchStages } from "./common.js";
 
@@ -24,13 +23,14 @@ export default {
     return fetchStages(ctx, [ctx.names.main]);
   },
   draw(board, stages, ctx) {
+    const { t } = ctx;
     const tensor = stages[ctx.names.main];
     const ids = tensor.vector(tensor.dims[0]);
     board.block("chips", h("div", {}, h("h3", { text: t("tokens") }), tokenChips(ctx.tokens, "big")));
     const title = t("ax_id");
     const plot = board.card("ids", {
       title,
-      badges: [badge("ids", tensor)],
+      badges: [badge(ctx, "ids", tensor)],
       exportData: () => ({ name: tensor.name, series: { id: ids }, index: rawLabels(ctx.tokens) }),
       filename: `${ctx.fname}_ids`,
     });

@@ -1,6 +1,5 @@
 // Stages whose tensor is one vector per token: embedding, attention output, residual sums, FFN out.
 
-import { stepText } from "../i18n.js";
 import { drawTokenMatrix, fetchStages } from "./common.js";
 
 export default {
@@ -9,6 +8,6 @@ export default {
   },
   draw(board, stages, ctx) {
     const tensor = stages[ctx.names.main];
-    drawTokenMatrix(board, "main", ctx, tensor, { title: stepText(ctx.step.key, ctx.vars).title });
+    drawTokenMatrix(board, "main", ctx, tensor, { title: ctx.text.title });
   },
 };

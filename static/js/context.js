@@ -1,0 +1,115 @@
+// What one view needs, derived from the state: the request body, the panel context (ctx) and
+// the numbers the explanations state. Pure functions of the state; nothing here is stored.
+
+import { PANELS } from "./panels/index.js";
+import { namesFor } from "./stages.js";
+
+/**
+ * Every {placeholder} the stage explanations may use, and where its value comes from: the model
+ * (GET /api/models/{name}) or this trace's tokens. A translator can use any of these names.
+ */
+const STAGE_VARS = {
+  tokenizer: (info) => info.tokenizer,
+  d_vocab: (info) => info.vocab_size,
+  n_tokens: (info, tokens) => tokens.length,
+  n_layers: (info) => info.n_layers,
+  d_model: (info) => info.config.d_model,
+  n_heads: (info) => info.n_heads,
+  d_head: (info) => info.d_head,
+  sqrt_d_head: (info) => Math.sqrt(info.d_head).toFixed(2),
+  n_kv_heads: (info) => info.n_kv_heads,
+  d_mlp: (info) => info.config.d_mlp || 4 * info.config.d_model,
+  n_ctx: (info) => info.config.n_ctx,
+};
+
+export function stageVars(info, tokens) {
+  return Object.fromEntries(Object.entries(STAGE_VARS).map(([name, get]) => [name, get(info, tokens)]));
+}
+
+/** The model's choices that pick which sentences a stage's text is made of (see stage_text.js). */
+function stageChoices(s, step, at) {
+  const cfg = s.info.config;
+  const layers = s.plan.layers[step.stack] || [];
+  return {
+    norm: cfg.norm,
+    placement: cfg.norm_placement,
+    act: cfg.activation,
+    pos: cfg.pos_encoding,
+    arch: s.info.architecture,
+    causal: step.stack !== "encoder" && s.info.architecture !== "encoder",
+    tied: Boolean(cfg.tied_embeddings && cfg.lm_head),
+    last: at.layer !== null && at.layer === layers[layers.length - 1],
+  };
+}
+
+/** The body of /api/tokenize and /api/trace for a state. */
+export function requestBody(s) {
+  const body = { model: s.model, text: s.text };
+  if (s.info && s.info.architecture === "encoder-decoder" && s.target) body.target_text = s.target;
+  if (s.snapshot !== null && s.snapshot !== undefined) body.snapshot = s.snapshot;
+  return body;
+}
+
+/** Training snapshots listed in a checkpoint's meta, oldest first. */
+export function snapshotsOf(info) {
+  const listed = info && info.meta && info.meta.snapshots;
+  return Array.isArray(listed) ? listed.filter((x) => Number.isInteger(x.step)).sort((a, b) => a.step - b.step) : [];
+}
+
+const UI_PATTERNS = ["previous-token", "first-token", "self", "duplicate-token", "induction"];
+
+/** What the checkpoint's head scores (meta.head_scores) say about one self-attention head, if anything. */
+function headLabel(info, step, layer, head) {
+  const scores = info.meta && info.meta.head_scores;
+  if (!Array.isArray(scores) || layer === null || step.key.startsWith("cross_") || !step.block) return null;
+  const entry = scores.find(
+    (e) => e && e.layer === layer && e.head === head && (e.stack || "") === (step.stack || "") && e.label,
+  );
+  if (!entry || !UI_PATTERNS.includes(entry.label)) return null;
+  const score = entry.scores && typeof entry.scores[entry.label] === "number" ? entry.scores[entry.label] : null;
+  return { label: entry.label, score };
+}
+
+/** The context a panel loads and draws with, for state `s` (its texts already loaded). */
+export function makeContext(s, go) {
+  const at = s.plan.order[s.index];
+  const step = s.plan.steps.get(at.id);
+  const cfg = s.info.config;
+  const encdec = s.info.architecture === "encoder-decoder";
+  const onDecoder = encdec && step.stack !== "encoder";
+  const toks = onDecoder ? s.targetTokens || [] : s.tokens;
+  const panel = PANELS[step.panel];
+  let view = s.view;
+  if (!panel.hasHeads || (view === "layers" && !panel.hasLayers) || step.key === "pos" || !step.block) view = "head";
+  const texts = s.texts[s.lang];
+  const choices = stageChoices(s, step, at);
+  const vars = stageVars(s.info, toks);
+  const stageText = (key) => texts.stage(key, choices, vars);
+  const layerPart = at.layer === null ? "" : `_L${at.layer}`;
+  return {
+    model: s.model,
+    info: s.info,
+    cfg,
+    plan: s.plan,
+    step,
+    panel,
+    layer: at.layer,
+    head: s.head,
+    view,
+    compare: s.compare,
+    token: s.token,
+    names: namesFor(step, at.layer ?? 0),
+    tokens: toks,
+    sourceTokens: s.tokens,
+    targetTokens: s.targetTokens,
+    req: requestBody(s),
+    vars,
+    texts,
+    t: texts.t,
+    stageText,
+    text: stageText(step.key),
+    fname: `${s.model}_${step.id}${layerPart}`,
+    go,
+    headLabel: (head) => headLabel(s.info, step, at.layer, head),
+  };
+}

@@ -1,0 +1,89 @@
+// Events: every control and key turns into one go(patch) call (navigate.js). The only handlers
+// that do not are the message's own Dismiss button (messages.js) and Escape leaving a text field.
+
+import { snapshotsOf } from "./context.js";
+import { go, headBy, layerBy, stepBy } from "./navigate.js";
+import { state } from "./state.js";
+
+const $ = (id) => document.getElementById(id);
+
+function onKey(event) {
+  if (event.altKey || event.ctrlKey || event.metaKey) return;
+  const tag = (event.target && event.target.tagName) || "";
+  if (["INPUT", "TEXTAREA", "SELECT"].includes(tag)) {
+    if (event.key === "Escape") event.target.blur();
+    return;
+  }
+  const keys = {
+    ArrowRight: () => stepBy(1),
+    PageDown: () => stepBy(1),
+    ArrowLeft: () => stepBy(-1),
+    PageUp: () => stepBy(-1),
+    Home: () => go({ index: 0 }),
+    End: () => state.plan && go({ index: state.plan.order.length - 1 }),
+    l: () => layerBy(1),
+    L: () => layerBy(-1),
+    h: () => headBy(1),
+    H: () => headBy(-1),
+    p: () => go({ present: !state.present }),
+    Escape: () => state.present && go({ present: false }),
+  };
+  if (event.key === " " && state.present) keys[" "] = () => stepBy(event.shiftKey ? -1 : 1);
+  const action = keys[event.key];
+  if (action) {
+    event.preventDefault();
+    action();
+  }
+}
+
+async function copyLink() {
+  const url = location.href;
+  try {
+    await navigator.clipboard.writeText(url);
+    go({ note: { key: "link_copied" } });
+  } catch (error) {
+    go({ note: { key: "link_ready", link: url } });
+  }
+}
+
+/** The training-progress slider's position as a snapshot step (the last position: final weights). */
+function snapshotAt(position) {
+  const snaps = snapshotsOf(state.info);
+  return position < snaps.length ? snaps[position].step : null;
+}
+
+export function bindEvents() {
+  const inputs = () => ({ text: $("text").value, target: $("target").value });
+  $("run").addEventListener("click", () => go(inputs()));
+  $("input-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    if (document.activeElement && document.activeElement.blur) document.activeElement.blur(); // ← → step right away
+    go(inputs());
+  });
+  $("fill-target").addEventListener("click", () => go({ ...inputs(), complete: true }));
+  $("model").addEventListener("change", (event) => go({ model: event.target.value }));
+  $("prev").addEventListener("click", () => stepBy(-1));
+  $("next").addEventListener("click", () => stepBy(1));
+  $("layer").addEventListener("change", (event) => go({ layer: Number(event.target.value) }));
+  $("head").addEventListener("change", (event) => go({ head: Number(event.target.value) }));
+  $("views").addEventListener("click", (event) => {
+    const button = event.target.closest("button[data-view]");
+    if (button && !button.disabled) go({ view: button.dataset.view });
+  });
+  $("stage-list").addEventListener("click", (event) => {
+    const button = event.target.closest("button[data-stage]");
+    if (button) go({ stage: button.dataset.stage });
+  });
+  document.querySelector(".examples").addEventListener("click", (event) => {
+    const button = event.target.closest(".example");
+    if (!button) return;
+    // the model's own examples (the translator's) bring their target; the general ones only a sentence
+    go(button.dataset.target === undefined ? { text: button.dataset.text } : { text: button.dataset.text, target: button.dataset.target });
+  });
+  $("snapshot").addEventListener("input", (event) => go({ preview: Number(event.target.value) }));
+  $("snapshot").addEventListener("change", (event) => go({ snapshot: snapshotAt(Number(event.target.value)) }));
+  $("lang").addEventListener("click", () => go({ lang: state.lang === "en" ? "zh" : "en" }));
+  $("present").addEventListener("click", () => go({ present: !state.present }));
+  $("copy-link").addEventListener("click", copyLink);
+  document.addEventListener("keydown", onKey);
+}

@@ -1,0 +1,52 @@
+// The message line under the input bar: errors (the last good view stays on screen) and short notes.
+// `texts` is the Texts of the language on screen; before any text file loaded, the raw error shows.
+
+import { ApiError } from "./api.js";
+import { h } from "./plot.js";
+
+const box = () => document.getElementById("message");
+
+function errorText(error, t) {
+  if (!(error instanceof ApiError)) return t("err_generic", { detail: String(error && error.message ? error.message : error) });
+  if (error.code === "empty_client" || error.code === "empty_text") return t("err_empty");
+  if (error.status === 0 && error.code === "network") return t("err_down");
+  if (error.status === 503 || error.status === 429) return t("err_busy");
+  if (error.status === 502 || error.status === 504) return t("err_down");
+  if (error.status === 413 || /too_long|too_large/.test(error.code)) return t("err_too_long", { detail: error.message });
+  return t("err_generic", { detail: error.message });
+}
+
+export function showError(error, texts) {
+  const text = texts ? errorText(error, texts.t) : String(error && error.message ? error.message : error);
+  box().replaceChildren(
+    h("span", { class: "message-text", text }),
+    h("button", { type: "button", class: "small", text: texts ? texts.t("dismiss") : "×", onclick: hideMessage }),
+  );
+  box().hidden = false;
+}
+
+/** A short confirmation that hides itself; with `link`, a selected field to copy it from instead. */
+export function showNote(text, link) {
+  const el = box();
+  if (link) {
+    const field = h("input", { class: "link-field", value: link, readonly: true });
+    el.replaceChildren(h("span", { class: "message-text", text }), field);
+    el.hidden = false;
+    field.select();
+    return;
+  }
+  el.replaceChildren(h("span", { class: "message-text", text }));
+  el.classList.add("ok");
+  el.hidden = false;
+  setTimeout(() => {
+    el.classList.remove("ok");
+    if (el.textContent === text) el.hidden = true;
+  }, 2500);
+}
+
+export function hideMessage() {
+  const el = box();
+  el.hidden = true;
+  el.classList.remove("ok");
+  el.replaceChildren();
+}

@@ -1,0 +1,116 @@
+// Navigation: every change of view is one call to go(patch). It builds the next state, loads
+// what that view needs (cached), and only then commits it, renders it and writes the URL; if
+// anything fails, a message appears and the last good view stays on screen.
+
+import { api, ApiError } from "./api.js";
+import { makeContext, requestBody, snapshotsOf } from "./context.js";
+import { LANGS, loadTexts } from "./i18n.js";
+import { hideMessage, showError } from "./messages.js";
+import { render, renderStatic, setBusy, showInputs } from "./render.js";
+import { state, writeURL } from "./state.js";
+import { buildPlan, indexOf } from "./stages.js";
+
+/** The stage index the next state shows: an explicit index, a stage id (+ layer), or the same stop. */
+function resolveIndex(next, patch, planChanged) {
+  const order = next.plan.order;
+  if (typeof patch.index === "number") return Math.max(0, Math.min(order.length - 1, patch.index));
+  const current = state.plan && state.plan.order[state.index];
+  if ("stage" in patch || "layer" in patch || planChanged) {
+    const id = patch.stage ?? (current ? current.id : order[0].id);
+    const layer = patch.layer ?? (current && current.layer !== null ? current.layer : next.layer);
+    return indexOf(next.plan, id, layer);
+  }
+  return Math.min(next.index, order.length - 1);
+}
+
+/** Load everything `next` shows into it (texts, models, model info, tokens, target, index). */
+async function prepare(next, patch) {
+  if (!LANGS.includes(next.lang)) next.lang = "en";
+  if (!next.texts[next.lang]) next.texts = { ...next.texts, [next.lang]: await loadTexts(next.lang) };
+  if (!next.models.length) {
+    next.models = await api.models();
+    if (!next.models.length) throw new ApiError(0, "no_models", next.texts[next.lang].t("err_no_models"));
+  }
+  const names = next.models.map((m) => m.name);
+  if (!names.includes(next.model)) next.model = (next.models.find((m) => m.default) || next.models[0]).name;
+  let planChanged = false;
+  if (next.model !== state.model || !next.info) {
+    next.info = await api.model(next.model);
+    next.plan = buildPlan(next.info);
+    planChanged = true;
+  }
+  if (next.snapshot !== null && next.snapshot !== undefined && !snapshotsOf(next.info).some((x) => x.step === next.snapshot)) {
+    next.snapshot = null; // this model has no snapshot at that step: its final weights
+  }
+  if (!next.text || !next.text.trim()) throw new ApiError(0, "empty_client", "");
+  const encdec = next.info.architecture === "encoder-decoder";
+  if (patch.complete && encdec) {
+    // the decoder's own greedy output (top-1) becomes its input, so every target position is filled
+    const body = { model: next.model, text: next.text, target_text: next.target, top_k: 1, temperature: 1, seed: 0, max_new_tokens: 24 };
+    const answer = await api.predict(body);
+    next.target += answer.generated && answer.generated.text ? answer.generated.text : "";
+    showInputs({ target: next.target });
+  }
+  if (planChanged || next.text !== state.text || (encdec && next.target !== state.target) || !next.tokens.length) {
+    const answer = await api.tokenize(requestBody(next));
+    next.tokens = answer.tokens;
+    next.targetTokens = answer.target_tokens || null;
+    if (next.text !== state.text) next.token = null;
+  }
+  next.index = resolveIndex(next, patch, planChanged);
+  const at = next.plan.order[next.index];
+  if (at.layer !== null) next.layer = at.layer;
+  next.head = Math.max(0, Math.min(next.info.n_heads - 1, next.head || 0));
+}
+
+/**
+ * The one way the view changes. `patch`: the fields of the state to change, plus `stage` (a stage
+ * id), `complete` (let the decoder write the target first). preview and note last one view only.
+ */
+export async function go(patch) {
+  const mine = ++state.generation;
+  const { stage, complete, ...fields } = patch; // eslint-disable-line no-unused-vars
+  const next = { ...state, preview: null, note: null, ...fields };
+  if ("text" in patch || "target" in patch) showInputs(patch);
+  setBusy(true);
+  try {
+    await prepare(next, patch);
+    const ctx = makeContext(next, go);
+    const data = await ctx.panel.load(ctx);
+    if (mine !== state.generation) return;
+    Object.assign(state, next);
+    hideMessage();
+    render(ctx, data);
+    writeURL(state);
+  } catch (error) {
+    if (mine !== state.generation) return;
+    const shown = state.info ? state.texts[state.lang] : next.texts[next.lang];
+    if (!state.info && shown) renderStatic(shown, next.present); // nothing on screen yet: at least its own language
+    showError(error, shown);
+    console.warn("view not changed:", error); // eslint-disable-line no-console
+  } finally {
+    if (mine === state.generation) setBusy(false);
+  }
+}
+
+export function stepBy(delta) {
+  if (!state.plan) return;
+  const index = state.index + delta;
+  if (index < 0 || index >= state.plan.order.length) return;
+  go({ index });
+}
+
+export function layerBy(delta) {
+  const at = state.plan && state.plan.order[state.index];
+  if (!at || at.layer === null) return;
+  const step = state.plan.steps.get(at.id);
+  const layers = state.plan.layers[step.stack];
+  const i = layers.indexOf(at.layer) + delta;
+  if (i >= 0 && i < layers.length) go({ layer: layers[i] });
+}
+
+export function headBy(delta) {
+  if (!state.info) return;
+  const n = state.info.n_heads;
+  go({ head: (state.head + delta + n) % n });
+}

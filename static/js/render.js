@@ -1,0 +1,205 @@
+// Rendering: draws the committed state (and the context go() built for it) into the page.
+// Nothing here changes the state or binds navigation: clicks are handled in events.js.
+
+import { Board } from "./board.js";
+import { snapshotsOf } from "./context.js";
+import { showNote } from "./messages.js";
+import { tokenChips } from "./panels/tokens.js";
+import { h } from "./plot.js";
+import { state } from "./state.js";
+
+const $ = (id) => document.getElementById(id);
+const board = new Board($("panel")); // chart cards kept between renders (Plotly.react on the same div)
+
+export function setBusy(busy) {
+  document.body.classList.toggle("busy", busy);
+}
+
+/** Put a patch's sentence / decoder input into the input fields. */
+export function showInputs({ text, target }) {
+  if (text !== undefined) $("text").value = text;
+  if (target !== undefined) $("target").value = String(target);
+}
+
+/** The page's fixed words (data-i18n), its language attribute and the presentation button. */
+export function renderStatic(texts, present) {
+  const { t } = texts;
+  document.documentElement.lang = texts.htmlLang;
+  for (const el of document.querySelectorAll("[data-i18n]")) el.textContent = t(el.dataset.i18n);
+  for (const el of document.querySelectorAll("[data-i18n-title]")) el.title = t(el.dataset.i18nTitle);
+  $("present").textContent = present ? t("exit_present") : t("present");
+}
+
+function sectionTitle(section, ctx) {
+  const { t } = ctx;
+  const plan = state.plan;
+  const layer = ctx.layer !== null && ctx.step.stack === section.stack ? ctx.layer : Math.min(state.layer, (plan.layers[section.stack] || [0]).slice(-1)[0]);
+  if (section.phase === "blocks") {
+    if (section.stack === "encoder") return t("encoder_blocks", { n: layer });
+    if (section.stack === "decoder") return t("decoder_blocks", { n: layer });
+    return t("blocks", { n: layer });
+  }
+  if (section.stack === "encoder") return `${t("encoder")} · ${section.phase === "pre" ? t("input") : t("output")}`;
+  if (section.stack === "decoder") return `${t("decoder")} · ${section.phase === "pre" ? t("input") : t("output")}`;
+  if (ctx.info.architecture === "encoder-decoder") return t("output");
+  return section.phase === "pre" ? t("input") : t("output");
+}
+
+/** The stepper in the sidebar; a button's data-stage is what a click goes to. */
+function renderStageList(ctx) {
+  const groups = state.plan.sections.map((section) =>
+    h(
+      "li",
+      { class: `stage-group ${section.phase}` },
+      h("div", { class: "group-title", text: sectionTitle(section, ctx) }),
+      h(
+        "ol",
+        {},
+        section.steps.map((step) => {
+          const text = ctx.stageText(step.key);
+          return h(
+            "li",
+            {},
+            h("button", {
+              type: "button",
+              class: `stage-item${step.id === ctx.step.id ? " active" : ""}`,
+              "data-stage": step.id,
+              "aria-current": step.id === ctx.step.id ? "step" : undefined,
+              text: text.short || text.title,
+            }),
+          );
+        }),
+      ),
+    ),
+  );
+  $("stage-list").replaceChildren(...groups);
+}
+
+function renderSelectors(ctx) {
+  const { t } = ctx;
+  const layerSel = $("layer");
+  const layers = ctx.step.block ? state.plan.layers[ctx.step.stack] : Object.values(state.plan.layers)[0] || [];
+  layerSel.replaceChildren(...layers.map((l) => h("option", { value: String(l), text: String(l) })));
+  layerSel.disabled = !ctx.step.block;
+  layerSel.value = String(ctx.layer !== null ? ctx.layer : Math.min(state.layer, layers.length - 1));
+  const headSel = $("head");
+  const heads = Array.from({ length: state.info.n_heads }, (_, i) => i);
+  headSel.replaceChildren(
+    ...heads.map((i) => {
+      const known = ctx.headLabel(i);
+      return h("option", { value: String(i), text: known ? `${i} · ${t(`pat_${known.label}`)}` : String(i) });
+    }),
+  );
+  headSel.value = String(ctx.head);
+  headSel.disabled = !ctx.panel.hasHeads || ctx.view !== "head";
+  for (const button of document.querySelectorAll("#views button")) {
+    const view = button.dataset.view;
+    const allowed = view === "head" || (ctx.step.block && ctx.panel.hasHeads && (view === "heads" || ctx.panel.hasLayers));
+    button.disabled = !allowed;
+    button.classList.toggle("active", view === ctx.view);
+    button.setAttribute("aria-pressed", view === ctx.view ? "true" : "false");
+  }
+}
+
+function renderModelInfo(ctx) {
+  const { t } = ctx;
+  const select = $("model");
+  select.replaceChildren(...state.models.map((m) => h("option", { value: m.name, text: m.name })));
+  select.value = state.model;
+  const info = state.info;
+  const cfg = info.config;
+  const arch = { decoder: "arch_decoder", encoder: "arch_encoder", "encoder-decoder": "arch_encdec" }[info.architecture];
+  const kv = info.n_kv_heads === info.n_heads ? t("kv_mha") : info.n_kv_heads === 1 ? t("kv_mqa") : t("kv_gqa", { kv: info.n_kv_heads });
+  const lines = [
+    h("p", { class: "arch", text: t(arch) }),
+    h("p", {
+      class: "config-line",
+      text: t("config_line", {
+        ...ctx.vars,
+        kv_kind: kv,
+        norm: cfg.norm === "rmsnorm" ? "RMSNorm" : "LayerNorm",
+        placement: cfg.norm_placement === "post" ? t("post_norm") : t("pre_norm"),
+        activation: cfg.activation,
+        pos: cfg.pos_encoding,
+      }),
+    }),
+  ];
+  if (info.description) lines.push(h("p", { class: "description", text: info.description }));
+  const languages = info.meta && info.meta.language;
+  if (Array.isArray(languages) && !languages.includes("zh")) lines.push(h("p", { class: "warning english-only", text: t("english_only") }));
+  $("model-info").replaceChildren(...lines);
+  $("target-row").hidden = info.architecture !== "encoder-decoder";
+  renderModelExamples(info);
+  renderSnapshots(ctx);
+}
+
+/** The slider's label for position `index` (the last position: the final weights). */
+export function snapshotText(t, info, index) {
+  const snaps = snapshotsOf(info);
+  const fmt = (loss) => (typeof loss === "number" ? loss.toFixed(2) : "?");
+  if (index < snaps.length) return t("snapshot_step", { step: snaps[index].step, loss: fmt(snaps[index].val_loss) });
+  const training = (info.meta && info.meta.training) || {};
+  return t("snapshot_final", { step: training.steps ?? "?", loss: fmt(info.meta && info.meta.val_loss) });
+}
+
+/** The training-progress slider: earlier weights of the same model (the last position is the final one). */
+function renderSnapshots(ctx) {
+  const info = state.info;
+  const snaps = snapshotsOf(info);
+  $("snapshot-row").hidden = snaps.length === 0;
+  if (!snaps.length) return;
+  const slider = $("snapshot");
+  const index = state.snapshot === null || state.snapshot === undefined ? snaps.length : snaps.findIndex((x) => x.step === state.snapshot);
+  slider.max = String(snaps.length);
+  slider.value = String(state.preview ?? (index < 0 ? snaps.length : index));
+  $("snapshot-label").textContent = snapshotText(ctx.t, info, Number(slider.value));
+}
+
+/** A model trained on its own task (the translator) brings its own examples: source -> target. */
+function renderModelExamples(info) {
+  const examples = info.meta && info.meta.examples;
+  const pairs = examples && typeof examples === "object" && !Array.isArray(examples) ? Object.entries(examples) : [];
+  $("general-examples").hidden = pairs.length > 0;
+  const buttons = pairs.map(([source, target]) =>
+    h("button", { type: "button", class: "example small", "data-text": source, "data-target": String(target), text: `${source} → ${target}` }),
+  );
+  $("model-examples").replaceChildren(...buttons);
+}
+
+function renderTokens(t) {
+  const parts = [h("div", { class: "token-row" }, h("span", { class: "token-label", text: t("tokens") }), tokenChips(state.tokens))];
+  if (state.targetTokens) {
+    parts.push(h("div", { class: "token-row" }, h("span", { class: "token-label", text: t("target_tokens") }), tokenChips(state.targetTokens)));
+  }
+  $("tokens").replaceChildren(...parts);
+}
+
+/** Draw the committed state: the shell from `state`, the panel from `ctx` and its loaded `data`. */
+export function render(ctx, data) {
+  const { t } = ctx;
+  document.body.classList.toggle("present", state.present);
+  renderStatic(ctx.texts, state.present);
+  renderModelInfo(ctx);
+  renderTokens(t);
+  renderStageList(ctx);
+  renderSelectors(ctx);
+  const text = ctx.text;
+  const stack = ctx.step.stack ? `${t(ctx.step.stack)} · ` : "";
+  const layer = ctx.layer !== null ? `${t("layer")} ${ctx.layer} · ` : "";
+  $("stage-kicker").textContent = `${stack}${layer}${t("step_of", { n: state.index + 1, total: state.plan.order.length })}`;
+  $("stage-title").textContent = text.title;
+  $("formula").textContent = text.formula;
+  $("explain").textContent = text.explain;
+  $("prev").disabled = state.index === 0;
+  $("next").disabled = state.index === state.plan.order.length - 1;
+  document.title = `${text.title} · ${t("app_title")}`;
+  const stage = $("stage");
+  stage.dataset.stage = ctx.step.id;
+  stage.dataset.layer = ctx.layer === null ? "" : String(ctx.layer);
+  stage.dataset.view = ctx.view;
+  board.begin(`${ctx.step.panel}:${ctx.view}`, t);
+  ctx.panel.draw(board, data, ctx);
+  board.end();
+  stage.dataset.rendered = String(state.generation);
+  if (state.note) showNote(t(state.note.key), state.note.link);
+}

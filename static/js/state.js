@@ -1,0 +1,66 @@
+// The page's one state object, and its form in the URL. Only go() (navigate.js) changes it:
+// it builds the next state, loads what that view needs, and commits it whole.
+
+export const state = {
+  lang: "en",
+  texts: {}, // language -> Texts (static/text/<lang>.json), loaded when first needed
+  models: [],
+  model: null,
+  info: null, // GET /api/models/{model}
+  plan: null, // the stepper's stages (stages.js)
+  text: "",
+  target: "",
+  tokens: [],
+  targetTokens: null,
+  index: 0,
+  layer: 0,
+  head: 0,
+  view: "head",
+  compare: false,
+  token: null,
+  present: false,
+  snapshot: null, // a training step from meta.snapshots; null: the final weights
+  // for one view only (go() clears them):
+  preview: null, // the training-progress slider while it is dragged (a position, not yet loaded)
+  note: null, // a short confirmation to show: {key, link?}
+  generation: 0, // counts go() calls; only the latest one may commit
+};
+
+const VIEWS = ["head", "heads", "layers"];
+
+/** The view a URL asks for (missing parameters are undefined). */
+export function readURL() {
+  const p = new URLSearchParams(location.search);
+  const int = (key) => (p.has(key) && /^\d+$/.test(p.get(key)) ? Number(p.get(key)) : undefined);
+  return {
+    model: p.get("model") || undefined,
+    text: p.has("text") ? p.get("text") : undefined,
+    target: p.get("target") || "",
+    stage: p.get("stage") || undefined,
+    layer: int("layer"),
+    head: int("head"),
+    view: VIEWS.includes(p.get("view")) ? p.get("view") : "head",
+    lang: p.get("lang") || undefined,
+    present: p.get("present") === "1",
+    compare: p.get("cmp") === "1",
+    snapshot: int("snap") ?? null,
+  };
+}
+
+/** The URL of a committed state (replaces the current history entry). */
+export function writeURL(s) {
+  const at = s.plan.order[s.index];
+  const p = new URLSearchParams();
+  p.set("model", s.model);
+  p.set("text", s.text);
+  if (s.target) p.set("target", s.target);
+  p.set("stage", at.id);
+  if (at.layer !== null) p.set("layer", String(at.layer));
+  p.set("head", String(s.head));
+  if (s.view !== "head") p.set("view", s.view);
+  p.set("lang", s.lang);
+  if (s.present) p.set("present", "1");
+  if (s.compare) p.set("cmp", "1");
+  if (s.snapshot !== null && s.snapshot !== undefined) p.set("snap", String(s.snapshot));
+  history.replaceState(null, "", `${location.pathname}?${p}`);
+}

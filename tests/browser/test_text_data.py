@@ -1,0 +1,119 @@
+"""The page's words are data (static/text/<lang>.json); these checks need no browser.
+
+- both languages have the same keys, and each text uses the same {placeholders} in both;
+- a stage text only uses placeholders the page fills from the model (STAGE_VARS in context.js);
+- every stage the stepper knows (PANEL_OF in stages.js) has its title, short name, formula and
+  explanation; every data-i18n word of the HTML shell and every t("key") of the scripts exists;
+- no script under static/js is over 400 lines.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TEXT_DIR = ROOT / "static" / "text"
+JS_DIR = ROOT / "static" / "js"
+LANGS = ("en", "zh")
+FIELDS = ("title", "short", "formula", "explain")
+PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+def load(lang: str) -> dict[str, Any]:
+    return json.loads((TEXT_DIR / f"{lang}.json").read_text(encoding="utf-8"))
+
+
+def js(path: str) -> str:
+    return (JS_DIR / path).read_text(encoding="utf-8")
+
+
+def object_keys(source: str, name: str) -> set[str]:
+    """The keys of `const NAME = { key: ..., ... };` in a script (one entry per line)."""
+    block = re.search(rf"(?:const|export const) {name} = \{{\n(.*?)\n\}};", source, re.S)
+    assert block, f"{name} not found"
+    return set(re.findall(r"^  (\w+):", block.group(1), re.M))
+
+
+@pytest.fixture(scope="module")
+def texts() -> dict[str, dict[str, Any]]:
+    return {lang: load(lang) for lang in LANGS}
+
+
+def test_files_are_well_formed(texts: dict[str, dict[str, Any]]) -> None:
+    for lang, data in texts.items():
+        assert data["language"] == lang
+        assert set(data) == {"language", "html_lang", "separator", "ui", "stages"}
+        for section in ("ui", "stages"):
+            for key, value in data[section].items():
+                assert isinstance(value, str), (lang, key)
+                assert "undefined" not in value and "⟦" not in value, (lang, key)
+                # braces only as {placeholder}
+                assert "{" not in PLACEHOLDER.sub("", value) and "}" not in PLACEHOLDER.sub("", value), (lang, key)
+
+
+def test_same_keys_and_placeholders_in_every_language(texts: dict[str, dict[str, Any]]) -> None:
+    en = texts["en"]
+    for lang in LANGS[1:]:
+        for section in ("ui", "stages"):
+            assert set(texts[lang][section]) == set(en[section]), (lang, section)
+            for key, value in en[section].items():
+                theirs = texts[lang][section][key]
+                assert set(PLACEHOLDER.findall(theirs)) == set(PLACEHOLDER.findall(value)), (lang, key)
+                assert bool(theirs) == bool(value), (lang, key)
+
+
+def test_stage_placeholders_come_from_the_model(texts: dict[str, dict[str, Any]]) -> None:
+    provided = object_keys(js("context.js"), "STAGE_VARS")
+    assert {"d_model", "n_heads", "d_head", "n_layers", "d_mlp", "d_vocab", "n_tokens"} <= provided
+    used = {name for data in texts.values() for value in data["stages"].values() for name in PLACEHOLDER.findall(value)}
+    assert used <= provided, used - provided
+    assert {"d_model", "n_heads", "d_head"} <= used  # the explanations do state the model's numbers
+
+
+def test_every_stage_has_its_text(texts: dict[str, dict[str, Any]]) -> None:
+    stages = object_keys(js("stages.js"), "PANEL_OF") | {"unknown"}
+    keys = set(texts["en"]["stages"])
+    choices = js("stage_text.js")
+    chosen = {  # stage -> the fields the selection code picks keys for (CHOICES in stage_text.js)
+        m.group(1): set(re.findall(r"\b(title|short|formula|explain):", m.group(2)))
+        for m in re.finditer(r"^  (\w+): \{(.*?)\n?(?=^  \w+: \{|^\};)", choices, re.M | re.S)
+    }
+    assert chosen.get("ln1") == {"title", "formula", "explain"}, chosen.get("ln1")
+    for stage in sorted(stages):
+        for field in FIELDS:
+            plain = f"{stage}.{field}"
+            assert plain in keys or field in chosen.get(stage, set()), plain
+    # every literal key the selection code names exists
+    named = set(re.findall(r'"([a-z_]+\.[a-z_]+(?:\.[a-z_]+)?)"', js("stage_text.js")))
+    assert named and named <= keys, named - keys
+    # and every templated one, for the kinds the selection code lists
+    for kind in ("sinusoidal", "learned", "rope", "alibi", "none"):
+        assert {f"pos.formula.{kind}", f"pos.explain.{kind}"} <= keys
+    for act in ("relu", "gelu", "gelu_tanh", "swiglu", "other"):
+        assert f"ffn_act.formula.{act}" in keys
+
+
+def test_every_ui_key_the_page_uses_exists(texts: dict[str, dict[str, Any]]) -> None:
+    ui = set(texts["en"]["ui"])
+    html = (ROOT / "templates" / "index.html").read_text(encoding="utf-8")
+    used = set(re.findall(r'data-i18n(?:-title)?="([\w-]+)"', html))
+    for path in JS_DIR.rglob("*.js"):
+        used |= set(re.findall(r'\bt\("([\w-]+)"', path.read_text(encoding="utf-8")))
+    used |= {f"pat_{p}" for p in ("previous-token", "first-token", "self", "duplicate-token", "induction")}
+    assert used - ui == set()
+
+
+def test_no_script_over_400_lines() -> None:
+    sizes = {str(p.relative_to(JS_DIR)): len(p.read_text(encoding="utf-8").splitlines()) for p in JS_DIR.rglob("*.js")}
+    assert sizes and max(sizes.values()) <= 400, {k: v for k, v in sizes.items() if v > 400}
+
+
+def test_no_mutable_module_state_in_the_page_scripts() -> None:
+    """Module-level `let`/`var` would be state outside the one state object (state.js)."""
+    for path in JS_DIR.rglob("*.js"):
+        assert not re.search(r"^(?:export )?(?:let|var) ", path.read_text(encoding="utf-8"), re.M), path
