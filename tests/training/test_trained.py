@@ -4,33 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 import pytest
 
 from model.checkpoint import load_checkpoint
-
-ROOT = Path(__file__).resolve().parents[2]
-WEIGHTS = ROOT / "model" / "weights"
-CORPUS = ROOT.parent / "shared" / "corpus"
-
-
-def _needs(path: Path) -> None:
-    if not (path / "config.json").is_file():
-        pytest.skip(f"{path.name} is not shipped in {path.parent}")
-
-
-@pytest.fixture(scope="module")
-def tiny_gpt():
-    _needs(WEIGHTS / "tiny-gpt")
-    return load_checkpoint(WEIGHTS / "tiny-gpt")
-
-
-@pytest.fixture(scope="module")
-def translator():
-    _needs(WEIGHTS / "tiny-translator")
-    return load_checkpoint(WEIGHTS / "tiny-translator")
-
+from tests.conftest import CORPUS
 
 # ---------------------------------------------------------------- the shipped models, measured again
 

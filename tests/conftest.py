@@ -1,0 +1,29 @@
+"""Where the shipped weights and the training corpus live, and fixtures that load the shipped models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from model.checkpoint import LoadedModel, load_checkpoint
+
+ROOT = Path(__file__).resolve().parents[1]
+WEIGHTS = ROOT / "model" / "weights"
+CORPUS = ROOT.parent / "shared" / "corpus"
+
+
+def load_shipped(name: str) -> LoadedModel:
+    if not (WEIGHTS / name / "config.json").is_file():
+        pytest.skip(f"{name} is not shipped in {WEIGHTS}")
+    return load_checkpoint(WEIGHTS / name)
+
+
+@pytest.fixture(scope="module")
+def tiny_gpt() -> LoadedModel:
+    return load_shipped("tiny-gpt")
+
+
+@pytest.fixture(scope="module")
+def translator() -> LoadedModel:
+    return load_shipped("tiny-translator")
