@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import torch
 
+from model.hooks import Trace
+from model.interventions import Interventions
 from model.transformer import Transformer
 
 
@@ -57,12 +59,14 @@ def generate(
     seed: int = 0,
     max_len: int | None = None,
     stop_id: int | None = None,
+    edits: Interventions | None = None,
 ) -> list[int]:
     """Up to max_new_tokens new ids (the new ones only), seeded so the same call gives the same text.
 
     Decoder-only models extend `ids`; encoder-decoder models extend `target_ids` (the decoder
     input) while the source `ids` stay fixed. Stops before appending `stop_id`, and when the
     sequence being extended reaches `max_len` (default: the model's context, cfg.n_ctx).
+    `edits` (model.interventions) change every step's forward pass the same way.
     """
     if not model.cfg.lm_head or model.cfg.architecture == "encoder":
         raise ValueError("only decoder and encoder-decoder models with an lm_head generate")
@@ -75,12 +79,14 @@ def generate(
     source = torch.tensor([list(ids)], dtype=torch.long, device=device)  # [1, pos]
     growing = list(target_ids) if enc_dec and target_ids is not None else list(ids)
     new_ids: list[int] = []
+    hooks, needed = edits.hooks(model) if edits else ({}, set())
     for _ in range(max_new_tokens):
         if len(growing) >= limit:
             break
         sequence = torch.tensor([growing], dtype=torch.long, device=device)  # [1, pos]
         # logits [1, d_vocab]: encoder-decoder models grow the decoder input (source fixed), others the ids
-        logits = next_token_logits(model, source, sequence) if enc_dec else next_token_logits(model, sequence)
+        with Trace(needed, hooks):  # records only what the edits read; no edits: a plain forward
+            logits = next_token_logits(model, source, sequence) if enc_dec else next_token_logits(model, sequence)
         token = choose_token(logits[0].cpu(), temperature, top_k, generator)
         if stop_id is not None and token == stop_id:
             break

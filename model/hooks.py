@@ -8,12 +8,17 @@ active trace wants its name. Nothing is stored without a trace, and asking for o
 attention costs the memory of that layer alone.
 Recording keeps a reference (no copy): the model never modifies a tensor in place,
 so recording cannot change any output.
+
+A trace may also carry edits (TransformerLens-style hooks): name -> fn(value, trace) that
+returns the value the forward pass continues with. They live on the trace, never on the
+modules, so an edit changes one call and nothing else; `model/interventions.py` builds the
+named experiments (no scaling, no mask, ablated heads, ...) from them.
 """
 
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
@@ -22,8 +27,10 @@ from torch import nn
 
 if TYPE_CHECKING:
     NamesFilter = Iterable[str] | Callable[[str], bool] | None
+    Edit = Callable[[torch.Tensor, "Trace"], torch.Tensor]
 else:
     NamesFilter = object
+    Edit = object
 
 
 # The trace being recorded by the current thread / task. A context variable rather than
@@ -41,7 +48,11 @@ class HookPoint(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         trace = _active_trace.get()
-        if trace is not None and self.name in trace.wanted:
+        if trace is None:
+            return x
+        for edit in trace.edits.get(self.name, ()):
+            x = edit(x, trace)  # the value the rest of this call sees (and the trace records)
+        if self.name in trace.wanted:
             trace.record(self.name, self.dims, x)
         return x
 
@@ -52,7 +63,8 @@ class HookPoint(nn.Module):
 class Trace(Mapping[str, torch.Tensor]):
     """Name -> tensor for the stages one forward pass went through, in execution order."""
 
-    def __init__(self, wanted: Iterable[str]) -> None:
+    def __init__(self, wanted: Iterable[str], edits: Mapping[str, Sequence[Edit]] | None = None) -> None:
+        self.edits: Mapping[str, Sequence[Edit]] = edits or {}
         self.wanted = frozenset(wanted)
         self.tensors: dict[str, torch.Tensor] = {}
         self.dims: dict[str, tuple[str, ...]] = {}

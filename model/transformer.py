@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -16,6 +17,9 @@ from torch import nn
 from model.config import TransformerConfig
 from model.hooks import HookPoint, NamesFilter, Trace, select_names
 from model.layers import Attention, Block, Embed, Norm
+
+if TYPE_CHECKING:
+    from model.interventions import Interventions
 
 
 def attention_allowed(
@@ -178,12 +182,21 @@ class Transformer(nn.Module):
                 layer.fused = False
 
     def run_with_trace(
-        self, tokens: torch.Tensor, names: NamesFilter = None, **kwargs: torch.Tensor | None
+        self, tokens: torch.Tensor, names: NamesFilter = None, edits: Interventions | None = None,
+        **kwargs: torch.Tensor | None,
     ) -> tuple[torch.Tensor, Trace]:
-        """Forward pass under inference mode, recording the stages `names` selects (default: all)."""
+        """Forward pass under inference mode, recording the stages `names` selects (default: all).
+
+        `edits` (model.interventions) change this one call: the recorded stages and the output
+        are those of the changed model.
+        """
         if any(isinstance(m, Attention) and m.fused for m in self.modules()):
             raise RuntimeError("cannot trace inside fused_attention(): the fused kernel records no stages")
-        with torch.inference_mode(), Trace(select_names(self.trace_names, names)) as trace:
+        wanted, hooks = select_names(self.trace_names, names), None
+        if edits is not None:
+            hooks, needed = edits.hooks(self)
+            wanted = [n for n in self.trace_names if n in set(wanted) | needed]
+        with torch.inference_mode(), Trace(wanted, hooks) as trace:
             output = self(tokens, **kwargs)
         return output, trace
 

@@ -1,0 +1,107 @@
+"""Change one thing and see why: named experiments on a model, built from trace edits.
+
+Each changes one traced call (never the model): the edits ride on the active trace.
+
+- no_scale:     softmax(Q·Kᵀ + bias) instead of softmax(Q·Kᵀ / √d_head + bias)
+- no_mask:      every query sees every key (a decoder may look at the future)
+- window W:     a query sees only keys fewer than W positions away
+- temperature:  softmax(scores / T) in every attention pattern
+- ablate_heads: [(layer, head), ...] contribute nothing (their z is zero)
+
+They act on self-attention; cross-attention keeps its own keys (the source) as trained.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+
+from model.hooks import Edit, Trace
+
+if TYPE_CHECKING:
+    from model.transformer import Transformer
+
+SELF_ATTENTION = re.compile(r"^(?P<prefix>(?:\w+\.)?blocks\.(?P<layer>\d+)\.attn\.)hook_scores_raw$")
+
+
+@dataclass(frozen=True)
+class Interventions:
+    no_scale: bool = False
+    no_mask: bool = False
+    window: int | None = None
+    temperature: float | None = None
+    ablate_heads: tuple[tuple[int, int], ...] = ()
+
+    def __bool__(self) -> bool:
+        return self != Interventions()
+
+    def hooks(self, model: Transformer) -> tuple[dict[str, list[Edit]], set[str]]:
+        """(stage name -> edits in the order they apply, stages the edits read from the trace)."""
+        edits: dict[str, list[Edit]] = defaultdict(list)
+        needed: set[str] = set()
+        d_head = model.cfg.d_head
+        for name in model.trace_names:
+            match = SELF_ATTENTION.match(name)
+            if match is None:
+                continue
+            attn, layer = match["prefix"], int(match["layer"])
+            if self.no_scale:
+                edits[attn + "hook_scores_scaled"].append(unscaled(attn, d_head))
+                needed.add(attn + "hook_scores_raw")
+            if self.no_mask:
+                edits[attn + "hook_attn_scores"].append(unmasked(attn))
+                needed.add(attn + "hook_scores_scaled")
+            if self.window is not None:
+                edits[attn + "hook_attn_scores"].append(windowed(self.window))
+            if self.temperature is not None:
+                edits[attn + "hook_attn_scores"].append(tempered(self.temperature))
+            heads = [head for at, head in self.ablate_heads if at == layer]
+            if heads:
+                edits[attn + "hook_z"].append(ablated(heads))
+        return dict(edits), needed
+
+
+def unscaled(attn: str, d_head: int) -> Edit:
+    def edit(scaled: torch.Tensor, trace: Trace) -> torch.Tensor:
+        raw = trace[attn + "hook_scores_raw"]  # [batch, head, q_pos, k_pos]
+        return scaled + raw * (1 - 1 / math.sqrt(d_head))  # = raw + bias: the same sum, divided by 1
+
+    return edit
+
+
+def unmasked(attn: str) -> Edit:
+    def edit(_: torch.Tensor, trace: Trace) -> torch.Tensor:
+        return trace[attn + "hook_scores_scaled"]  # [batch, head, q_pos, k_pos], nothing hidden
+
+    return edit
+
+
+def windowed(window: int) -> Edit:
+    def edit(scores: torch.Tensor, _: Trace) -> torch.Tensor:
+        q_pos = torch.arange(scores.shape[-2], device=scores.device)[:, None]
+        k_pos = torch.arange(scores.shape[-1], device=scores.device)[None, :]
+        far = (q_pos - k_pos).abs() >= window  # [q_pos, k_pos]; the diagonal always stays visible
+        return scores.masked_fill(far, float("-inf"))
+
+    return edit
+
+
+def tempered(temperature: float) -> Edit:
+    def edit(scores: torch.Tensor, _: Trace) -> torch.Tensor:
+        return scores / temperature  # hidden cells stay -inf
+
+    return edit
+
+
+def ablated(heads: list[int]) -> Edit:
+    def edit(z: torch.Tensor, _: Trace) -> torch.Tensor:
+        keep = torch.ones(z.shape[2], dtype=z.dtype, device=z.device)
+        keep[heads] = 0
+        return z * keep[:, None]  # z: [batch, pos, head, d_head]
+
+    return edit
