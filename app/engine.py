@@ -28,6 +28,7 @@ from app.cache import LRU
 from app.errors import ApiJSONResponse, busy
 from app.inputs import Inputs
 from model.hooks import Trace
+from model.interventions import Interventions
 from model.tokenizer import Token
 from model.transformer import Transformer
 
@@ -51,12 +52,12 @@ class RenderedJSON(Response):
     media_type = "application/json"
 
 
-def compute_trace(model: Transformer, inputs: Inputs) -> TraceRun:
+def compute_trace(model: Transformer, inputs: Inputs, edits: Interventions | None = None) -> TraceRun:
     ids = torch.tensor([[t.id for t in inputs.tokens]], device=model.device)  # [batch, pos]
     kwargs: dict[str, Any] = {}
     if inputs.target_tokens is not None:
         kwargs["target_tokens"] = torch.tensor([[t.id for t in inputs.target_tokens]], device=model.device)
-    output, trace = model.run_with_trace(ids, **kwargs)
+    output, trace = model.run_with_trace(ids, edits=edits, **kwargs)
     return TraceRun(inputs.tokens, inputs.target_tokens, output, trace, trace.nbytes())
 
 
@@ -102,9 +103,10 @@ class Engine:
 
     # ------------------------------------------------------------ trace cache (pool threads)
 
-    def trace_sync(self, model_key: str, model: Transformer, inputs: Inputs) -> TraceRun:
+    def trace_sync(self, model_key: str, model: Transformer, inputs: Inputs,
+                   edits: Interventions | None = None) -> TraceRun:
         """The full trace: cached, being computed by another thread (wait for it), or computed here."""
-        key = (model_key, *inputs.key())
+        key = (model_key, *inputs.key(), edits)
         with self._lock:
             run = self.traces.get(key)
             if run is not None:
@@ -116,7 +118,7 @@ class Engine:
         if not owner:
             return future.result()
         try:
-            run = compute_trace(model, inputs)
+            run = compute_trace(model, inputs, edits)
             with self._lock:
                 self.computed += 1
                 self.traces.put(key, run)
@@ -152,6 +154,6 @@ class Engine:
         return RenderedJSON(body)
 
     async def answer(self, key: Hashable | None, model_key: str, model: Transformer, inputs: Inputs,
-                     build: Callable[[TraceRun], Any]) -> Response:
+                     edits: Interventions | None, build: Callable[[TraceRun], Any]) -> Response:
         """Trace (or reuse the cached trace), then build and render the answer: one hop to the pool."""
-        return await self.respond(key, lambda: build(self.trace_sync(model_key, model, inputs)))
+        return await self.respond(key, lambda: build(self.trace_sync(model_key, model, inputs, edits)))

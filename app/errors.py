@@ -50,7 +50,7 @@ def error_response(status: int, code: str, message: str, headers: Mapping[str, s
 # ---------------------------------------------------------------- every error code the API answers with
 # 404 unknown_model · 413 body_too_large · 422 empty_text, text_too_long, out_of_range, unknown_stage,
 # unknown_snapshot, invalid_config, model_too_large, response_too_large, invalid_request, invalid_json,
-# not_generative · 503 busy · 500 internal
+# invalid_intervention, not_generative · 503 busy · 500 internal
 
 
 def unknown_model(known: list[str]) -> ApiError:
@@ -124,6 +124,10 @@ def response_too_large(cells: int, limit: int) -> ApiError:
                     f"This answer would hold {cells:,} numbers; the limit is {limit:,}. Ask for less: fewer "
                     "`stages` (or a pattern such as 'blocks.0.attn.*'), some `layers`, some `heads`, "
                     "or a shorter text.")
+
+
+def invalid_intervention(message: str) -> ApiError:
+    return ApiError(422, "invalid_intervention", message)
 
 
 def not_generative() -> ApiError:

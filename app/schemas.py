@@ -52,6 +52,24 @@ class InlineConfig(BaseModel):
         return TransformerConfig(vocab_size=vocab, n_ctx=n_ctx, **self.model_dump())
 
 
+class InterventionsIn(BaseModel):
+    """Change one thing in this forward pass and see why (self-attention of every layer unless named)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"no_scale": True}, {"no_mask": True}, {"ablate_heads": [[1, 0]]}, {"shuffle": [0, 2, 1, 3]},
+    ]})
+
+    no_scale: bool = Field(False, description="softmax(Q·Kᵀ) without ÷√d_head: watch the softmax saturate.")
+    no_mask: bool = Field(False, description="No mask: a decoder may see the future.")
+    window: int | None = Field(None, ge=1, le=4096, description="Each query sees only keys fewer than W away.")
+    temperature: float | None = Field(None, gt=0, le=100, description="softmax(scores / T) in every pattern.")
+    ablate_heads: list[tuple[int, int]] | None = Field(
+        None, max_length=256, description="[[layer, head], ...] whose output is zeroed.")
+    shuffle: list[int] | None = Field(
+        None, max_length=512, description="Run the tokens in this order: a permutation of 0..n-1 over the "
+                                          "tokens /api/tokenize lists (the source tokens for encoder-decoders).")
+
+
 class ModelChoice(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -70,13 +88,17 @@ class TextInput(ModelChoice):
                           "Ignored by other models.")
 
 
+class Intervenable(TextInput):
+    interventions: InterventionsIn | None = Field(None, description="Change one thing in the forward pass.")
+
+
 class TokenizeRequest(TextInput):
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"model": "tiny-gpt", "text": "The cat sat on the mat."}, {"model": "tiny-gpt", "text": "我爱北京天安门广场。"},
     ]})
 
 
-class TraceRequest(TextInput):
+class TraceRequest(Intervenable):
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"model": "tiny-gpt", "text": "The cat sat on the mat."},
         {"model": "tiny-gpt", "text": "The cat sat on the mat.", "stages": ["blocks.*.attn.hook_pattern"],
@@ -95,7 +117,7 @@ class TraceRequest(TextInput):
     top_k: int = Field(10, ge=0, le=50, description="Most likely next tokens at the last position (0: none).")
 
 
-class LayerRequest(TextInput):
+class LayerRequest(Intervenable):
     layer: int = Field(0, description="Layer index, from 0.")
     head: int | None = Field(None, description="One head, or all heads when omitted.")
     cross: bool = Field(False, description="Cross-attention (decoder of an encoder-decoder model).")
@@ -118,7 +140,7 @@ class QKVRequest(LayerRequest):
     ]})
 
 
-class ActivationsRequest(TextInput):
+class ActivationsRequest(Intervenable):
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"model": "tiny-gpt", "text": "The cat sat on the mat.", "layer": 1},
         {"model": "tiny-gpt", "text": "The cat sat on the mat."},
@@ -130,7 +152,7 @@ class ActivationsRequest(TextInput):
     dtype: DType = "float32"
 
 
-class PredictRequest(TextInput):
+class PredictRequest(Intervenable):
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"model": "tiny-gpt", "text": "The cat sat on the", "top_k": 10, "temperature": 1.0, "seed": 0,
          "max_new_tokens": 8},

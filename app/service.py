@@ -18,6 +18,7 @@ from fastapi import Depends, Request
 from starlette.responses import Response
 
 from app.answers import Budget, Builder, activations, attention, models, positional, predict, trace
+from app.answers.select import interventions_for, shuffled
 from app.engine import Engine
 from app.errors import ApiJSONResponse
 from app.inputs import check_lengths, encode
@@ -27,6 +28,7 @@ from app.schemas import (
     ActivationsRequest,
     AttentionRequest,
     HealthOut,
+    Intervenable,
     PositionalQuery,
     PredictRequest,
     QKVRequest,
@@ -36,7 +38,7 @@ from app.schemas import (
 )
 from app.settings import Settings
 
-R = TypeVar("R", bound=TextInput)
+R = TypeVar("R", bound=Intervenable)
 
 
 def body_key(endpoint: str, resolved: Resolved, request: TextInput) -> Hashable:
@@ -117,8 +119,9 @@ class Service:
         if (cached := self.engine.cached_body(key)) is not None:
             return cached
         build = plan(resolved, request, self.budget)
-        inputs = encode(resolved.loaded, request, self.settings)
-        return await self.engine.answer(key, resolved.key, resolved.model, inputs, build)
+        edits = interventions_for(resolved, request.interventions)
+        inputs = shuffled(encode(resolved.loaded, request, self.settings), request.interventions)
+        return await self.engine.answer(key, resolved.key, resolved.model, inputs, edits, build)
 
 
 def get_service(request: Request) -> Service:

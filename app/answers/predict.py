@@ -6,6 +6,7 @@ from typing import Any
 
 from app import errors
 from app.answers import Builder
+from app.answers.select import interventions_for
 from app.answers.trace import next_tokens
 from app.engine import TraceRun
 from app.inputs import special_token, token_text, tokens_out
@@ -35,6 +36,7 @@ def build_prediction(resolved: Resolved, run: TraceRun, request: PredictRequest,
         target_ids=[t.id for t in run.target_tokens] if enc_dec and run.target_tokens else None,
         max_new_tokens=request.max_new_tokens, temperature=request.temperature, top_k=request.top_k, seed=seed,
         max_len=max_len, stop_id=stop.id if stop else None,
+        edits=interventions_for(resolved, request.interventions),
     )
     generated = [Token(i, token_text(resolved.loaded, i), 0, 0).to_dict() for i in new_ids]
     text = resolved.loaded.tokenizer.decode(new_ids) if new_ids else ""

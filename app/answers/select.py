@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from app import errors
+from app.inputs import Inputs
 from app.resolve import Resolved
+from app.schemas import InterventionsIn
+from model.interventions import Interventions
 
 
 def stack_prefix(resolved: Resolved, stack: str | None, cross: bool) -> tuple[str, str | None, int]:
@@ -30,3 +33,31 @@ def check_heads(heads: list[int], n_heads: int) -> None:
     for head in heads:
         if not 0 <= head < n_heads:
             raise errors.out_of_range("Head", head, n_heads)
+
+
+def interventions_for(resolved: Resolved, asked: InterventionsIn | None) -> Interventions | None:
+    """The model's interventions for a request, checked against its layers and heads (None: none asked)."""
+    if asked is None:
+        return None
+    cfg = resolved.cfg
+    n_layers = max(cfg.n_layers, cfg.decoder_layers)
+    for layer, head in asked.ablate_heads or []:
+        if not 0 <= layer < n_layers or not 0 <= head < cfg.n_heads:
+            raise errors.invalid_intervention(
+                f"ablate_heads: [{layer}, {head}] does not exist: this model has layers 0 to {n_layers - 1} "
+                f"and heads 0 to {cfg.n_heads - 1}.")
+    changes = Interventions(no_scale=asked.no_scale, no_mask=asked.no_mask, window=asked.window,
+                            temperature=asked.temperature, ablate_heads=tuple(sorted(set(asked.ablate_heads or []))))
+    return changes or None
+
+
+def shuffled(inputs: Inputs, asked: InterventionsIn | None) -> Inputs:
+    """The tokens in the order `shuffle` gives, which must be a permutation of their positions."""
+    if asked is None or asked.shuffle is None:
+        return inputs
+    n = len(inputs.tokens)
+    if sorted(asked.shuffle) != list(range(n)):
+        raise errors.invalid_intervention(
+            f"shuffle must list each position 0 to {n - 1} exactly once: the text has {n} tokens "
+            "(see /api/tokenize).")
+    return Inputs([inputs.tokens[i] for i in asked.shuffle], inputs.target_tokens)
