@@ -52,7 +52,6 @@ export const api = {
   model: (name) => cached("GET", `/api/models/${encodeURIComponent(name)}`),
   tokenize: (body) => cached("POST", "/api/tokenize", body),
   trace: (body) => cached("POST", "/api/trace", { encoding: "base64", dtype: "float16", ...body }),
-  attention: (body) => cached("POST", "/api/attention", body),
   predict: (body) => cached("POST", "/api/predict", body),
   positional: (params) => cached("GET", `/api/positional-encoding?${new URLSearchParams(params)}`),
   cacheSize: () => cache.size,

@@ -15,7 +15,6 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from tokenizers import Tokenizer, models, pre_tokenizers
 
@@ -84,24 +83,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def add_directory(registry: Any, name: str, directory: Path) -> None:
-    """Serve a checkpoint directory: app.catalogue.add_directory, or Registry.add_directory where it is older."""
-    try:
-        from app.catalogue import add_directory as add
-    except ImportError:
-        registry.add_directory(name, directory, "cpu", source="weights")
-    else:
-        add(registry, name, directory, source="weights")
-
-
 class ServerThread:
     """A real uvicorn server in a daemon thread."""
 
     def __init__(self, port: int, tmp: Path, extra_models: bool = False) -> None:
         import uvicorn
 
+        from app.catalogue import add_directory
         from app.main import create_app
-        from app.registry import Registry
+        from app.registry import Registry, RegistryError
         from app.settings import Settings
 
         settings = Settings(load_minilm=False, weights_dir=tmp / "no-weights", default_model="gpt", workers=2,
@@ -113,8 +103,8 @@ class ServerThread:
             weights = Path(__file__).resolve().parents[2] / "model" / "weights"
             for directory in sorted(weights.glob("*/config.json")):
                 # a checkpoint being written right now is not this test's concern
-                with contextlib.suppress(Exception):
-                    add_directory(registry, directory.parent.name, directory.parent)
+                with contextlib.suppress(RegistryError):
+                    add_directory(registry, directory.parent.name, directory.parent, source="weights")
         self.app = create_app(settings, registry)
         config = uvicorn.Config(self.app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
         self.server = uvicorn.Server(config)
