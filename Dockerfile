@@ -12,6 +12,7 @@ RUN pip install "torch==${TORCH_VERSION}" --index-url "${TORCH_INDEX_URL}"
 
 COPY pyproject.toml README.md ./
 COPY model ./model
+COPY training ./training
 COPY app ./app
 COPY templates ./templates
 COPY static ./static
