@@ -260,6 +260,7 @@ class TraceOut(BaseModel):
     target_tokens: list[TokenOut] | None = None
     stages: dict[str, TensorOut]
     top_tokens: list[Prediction] | None = Field(None, description="Next-token guesses at the last position.")
+    loss: float | None = Field(None, description="Mean next-token cross-entropy of the text (nats), with `top_k`.")
 
 
 class AttentionOut(BaseModel):
@@ -329,6 +330,7 @@ class PredictOut(BaseModel):
     top_k: list[Prediction]
     rest_prob: float = Field(description="Probability of every token outside top_k (top_k + rest = 1).")
     generated: Generated
+    loss: float | None = Field(None, description="Mean next-token cross-entropy of the text (decoder input), nats.")
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {

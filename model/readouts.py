@@ -72,6 +72,17 @@ def prediction(logits: torch.Tensor, temperature: float, k: int) -> dict[str, li
     return {"ids": ids, "probs": values, "logits": logits.float()[ids].tolist(), "rest": rest}
 
 
+def sequence_loss(logits: torch.Tensor, ids: Sequence[int]) -> float | None:
+    """Mean cross-entropy of each next token given the ones before it, in nats (None: fewer than 2 tokens).
+
+    logits: [pos, d_vocab] of the stack that reads `ids` (the decoder input for encoder-decoders).
+    """
+    if len(ids) < 2:
+        return None
+    targets = torch.tensor(list(ids[1:]), device=logits.device)  # [pos - 1]
+    return float(torch.nn.functional.cross_entropy(logits[:-1].float(), targets))
+
+
 # ---------------------------------------------------------------- positional encodings
 
 

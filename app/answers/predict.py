@@ -7,7 +7,7 @@ from typing import Any
 from app import errors
 from app.answers import Builder
 from app.answers.select import interventions_for
-from app.answers.trace import next_tokens
+from app.answers.trace import next_tokens, text_loss
 from app.engine import TraceRun
 from app.inputs import special_token, token_text, tokens_out
 from app.resolve import Resolved
@@ -44,6 +44,7 @@ def build_prediction(resolved: Resolved, run: TraceRun, request: PredictRequest,
         "model": resolved.name, "tokens": tokens_out(run.tokens), "temperature": request.temperature,
         "top_k": table["top_k"], "rest_prob": table["rest"],
         "generated": {"seed": seed, "tokens": generated, "text": text},
+        "loss": text_loss(run),
     }
     if run.target_tokens is not None:
         out["target_tokens"] = tokens_out(run.target_tokens)

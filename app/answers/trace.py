@@ -86,7 +86,15 @@ def build_trace(resolved: Resolved, run: TraceRun, request: TraceRequest, names:
         out["target_tokens"] = tokens_out(run.target_tokens)
     if request.top_k and cfg.lm_head:
         out["top_tokens"] = next_tokens(resolved, run, request.top_k, 1.0)["top_k"]
+        out["loss"] = text_loss(run)
     return out
+
+
+def text_loss(run: TraceRun) -> float | None:
+    """How surprised the model is by the text it read: mean next-token loss (the decoder's, for encoder-decoders)."""
+    tokens = run.target_tokens if run.target_tokens is not None else run.tokens
+    loss = readouts.sequence_loss(run.output[0], [t.id for t in tokens])
+    return None if loss is None else round(loss, 6)
 
 
 def next_tokens(resolved: Resolved, run: TraceRun, k: int, temperature: float) -> dict[str, Any]:

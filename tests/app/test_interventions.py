@@ -51,3 +51,14 @@ def test_bad_interventions_are_named(client: TestClient) -> None:
     assert (status, code) == (422, "invalid_request") and "no_scal" in message
     status, code, message = error_of(post(client, "/api/trace", {**TEXT, "interventions": {"window": 0}}))
     assert (status, code) == (422, "invalid_request") and "window" in message
+
+
+def test_the_loss_of_the_text_comes_with_the_next_token_table(client: TestClient) -> None:
+    body = post(client, "/api/trace", {**TEXT, "stages": ["hook_logits"]}).json()
+    logits = torch.tensor(body["stages"]["hook_logits"]["data"])  # [pos, d_vocab]
+    ids = torch.tensor([t["id"] for t in body["tokens"]])
+    expected = torch.nn.functional.cross_entropy(logits[:-1], ids[1:]).item()
+    assert abs(body["loss"] - expected) < 2e-3  # logits travel rounded to 4 significant digits
+    every_head = [[layer, head] for layer in range(2) for head in range(4)]
+    changed = post(client, "/api/predict", {**TEXT, "seed": 0, "interventions": {"ablate_heads": every_head}}).json()
+    assert changed["loss"] != body["loss"]
