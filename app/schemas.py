@@ -223,6 +223,12 @@ class StageInfo(BaseModel):
     dims: list[str]
 
 
+class WeightInfo(BaseModel):
+    name: str
+    shape: list[int]
+    count: int
+
+
 class ModelInfo(BaseModel):
     name: str
     description: str
@@ -234,6 +240,8 @@ class ModelInfo(BaseModel):
     n_kv_heads: int
     d_head: int
     parameters: dict[str, int]
+    weights: list[WeightInfo] = Field(default_factory=list, description="Every weight matrix and vector once, "
+                                      "with its shape: per-block counts and shares come from these.")
     stages: list[StageInfo]
     tokenizer: str
     vocab_size: int

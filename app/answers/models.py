@@ -6,6 +6,7 @@ from typing import Any
 
 from app.registry import Registry
 from app.resolve import Resolved
+from model.transformer import distinct_parameters
 
 
 def describe(resolved: Resolved, registry: Registry) -> dict[str, Any]:
@@ -25,6 +26,8 @@ def describe(resolved: Resolved, registry: Registry) -> dict[str, Any]:
         "n_kv_heads": cfg.kv_heads,
         "d_head": cfg.d_head,
         "parameters": model.parameter_counts(),
+        # every weight once (a tied unembedding is counted with the embedding), in module order
+        "weights": [{"name": n, "shape": list(p.shape), "count": p.numel()} for n, p in distinct_parameters(model)],
         "stages": stages,
         "tokenizer": loaded.tokenizer.kind,
         "vocab_size": loaded.tokenizer.vocab_size,

@@ -63,3 +63,11 @@ def test_security_headers_and_gzip(client: TestClient) -> None:
 def test_unknown_path_is_a_json_404(client: TestClient) -> None:
     status, code, _ = error_of(client.get("/api/nothing"))
     assert (status, code) == (404, "not_found")
+
+
+def test_model_info_lists_every_weight_once(client: TestClient) -> None:
+    info = client.get("/api/models/gpt").json()
+    weights = {w["name"]: w for w in info["weights"]}
+    assert sum(w["count"] for w in info["weights"]) == info["parameters"]["total"]
+    d_model, kv_width = info["config"]["d_model"], info["n_kv_heads"] * info["d_head"]
+    assert weights["stack.blocks.0.attn.W_K.weight"]["shape"] == [kv_width, d_model]  # GQA: narrower K
