@@ -3,6 +3,11 @@
 Every caller decodes through here: the API's continuation, the training samples and the
 translation evaluation. `generate` extends one sequence; `generate_greedy_batch` decodes a
 batch of encoder-decoder sources at once (evaluation speed) with the same step function.
+
+Both decode with a KV cache by default (model/kv_cache.py): the first step reads the whole
+prompt, every later step only the token just chosen, and the logits equal a full recomputation's
+(tests/model/test_kv_cache.py). Interventions recompute every step: an edit such as a window or
+an unmasked pattern reads the whole sequence's scores, which a cached step never forms.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import torch
 
 from model.hooks import Trace
 from model.interventions import Interventions
+from model.kv_cache import KVCache
 from model.transformer import Transformer
 
 
@@ -21,18 +27,20 @@ def next_token_logits(
     source: torch.Tensor,
     target: torch.Tensor | None = None,
     source_mask: torch.Tensor | None = None,
+    cache: KVCache | None = None,
 ) -> torch.Tensor:
     """The logits for the token after each row: [batch, d_vocab].
 
     source: [batch, pos] ids. For encoder-decoder models `target` [batch, target_pos] is the
     decoder input so far and `source_mask` [batch, pos] marks the real (non-padding) source ids.
+    With a `cache`, pass only what it does not hold yet: the new ids (decoder) or new target ids.
     """
     if model.cfg.architecture == "encoder-decoder":
         if target is None:
             raise ValueError("an encoder-decoder model decodes a target: pass target ids")
-        logits = model(source, target_tokens=target, padding_mask=source_mask)  # [batch, target_pos, d_vocab]
+        logits = model(source, target_tokens=target, padding_mask=source_mask, cache=cache)  # [batch, pos, d_vocab]
     else:
-        logits = model(source)  # [batch, pos, d_vocab]
+        logits = model(source, cache=cache)  # [batch, pos, d_vocab]
     return logits[:, -1]  # [batch, d_vocab]
 
 
@@ -60,6 +68,7 @@ def generate(
     max_len: int | None = None,
     stop_id: int | None = None,
     edits: Interventions | None = None,
+    use_cache: bool = True,
 ) -> list[int]:
     """Up to max_new_tokens new ids (the new ones only), seeded so the same call gives the same text.
 
@@ -67,6 +76,7 @@ def generate(
     input) while the source `ids` stay fixed. Stops before appending `stop_id`, and when the
     sequence being extended reaches `max_len` (default: the model's context, cfg.n_ctx).
     `edits` (model.interventions) change every step's forward pass the same way.
+    use_cache: reuse earlier positions' keys and values (same logits; ignored under edits).
     """
     if not model.cfg.lm_head or model.cfg.architecture == "encoder":
         raise ValueError("only decoder and encoder-decoder models with an lm_head generate")
@@ -80,13 +90,18 @@ def generate(
     growing = list(target_ids) if enc_dec and target_ids is not None else list(ids)
     new_ids: list[int] = []
     hooks, needed = edits.hooks(model) if edits else ({}, set())
+    cache = KVCache() if use_cache and not edits else None
     for _ in range(max_new_tokens):
         if len(growing) >= limit:
             break
-        sequence = torch.tensor([growing], dtype=torch.long, device=device)  # [1, pos]
+        unseen = growing[cache.length :] if cache is not None else growing  # what the cache lacks: all, then 1
+        sequence = torch.tensor([unseen], dtype=torch.long, device=device)  # [1, pos]
         # logits [1, d_vocab]: encoder-decoder models grow the decoder input (source fixed), others the ids
         with Trace(needed, hooks):  # records only what the edits read; no edits: a plain forward
-            logits = next_token_logits(model, source, sequence) if enc_dec else next_token_logits(model, sequence)
+            if enc_dec:
+                logits = next_token_logits(model, source, sequence, cache=cache)
+            else:
+                logits = next_token_logits(model, sequence, cache=cache)
         token = choose_token(logits[0].cpu(), temperature, top_k, generator)
         if stop_id is not None and token == stop_id:
             break
@@ -104,6 +119,7 @@ def generate_greedy_batch(
     stop_id: int,
     pad_id: int,
     max_new_tokens: int,
+    use_cache: bool = True,
 ) -> list[list[int]]:
     """Greedy decoding of several encoder-decoder sources at once: each row's new ids, without stop_id.
 
@@ -122,8 +138,10 @@ def generate_greedy_batch(
         source_mask[row, : len(ids)] = True
     target = torch.full((n_rows, 1), start_id, dtype=torch.long, device=device)  # [batch, target_pos]
     done = torch.zeros(n_rows, dtype=torch.bool, device=device)  # [batch]
+    cache = KVCache() if use_cache else None
     for _ in range(min(max_new_tokens, model.cfg.n_ctx - 1)):
-        logits = next_token_logits(model, source, target, source_mask)  # [batch, d_vocab]
+        unseen = target[:, cache.length :] if cache is not None else target  # [batch, new target_pos]
+        logits = next_token_logits(model, source, unseen, source_mask, cache)  # [batch, d_vocab]
         token = logits.argmax(-1)  # [batch]
         token = torch.where(done, torch.full_like(token, pad_id), token)  # finished rows only pad
         target = torch.cat([target, token[:, None]], dim=1)  # [batch, target_pos + 1]

@@ -14,6 +14,7 @@ from torch import nn
 
 from model.config import TransformerConfig
 from model.hooks import HookPoint
+from model.kv_cache import LayerKV
 from model.positional import alibi_bias, apply_rope, rope_angles, sinusoidal_table
 
 
@@ -40,20 +41,23 @@ class Embed(nn.Module):
         if cfg.embed_norm:
             self.ln_embed = Norm(cfg)
 
-    def forward(self, tokens: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, tokens: torch.Tensor, token_type_ids: torch.Tensor | None = None, start: int = 0
+    ) -> torch.Tensor:
+        """tokens: [batch, pos] at positions start, start + 1, ... (start > 0: decoding with a KV cache)."""
         cfg = self.cfg
         tokens = self.hook_tokens(tokens)  # [batch, pos]
         n_pos = tokens.shape[1]
-        if n_pos > cfg.n_ctx:
-            raise ValueError(f"sequence of {n_pos} tokens is longer than the model's context of {cfg.n_ctx}")
+        if start + n_pos > cfg.n_ctx:
+            raise ValueError(f"sequence of {start + n_pos} tokens is longer than the model's context of {cfg.n_ctx}")
         embed = self.W_E(tokens)  # [batch, pos, d_model]
         if cfg.scale_embeddings:
             embed = embed * math.sqrt(cfg.d_model)
         x = self.hook_embed(embed)
         if cfg.pos_encoding == "learned":
-            x = x + self.hook_pos_embed(self.W_pos.weight[:n_pos])  # [pos, d_model]
+            x = x + self.hook_pos_embed(self.W_pos.weight[start : start + n_pos])  # [pos, d_model]
         elif cfg.pos_encoding == "sinusoidal":
-            x = x + self.hook_pos_embed(self.pe_table[:n_pos])  # [pos, d_model]
+            x = x + self.hook_pos_embed(self.pe_table[start : start + n_pos])  # [pos, d_model]
         if cfg.n_token_types:
             types = token_type_ids if token_type_ids is not None else torch.zeros_like(tokens)
             x = x + self.hook_token_type_embed(self.W_token_type(types))  # [batch, pos, d_model]
@@ -103,6 +107,7 @@ class Attention(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.causal = causal
+        self.cross = cross
         self.use_rope = cfg.pos_encoding == "rope" and not cross
         self.use_alibi = cfg.pos_encoding == "alibi" and not cross
         d_head, n_heads, kv_heads = cfg.d_head, cfg.n_heads, cfg.kv_heads
@@ -127,18 +132,36 @@ class Attention(nn.Module):
         # the same math without the intermediate stages. Never on while a trace records.
         self.fused = False
 
-    def forward(self, x_q: torch.Tensor, x_kv: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
-        """x_q: [batch, q_pos, d_model]; x_kv: [batch, k_pos, d_model]; allowed: bool [batch|1, 1, q_pos, k_pos]."""
+    def forward(
+        self,
+        x_q: torch.Tensor,
+        x_kv: torch.Tensor,
+        allowed: torch.Tensor | None,
+        cache: LayerKV | None = None,
+        start: int = 0,
+    ) -> torch.Tensor:
+        """x_q: [batch, q_pos, d_model]; x_kv: [batch, k_pos, d_model]; allowed: bool [batch|1, 1, q_pos, k_pos].
+
+        With a KV cache, x_q and x_kv hold only the new positions (from `start` on) and the keys
+        and values of the earlier ones come from `cache`, which grows by the new ones; `allowed`
+        then covers every key. Cross-attention stores the source's K and V on its first step.
+        """
         cfg = self.cfg
         batch, q_len, _ = x_q.shape
-        k_len = x_kv.shape[1]
         # 1) project into heads
         q = self.hook_q(self.W_Q(x_q).view(batch, q_len, cfg.n_heads, cfg.d_head))  # [batch, pos, head, d_head]
-        k = self.hook_k(self.W_K(x_kv).view(batch, k_len, cfg.kv_heads, cfg.d_head))  # [batch, pos, kv_head, d_head]
-        v = self.hook_v(self.W_V(x_kv).view(batch, k_len, cfg.kv_heads, cfg.d_head))  # [batch, pos, kv_head, d_head]
-        if self.use_rope:
-            q = self.hook_rot_q(apply_rope(q, self.rope_table[:q_len]))
-            k = self.hook_rot_k(apply_rope(k, self.rope_table[:k_len]))
+        if cache is not None and self.cross and cache.k is not None and cache.v is not None:
+            k, v = cache.k, cache.v  # cross-attention: the source's K and V, stored on the first step
+        else:
+            new = x_kv.shape[1]
+            k = self.hook_k(self.W_K(x_kv).view(batch, new, cfg.kv_heads, cfg.d_head))  # [batch, pos, kv_head, d_head]
+            v = self.hook_v(self.W_V(x_kv).view(batch, new, cfg.kv_heads, cfg.d_head))  # [batch, pos, kv_head, d_head]
+            if self.use_rope:  # positions start, start + 1, ...: the angles a full pass gives them
+                q = self.hook_rot_q(apply_rope(q, self.rope_table[start : start + q_len]))
+                k = self.hook_rot_k(apply_rope(k, self.rope_table[start : start + new]))
+            if cache is not None:
+                k, v = cache.extend(k, v)  # every position so far: [batch, k_pos, kv_head, d_head]
+        k_len = k.shape[1]
         # 2) each query head reads its group's key/value head (GQA); a no-op for MHA
         group = cfg.n_heads // cfg.kv_heads
         if group > 1:
@@ -152,7 +175,9 @@ class Attention(nn.Module):
         scores_raw = self.hook_scores_raw(torch.einsum("bqhd,bkhd->bhqk", q, k))  # [batch, head, q_pos, k_pos]
         scores_scaled = scores_raw / math.sqrt(cfg.d_head)
         if self.use_alibi:
-            scores_scaled = scores_scaled + alibi_bias(cfg.n_heads, q_len, k_len, self.causal).to(scores_raw)
+            # the rows of queries start .. start + q_len - 1 (all of them without a cache)
+            bias = alibi_bias(cfg.n_heads, start + q_len, k_len, self.causal)[:, start:]  # [head, q_pos, k_pos]
+            scores_scaled = scores_scaled + bias.to(scores_raw)
         scores_scaled = self.hook_scores_scaled(scores_scaled)
         # 4) hide what this query may not see, then normalise each row
         attn_scores = scores_scaled if allowed is None else scores_scaled.masked_fill(~allowed, float("-inf"))
@@ -242,23 +267,28 @@ class Block(nn.Module):
         allowed: torch.Tensor | None,
         memory: torch.Tensor | None = None,
         memory_allowed: torch.Tensor | None = None,
+        cache: tuple[LayerKV, LayerKV] | None = None,
+        start: int = 0,
     ) -> torch.Tensor:
+        """x: [batch, pos, d_model]; cache: (self-attention, cross-attention) K/V of this layer, or None."""
+        self_kv, cross_kv = cache if cache is not None else (None, None)
         resid_pre = self.hook_resid_pre(x)  # [batch, pos, d_model]
         if self.pre_norm:
             normed = self.ln1(resid_pre)
-            attn_out = self.hook_attn_out(self.attn(normed, normed, allowed))
+            attn_out = self.hook_attn_out(self.attn(normed, normed, allowed, self_kv, start))
             x = self.hook_resid_mid(resid_pre + attn_out)
         else:
-            attn_out = self.hook_attn_out(self.attn(resid_pre, resid_pre, allowed))
+            attn_out = self.hook_attn_out(self.attn(resid_pre, resid_pre, allowed, self_kv, start))
             x = self.hook_resid_mid(self.ln1(self.hook_resid_mid_unnormed(resid_pre + attn_out)))
         if self.has_cross:
             if memory is None:
                 raise ValueError("a decoder block with cross-attention needs the encoder output")
             if self.pre_norm:
-                cross_out = self.hook_cross_attn_out(self.cross_attn(self.ln_cross(x), memory, memory_allowed))
+                cross_in = self.ln_cross(x)
+                cross_out = self.hook_cross_attn_out(self.cross_attn(cross_in, memory, memory_allowed, cross_kv))
                 x = self.hook_resid_cross(x + cross_out)
             else:
-                cross_out = self.hook_cross_attn_out(self.cross_attn(x, memory, memory_allowed))
+                cross_out = self.hook_cross_attn_out(self.cross_attn(x, memory, memory_allowed, cross_kv))
                 x = self.hook_resid_cross(self.ln_cross(self.hook_resid_cross_unnormed(x + cross_out)))
         if self.pre_norm:
             mlp_out = self.hook_mlp_out(self.mlp(self.ln2(x)))

@@ -16,6 +16,7 @@ from torch import nn
 
 from model.config import TransformerConfig
 from model.hooks import HookPoint, NamesFilter, Trace, select_names
+from model.kv_cache import KVCache
 from model.layers import Attention, Block, Embed, Norm
 
 if TYPE_CHECKING:
@@ -30,9 +31,13 @@ def attention_allowed(
     window: int | None,
     key_padding: torch.Tensor | None,
     device: torch.device,
+    q_start: int = 0,
 ) -> torch.Tensor | None:
-    """Which keys each query may see: bool [batch|1, 1, q_pos, k_pos], or None when it sees all."""
-    q = torch.arange(q_len, device=device)[:, None]
+    """Which keys each query may see: bool [batch|1, 1, q_pos, k_pos], or None when it sees all.
+
+    The queries sit at positions q_start, q_start + 1, ... (q_start > 0: decoding with a KV cache).
+    """
+    q = torch.arange(q_start, q_start + q_len, device=device)[:, None]
     k = torch.arange(k_len, device=device)[None, :]
     allowed: torch.Tensor | None = None
     if causal:
@@ -73,16 +78,24 @@ class Stack(nn.Module):
         token_type_ids: torch.Tensor | None = None,
         memory: torch.Tensor | None = None,
         memory_padding_mask: torch.Tensor | None = None,
+        cache: KVCache | None = None,
     ) -> torch.Tensor:
-        x = self.embed(tokens, token_type_ids)  # [batch, pos, d_model]
+        """With a KV cache, `tokens` are the new positions only; the earlier ones' K and V come from it."""
+        start = 0
+        if cache is not None:
+            if not self.causal or padding_mask is not None:
+                raise ValueError("a KV cache needs causal self-attention without padding")
+            start = cache.length
+        x = self.embed(tokens, token_type_ids, start)  # [batch, pos, d_model]
         n_pos = tokens.shape[1]
         allowed = attention_allowed(
             n_pos,
-            n_pos,
+            start + n_pos,
             causal=self.causal,
             window=self.cfg.sliding_window,
             key_padding=padding_mask,
             device=tokens.device,
+            q_start=start,
         )
         memory_allowed = None
         if memory is not None and memory_padding_mask is not None:
@@ -94,8 +107,11 @@ class Stack(nn.Module):
                 key_padding=memory_padding_mask,
                 device=tokens.device,
             )
-        for block in self.blocks:
-            x = block(x, allowed, memory, memory_allowed)
+        for index, block in enumerate(self.blocks):
+            layer_cache = cache.layer(index) if cache is not None else None
+            x = block(x, allowed, memory, memory_allowed, layer_cache, start)
+        if cache is not None:  # the scores this call computed: new queries × every key, per head and layer
+            cache.score_cells += tokens.shape[0] * n_pos * (start + n_pos) * self.cfg.n_heads * len(self.blocks)
         if self.cfg.final_norm:
             x = self.ln_final(x)
         return x  # [batch, pos, d_model]
@@ -153,14 +169,23 @@ class Transformer(nn.Module):
         padding_mask: torch.Tensor | None = None,
         target_padding_mask: torch.Tensor | None = None,
         token_type_ids: torch.Tensor | None = None,
+        cache: KVCache | None = None,
     ) -> torch.Tensor:
+        """cache (incremental decoding): pass only the new tokens (decoder) or new target tokens
+        (encoder-decoder: the source is encoded on the first call and kept); the logits are those
+        of the new positions, equal to a full pass's at those positions."""
         if self.cfg.architecture == "encoder-decoder":
             if target_tokens is None:
                 raise ValueError("an encoder-decoder model needs target_tokens (the decoder input so far)")
-            memory = self.encoder(tokens, padding_mask, token_type_ids)  # [batch, pos, d_model]
-            x = self.decoder(target_tokens, target_padding_mask, None, memory, padding_mask)
+            if cache is not None and cache.memory is not None:
+                memory, padding_mask = cache.memory, cache.memory_padding_mask
+            else:
+                memory = self.encoder(tokens, padding_mask, token_type_ids)  # [batch, pos, d_model]
+                if cache is not None:
+                    cache.memory, cache.memory_padding_mask = memory, padding_mask
+            x = self.decoder(target_tokens, target_padding_mask, None, memory, padding_mask, cache)
         else:
-            x = self.stack(tokens, padding_mask, token_type_ids)
+            x = self.stack(tokens, padding_mask, token_type_ids, cache=cache)
         if not self.cfg.lm_head:
             return x  # [batch, pos, d_model]
         return self.hook_logits(self.W_U(x))  # [batch, pos, d_vocab]
