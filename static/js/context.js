@@ -2,6 +2,7 @@
 // the numbers the explanations state. Pure functions of the state; nothing here is stored.
 
 import { PANELS } from "./panels/index.js";
+import { PARAM_VARS, trim } from "./params.js";
 import { namesFor } from "./stages.js";
 
 /**
@@ -9,6 +10,7 @@ import { namesFor } from "./stages.js";
  * (GET /api/models/{name}) or this trace's tokens. A translator can use any of these names.
  */
 const STAGE_VARS = {
+  ...PARAM_VARS,
   tokenizer: (info) => info.tokenizer,
   d_vocab: (info) => info.vocab_size,
   n_tokens: (info, tokens) => tokens.length,
@@ -19,15 +21,27 @@ const STAGE_VARS = {
   sqrt_d_head: (info) => Math.sqrt(info.d_head).toFixed(2),
   n_kv_heads: (info) => info.n_kv_heads,
   d_mlp: (info) => info.config.d_mlp || 4 * info.config.d_model,
+  mlp_ratio: (info) => trim((info.config.d_mlp || 4 * info.config.d_model) / info.config.d_model),
   n_ctx: (info) => info.config.n_ctx,
+  sqrt_d_model: (info) => Math.sqrt(info.config.d_model).toFixed(2),
+  d_q: (info) => info.n_heads * info.d_head,
+  d_kv: (info) => info.n_kv_heads * info.d_head,
+  group: (info) => info.n_heads / info.n_kv_heads,
+  rope_base: (info) => info.config.rope_base,
+  rope_half: (info) => info.d_head / 2, // rotate-half: dimension i turns with i + d_head/2 (model/positional.py)
+  rope_last: (info) => info.d_head / 2 - 1,
+  d_head_last: (info) => info.d_head - 1,
+  window: (info) => info.config.sliding_window ?? "",
+  window_back: (info) => (info.config.sliding_window ? info.config.sliding_window - 1 : ""),
 };
 
-export function stageVars(info, tokens) {
-  return Object.fromEntries(Object.entries(STAGE_VARS).map(([name, get]) => [name, get(info, tokens)]));
+/** `at`: {stack, layer} of the block the numbers are about (the first block when the stage has none). */
+export function stageVars(info, tokens, at = {}) {
+  return Object.fromEntries(Object.entries(STAGE_VARS).map(([name, get]) => [name, get(info, tokens, at)]));
 }
 
 /** The model's choices that pick which sentences a stage's text is made of (see stage_text.js). */
-function stageChoices(s, step, at) {
+export function stageChoices(s, step, at) {
   const cfg = s.info.config;
   const layers = s.plan.layers[step.stack] || [];
   return {
@@ -39,6 +53,10 @@ function stageChoices(s, step, at) {
     causal: step.stack !== "encoder" && s.info.architecture !== "encoder",
     tied: Boolean(cfg.tied_embeddings && cfg.lm_head),
     last: at.layer !== null && at.layer === layers[layers.length - 1],
+    scaled: Boolean(cfg.scale_embeddings),
+    window: Boolean(cfg.sliding_window),
+    bias: Boolean(cfg.bias),
+    kv: s.info.n_kv_heads === s.info.n_heads ? "mha" : s.info.n_kv_heads === 1 ? "mqa" : "gqa",
   };
 }
 
@@ -83,7 +101,7 @@ export function makeContext(s, go) {
   if (!panel.hasHeads || (view === "layers" && !panel.hasLayers) || step.key === "pos" || !step.block) view = "head";
   const texts = s.texts[s.lang];
   const choices = stageChoices(s, step, at);
-  const vars = stageVars(s.info, toks);
+  const vars = stageVars(s.info, toks, { stack: step.stack, layer: at.layer });
   const stageText = (key) => texts.stage(key, choices, vars);
   const layerPart = at.layer === null ? "" : `_L${at.layer}`;
   return {

@@ -3,7 +3,8 @@
 // static/text/<lang>.json, and the numbers are {placeholders} filled from the model (context.js).
 //
 // `m` (the model's choices): norm ("rmsnorm" | "layernorm"), placement ("pre" | "post"),
-// pos (positional kind), act (activation), arch, causal, tied, last (the last block).
+// pos (positional kind), act (activation), arch, causal, tied, last (the last block), scaled
+// (√d_model embedding scaling), window (sliding window), bias, kv ("mha" | "gqa" | "mqa").
 
 export const STAGE_FIELDS = ["title", "short", "formula", "explain"];
 
@@ -16,30 +17,46 @@ const normFormula = (m) => [m.norm === "rmsnorm" ? "norm.formula.rms" : "norm.fo
 const placement = (m) => (post(m) ? "norm.placement.post" : "norm.placement.pre");
 const titleByPlacement = (key) => (m) => [`${key}.title.${post(m) ? "post" : "pre"}`];
 
+const normKind = (m) => (m.norm === "rmsnorm" ? "norm.explain.rms" : "norm.explain.layer");
+const multi = (m) => (m.kv === "mha" ? "mha" : m.kv);
+
 const CHOICES = {
-  embed_norm: { formula: normFormula },
+  embed: {
+    formula: (m) => [m.scaled ? "embed.formula.scaled" : "embed.formula"],
+    explain: (m) => ["embed.explain", ...when(m.scaled, "embed.explain.scaled")],
+  },
+  embed_norm: { formula: normFormula, explain: (m) => ["embed_norm.explain", normKind(m)] },
   pos: {
     formula: (m) => when(POS_KINDS.includes(m.pos), `pos.formula.${m.pos}`),
     explain: (m) => ["pos.explain", ...when(POS_KINDS.includes(m.pos), `pos.explain.${m.pos}`)],
   },
-  ln1: { title: titleByPlacement("ln1"), formula: normFormula, explain: (m) => ["ln1.explain", placement(m)] },
+  ln1: { title: titleByPlacement("ln1"), formula: normFormula, explain: (m) => ["ln1.explain", normKind(m), "norm.chart", placement(m)] },
   ln2: {
     title: titleByPlacement("ln2"),
     formula: normFormula,
-    explain: (m) => [...when(m.arch === "decoder" && !post(m), "ln2.explain.decoder"), "ln2.explain", placement(m)],
+    explain: (m) => [...when(m.arch === "decoder" && !post(m), "ln2.explain.decoder"), "ln2.explain", "norm.chart", placement(m)],
   },
-  ln_cross: { title: titleByPlacement("ln_cross"), formula: normFormula, explain: (m) => ["ln_cross.explain", placement(m)] },
-  ln_final: { formula: normFormula },
+  ln_cross: { title: titleByPlacement("ln_cross"), formula: normFormula, explain: (m) => ["ln_cross.explain", "norm.chart", placement(m)] },
+  ln_final: { formula: normFormula, explain: (m) => ["ln_final.explain", normKind(m)] },
+  qkv: {
+    formula: (m) => [m.kv === "mha" ? "qkv.formula" : "qkv.formula.shared"],
+    explain: (m) => ["qkv.explain", ...when(m.kv !== "mha", `qkv.explain.${m.kv}`)],
+  },
   scale: { explain: (m) => ["scale.explain", ...when(m.pos === "alibi", "scale.explain.alibi")] },
   mask: {
-    formula: (m) => [`mask.formula.${m.causal ? "causal" : "bidirectional"}`],
-    explain: (m) => [`mask.explain.${m.causal ? "causal" : "bidirectional"}`],
+    formula: (m) => [`mask.formula.${m.causal ? "causal" : "bidirectional"}`, ...when(m.window, "mask.formula.window")],
+    explain: (m) => [`mask.explain.${m.causal ? "causal" : "bidirectional"}`, ...when(m.window, "mask.explain.window")],
   },
-  resid_mid: { explain: (m) => ["resid_mid.explain", ...when(post(m), "resid_mid.explain.post")] },
-  ffn_in: { formula: (m) => [`ffn_in.formula.${m.act === "swiglu" ? "swiglu" : "linear"}`] },
+  attn_out: { explain: (m) => [`attn_out.explain.${multi(m) === "mha" ? "mha" : "shared"}`, "attn_out.explain.heads"] },
+  resid_mid: { explain: (m) => ["resid_mid.explain", post(m) ? "resid_mid.explain.post" : "resid_mid.explain.pre"] },
+  ffn_in: {
+    formula: (m) => [`ffn_in.formula.${m.act === "swiglu" ? "swiglu" : m.bias ? "linear" : "linear_nobias"}`],
+    explain: (m) => ["ffn_in.explain", m.act === "swiglu" ? "ffn_in.explain.swiglu" : "ffn_in.explain.width"],
+  },
   ffn_act: { formula: (m) => [`ffn_act.formula.${ACTIVATIONS.includes(m.act) ? m.act : "other"}`] },
+  ffn_out: { formula: (m) => [`ffn_out.formula.${m.act === "swiglu" ? "swiglu" : m.bias ? "bias" : "nobias"}`] },
   resid_post: {
-    explain: (m) => ["resid_post.explain", m.last ? "resid_post.explain.last" : "resid_post.explain.next", ...when(post(m), "resid_post.explain.post")],
+    explain: (m) => ["resid_post.explain", `resid_post.explain.${post(m) ? "post_" : ""}${m.last ? "last" : "next"}`],
   },
   logits: { explain: (m) => ["logits.explain", ...when(m.tied, "logits.explain.tied")] },
 };

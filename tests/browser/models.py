@@ -105,6 +105,7 @@ class ServerThread:
                 # a checkpoint being written right now is not this test's concern
                 with contextlib.suppress(RegistryError):
                     add_directory(registry, directory.parent.name, directory.parent, source="weights")
+        self.registry = registry  # tests may add models before start()
         self.app = create_app(settings, registry)
         config = uvicorn.Config(self.app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
         self.server = uvicorn.Server(config)

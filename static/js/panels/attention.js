@@ -15,9 +15,13 @@ function kindOf(ctx) {
   return ctx.step.key.replace(/^cross_/, "");
 }
 
-/** Softmax of the raw (unscaled) scores over the unmasked keys — only for the ÷√d_k comparison. */
-function softmaxUnscaled(raw, masked) {
-  return raw.map((row, i) => {
+/**
+ * Softmax of the scores without ÷√d_k over the unmasked keys — only for the comparison. With ALiBi
+ * the model adds a distance bias after the division; it is kept (bias = scaled − raw/√d_k).
+ */
+function softmaxUnscaled(raw, masked, scaled, alibi, sqrtD) {
+  const logits = alibi ? raw.map((row, i) => row.map((v, j) => (v === null ? null : v + scaled[i][j] - v / sqrtD))) : raw;
+  return logits.map((row, i) => {
     const keep = row.map((v, j) => v !== null && masked[i][j] !== null);
     const max = Math.max(...row.filter((_, j) => keep[j]));
     const exps = row.map((v, j) => (keep[j] ? Math.exp(v - max) : 0));
@@ -173,7 +177,8 @@ export default {
       note = t("head_label_note", { pattern: t(`pat_${known.label}`), score: known.score === null ? "?" : known.score.toFixed(2) });
     }
     if (kind === "mask") {
-      note = hiddenCount ? `${t("masked_future")} ${t("masked_count", { n: hiddenCount, total: masked.flat().length })}` : t("masked_none");
+      const why = ctx.cfg.sliding_window && !ctx.step.key.startsWith("cross_") ? t("masked_window", { window: ctx.cfg.sliding_window }) : t("masked_future");
+      note = hiddenCount ? `${why} ${t("masked_count", { n: hiddenCount, total: masked.flat().length })}` : t("masked_none");
     }
     const exportData = () => ({ name: main.name, head: ctx.head, rows: rawLabels(qToks), cols: rawLabels(kToks), z });
     if (probs) {
@@ -210,7 +215,7 @@ export default {
 
     if (probs) {
       if (ctx.compare) {
-        const unscaled = softmaxUnscaled(raw, masked);
+        const unscaled = softmaxUnscaled(raw, masked, scaled, ctx.cfg.pos_encoding === "alibi", Math.sqrt(ctx.info.d_head));
         const cmpData = raw.map((row, i) => row.map((v, j) => [v, scaled[i][j], unscaled[i][j]]));
         const cmp = board.card("compare", {
           title: t("without_scale"),

@@ -1,4 +1,5 @@
-// Stages: LayerNorm / RMSNorm — the normalised vectors and the per-token statistics.
+// Stages: LayerNorm / RMSNorm — the normalised vectors and the per-token statistics. hook_scale
+// (model/layers.py) is the divisor √(var + ε) or √(mean(x²) + ε), so the bars are labelled σ / RMS.
 
 import { categoryAxis, draw, rawLabels, tokenLabels } from "../plot.js";
 import { badge, drawTokenMatrix, fetchStages } from "./common.js";
@@ -28,14 +29,14 @@ export default {
     }
     const plot = board.card("stats", {
       title: t("scale_chart"),
-      badges: [mean && badge(ctx, "μ", mean), scale && badge(ctx, rms ? "1/RMS" : "1/σ", scale)].filter(Boolean),
+      badges: [mean && badge(ctx, "μ", mean), scale && badge(ctx, rms ? "RMS" : "σ", scale)].filter(Boolean),
       exportData: () => ({ series, index: rawLabels(ctx.tokens) }),
       filename: `${ctx.fname}_stats`,
     });
     draw(
       plot,
       traces,
-      { height: 300, barmode: "group", xaxis: categoryAxis(t("ax_token")), yaxis: { title: { text: t("ax_value") } }, legend: { orientation: "h", y: 1.15 } },
+      { height: 300, barmode: "group", showlegend: true, xaxis: categoryAxis(t("ax_token")), yaxis: { title: { text: t("ax_value") } }, legend: { orientation: "h", y: 1.15 } },
       `${ctx.fname}_stats`,
     );
   },
