@@ -50,7 +50,7 @@ def error_response(status: int, code: str, message: str, headers: Mapping[str, s
 # ---------------------------------------------------------------- every error code the API answers with
 # 404 unknown_model · 413 body_too_large · 422 empty_text, text_too_long, out_of_range, unknown_stage,
 # unknown_snapshot, invalid_config, model_too_large, response_too_large, invalid_request, invalid_json,
-# invalid_intervention, not_generative · 503 busy · 500 internal
+# invalid_intervention, not_generative, invalid_option, too_much_work, beyond_context · 503 busy · 500 internal
 
 
 def unknown_model(known: list[str]) -> ApiError:
@@ -136,6 +136,23 @@ def not_generative() -> ApiError:
                     "prediction. Pick a decoder model (like tiny-gpt) to predict.")
 
 
+def invalid_option(option: str, message: str) -> ApiError:
+    """A lab option that cannot work with this model or these sizes; the message names it."""
+    return ApiError(422, "invalid_option", f"`{option}`: {message}")
+
+
+def too_much_work(option: str, amount: int, limit: int, what: str) -> ApiError:
+    return ApiError(422, "too_much_work",
+                    f"`{option}` asks for {amount:,} {what}; the limit is {limit:,} — make `{option}` smaller.")
+
+
+def beyond_context(model: str, length: int, n_ctx: int) -> ApiError:
+    return ApiError(422, "beyond_context",
+                    f"`length` {length} is past what '{model}' was trained on: its learned position table has "
+                    f"rows for positions 0 to {n_ctx - 1} only (n_ctx = {n_ctx}), and there is no row to look up "
+                    "beyond it. Sinusoidal, RoPE and ALiBi positions are formulas and go on past any length.")
+
+
 def busy() -> ApiError:
     return ApiError(503, "busy", "The server is busy with other requests — try again in a moment.",
                     headers={"Retry-After": "1"})
@@ -151,6 +168,9 @@ def _describe_validation(exc: RequestValidationError) -> tuple[str, str]:
     errors = exc.errors()
     if any(e.get("type") == "json_invalid" for e in errors):
         return "invalid_json", "The request body is not valid JSON."
+    for error in errors:  # the schema says min_length 1; the answer stays the one a student understands
+        if error.get("type") == "string_too_short" and tuple(error.get("loc", ()))[-1:] == ("text",):
+            return "empty_text", "The text is empty — type a sentence first."
     parts = []
     for error in errors[:5]:
         loc = ".".join(str(p) for p in error.get("loc", ()) if p not in ("body", "query"))
@@ -173,6 +193,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> ApiJSONResponse:
+        if exc.status_code == 400:  # a body FastAPI could not parse: the same answer as malformed JSON
+            return error_response(422, "invalid_json", "The request body is not valid JSON.")
         codes = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}
         message = exc.detail if isinstance(exc.detail, str) else "The request could not be served."
         if exc.status_code == 404 and message == "Not Found":

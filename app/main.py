@@ -20,7 +20,7 @@ from app.catalogue import build_registry
 from app.errors import ApiJSONResponse, install_error_handlers
 from app.middleware import BodyLimitMiddleware, SecurityHeadersMiddleware
 from app.registry import Registry
-from app.routers import activations, attention, docs, health, models, pages, positional, predict, trace
+from app.routers import activations, attention, docs, health, lab, models, pages, positional, predict, trace
 from app.service import Service
 from app.settings import Settings
 
@@ -64,7 +64,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
     )
     app.state.settings = settings
     install_error_handlers(app)
-    for module in (health, models, trace, attention, activations, positional, predict, docs, pages):
+    for module in (health, models, trace, attention, activations, positional, predict, lab, docs, pages):
         app.include_router(module.router)
 
     # added last = outermost: the body limit runs before anything reads or parses the body

@@ -17,7 +17,7 @@ import torch
 from fastapi import Depends, Request
 from starlette.responses import Response
 
-from app.answers import Budget, Builder, activations, attention, models, positional, predict, trace
+from app.answers import Budget, Builder, activations, attention, lab, lab_formulas, models, positional, predict, trace
 from app.answers.select import interventions_for, shuffled
 from app.engine import Engine
 from app.errors import ApiJSONResponse
@@ -36,9 +36,17 @@ from app.schemas import (
     TokenizeRequest,
     TraceRequest,
 )
+from app.schemas_lab import (
+    MasksLabRequest,
+    ParametersLabRequest,
+    PositionsLabRequest,
+    SamplingLabRequest,
+    ScalingLabRequest,
+)
 from app.settings import Settings
 
 R = TypeVar("R", bound=Intervenable)
+T = TypeVar("T", bound=TextInput)
 
 
 def body_key(endpoint: str, resolved: Resolved, request: TextInput) -> Hashable:
@@ -104,6 +112,45 @@ class Service:
 
         # an unseeded request wants fresh samples: its answer is never cached
         return await self._answer("predict", request, plan, cache=request.seed is not None)
+
+    # ------------------------------------------------------------ the lab: claims, measured
+
+    async def lab_scaling(self, request: ScalingLabRequest) -> Response:
+        if not request.text:  # random vectors only: no model, no text
+            lab.check_scaling(request)
+            key = ("lab.scaling", repr(request.model_dump(exclude={"model", "config", "snapshot", "text", "layer"})))
+            return await self.engine.respond(key, lambda: lab.build_synthetic_scaling(request))
+        return await self._lab_traced("lab.scaling", request, lambda resolved: lab.plan_scaling(resolved, request))
+
+    async def lab_masks(self, request: MasksLabRequest) -> Response:
+        return await self._lab_traced("lab.masks", request,
+                                      lambda resolved: lab.plan_masks(resolved, request, self.budget))
+
+    async def lab_sampling(self, request: SamplingLabRequest) -> Response:
+        return await self._lab_traced("lab.sampling", request, lambda resolved: lab.plan_sampling(resolved, request))
+
+    async def lab_positions(self, request: PositionsLabRequest) -> Response:
+        chosen = request.model is not None or request.config is not None
+        resolved = await self.models.resolve(request) if chosen else None
+        build = lab_formulas.plan_positions(request, resolved, self.budget)
+        key = ("lab.positions", resolved.key if resolved else None,
+               repr(request.model_dump(exclude={"model", "config", "snapshot"})))
+        return await self.engine.respond(key, build)
+
+    async def lab_parameters(self, request: ParametersLabRequest) -> Response:
+        resolved = await self.models.resolve(request)
+        return await self.engine.respond(("lab.parameters", resolved.key), lab_formulas.plan_parameters(resolved))
+
+    async def _lab_traced(self, endpoint: str, request: T, plan: Callable[[Resolved], Builder]) -> Response:
+        """Like _answer, for lab requests: the plain trace of the text (cached), then the experiment."""
+        check_lengths(request, self.settings)
+        resolved = await self.models.resolve(request)
+        key = body_key(endpoint, resolved, request)
+        if (cached := self.engine.cached_body(key)) is not None:
+            return cached
+        build = plan(resolved)
+        inputs = encode(resolved.loaded, request, self.settings)
+        return await self.engine.answer(key, resolved.key, resolved.model, inputs, None, build)
 
     async def _answer(self, endpoint: str, request: R, plan: Callable[[Resolved, R, Budget], Builder],
                       cache: bool = True) -> Response:
