@@ -1,0 +1,254 @@
+"""FlashAttention from scratch (Dao et al. 2022): exact attention without the q_pos × k_pos matrix.
+
+Queries are cut into tiles of block_q rows, keys and values into tiles of block_k. For one
+query tile, the key tiles stream past while three running states are kept per query row:
+
+    m    the largest score seen so far                      [block_q]
+    l    Σ exp(score - m) over the keys seen so far         [block_q]
+    acc  Σ exp(score - m) · v over the keys seen so far     [block_q, d_head]
+
+A new tile with scores S (block_q × block_k) updates them by the online softmax:
+
+    m'   = max(m, rowmax(S))
+    P    = exp(S - m')
+    l'   = exp(m - m') · l + rowsum(P)
+    acc' = exp(m - m') · acc + P · V_tile
+
+exp(m - m') rescales what was summed against the old maximum to the new one, so after the last
+tile acc / l = softmax(S_full) · V exactly. Nothing larger than one block_q × block_k tile of
+scores is ever held. Leading dimensions (e.g. [head, ...]) are carried along unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import torch
+
+from model.positional import alibi_slopes
+from model.transformer import Transformer
+
+# ---------------------------------------------------------------- the algorithm
+
+
+@dataclass(frozen=True)
+class TileState:
+    """The running states of one query tile right after it has read one key tile."""
+
+    q_block: int
+    k_block: int
+    q_range: tuple[int, int]  # query rows [start, stop)
+    k_range: tuple[int, int]  # key columns [start, stop)
+    m: torch.Tensor  # [..., block_q] running max
+    l: torch.Tensor  # noqa: E741 (the paper's name) [..., block_q] running sum of exp(score - m)
+    acc: torch.Tensor  # [..., block_q, d_head] running Σ exp(score - m) · v (divide by l for the output so far)
+
+
+@dataclass
+class FlashResult:
+    output: torch.Tensor  # [..., q_pos, d_head] = softmax(mask(q·kᵀ · scale + bias)) · v
+    logsumexp: torch.Tensor  # [..., q_pos] = m + log l: all the backward pass would keep
+    tiles: list[TileState] = field(default_factory=list)  # in the order they were computed (if recorded)
+    computed_tiles: int = 0
+    skipped_tiles: int = 0  # tiles wholly hidden by the causal mask or the window: never computed
+    largest_bytes: int = 0  # the largest intermediate tensor ever held
+    n_squared_bytes: int = 0  # what the materialised q_pos × k_pos score matrix would take
+
+
+def visible(q_pos: torch.Tensor, k_pos: torch.Tensor, causal: bool, window: int | None) -> torch.Tensor:
+    """Which keys each query may see, as in the model: bool [q, k] for the given absolute positions."""
+    q, k = q_pos[:, None], k_pos[None, :]
+    allowed = torch.ones(len(q_pos), len(k_pos), dtype=torch.bool, device=q_pos.device)
+    if causal:
+        allowed &= k <= q
+    if window is not None:
+        allowed &= (q - k).abs() < window
+    return allowed
+
+
+def alibi_tile(slope: torch.Tensor, q_pos: torch.Tensor, k_pos: torch.Tensor, causal: bool) -> torch.Tensor:
+    """-slope · distance for one tile only (never the full matrix).  slope: [...] -> [..., q, k]."""
+    distance = q_pos[:, None] - k_pos[None, :]
+    distance = (distance if causal else distance.abs()).clamp(min=0).to(slope.dtype)  # [q, k]
+    return -slope[..., None, None] * distance
+
+
+def flash_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    block_q: int = 16,
+    block_k: int = 16,
+    causal: bool = False,
+    scale: float | None = None,
+    alibi_slope: torch.Tensor | float | None = None,
+    window: int | None = None,
+    record: bool = True,
+) -> FlashResult:
+    """Attention of q [..., q_pos, d_head] over k, v [..., k_pos, d_head], one tile at a time.
+
+    scale defaults to 1/sqrt(d_head); alibi_slope adds -slope·distance (per leading index if a
+    tensor); causal and window hide keys as the model's mask does. record=False keeps no tile
+    states (for timing). A query row that sees no key at all gets a zero output, as in the model.
+    """
+    if block_q < 1 or block_k < 1:
+        raise ValueError("block_q and block_k must be at least 1")
+    *lead, q_len, d_head = q.shape
+    k_len = k.shape[-2]
+    scale = 1.0 / math.sqrt(d_head) if scale is None else scale
+    slope = None if alibi_slope is None else torch.as_tensor(alibi_slope, dtype=q.dtype, device=q.device)
+    element = q.element_size()
+    result = FlashResult(
+        output=q.new_zeros(q.shape), logsumexp=q.new_full((*lead, q_len), float("-inf")),
+        n_squared_bytes=math.prod(lead) * q_len * k_len * element,
+    )
+    q_starts, k_starts = range(0, q_len, block_q), range(0, k_len, block_k)
+    for qi, q0 in enumerate(q_starts):
+        q1 = min(q0 + block_q, q_len)
+        q_pos = torch.arange(q0, q1, device=q.device)
+        q_tile = q[..., q0:q1, :]  # [..., block_q, d_head]
+        m = q.new_full((*lead, q1 - q0), float("-inf"))  # [..., block_q]
+        l = q.new_zeros((*lead, q1 - q0))  # noqa: E741 (the paper's name) [..., block_q]
+        acc = q.new_zeros((*lead, q1 - q0, d_head))  # [..., block_q, d_head]
+        for ki, k0 in enumerate(k_starts):
+            k1 = min(k0 + block_k, k_len)
+            if (causal and k0 > q1 - 1) or (window is not None and q0 - (k1 - 1) >= window):
+                result.skipped_tiles += 1  # every key here is in the future / outside the window
+                continue
+            k_pos = torch.arange(k0, k1, device=q.device)
+            scores = torch.einsum("...qd,...kd->...qk", q_tile, k[..., k0:k1, :]) * scale  # [..., block_q, block_k]
+            if slope is not None:
+                scores = scores + alibi_tile(slope, q_pos, k_pos, causal)
+            if causal or window is not None:
+                scores = scores.masked_fill(~visible(q_pos, k_pos, causal, window), float("-inf"))
+            m_new = torch.maximum(m, scores.amax(dim=-1))  # [..., block_q]
+            # a row that has seen no visible key yet keeps m = -inf; subtract 0 there instead (no nan)
+            m_safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+            p = torch.exp(scores - m_safe[..., None])  # [..., block_q, block_k], 0 where hidden
+            rescale = torch.exp(m - m_safe)  # [..., block_q]: old max -> new max (0 while m was -inf)
+            l = rescale * l + p.sum(dim=-1)  # noqa: E741
+            acc = rescale[..., None] * acc + torch.einsum("...qk,...kd->...qd", p, v[..., k0:k1, :])
+            m = m_new
+            result.computed_tiles += 1
+            held = max(scores.numel(), p.numel(), acc.numel()) * element
+            result.largest_bytes = max(result.largest_bytes, held)
+            if record:
+                result.tiles.append(TileState(qi, ki, (q0, q1), (k0, k1), m, l, acc))
+        seen = l > 0
+        result.output[..., q0:q1, :] = torch.where(seen[..., None], acc / l.clamp(min=1e-30)[..., None], 0.0)
+        result.logsumexp[..., q0:q1] = torch.where(seen, m + l.clamp(min=1e-30).log(), float("-inf"))
+    return result
+
+
+def naive_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    causal: bool = False,
+    scale: float | None = None,
+    alibi_slope: torch.Tensor | float | None = None,
+    window: int | None = None,
+) -> torch.Tensor:
+    """The textbook version, materialising the full [..., q_pos, k_pos] matrix.  -> [..., q_pos, d_head]"""
+    q_len, k_len, d_head = q.shape[-2], k.shape[-2], q.shape[-1]
+    scale = 1.0 / math.sqrt(d_head) if scale is None else scale
+    scores = torch.einsum("...qd,...kd->...qk", q, k) * scale  # [..., q_pos, k_pos]
+    q_pos, k_pos = torch.arange(q_len, device=q.device), torch.arange(k_len, device=q.device)
+    if alibi_slope is not None:
+        scores = scores + alibi_tile(torch.as_tensor(alibi_slope, dtype=q.dtype, device=q.device), q_pos, k_pos, causal)
+    if causal or window is not None:
+        scores = scores.masked_fill(~visible(q_pos, k_pos, causal, window), float("-inf"))
+    pattern = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # [..., q_pos, k_pos]
+    return torch.einsum("...qk,...kd->...qd", pattern, v)
+
+
+# ---------------------------------------------------------------- one head of a real model
+
+
+@dataclass(frozen=True)
+class HeadInputs:
+    """Exactly what one head's attention reads in a traced forward pass (batch row 0)."""
+
+    q: torch.Tensor  # [q_pos, d_head], after RoPE when the model rotates
+    k: torch.Tensor  # [k_pos, d_head], this head's K/V head (GQA)
+    v: torch.Tensor  # [k_pos, d_head]
+    scale: float
+    causal: bool
+    window: int | None
+    alibi_slope: float | None
+    z: torch.Tensor  # [q_pos, d_head]: the model's own hook_z for this head
+
+
+def head_prefix(model: Transformer, layer: int, stack: str | None, cross: bool) -> str:
+    """The trace prefix of one attention layer: `blocks.1.attn.`, `decoder.blocks.0.cross_attn.`, ..."""
+    cfg = model.cfg
+    if cfg.architecture == "encoder-decoder":
+        if stack not in ("encoder", "decoder"):
+            raise ValueError("an encoder-decoder model needs stack='encoder' or 'decoder'")
+        n_layers, prefix = (cfg.n_layers if stack == "encoder" else cfg.decoder_layers), f"{stack}."
+    else:
+        n_layers, prefix = cfg.n_layers, ""
+    if cross and stack != "decoder":
+        raise ValueError("only the decoder of an encoder-decoder model has cross-attention")
+    if not 0 <= layer < n_layers:
+        raise ValueError(f"layer must be in 0..{n_layers - 1}, got {layer}")
+    return f"{prefix}blocks.{layer}.{'cross_attn' if cross else 'attn'}."
+
+
+def head_stage_names(model: Transformer, layer: int, *, stack: str | None = None, cross: bool = False) -> list[str]:
+    """The trace stages `head_inputs` reads (ask run_with_trace for just these)."""
+    prefix = head_prefix(model, layer, stack, cross)
+    rotated = model.cfg.pos_encoding == "rope" and not cross
+    q_name, k_name = ("hook_rot_q", "hook_rot_k") if rotated else ("hook_q", "hook_k")
+    return [prefix + name for name in (q_name, k_name, "hook_v", "hook_z")]
+
+
+def head_inputs(
+    model: Transformer, trace: Mapping[str, torch.Tensor], layer: int, head: int,
+    *, stack: str | None = None, cross: bool = False,
+) -> HeadInputs:
+    """One head's q, k, v (rotated by RoPE where the model rotates), scale, mask and ALiBi slope.
+
+    The trace must come from a plain run (no interventions, no padding): that is the attention
+    the model's hook_z holds.
+    """
+    cfg = model.cfg
+    if not 0 <= head < cfg.n_heads:
+        raise ValueError(f"head must be in 0..{cfg.n_heads - 1}, got {head}")
+    q_name, k_name, v_name, z_name = head_stage_names(model, layer, stack=stack, cross=cross)
+    kv_head = head // (cfg.n_heads // cfg.kv_heads)
+    causal = not cross and (stack == "decoder" or (stack is None and cfg.causal))
+    slope = float(alibi_slopes(cfg.n_heads)[head]) if cfg.pos_encoding == "alibi" and not cross else None
+    return HeadInputs(
+        q=trace[q_name][0, :, head].float(),  # [pos, head, d_head] -> [q_pos, d_head]
+        k=trace[k_name][0, :, kv_head].float(),  # [pos, kv_head, d_head] -> [k_pos, d_head]
+        v=trace[v_name][0, :, kv_head].float(),
+        scale=1.0 / math.sqrt(cfg.d_head),
+        causal=causal,
+        window=None if cross else cfg.sliding_window,
+        alibi_slope=slope,
+        z=trace[z_name][0, :, head].float(),
+    )
+
+
+def flash_for_head(
+    model: Transformer, tokens: torch.Tensor, layer: int, head: int, *, block_q: int, block_k: int,
+    stack: str | None = None, cross: bool = False, target_tokens: torch.Tensor | None = None,
+) -> tuple[FlashResult, HeadInputs]:
+    """Trace the model on tokens [1, pos] and run one head's attention tile by tile.
+
+    result.output equals inputs.z (the model's hook_z) to float precision.
+    """
+    names = head_stage_names(model, layer, stack=stack, cross=cross)
+    target = target_tokens if model.cfg.architecture == "encoder-decoder" else None
+    _, trace = model.run_with_trace(tokens, names, target_tokens=target)
+    inputs = head_inputs(model, trace, layer, head, stack=stack, cross=cross)
+    result = flash_attention(
+        inputs.q, inputs.k, inputs.v, block_q=block_q, block_k=block_k, causal=inputs.causal,
+        scale=inputs.scale, alibi_slope=inputs.alibi_slope, window=inputs.window,
+    )
+    return result, inputs
