@@ -58,6 +58,18 @@ def index(request: Request) -> Response:
     return response
 
 
+LAB_PANELS = ["interventions", "scaling", "masks", "positions", "parameters", "sampling", "compare"]
+
+
+@router.get("/lab", response_class=HTMLResponse, include_in_schema=False)
+def lab(request: Request) -> Response:
+    """The lab: one panel per /api/lab endpoint, the interventions side by side, and a variant to compare."""
+    response = templates.TemplateResponse(request, "lab.html", {"examples": EXAMPLES, "panels": LAB_PANELS})
+    response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+    response.headers["Cache-Control"] = "no-cache"
+    return response
+
+
 @lru_cache(maxsize=1)
 def _plotly_bytes() -> bytes:
     return PLOTLY_JS.read_bytes()

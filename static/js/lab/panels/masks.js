@@ -1,0 +1,56 @@
+// Which keys each query may see: causal, bidirectional, sliding window, padding and cross masks,
+// and the model's pattern when every layer uses that mask (POST /api/lab/masks).
+
+import { Tensor } from "../../api.js";
+import { draw, heatmap, tokenLabels } from "../../plot.js";
+import { labApi } from "../api.js";
+import { numberField, range, selectField } from "../ui.js";
+
+const MASKS = ["causal", "bidirectional", "sliding", "padding", "cross"];
+
+export default {
+  id: "masks",
+  load: (s) => labApi.masks({ model: s.model, text: s.text, window: s.window, layer: s.maskLayer }),
+
+  controls(s, say, info) {
+    return [
+      numberField("window", s.window, say("window"), { min: 1, max: 64 }),
+      selectField("maskLayer", range(info.n_layers), s.maskLayer, say("layer"), "int"),
+      selectField("maskHead", range(info.n_heads), s.maskHead, say("head"), "int"),
+    ];
+  },
+
+  vars(data) {
+    return { window: data.window, shorter: data.shorter, n: data.tokens.length, model_mask: data.model_mask, layer: data.layer };
+  },
+
+  draw(board, data, c) {
+    const { say, s } = c;
+    const source = tokenLabels(data.tokens);
+    const target = data.target_tokens ? tokenLabels(data.target_tokens) : source;
+    const head = Math.min(s.maskHead, c.info.n_heads - 1);
+    for (const name of MASKS) {
+      const entry = data.masks[name];
+      const padded = name === "padding" || name === "cross";
+      const mask = padded ? entry.mask[1] : entry.mask; // the padded row of the batch: its hidden keys show
+      const rows = name === "cross" ? target : source;
+      const traces = [heatmap({ z: mask, x: source, y: rows, signed: false, zmin: 0, zmax: 1, showscale: false, annotate: false, valueLabel: say("mask_value") })];
+      traces[0].xaxis = "x";
+      traces[0].yaxis = "y";
+      const layout = { height: 300, grid: { rows: 1, columns: 2, pattern: "independent" }, margin: { l: 70, r: 10, t: 30, b: 70 } };
+      if (entry.pattern) {
+        const tensor = new Tensor(entry.pattern);
+        const fixed = padded ? { row: 1, head } : { head };
+        const z = tensor.matrix("q_pos", "k_pos", fixed);
+        const pattern = heatmap({ z, x: source, y: rows, signed: false, zmin: 0, zmax: 1, annotate: false, valueLabel: say("weight") });
+        pattern.xaxis = "x2";
+        pattern.yaxis = "y2";
+        traces.push(pattern);
+      }
+      const axes = { type: "category", automargin: true, tickfont: { size: 10 } };
+      Object.assign(layout, { xaxis: axes, yaxis: { ...axes, autorange: "reversed" }, xaxis2: axes, yaxis2: { ...axes, autorange: "reversed" } });
+      const note = entry.pattern ? say(`mask_${name}_note`, this.vars(data)) : say("mask_no_cross");
+      draw(board.card(`mask-${name}`, { title: say(`mask_${name}`), className: "half", note }), traces, layout, `mask_${name}`);
+    }
+  },
+};

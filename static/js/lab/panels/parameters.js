@@ -1,0 +1,43 @@
+// Where the parameters are: per component, h heads against one head, MHA/GQA/MQA, the FFN's share
+// (POST /api/lab/parameters).
+
+import { draw, h } from "../../plot.js";
+import { labApi } from "../api.js";
+import { fmt, lineLayout } from "../ui.js";
+
+const PARTS = ["embedding", "positional", "attention", "mlp", "norms", "unembedding"];
+
+export default {
+  id: "parameters",
+  load: (s) => labApi.parameters({ model: s.model }),
+  controls: () => [],
+
+  vars(data) {
+    const splits = data.head_splits;
+    const mine = splits.find((r) => r.n_heads === data.config.n_heads) || splits[splits.length - 1];
+    return {
+      total: fmt(data.counts.total), state: fmt(data.state_dict_total), share: fmt(100 * data.ffn_share, 1),
+      share_blocks: fmt(100 * data.ffn_share_of_blocks, 1), d_model: data.config.d_model, h: mine.n_heads,
+      d_head: mine.d_head, one: fmt(splits[0].total), many: fmt(mine.total),
+    };
+  },
+
+  draw(board, data, c) {
+    const { say } = c;
+    const vars = this.vars(data);
+    const parts = PARTS.filter((p) => data.counts[p] > 0);
+    board.block("param-summary", h("p", { class: "lab-note", text: say("param_summary", vars) }));
+    draw(board.card("param-parts", { title: say("param_parts_title", vars), className: "third" }),
+      [{ type: "bar", x: parts.map((p) => say(`part_${p}`)), y: parts.map((p) => data.counts[p]), text: parts.map((p) => fmt(data.counts[p])), textposition: "auto" }],
+      lineLayout("", say("parameters")), "parameters_parts");
+    const splits = data.head_splits;
+    draw(board.card("param-heads", { title: say("param_heads_title"), className: "third", note: say("param_heads_note", vars) }),
+      [{ type: "bar", x: splits.map((r) => `${r.n_heads}×${r.d_head}`), y: splits.map((r) => r.total), text: splits.map((r) => fmt(r.total)), textposition: "auto" }],
+      lineLayout(say("heads_x_width"), say("attention_params")), "parameters_heads");
+    const kv = data.kv_sharing;
+    draw(board.card("param-kv", { title: say("param_kv_title"), className: "third", note: say("param_kv_note") }),
+      [{ type: "bar", x: kv.map((r) => `${r.kind} (${r.n_kv_heads})`), y: kv.map((r) => r.kv), name: "W_K + W_V", text: kv.map((r) => fmt(r.kv)), textposition: "auto" },
+        { type: "bar", x: kv.map((r) => `${r.kind} (${r.n_kv_heads})`), y: kv.map((r) => r.W_Q + r.W_O), name: "W_Q + W_O" }],
+      { ...lineLayout(say("kv_heads"), say("attention_params")), barmode: "stack" }, "parameters_kv");
+  },
+};

@@ -1,0 +1,63 @@
+// Positions: sinusoidal PE·PEᵀ, RoPE's rotation and its relative scores, ALiBi, and what happens
+// past the trained length (POST /api/lab/positions).
+
+import { Tensor } from "../../api.js";
+import { draw, h, heatmap, indexLabels } from "../../plot.js";
+import { labApi } from "../api.js";
+import { fmt, lineLayout, numberField } from "../ui.js";
+
+export default {
+  id: "positions",
+  async load(s, info) {
+    const body = { model: s.model, length: s.length, pair: s.pair };
+    try {
+      return { answer: await labApi.positions(body), refused: null };
+    } catch (error) {
+      if (error.code !== "beyond_context") throw error;
+      // learned positions stop at n_ctx: the formulas still run at the model's sizes
+      const sizes = { length: s.length, pair: s.pair, d_model: info.config.d_model, n_heads: info.n_heads };
+      return { answer: await labApi.positions(sizes), refused: error.message };
+    }
+  },
+
+  controls(s, say) {
+    return [numberField("length", s.length, say("length"), { min: 2, max: 256 }), numberField("pair", s.pair, say("pair"), { min: 0, max: 256 })];
+  },
+
+  vars(data) {
+    const a = data.answer;
+    return { length: a.length, n_ctx: a.n_ctx ?? "–", d_model: a.d_model, d_head: a.d_head, spread: a.rope.max_spread.toExponential(1), pair: a.pair, kind: a.kind || "–" };
+  },
+
+  draw(board, data, c) {
+    const { say } = c;
+    const a = data.answer;
+    const vars = this.vars(data);
+    const pos = indexLabels(a.length);
+    const status = data.refused
+      ? h("p", { class: "lab-error", text: say("beyond_refused", { ...vars, n_ctx: c.info.config.n_ctx, detail: data.refused }) })
+      : h("p", { class: "lab-note", text: a.beyond_context ? say("beyond_runs", vars) : say("within_context", vars) });
+    board.block("pos-status", status);
+    const sim = a.sinusoidal.similarity.data; // [pos, pos] nested lists (encoding "list")
+    draw(board.card("pos-sin", { title: say("pos_sin_title", vars), className: "half", note: say("pos_sin_note", vars) }),
+      [heatmap({ z: sim, x: pos, y: pos, signed: true, annotate: false, valueLabel: "PE·PE" })],
+      { height: 340, xaxis: { title: { text: "n" } }, yaxis: { title: { text: "m" }, autorange: "reversed" } }, "sinusoidal_similarity");
+    draw(board.card("pos-dist", { title: say("pos_dist_title"), className: "half", note: say("pos_dist_note", vars) }),
+      [{ x: pos.map(Number), y: a.sinusoidal.by_distance, mode: "lines+markers", name: say("sinusoidal") },
+        ...(a.learned ? [{ x: pos.map(Number), y: a.learned.by_distance, mode: "lines+markers", name: say("learned") }] : [])],
+      lineLayout(say("distance"), say("similarity")), "similarity_by_distance");
+    const pts = a.rope.points;
+    draw(board.card("pos-rope-circle", { title: say("rope_circle_title", vars), className: "half", note: say("rope_circle_note", vars) }),
+      [{ x: pts.map((p) => p[0]), y: pts.map((p) => p[1]), mode: "markers+text", text: pos, textposition: "top center", marker: { size: 9, color: pos.map(Number), colorscale: "Viridis" }, name: say("position") }],
+      { height: 340, xaxis: { range: [-1.3, 1.3], zeroline: true, title: { text: `x${a.pair}` } }, yaxis: { range: [-1.3, 1.3], scaleanchor: "x", title: { text: `x${a.pair + a.d_head / 2}` } } }, "rope_pair");
+    const scores = new Tensor(a.rope.scores).matrix("q_pos", "k_pos");
+    draw(board.card("pos-rope-scores", { title: say("rope_scores_title"), className: "half", note: say("rope_scores_note", vars) }),
+      [heatmap({ z: scores, x: pos, y: pos, signed: true, annotate: false, valueLabel: "q_m·k_n" })],
+      { height: 340, xaxis: { title: { text: "n" } }, yaxis: { title: { text: "m" }, autorange: "reversed" } }, "rope_scores");
+    const bias = new Tensor(a.alibi.bias);
+    const slopes = a.alibi.slopes.map((v) => fmt(v, 4)).join(", ");
+    draw(board.card("pos-alibi", { title: say("alibi_title", { n_heads: a.n_heads }), note: say("alibi_note", { slopes }) }),
+      a.alibi.slopes.map((_, head) => ({ ...heatmap({ z: bias.matrix("q_pos", "k_pos", { head }), x: pos, y: pos, signed: true, annotate: false, showscale: head === 0 }), xaxis: `x${head + 1}`, yaxis: `y${head + 1}` })),
+      { height: 300, grid: { rows: 1, columns: a.n_heads, pattern: "independent" }, margin: { l: 40, r: 10, t: 30, b: 40 } }, "alibi");
+  },
+};

@@ -1,0 +1,79 @@
+// Why ÷√d_k: Var(q·k) grows like d_k, and an unscaled softmax saturates (POST /api/lab/scaling).
+
+import { draw, h } from "../../plot.js";
+import { labApi } from "../api.js";
+import { fmt, lineLayout, numberField, selectField } from "../ui.js";
+
+function dks(s) {
+  return s.dks.split(",").map(Number).filter((x) => Number.isInteger(x) && x >= 1 && x <= 1024);
+}
+
+export default {
+  id: "scaling",
+  load: (s) => labApi.scaling({ model: s.model, text: s.text, d_k: dks(s), layer: s.maskLayer }),
+
+  controls(s, say, info) {
+    const layers = Array.from({ length: info.n_layers }, (_, i) => [i, String(i)]);
+    return [selectField("maskLayer", layers, s.maskLayer, say("layer"), "int")];
+  },
+
+  vars(data) {
+    const i = data.d_k.length - 1;
+    const at64 = data.d_k.indexOf(64);
+    return {
+      d_k: data.d_k[i],
+      variance: fmt(data.variance[i], 1),
+      scaled: fmt(data.scaled_variance[i], 3),
+      max_unscaled: fmt(data.max_unscaled[i], 2),
+      max_scaled: fmt(data.max_scaled[i], 2),
+      var64: at64 >= 0 ? fmt(data.variance[at64], 1) : "–",
+      n_keys: data.n_keys,
+      samples: data.samples,
+    };
+  },
+
+  draw(board, data, c) {
+    const { say } = c;
+    const x = data.d_k;
+    const log = { type: "log" };
+    draw(
+      board.card("scaling-var", { title: say("scaling_var_title"), className: "half", note: say("scaling_var_note", this.vars(data)) }),
+      [
+        { x, y: data.variance, mode: "lines+markers", name: say("measured_var") },
+        { x, y: x, mode: "lines", name: say("line_d_k"), line: { dash: "dot" } },
+        { x, y: data.scaled_variance, mode: "lines+markers", name: say("scaled_var") },
+      ],
+      lineLayout("d_k", say("variance"), { xaxis: log, yaxis: { type: "log" } }),
+      "scaling_variance",
+    );
+    draw(
+      board.card("scaling-soft", { title: say("scaling_soft_title", { n_keys: data.n_keys }), className: "half", note: say("scaling_soft_note", this.vars(data)) }),
+      [
+        { x, y: data.max_unscaled, mode: "lines+markers", name: say("max_unscaled") },
+        { x, y: data.max_scaled, mode: "lines+markers", name: say("max_scaled") },
+        { x, y: data.entropy_unscaled, mode: "lines+markers", name: say("entropy_unscaled"), yaxis: "y2", line: { dash: "dot" } },
+        { x, y: data.entropy_scaled, mode: "lines+markers", name: say("entropy_scaled"), yaxis: "y2", line: { dash: "dot" } },
+      ],
+      { ...lineLayout("d_k", say("max_weight"), { xaxis: log, yaxis: { range: [0, 1.05] } }), yaxis2: { title: { text: say("entropy") }, overlaying: "y", side: "right" } },
+      "scaling_softmax",
+    );
+    if (!data.heads) return;
+    const hd = data.heads;
+    const heads = hd.max_scaled.map((_, i) => `${say("head")} ${i}`);
+    draw(
+      board.card("scaling-heads", {
+        title: say("scaling_heads_title", { model: data.model, layer: hd.layer, d_head: hd.d_head }),
+        note: say("scaling_heads_note", { var_raw: fmt(hd.var_raw[0], 2), var_scaled: fmt(hd.var_scaled[0], 2), d_head: hd.d_head }),
+      }),
+      [
+        { type: "bar", x: heads, y: hd.max_scaled, name: say("max_scaled") },
+        { type: "bar", x: heads, y: hd.max_unscaled, name: say("max_unscaled") },
+        { type: "scatter", mode: "markers", x: heads, y: hd.entropy_scaled, name: say("entropy_scaled"), yaxis: "y2", marker: { size: 11 } },
+        { type: "scatter", mode: "markers", x: heads, y: hd.entropy_unscaled, name: say("entropy_unscaled"), yaxis: "y2", marker: { size: 11, symbol: "x" } },
+      ],
+      { ...lineLayout("", say("max_weight"), { yaxis: { range: [0, 1.05] } }), barmode: "group", yaxis2: { title: { text: say("entropy") }, overlaying: "y", side: "right" } },
+      "scaling_heads",
+    );
+    board.block("scaling-tokens", h("p", { class: "lab-note", text: say("scaling_model_note") }));
+  },
+};

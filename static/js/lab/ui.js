@@ -1,0 +1,51 @@
+// Controls and small blocks the lab panels share. A control carries data-field (a state field)
+// and data-kind; events.js turns its change into one go({field: value}). No state lives here.
+
+import { h } from "../plot.js";
+
+export function numberField(field, value, label, { min, max, step = 1, kind = "int" } = {}) {
+  return h(
+    "label",
+    { class: "field inline" },
+    h("span", { text: label }),
+    h("input", { type: "number", "data-field": field, "data-kind": kind, value: String(value), min, max, step, class: "num" }),
+  );
+}
+
+export function selectField(field, options, value, label, kind = "str") {
+  const select = h(
+    "select",
+    { "data-field": field, "data-kind": kind },
+    options.map(([v, text]) => h("option", { value: String(v), text })),
+  );
+  select.value = String(value);
+  return h("label", { class: "field inline" }, h("span", { text: label }), select);
+}
+
+export function toggle(name, on, label) {
+  return h(
+    "label",
+    { class: `toggle${on ? " on" : ""}` },
+    h("input", { type: "checkbox", "data-toggle": name, checked: on }),
+    h("span", { text: label }),
+  );
+}
+
+export function range(n) {
+  return Array.from({ length: n }, (_, i) => [i, String(i)]);
+}
+
+/** A panel's failure, shown in the panel itself (the other panels stay). */
+export function failure(error, say) {
+  return h("p", { class: "lab-error", text: say("panel_failed", { detail: error && error.message ? error.message : String(error) }) });
+}
+
+export function fmt(value, digits = 3) {
+  if (value === null || value === undefined || Number.isNaN(value)) return "–";
+  if (Math.abs(value) >= 1000) return Math.round(value).toLocaleString("en-US");
+  return Number(value).toFixed(digits);
+}
+
+export function lineLayout(xTitle, yTitle, extra = {}) {
+  return { xaxis: { title: { text: xTitle }, ...(extra.xaxis || {}) }, yaxis: { title: { text: yTitle }, ...(extra.yaxis || {}) }, legend: { orientation: "h", y: 1.12 }, height: 320, margin: { l: 70, r: 20, t: 40, b: 60 } };
+}
