@@ -1,0 +1,114 @@
+"""Head ablation: which heads a prediction needs, set beside where they look.
+
+Zero one head's z (Lab I's `ablate_heads`, model/interventions.py) and see how the loss and the
+probability of the chosen next token move. Set beside that head's attention weights, it shows
+that a high weight is not the same as importance (misconception 6): a head may stare at a token
+and change nothing, and a head with diffuse weights may carry the answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from model.hooks import Edit, Trace
+from model.interventions import ablated
+from model.lens import lm_stack
+from model.readouts import sequence_loss
+from model.transformer import Transformer
+
+MAX_ABLATED_HEADS = 512  # one forward pass each
+
+
+@dataclass(frozen=True)
+class HeadEffect:
+    layer: int
+    head: int
+    weights: list[float]  # [k_pos] attention of the query at `position` on each token
+    loss: float | None  # mean next-token loss with this head ablated (None: fewer than 2 tokens)
+    loss_change: float | None  # ablated - clean
+    prob: float  # probability of the chosen token at `position`, head ablated
+    prob_change: float  # ablated - clean
+
+
+@dataclass(frozen=True)
+class Ablation:
+    stack: str  # "" or "decoder."
+    position: int
+    chosen_id: int
+    clean_loss: float | None
+    clean_prob: float
+    heads: list[HeadEffect]
+
+
+def ablation_edits(prefix: str, layer: int, heads: Sequence[int]) -> dict[str, list[Edit]]:
+    """Lab I's `ablate_heads` for one stack: these heads' z is zero in that layer's self-attention."""
+    return {f"{prefix}blocks.{layer}.attn.hook_z": [ablated(list(heads))]} if heads else {}
+
+
+@torch.inference_mode()
+def logits_with_edits(
+    model: Transformer,
+    tokens: torch.Tensor,
+    target: torch.Tensor | None,
+    edits: Mapping[str, Sequence[Edit]],
+    wanted: Sequence[str] = (),
+) -> tuple[torch.Tensor, Trace]:
+    with Trace(wanted, edits) as trace:
+        logits = model(tokens, target_tokens=target) if target is not None else model(tokens)
+    return logits[0].float(), trace  # [pos, d_vocab]
+
+
+def head_ablation(
+    model: Transformer,
+    tokens: torch.Tensor,
+    *,
+    position: int | None = None,
+    chosen_id: int | None = None,
+    target_tokens: torch.Tensor | None = None,
+) -> Ablation:
+    """For every self-attention head of the LM stack: its attention at `position` and the effect of zeroing it.
+
+    tokens [1, pos] (the source, with target_tokens [1, target_pos], for encoder-decoders).
+    position: the query position (default: the last). chosen_id: the next token whose
+    probability is followed (default: the clean model's top prediction at `position`).
+    """
+    stack, prefix = lm_stack(model)
+    enc_dec = model.cfg.architecture == "encoder-decoder"
+    if enc_dec and target_tokens is None:
+        raise ValueError("an encoder-decoder model's ablation reads the decoder: pass target_tokens")
+    target = target_tokens if enc_dec else None
+    read = target if target is not None else tokens
+    n_layers, n_heads, n_pos = len(stack.blocks), model.cfg.n_heads, read.shape[1]
+    if n_layers * n_heads > MAX_ABLATED_HEADS:
+        raise ValueError(f"at most {MAX_ABLATED_HEADS} heads are ablated one by one")
+    position = n_pos - 1 if position is None else position
+    if not 0 <= position < n_pos:
+        raise ValueError(f"position must be in 0..{n_pos - 1}, got {position}")
+    ids = read[0].tolist()
+    patterns = [f"{prefix}blocks.{layer}.attn.hook_pattern" for layer in range(n_layers)]
+    clean, trace = logits_with_edits(model, tokens, target, {}, patterns)
+    chosen = int(clean[position].argmax()) if chosen_id is None else chosen_id
+    if not 0 <= chosen < clean.shape[-1]:
+        raise ValueError(f"chosen_id must be a token id below {clean.shape[-1]}")
+    clean_loss, clean_prob = sequence_loss(clean, ids), float(torch.softmax(clean[position], -1)[chosen])
+    effects = []
+    for layer in range(n_layers):
+        pattern = trace[patterns[layer]][0, :, position]  # [head, k_pos]
+        for head in range(n_heads):
+            logits, _ = logits_with_edits(model, tokens, target, ablation_edits(prefix, layer, [head]))
+            loss, prob = sequence_loss(logits, ids), float(torch.softmax(logits[position], -1)[chosen])
+            effects.append(
+                HeadEffect(
+                    layer,
+                    head,
+                    pattern[head].float().tolist(),
+                    loss,
+                    None if loss is None or clean_loss is None else loss - clean_loss,
+                    prob,
+                    prob - clean_prob,
+                )
+            )
+    return Ablation(prefix, position, chosen, clean_loss, clean_prob, effects)

@@ -1,0 +1,87 @@
+"""Logit lens (nostalgebraist 2020): what the model would predict if it stopped after each block.
+
+Read the residual stream after every block as if it were the last one, through the final norm
+and the unembedding:
+
+    logits_L = W_U · ln_final(resid_post_L)          [pos, d_vocab] for every layer L
+
+After the last block this is exactly the model's own output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from model.transformer import Stack, Transformer
+
+
+def lm_stack(model: Transformer) -> tuple[Stack, str]:
+    """The stack whose output the unembedding reads, and its trace prefix (decoder of an encoder-decoder)."""
+    if not model.cfg.lm_head:
+        raise ValueError("the logit lens needs a model with an unembedding (lm_head)")
+    if model.cfg.architecture == "encoder-decoder":
+        return model.decoder, "decoder."
+    return model.stack, ""
+
+
+# ---------------------------------------------------------------- logit lens
+
+
+@dataclass(frozen=True)
+class LogitLens:
+    layers: list[str]  # "embed", then "0", "1", ...: after which block the residual is read
+    stages: list[str]  # the trace stage read for each layer
+    logits: torch.Tensor  # [layer, pos, d_vocab]
+    top_ids: torch.Tensor  # [layer, pos, k], most likely first
+    top_probs: torch.Tensor  # [layer, pos, k]
+    next_token_probs: torch.Tensor | None  # [layer, pos - 1]: probability of the token that does come next
+
+
+def lens_stage_names(model: Transformer) -> list[str]:
+    """The residual stream before block 0 (the embeddings) and after every block."""
+    stack, prefix = lm_stack(model)
+    return [f"{prefix}blocks.0.hook_resid_pre"] + [
+        f"{prefix}blocks.{i}.hook_resid_post" for i in range(len(stack.blocks))
+    ]
+
+
+@torch.inference_mode()
+def logit_lens(
+    model: Transformer, trace: Mapping[str, torch.Tensor], *, k: int = 5, ids: Sequence[int] | None = None
+) -> LogitLens:
+    """Top-k next tokens after every block at every position (batch row 0 of the trace).
+
+    ids: the tokens the stack read (the decoder input for encoder-decoders), to report the
+    probability each layer gives the token that actually follows.
+    """
+    stack, _ = lm_stack(model)
+    stages = lens_stage_names(model)
+    resid = torch.stack([trace[name][0] for name in stages])  # [layer, pos, d_model]
+    normed = stack.ln_final(resid) if model.cfg.final_norm else resid
+    logits = model.W_U(normed).float()  # [layer, pos, d_vocab]
+    probs = torch.softmax(logits, dim=-1)
+    k = max(1, min(k, probs.shape[-1]))
+    top_probs, top_ids = probs.topk(k, dim=-1)  # [layer, pos, k]
+    following = None
+    if ids is not None and len(ids) >= 2:
+        nxt = torch.tensor(list(ids[1:]), device=probs.device)  # [pos - 1]
+        following = probs[:, :-1].gather(-1, nxt[None, :, None].expand(len(stages), -1, 1))[..., 0]
+    labels = ["embed"] + [str(i) for i in range(len(stages) - 1)]
+    return LogitLens(labels, stages, logits, top_ids, top_probs, following)
+
+
+def run_logit_lens(
+    model: Transformer, tokens: torch.Tensor, *, k: int = 5, target_tokens: torch.Tensor | None = None
+) -> tuple[LogitLens, torch.Tensor]:
+    """Trace tokens [1, pos] (the source, with target_tokens, for encoder-decoders) -> (lens, logits [pos, d_vocab])."""
+    enc_dec = model.cfg.architecture == "encoder-decoder"
+    read = target_tokens if enc_dec else tokens
+    if read is None:
+        raise ValueError("an encoder-decoder model's logit lens reads the decoder: pass target_tokens")
+    logits, trace = model.run_with_trace(
+        tokens, lens_stage_names(model), target_tokens=target_tokens if enc_dec else None
+    )
+    return logit_lens(model, trace, k=k, ids=read[0].tolist()), logits[0]
