@@ -49,7 +49,8 @@ def error_response(status: int, code: str, message: str, headers: Mapping[str, s
 
 # ---------------------------------------------------------------- every error code the API answers with
 # 404 unknown_model · 413 body_too_large · 422 empty_text, text_too_long, out_of_range, unknown_stage,
-# unknown_snapshot, invalid_config, model_too_large, response_too_large, invalid_request, invalid_json,
+# unknown_snapshot, invalid_config, model_too_large, response_too_large, not_in_model, conflicting_fields,
+# invalid_request, invalid_json,
 # invalid_intervention, not_generative, invalid_option, too_much_work, beyond_context · 503 busy · 500 internal
 
 
@@ -74,6 +75,16 @@ def invalid_config(reason: object) -> ApiError:
 
 def invalid_request(message: str) -> ApiError:
     return ApiError(422, "invalid_request", message)
+
+
+def not_in_model(message: str) -> ApiError:
+    """A well-formed request for something the chosen model does not have (cross-attention, a stack, ...)."""
+    return ApiError(422, "not_in_model", message)
+
+
+def conflicting_fields(message: str) -> ApiError:
+    """Fields that are each valid but cannot be asked for together."""
+    return ApiError(422, "conflicting_fields", message)
 
 
 def empty_text(field: str = "text") -> ApiError:
@@ -168,9 +179,6 @@ def _describe_validation(exc: RequestValidationError) -> tuple[str, str]:
     errors = exc.errors()
     if any(e.get("type") == "json_invalid" for e in errors):
         return "invalid_json", "The request body is not valid JSON."
-    for error in errors:  # the schema says min_length 1; the answer stays the one a student understands
-        if error.get("type") == "string_too_short" and tuple(error.get("loc", ()))[-1:] == ("text",):
-            return "empty_text", "The text is empty — type a sentence first."
     parts = []
     for error in errors[:5]:
         loc = ".".join(str(p) for p in error.get("loc", ()) if p not in ("body", "query"))

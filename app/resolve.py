@@ -73,9 +73,10 @@ class ModelResolver:
         if choice.config is None:
             return await self.named(choice.model)
         if choice.snapshot is not None:
-            raise errors.invalid_request("A from-scratch `config` model has no training snapshots.")
+            raise errors.conflicting_fields("A from-scratch `config` model has no training snapshots.")
         if choice.model is not None:
-            raise errors.invalid_request("Give either `model` (a name) or `config` (a from-scratch model), not both.")
+            raise errors.conflicting_fields("Give either `model` (a name) or `config` (a from-scratch model), "
+                                            "not both.")
         return await self.inline(choice.config)
 
     async def named(self, name: str | None) -> Resolved:

@@ -82,7 +82,10 @@ class ModelChoice(BaseModel):
 
 
 class TextInput(ModelChoice):
-    text: str = Field(description="Any Unicode text (the source, for encoder-decoder models).")
+    # minLength stated in the schema only: pydantic's own length check refuses lone surrogates, which are valid
+    # input here; the service refuses "" with empty_text
+    text: str = Field(description="Any Unicode text (the source, for encoder-decoder models).",
+                      json_schema_extra={"minLength": 1})
     target_text: str | None = Field(
         None, description="Encoder-decoder only: the decoder input so far (omitted: just the start token). "
                           "Ignored by other models.")

@@ -41,17 +41,17 @@ def compute(kind: str, length: int, d_model: int, n_heads: int, base: float, cau
             resolved: Resolved | None) -> dict[str, torch.Tensor]:
     if kind == "sinusoidal":
         if d_model % 2:
-            raise errors.invalid_request("The sinusoidal table needs an even d_model.")
+            raise errors.conflicting_fields("The sinusoidal table needs an even d_model.")
         return readouts.sinusoidal(length, d_model)
     if kind == "learned":
         if resolved is None or resolved.cfg.pos_encoding != "learned":
-            raise errors.invalid_request(
+            raise errors.not_in_model(
                 "A learned table belongs to a trained model: pass `model` naming one with learned positions.")
         return readouts.learned_positions(resolved.model, length)
     if d_model % n_heads:
-        raise errors.invalid_request(f"d_model ({d_model}) must be divisible by n_heads ({n_heads}).")
+        raise errors.conflicting_fields(f"d_model ({d_model}) must be divisible by n_heads ({n_heads}).")
     if kind == "rope":
         if (d_model // n_heads) % 2:
-            raise errors.invalid_request("RoPE rotates pairs of dimensions: d_model / n_heads must be even.")
+            raise errors.conflicting_fields("RoPE rotates pairs of dimensions: d_model / n_heads must be even.")
         return readouts.rope(length, d_model // n_heads, base)
     return readouts.alibi(n_heads, length, causal)

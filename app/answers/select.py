@@ -15,12 +15,12 @@ def stack_prefix(resolved: Resolved, stack: str | None, cross: bool) -> tuple[st
     if cfg.architecture == "encoder-decoder":
         chosen = stack or ("decoder" if cross else "encoder")
         if cross and chosen != "decoder":
-            raise errors.invalid_request("Cross-attention lives in the decoder: use stack 'decoder'.")
+            raise errors.not_in_model("Cross-attention lives in the decoder: use stack 'decoder'.")
         return f"{chosen}.", chosen, cfg.n_layers if chosen == "encoder" else cfg.decoder_layers
     if cross:
-        raise errors.invalid_request("This model has no cross-attention: only encoder-decoder models have it.")
+        raise errors.not_in_model("This model has no cross-attention: only encoder-decoder models have it.")
     if stack is not None and stack != cfg.architecture:
-        raise errors.invalid_request(f"This model is a single {cfg.architecture} stack; leave out `stack`.")
+        raise errors.not_in_model(f"This model is a single {cfg.architecture} stack; leave out `stack`.")
     return "", None, cfg.n_layers
 
 

@@ -64,7 +64,7 @@ def test_decoder_layer_range_of_encoder_decoder(client: TestClient) -> None:
 
 def test_cross_attention_on_a_decoder_only_model(client: TestClient) -> None:
     status, code, message = error_of(post(client, "/api/attention", {"model": "gpt", "text": "hi", "cross": True}))
-    assert (status, code) == (422, "invalid_request") and "cross-attention" in message
+    assert (status, code) == (422, "not_in_model") and "cross-attention" in message
 
 
 def test_unknown_stage_says_how_to_discover_names(client: TestClient) -> None:
@@ -118,7 +118,7 @@ def test_inline_config_that_cannot_work(client: TestClient) -> None:
     status, code, message = error_of(post(client, "/api/trace", {"config": {"d_model": 30, "n_heads": 4}, "text": "x"}))
     assert (status, code) == (422, "invalid_config") and "divisible" in message
     both = post(client, "/api/trace", {"config": {}, "model": "gpt", "text": "x"})
-    assert error_of(both)[:2] == (422, "invalid_request")
+    assert error_of(both)[:2] == (422, "conflicting_fields")
 
 
 def test_errors_leave_the_server_working(client: TestClient) -> None:

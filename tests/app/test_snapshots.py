@@ -51,7 +51,7 @@ def test_unknown_snapshot_is_a_clear_422(client: TestClient) -> None:
     assert (status, code) == (422, "unknown_snapshot")
     assert "step 7" in message and "10" in message
     status, code, _ = error_of(post(client, "/api/trace", {"config": {"n_heads": 2}, "text": "abc", "snapshot": 10}))
-    assert (status, code) == (422, "invalid_request")
+    assert (status, code) == (422, "conflicting_fields")
 
 
 def test_snapshot_files_stay_inside_the_checkpoint(tmp_path: Path) -> None:
