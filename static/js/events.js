@@ -2,7 +2,7 @@
 // that do not are the message's own Dismiss button (messages.js) and Escape leaving a text field.
 
 import { snapshotsOf } from "./context.js";
-import { go, headBy, layerBy, stepBy } from "./navigate.js";
+import { chapterBy, go, headBy, layerBy, stepBy } from "./navigate.js";
 import { state } from "./state.js";
 
 const $ = (id) => document.getElementById(id);
@@ -26,6 +26,9 @@ function onKey(event) {
     h: () => headBy(1),
     H: () => headBy(-1),
     p: () => go({ present: !state.present }),
+    e: () => go({ explainOpen: !state.explainOpen }),
+    "]": () => chapterBy(1),
+    "[": () => chapterBy(-1),
     Escape: () => state.present && go({ present: false }),
   };
   if (event.key === " " && state.present) keys[" "] = () => stepBy(event.shiftKey ? -1 : 1);
@@ -50,6 +53,17 @@ async function copyLink() {
 function snapshotAt(position) {
   const snaps = snapshotsOf(state.info);
   return position < snaps.length ? snaps[position].step : null;
+}
+
+/** The lesson bar's and the sheets' buttons (drawn by teach.js) and the model's offered example. */
+function onTeachClick(event) {
+  const button = event.target.closest("button[data-chapter], button[data-sheet], button[data-open-model], #offer .example");
+  if (!button) return;
+  if (button.dataset.chapter === "exit") go({ chapter: null, sheet: null });
+  else if (button.dataset.chapter) chapterBy(Number(button.dataset.chapter));
+  else if (button.dataset.sheet !== undefined) go({ sheet: button.dataset.sheet || null });
+  else if (button.dataset.openModel) go({ model: button.dataset.openModel, stage: "mask", sheet: "arch" });
+  else go({ text: button.dataset.text, target: button.dataset.target });
 }
 
 export function bindEvents() {
@@ -85,5 +99,10 @@ export function bindEvents() {
   $("lang").addEventListener("click", () => go({ lang: state.lang === "en" ? "zh" : "en" }));
   $("present").addEventListener("click", () => go({ present: !state.present }));
   $("copy-link").addEventListener("click", copyLink);
+  $("lesson-start").addEventListener("click", () => go({ chapter: state.chapter ?? 0 }));
+  $("show-params").addEventListener("click", () => go({ sheet: state.sheet === "params" ? null : "params" }));
+  $("show-arch").addEventListener("click", () => go({ sheet: state.sheet === "arch" ? null : "arch" }));
+  $("explain-toggle").addEventListener("click", () => go({ explainOpen: !state.explainOpen }));
+  document.addEventListener("click", onTeachClick);
   document.addEventListener("keydown", onKey);
 }

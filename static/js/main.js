@@ -3,13 +3,22 @@
 
 import { bindEvents } from "./events.js";
 import { go } from "./navigate.js";
+import { chapterIndex } from "./lessons.js";
 import { readURL } from "./state.js";
 
 async function start() {
   const url = readURL();
   const wanted = url.lang || ((navigator.language || "").toLowerCase().startsWith("zh") ? "zh" : "en");
   bindEvents();
+  const chapter = url.chapter ? chapterIndex(url.chapter) : -1;
+  if (chapter >= 0 && !url.stage) {
+    // a chapter link: the chapter opens its own view
+    await go({ chapter, lang: wanted === "zh" ? "zh" : "en", present: url.present });
+    document.body.dataset.ready = "1";
+    return;
+  }
   await go({
+    ...(chapter >= 0 ? { chapter } : {}),
     lang: wanted === "zh" ? "zh" : "en",
     model: url.model,
     text: url.text ?? document.getElementById("text").value,
@@ -21,6 +30,7 @@ async function start() {
     present: url.present,
     compare: url.compare,
     snapshot: url.snapshot,
+    sheet: url.sheet,
   });
   document.body.dataset.ready = "1";
 }

@@ -8,6 +8,7 @@ import { LANGS, loadTexts } from "./i18n.js";
 import { hideMessage, showError } from "./messages.js";
 import { render, renderStatic, setBusy, showInputs } from "./render.js";
 import { state, writeURL } from "./state.js";
+import { chapterPatch, CHAPTERS, modelFor } from "./lessons.js";
 import { buildPlan, indexOf } from "./stages.js";
 
 /** The stage index the next state shows: an explicit index, a stage id (+ layer), or the same stop. */
@@ -31,6 +32,7 @@ async function prepare(next, patch) {
     next.models = await api.models();
     if (!next.models.length) throw new ApiError(0, "no_models", next.texts[next.lang].t("err_no_models"));
   }
+  if (patch.arch) next.model = modelFor(next.models, patch.arch) || next.model;
   const names = next.models.map((m) => m.name);
   if (!names.includes(next.model)) next.model = (next.models.find((m) => m.default) || next.models[0]).name;
   let planChanged = false;
@@ -67,9 +69,11 @@ async function prepare(next, patch) {
  * The one way the view changes. `patch`: the fields of the state to change, plus `stage` (a stage
  * id), `complete` (let the decoder write the target first). preview and note last one view only.
  */
-export async function go(patch) {
+export async function go(request) {
   const mine = ++state.generation;
-  const { stage, complete, ...fields } = patch; // eslint-disable-line no-unused-vars
+  // a chapter of the lesson path is a patch of its own (model kind, sentence, stage, ...)
+  const patch = typeof request.chapter === "number" ? { ...chapterPatch(request.chapter), ...request } : request;
+  const { stage, complete, arch, ...fields } = patch; // eslint-disable-line no-unused-vars
   const next = { ...state, preview: null, note: null, ...fields };
   if ("text" in patch || "target" in patch) showInputs(patch);
   setBusy(true);
@@ -85,7 +89,7 @@ export async function go(patch) {
   } catch (error) {
     if (mine !== state.generation) return;
     const shown = state.info ? state.texts[state.lang] : next.texts[next.lang];
-    if (!state.info && shown) renderStatic(shown, next.present); // nothing on screen yet: at least its own language
+    if (!state.info && shown) renderStatic(shown, next.present, next.explainOpen); // nothing on screen yet: at least its own language
     showError(error, shown);
     console.warn("view not changed:", error); // eslint-disable-line no-console
   } finally {
@@ -113,4 +117,11 @@ export function headBy(delta) {
   if (!state.info) return;
   const n = state.info.n_heads;
   go({ head: (state.head + delta + n) % n });
+}
+
+/** The lesson path: the next / previous chapter (from free exploring, the first one). */
+export function chapterBy(delta) {
+  const at = state.chapter === null ? (delta > 0 ? -1 : CHAPTERS.length) : state.chapter;
+  const index = at + delta;
+  if (index >= 0 && index < CHAPTERS.length) go({ chapter: index });
 }

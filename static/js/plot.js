@@ -118,8 +118,16 @@ export function heatmap({ z, x, y, signed = true, zmin, zmax, hovertemplate, val
 }
 
 /** Draw (or update in place) a Plotly chart. */
+/** In presentation mode a chart takes the rest of the screen below its top (a projector shows one chart). */
+function presentHeight(el, height) { // the panel's own height outside presentation
+  if (!document.body.classList.contains("present")) return height;
+  const top = el.getBoundingClientRect().top + window.scrollY;
+  return Math.max(300, Math.round(window.innerHeight - top - 16));
+}
+
 export function draw(el, traces, layout, filename) {
-  return window.Plotly.react(el, traces, baseLayout(layout), plotConfig(filename));
+  const sized = { ...layout, height: presentHeight(el, layout.height) };
+  return window.Plotly.react(el, traces, baseLayout(sized), plotConfig(filename));
 }
 
 export function purge(el) {

@@ -7,6 +7,7 @@ import { showNote } from "./messages.js";
 import { tokenChips } from "./panels/tokens.js";
 import { h } from "./plot.js";
 import { state } from "./state.js";
+import { exampleOffer, renderLesson, renderSheet } from "./teach.js";
 
 const $ = (id) => document.getElementById(id);
 const board = new Board($("panel")); // chart cards kept between renders (Plotly.react on the same div)
@@ -22,12 +23,25 @@ export function showInputs({ text, target }) {
 }
 
 /** The page's fixed words (data-i18n), its language attribute and the presentation button. */
-export function renderStatic(texts, present) {
+export function renderStatic(texts, present, explainOpen = false) {
   const { t } = texts;
   document.documentElement.lang = texts.htmlLang;
   for (const el of document.querySelectorAll("[data-i18n]")) el.textContent = t(el.dataset.i18n);
   for (const el of document.querySelectorAll("[data-i18n-title]")) el.title = t(el.dataset.i18nTitle);
   $("present").textContent = present ? t("exit_present") : t("present");
+  document.body.classList.toggle("explain-open", Boolean(explainOpen));
+}
+
+/** A sentence the model cannot use (the translator given "The animal…"): offer its own example. */
+function renderOffer(t) {
+  const offer = exampleOffer(state.info, state.text);
+  const box = $("offer");
+  box.hidden = !offer;
+  if (!offer) return box.replaceChildren();
+  return box.replaceChildren(
+    h("span", { text: t("offer_example", { model: state.model }) }),
+    h("button", { type: "button", class: "example small", "data-text": offer.text, "data-target": offer.target, text: `${offer.text} → ${offer.target}` }),
+  );
 }
 
 function sectionTitle(section, ctx) {
@@ -178,9 +192,12 @@ function renderTokens(t) {
 export function render(ctx, data) {
   const { t } = ctx;
   document.body.classList.toggle("present", state.present);
-  renderStatic(ctx.texts, state.present);
+  renderStatic(ctx.texts, state.present, state.explainOpen);
   renderModelInfo(ctx);
   renderTokens(t);
+  renderOffer(t);
+  renderLesson(t);
+  renderSheet(t);
   renderStageList(ctx);
   renderSelectors(ctx);
   const text = ctx.text;

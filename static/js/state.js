@@ -1,6 +1,8 @@
 // The page's one state object, and its form in the URL. Only go() (navigate.js) changes it:
 // it builds the next state, loads what that view needs, and commits it whole.
 
+import { CHAPTERS } from "./lessons.js";
+
 export const state = {
   lang: "en",
   texts: {}, // language -> Texts (static/text/<lang>.json), loaded when first needed
@@ -20,6 +22,9 @@ export const state = {
   token: null,
   present: false,
   snapshot: null, // a training step from meta.snapshots; null: the final weights
+  chapter: null, // the lesson path's chapter (index into lessons.js CHAPTERS); null: free exploring
+  sheet: null, // "params" | "arch": the parameters or architectures sheet above the stage
+  explainOpen: false, // presentation mode: the explanation is shown (E toggles it)
   // for one view only (go() clears them):
   preview: null, // the training-progress slider while it is dragged (a position, not yet loaded)
   note: null, // a short confirmation to show: {key, link?}
@@ -27,6 +32,7 @@ export const state = {
 };
 
 const VIEWS = ["head", "heads", "layers"];
+const SHEETS = ["params", "arch"];
 
 /** The view a URL asks for (missing parameters are undefined). */
 export function readURL() {
@@ -44,6 +50,8 @@ export function readURL() {
     present: p.get("present") === "1",
     compare: p.get("cmp") === "1",
     snapshot: int("snap") ?? null,
+    chapter: p.get("chapter") || undefined,
+    sheet: SHEETS.includes(p.get("sheet")) ? p.get("sheet") : null,
   };
 }
 
@@ -62,5 +70,7 @@ export function writeURL(s) {
   if (s.present) p.set("present", "1");
   if (s.compare) p.set("cmp", "1");
   if (s.snapshot !== null && s.snapshot !== undefined) p.set("snap", String(s.snapshot));
+  if (s.chapter !== null && s.chapter !== undefined) p.set("chapter", CHAPTERS[s.chapter].id);
+  if (s.sheet) p.set("sheet", s.sheet);
   history.replaceState(null, "", `${location.pathname}?${p}`);
 }

@@ -219,3 +219,43 @@ def test_norm_chart_label_is_what_the_trace_records(teach_server: Any, watched: 
     assert f"divisor {word}" in legend, legend
     assert "1/σ" not in legend and "1/RMS" not in legend
     assert not watched.errors, watched.errors
+
+
+CHAPTER_IDS = ["why", "qkv", "scores", "scale", "mask", "softmax", "weighted", "heads", "ffn", "residual",
+               "positions", "architectures", "efficiency", "misconceptions"]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_lesson_path_opens_every_chapter(server: Any, watched: Any, lang: str) -> None:
+    page = watched.page
+    open_page(page, server.url, chapter="why", lang=lang)
+    for i, cid in enumerate(CHAPTER_IDS):
+        if i:
+            before = page.get_attribute("#stage", "data-rendered")
+            page.click("#chapter-next")
+            page.wait_for_function("(b) => document.querySelector('#stage').dataset.rendered !== b", arg=before)
+            page.wait_for_function("() => !document.body.classList.contains('busy')")
+        assert page.get_attribute("#lesson", "data-chapter") == cid
+        assert f"chapter={cid}" in page.url
+        assert page.is_hidden("#message"), page.inner_text("#message")
+        assert page.inner_text("#lesson .lesson-look").strip()
+        if cid in ("ffn", "efficiency"):
+            assert page.get_attribute("#sheet", "data-sheet") == "params"
+            assert page.locator("#sheet .params-components tbody tr").count() >= 2
+        if cid == "architectures":
+            assert page.locator("#sheet .arch-table tbody tr").count() == len(api(server, "/api/models"))
+    assert not watched.errors, watched.errors
+
+
+def test_presentation_chart_fills_a_projector(server: Any, watched: Any, artifacts: Path) -> None:
+    page = watched.page
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_page(page, server.url, stage="softmax", layer=0, present=1, text="我爱北京天安门广场。")
+    top, height = page.eval_on_selector("#panel .plot", "e => { const r = e.getBoundingClientRect(); return [r.top, r.height]; }")
+    page.screenshot(path=str(artifacts / "present-1280x720.png"))
+    assert height >= 0.55 * 720 and top + height <= 720 + 2, (top, height)
+    assert page.is_hidden("#explain")
+    page.keyboard.press("e")
+    page.wait_for_function("() => document.body.classList.contains('explain-open')")
+    assert page.is_visible("#explain")
+    assert not watched.errors, watched.errors

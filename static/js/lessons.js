@@ -1,0 +1,51 @@
+// The lesson path: chapters in the seed texts' order. Each chapter is a go() patch (which model
+// kind, sentence, stage, layer, head, view) plus text keys lesson.<id>.title / lesson.<id>.look
+// in static/text/<lang>.json. The URL carries the chapter (?chapter=<id>).
+
+const ANIMAL = "The animal didn't cross the street because it was too tired";
+const LOVE = "我 爱 你";
+const BEIJING = "我爱北京天安门广场。";
+
+export const CHAPTERS = [
+  { id: "why", arch: "decoder", text: ANIMAL, stage: "softmax", layer: 0, head: 0, view: "head" },
+  { id: "qkv", arch: "decoder", text: LOVE, stage: "qkv", layer: 0, head: 0, view: "head" },
+  { id: "scores", arch: "decoder", text: LOVE, stage: "scores", layer: 0, head: 0, view: "head" },
+  { id: "scale", arch: "decoder", text: LOVE, stage: "softmax", layer: 0, head: 0, view: "head", compare: true },
+  { id: "mask", arch: "decoder", text: BEIJING, stage: "mask", layer: 0, head: 0, view: "head" },
+  { id: "softmax", arch: "decoder", text: BEIJING, stage: "softmax", layer: 1, head: 0, view: "head" },
+  { id: "weighted", arch: "decoder", text: LOVE, stage: "z", layer: 0, head: 0, view: "head" },
+  { id: "heads", arch: "decoder", text: ANIMAL, stage: "softmax", layer: 1, head: 0, view: "heads" },
+  { id: "ffn", arch: "decoder", text: ANIMAL, stage: "ffn_act", layer: 0, head: 0, view: "head", sheet: "params" },
+  { id: "residual", arch: "encoder-decoder", text: "en:2026", target: "two thousand", stage: "resid_mid", layer: 0, head: 0, view: "head" },
+  { id: "positions", arch: "decoder", text: BEIJING, stage: "pos", layer: 0, head: 0, view: "head" },
+  { id: "architectures", arch: "encoder-decoder", text: "en:2026", target: "two thousand", stage: "cross_softmax", layer: 0, head: 0, view: "head", sheet: "arch" },
+  { id: "efficiency", arch: "decoder", text: BEIJING, stage: "qkv", layer: 0, head: 0, view: "head", sheet: "params" },
+  { id: "misconceptions", arch: "decoder", text: BEIJING, stage: "softmax", layer: 0, head: 0, view: "heads" },
+];
+
+export const chapterIndex = (id) => CHAPTERS.findIndex((c) => c.id === id);
+
+/** The go() patch that opens chapter `index` (the model is picked by architecture in navigate.js). */
+export function chapterPatch(index) {
+  const c = CHAPTERS[index];
+  if (!c) return { chapter: null };
+  return {
+    chapter: index,
+    arch: c.arch,
+    text: c.text,
+    target: c.target || "",
+    stage: c.stage,
+    layer: c.layer,
+    head: c.head,
+    view: c.view,
+    compare: Boolean(c.compare),
+    sheet: c.sheet || null,
+  };
+}
+
+/** The first model of an architecture, the default one first. */
+export function modelFor(models, arch) {
+  const fits = models.filter((m) => m.architecture === arch);
+  const chosen = fits.find((m) => m.default) || fits.find((m) => /^tiny-/.test(m.name)) || fits[0];
+  return chosen ? chosen.name : undefined;
+}

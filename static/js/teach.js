@@ -1,0 +1,118 @@
+// What a teacher sees besides the stage: the lesson bar (chapter, "what to look at", back/forward),
+// the parameters sheet and the architectures sheet. Drawn from the committed state; clicks are
+// data-go buttons that events.js turns into go() calls. Every number comes from params.js.
+
+import { CHAPTERS } from "./lessons.js";
+import { blockParts, count, componentShares, fullAttention } from "./params.js";
+import { h } from "./plot.js";
+import { state } from "./state.js";
+
+const $ = (id) => document.getElementById(id);
+const pct = (x) => `${(100 * x).toFixed(1)}%`;
+
+/** The lesson bar above the stage (hidden while exploring freely). */
+export function renderLesson(t) {
+  const bar = $("lesson");
+  if (state.chapter === null || state.chapter === undefined) {
+    bar.hidden = true;
+    bar.replaceChildren();
+    return;
+  }
+  const c = CHAPTERS[state.chapter];
+  bar.hidden = false;
+  bar.dataset.chapter = c.id;
+  bar.replaceChildren(
+    h(
+      "div",
+      { class: "lesson-head" },
+      h("span", { class: "lesson-kicker", text: t("lesson_of", { n: state.chapter + 1, total: CHAPTERS.length }) }),
+      h("strong", { class: "lesson-title", text: t(`lesson.${c.id}.title`) }),
+      h(
+        "span",
+        { class: "lesson-nav" },
+        h("button", { type: "button", id: "chapter-prev", "data-chapter": "-1", disabled: state.chapter === 0 ? true : undefined, text: t("chapter_prev") }),
+        h("button", { type: "button", id: "chapter-next", class: "primary", "data-chapter": "1", disabled: state.chapter === CHAPTERS.length - 1 ? true : undefined, text: t("chapter_next") }),
+        h("button", { type: "button", id: "lesson-exit", "data-chapter": "exit", text: t("lesson_exit") }),
+      ),
+    ),
+    h("p", { class: "lesson-body", text: t(`lesson.${c.id}.body`) }),
+    h("p", { class: "lesson-look" }, h("strong", { text: `${t("look_at")} ` }), t(`lesson.${c.id}.look`)),
+  );
+}
+
+function table(head, rows, className = "") {
+  return h(
+    "table",
+    { class: `sheet-table ${className}` },
+    h("thead", {}, h("tr", {}, head.map((x) => h("th", { text: x })))),
+    h("tbody", {}, rows.map((r) => h("tr", {}, r.map((x) => h("td", { text: String(x) }))))),
+  );
+}
+
+/** Per-component counts and shares, one block by part, multi-head against one full-width head, GQA's saving. */
+function paramsSheet(t) {
+  const info = state.info;
+  const total = info.parameters ? info.parameters.total : 0;
+  const comps = componentShares(info).map((c) => [t(`param_${c.name}`), count(c.count), pct(c.share)]);
+  const stacks = Object.keys(state.plan.layers);
+  const blocks = stacks.map((stack) => {
+    const p = blockParts(info, stack, state.plan.layers[stack][0]);
+    const name = stack ? t(stack) : t("block", { n: 0 });
+    return [name, count(p.total), count(p.attn), count(p.cross), `${count(p.ffn)} (${pct(p.ffn / (p.total || 1))})`, count(p.norms)];
+  });
+  const first = blockParts(info, stacks[0], state.plan.layers[stacks[0]][0]);
+  const full = fullAttention(info);
+  const d = info.config.d_model;
+  const heads = t("params_heads", { n_heads: info.n_heads, d_head: info.d_head, d_model: d, full: count(full) });
+  const kv =
+    info.n_kv_heads === info.n_heads
+      ? t("params_mha", { attn: count(first.attn), full: count(full) })
+      : t("params_gqa", { kv: info.n_kv_heads, heads: info.n_heads, attn: count(first.attn), full: count(full), saving: count(full - first.attn), cache: info.n_heads / info.n_kv_heads });
+  return [
+    h("h3", { text: t("params_title", { total: count(total) }) }),
+    table([t("param_component"), t("param_count"), t("param_share")], comps, "params-components"),
+    h("h4", { text: t("params_block_title") }),
+    table([t("param_stack"), t("param_block"), t("param_attn"), t("param_cross"), t("param_ffn"), t("param_norms_short")], blocks, "params-blocks"),
+    h("p", { class: "sheet-note", text: heads }),
+    h("p", { class: "sheet-note params-kv", text: kv }),
+  ];
+}
+
+/** Every loaded model side by side: mask, where cross-attention reads, training objective. */
+function archSheet(t) {
+  const rows = state.models.map((m) => {
+    const cfg = m.config || {};
+    const arch = m.architecture;
+    const mask = arch === "encoder" ? t("arch_mask_bi") : arch === "decoder" ? t("arch_mask_causal") : t("arch_mask_both");
+    const windowed = cfg.sliding_window ? ` ${t("arch_window", { window: cfg.sliding_window })}` : "";
+    return [m.name, t(`arch_kind_${arch}`), mask + windowed, t(`arch_cross_${arch}`), t(`arch_objective_${arch}`)];
+  });
+  const open = state.models.map((m) =>
+    h("button", { type: "button", class: "small", "data-open-model": m.name, text: t("arch_open", { name: m.name }) }),
+  );
+  return [
+    h("h3", { text: t("arch_title") }),
+    table([t("model"), t("arch_col_kind"), t("arch_col_mask"), t("arch_col_cross"), t("arch_col_objective")], rows, "arch-table"),
+    h("p", { class: "sheet-note", text: t("arch_same_sentence") }),
+    h("p", { class: "sheet-actions" }, open),
+  ];
+}
+
+export function renderSheet(t) {
+  const sheet = $("sheet");
+  sheet.hidden = !state.sheet;
+  sheet.dataset.sheet = state.sheet || "";
+  if (!state.sheet) return sheet.replaceChildren();
+  const body = state.sheet === "params" ? paramsSheet(t) : archSheet(t);
+  return sheet.replaceChildren(h("button", { type: "button", class: "small sheet-close", "data-sheet": "", text: t("close") }), ...body);
+}
+
+/** The model's own example, offered when the sentence uses characters none of its examples has. */
+export function exampleOffer(info, text) {
+  const examples = info.meta && info.meta.examples;
+  if (!examples || typeof examples !== "object" || Array.isArray(examples)) return null;
+  const keys = Object.keys(examples);
+  const known = new Set(keys.join(""));
+  if (!keys.length || keys.includes(text) || [...text].every((ch) => known.has(ch))) return null;
+  return { text: keys[0], target: String(examples[keys[0]]) };
+}
