@@ -42,10 +42,10 @@ export function failure(error, say) {
 
 export function fmt(value, digits = 3) {
   if (value === null || value === undefined || Number.isNaN(value)) return "–";
-  if (Math.abs(value) >= 1000) return Math.round(value).toLocaleString("en-US");
+  if (Number.isInteger(value) || Math.abs(value) >= 1000) return Math.round(value).toLocaleString("en-US");
   return Number(value).toFixed(digits);
 }
 
 export function lineLayout(xTitle, yTitle, extra = {}) {
-  return { xaxis: { title: { text: xTitle }, ...(extra.xaxis || {}) }, yaxis: { title: { text: yTitle }, ...(extra.yaxis || {}) }, legend: { orientation: "h", y: 1.12 }, height: 320, margin: { l: 70, r: 20, t: 40, b: 60 } };
+  return { xaxis: { title: { text: xTitle }, ...(extra.xaxis || {}) }, yaxis: { title: { text: yTitle }, ...(extra.yaxis || {}) }, legend: { orientation: "h", y: 1.12 }, height: 320, margin: { l: 70, r: 70, t: 40, b: 60 } };
 }
