@@ -8,15 +8,32 @@ f2, so decode it to a Float32Array in the page first; masked cells are NaN).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 
 from model.config import TransformerConfig
 
 Encoding = Literal["list", "base64"]
 DType = Literal["float32", "float16"]
 StackName = Literal["encoder", "decoder"]
+
+def json_number(value: object, integral: bool) -> object:
+    """What JSON Schema calls a number (an integer: also 2.0), never a boolean or a string."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("Input should be a valid " + ("integer" if integral else "number"))
+    if integral and isinstance(value, float) and not value.is_integer():
+        raise ValueError("Input should be a valid integer")
+    return value
+
+
+# Request fields take exactly what their JSON Schema says: pydantic's lax mode would also take `true` as 1,
+# "3" as 3 and 1 as true, which the schema forbids (tests/contract checks the two agree).
+INTEGER = BeforeValidator(lambda v: json_number(v, integral=True))
+NUMBER = BeforeValidator(lambda v: json_number(v, integral=False))
+Int = Annotated[int, INTEGER]
+Float = Annotated[float, NUMBER]  # optional ones put their bounds first: Annotated[float, Field(...), NUMBER]
+Bool = Annotated[bool, Strict()]
 
 LIMITS = {"d_model": 1024, "n_layers": 12, "n_heads": 16, "d_mlp": 4096}
 
@@ -32,19 +49,19 @@ class InlineConfig(BaseModel):
     ]})
 
     architecture: Literal["decoder", "encoder", "encoder-decoder"] = "decoder"
-    d_model: int = Field(64, ge=2, le=LIMITS["d_model"])
-    n_layers: int = Field(2, ge=1, le=LIMITS["n_layers"])
-    n_decoder_layers: int | None = Field(None, ge=1, le=LIMITS["n_layers"])
-    n_heads: int = Field(4, ge=1, le=LIMITS["n_heads"])
-    n_kv_heads: int | None = Field(None, ge=1, le=LIMITS["n_heads"])
-    d_mlp: int | None = Field(None, ge=1, le=LIMITS["d_mlp"])
+    d_model: Int = Field(64, ge=2, le=LIMITS["d_model"])
+    n_layers: Int = Field(2, ge=1, le=LIMITS["n_layers"])
+    n_decoder_layers: Annotated[int, Field(ge=1, le=LIMITS["n_layers"]), INTEGER] | None = Field(None)
+    n_heads: Int = Field(4, ge=1, le=LIMITS["n_heads"])
+    n_kv_heads: Annotated[int, Field(ge=1, le=LIMITS["n_heads"]), INTEGER] | None = Field(None)
+    d_mlp: Annotated[int, Field(ge=1, le=LIMITS["d_mlp"]), INTEGER] | None = Field(None)
     pos_encoding: Literal["sinusoidal", "learned", "rope", "alibi", "none"] = "sinusoidal"
     norm: Literal["layernorm", "rmsnorm"] = "layernorm"
     norm_placement: Literal["pre", "post"] = "pre"
     activation: Literal["relu", "gelu", "gelu_tanh", "swiglu"] = "gelu"
-    bias: bool = True
-    sliding_window: int | None = Field(None, ge=1, le=4096)
-    seed: int = Field(0, ge=0, le=2**31 - 1)
+    bias: Bool = True
+    sliding_window: Annotated[int, Field(ge=1, le=4096), INTEGER] | None = Field(None)
+    seed: Int = Field(0, ge=0, le=2**31 - 1)
 
     def to_config(self, n_ctx: int) -> TransformerConfig:
         """Raises model.config.ConfigError for combinations that cannot work (e.g. 64 % 3 heads)."""
@@ -59,13 +76,15 @@ class InterventionsIn(BaseModel):
         {"no_scale": True}, {"no_mask": True}, {"ablate_heads": [[1, 0]]}, {"shuffle": [0, 2, 1, 3]},
     ]})
 
-    no_scale: bool = Field(False, description="softmax(Q·Kᵀ) without ÷√d_head: watch the softmax saturate.")
-    no_mask: bool = Field(False, description="No mask: a decoder may see the future.")
-    window: int | None = Field(None, ge=1, le=4096, description="Each query sees only keys fewer than W away.")
-    temperature: float | None = Field(None, gt=0, le=100, description="softmax(scores / T) in every pattern.")
-    ablate_heads: list[tuple[int, int]] | None = Field(
+    no_scale: Bool = Field(False, description="softmax(Q·Kᵀ) without ÷√d_head: watch the softmax saturate.")
+    no_mask: Bool = Field(False, description="No mask: a decoder may see the future.")
+    window: Annotated[int, Field(ge=1, le=4096), INTEGER] | None = Field(
+        None, description="Each query sees only keys fewer than W away.")
+    temperature: Annotated[float, Field(ge=0.01, le=100), NUMBER] | None = Field(
+        None, description="softmax(scores / T) in every pattern.")
+    ablate_heads: list[Annotated[list[Int], Field(min_length=2, max_length=2)]] | None = Field(
         None, max_length=256, description="[[layer, head], ...] whose output is zeroed.")
-    shuffle: list[int] | None = Field(
+    shuffle: list[Int] | None = Field(
         None, max_length=512, description="Run the tokens in this order: a permutation of 0..n-1 over the "
                                           "tokens /api/tokenize lists (the source tokens for encoder-decoders).")
 
@@ -75,8 +94,8 @@ class ModelChoice(BaseModel):
 
     model: str | None = Field(None, max_length=64, description="A name from GET /api/models (default: the default).")
     config: InlineConfig | None = Field(None, description="Instead of `model`: a from-scratch model, random weights.")
-    snapshot: int | None = Field(
-        None, ge=0, le=10**9,
+    snapshot: Annotated[int, Field(ge=0, le=10**9), INTEGER] | None = Field(
+        None,
         description="A training step listed under `meta.snapshots` of the model: its weights at that step "
                     "(watch attention change as the model learns). Omitted: the final weights.")
 
@@ -113,17 +132,17 @@ class TraceRequest(Intervenable):
         None, max_length=64, description="Trace names or fnmatch patterns (see `stages` of GET /api/models/{name}). "
                                          "Default: a small first view (tokens, embeddings, positions; "
                                          "cross-attention for encoder-decoders).")
-    layers: list[int] | None = Field(None, max_length=64, description="Keep `blocks.{L}.*` stages of these layers.")
-    heads: list[int] | None = Field(None, max_length=16, description="Keep these heads along head dimensions.")
+    layers: list[Int] | None = Field(None, max_length=64, description="Keep `blocks.{L}.*` stages of these layers.")
+    heads: list[Int] | None = Field(None, max_length=16, description="Keep these heads along head dimensions.")
     encoding: Encoding = "list"
     dtype: DType = "float32"
-    top_k: int = Field(10, ge=0, le=50, description="Most likely next tokens at the last position (0: none).")
+    top_k: Int = Field(10, ge=0, le=50, description="Most likely next tokens at the last position (0: none).")
 
 
 class LayerRequest(Intervenable):
-    layer: int = Field(0, description="Layer index, from 0.")
-    head: int | None = Field(None, description="One head, or all heads when omitted.")
-    cross: bool = Field(False, description="Cross-attention (decoder of an encoder-decoder model).")
+    layer: Int = Field(0, description="Layer index, from 0.")
+    head: Int | None = Field(None, description="One head, or all heads when omitted.")
+    cross: Bool = Field(False, description="Cross-attention (decoder of an encoder-decoder model).")
     stack: StackName | None = Field(
         None, description="Encoder-decoder only: which stack (default: encoder; decoder when cross).")
     encoding: Encoding = "list"
@@ -149,7 +168,7 @@ class ActivationsRequest(Intervenable):
         {"model": "tiny-gpt", "text": "The cat sat on the mat."},
     ]})
 
-    layer: int | None = Field(None, description="One layer, or all layers when omitted.")
+    layer: Int | None = Field(None, description="One layer, or all layers when omitted.")
     stack: StackName | None = None
     encoding: Encoding = "list"
     dtype: DType = "float32"
@@ -161,10 +180,11 @@ class PredictRequest(Intervenable):
          "max_new_tokens": 8},
     ]})
 
-    top_k: int = Field(10, ge=1, le=100)
-    temperature: float = Field(1.0, gt=0, le=10)
-    seed: int | None = Field(None, ge=0, le=2**31 - 1, description="Same seed, same sampled text. Omitted: random.")
-    max_new_tokens: int = Field(8, ge=0, le=64)
+    top_k: Int = Field(10, ge=1, le=100)
+    temperature: Float = Field(1.0, ge=0.01, le=10, description="Below 0.01 the softmax is an argmax in float32.")
+    seed: Annotated[int, Field(ge=0, le=2**31 - 1), INTEGER] | None = Field(
+        None, description="Same seed, same sampled text. Omitted: random.")
+    max_new_tokens: Int = Field(8, ge=0, le=64)
 
 
 class PositionalQuery(BaseModel):

@@ -5,11 +5,11 @@ Tensors are the same `{name, dims, shape, dtype, data}` as everywhere in the API
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.schemas import Encoding, ModelChoice, TensorOut, TextInput, TokenOut
+from app.schemas import INTEGER, NUMBER, Encoding, Float, Int, ModelChoice, TensorOut, TextInput, TokenOut
 
 POWERS_OF_TWO = [4, 8, 16, 32, 64, 128, 256, 512, 1024]
 
@@ -27,13 +27,13 @@ class ScalingLabRequest(TextInput):
 
     text: str = Field("", description="With a model: that model's real scores on this text, per head. "
                                       "Empty: random vectors only.")
-    d_k: list[int] = Field(default_factory=lambda: list(POWERS_OF_TWO), min_length=1, max_length=12,
+    d_k: list[Int] = Field(default_factory=lambda: list(POWERS_OF_TWO), min_length=1, max_length=12,
                            description="Key widths to measure, each 1 to 1024.")
-    samples: int = Field(4096, ge=16, le=8192, description="Random (q, k) pairs per d_k.")
-    n_keys: int = Field(32, ge=2, le=1024, description="Keys per softmax row.")
-    rows: int = Field(256, ge=1, le=1024, description="Softmax rows averaged per d_k.")
-    seed: int = Field(0, ge=0, le=2**31 - 1)
-    layer: int = Field(0, ge=0, description="The model's layer whose heads are measured.")
+    samples: Int = Field(4096, ge=16, le=8192, description="Random (q, k) pairs per d_k.")
+    n_keys: Int = Field(32, ge=2, le=1024, description="Keys per softmax row.")
+    rows: Int = Field(256, ge=1, le=1024, description="Softmax rows averaged per d_k.")
+    seed: Int = Field(0, ge=0, le=2**31 - 1)
+    layer: Int = Field(0, ge=0, description="The model's layer whose heads are measured.")
 
 
 class MasksLabRequest(TextInput):
@@ -41,10 +41,11 @@ class MasksLabRequest(TextInput):
         {"model": "tiny-gpt", "text": "我爱北京天安门广场。", "window": 3, "layer": 0},
     ]})
 
-    window: int = Field(3, ge=1, le=4096, description="Sliding window: a query sees keys fewer than W away.")
-    shorter: int | None = Field(None, ge=1, le=4096, description="Tokens of the shorter sentence in the padded "
+    window: Int = Field(3, ge=1, le=4096, description="Sliding window: a query sees keys fewer than W away.")
+    shorter: Annotated[int, Field(ge=1, le=4096), INTEGER] | None = Field(
+        None, description="Tokens of the shorter sentence in the padded "
                                                                  "batch (default: half of the sentence).")
-    layer: int = Field(0, ge=0, description="The layer whose pattern is shown under each mask.")
+    layer: Int = Field(0, ge=0, description="The layer whose pattern is shown under each mask.")
     encoding: Encoding = "list"
 
 
@@ -56,12 +57,15 @@ class PositionsLabRequest(ModelChoice):
         {"model": "tiny-gpt", "length": 64, "pair": 0},
     ]})
 
-    length: int = Field(32, ge=2, le=1024, description="Positions to compute (past the model's n_ctx too).")
-    d_model: int | None = Field(None, ge=2, le=1024, description="Default: the model's, else 64.")
-    n_heads: int | None = Field(None, ge=1, le=16, description="Default: the model's, else 4.")
-    base: float | None = Field(None, gt=1, le=1e7, description="RoPE base (theta). Default: the model's, else 10000.")
-    pair: int = Field(0, ge=0, le=512, description="The RoPE dimension pair (i, i + d_head/2) to draw.")
-    seed: int = Field(0, ge=0, le=2**31 - 1, description="Seed of the random q, k for the RoPE scores.")
+    length: Int = Field(32, ge=2, le=1024, description="Positions to compute (past the model's n_ctx too).")
+    d_model: Annotated[int, Field(ge=2, le=1024), INTEGER] | None = Field(
+        None, description="Default: the model's, else 64.")
+    n_heads: Annotated[int, Field(ge=1, le=16), INTEGER] | None = Field(
+        None, description="Default: the model's, else 4.")
+    base: Annotated[float, Field(gt=1, le=1e7), NUMBER] | None = Field(
+        None, description="RoPE base (theta). Default: the model's, else 10000.")
+    pair: Int = Field(0, ge=0, le=512, description="The RoPE dimension pair (i, i + d_head/2) to draw.")
+    seed: Int = Field(0, ge=0, le=2**31 - 1, description="Seed of the random q, k for the RoPE scores.")
     encoding: Encoding = "list"
 
 
@@ -77,12 +81,14 @@ class SamplingLabRequest(TextInput):
          "seed": 0, "draws": 20},
     ]})
 
-    temperature: float = Field(1.0, gt=0, le=10)
-    top_k: int | None = Field(None, ge=1, le=100000, description="Keep the k most likely tokens (None: all).")
-    top_p: float | None = Field(None, gt=0, le=1, description="Then keep the smallest set whose mass reaches p.")
-    seed: int = Field(0, ge=0, le=2**31 - 1, description="Same seed, same draws.")
-    draws: int = Field(20, ge=1, le=10000, description="Independent draws of the next token.")
-    show: int = Field(20, ge=1, le=100, description="Rows of the table: the most likely tokens.")
+    temperature: Float = Field(1.0, ge=0.01, le=10, description="Below 0.01 the softmax is an argmax in float32.")
+    top_k: Annotated[int, Field(ge=1, le=100000), INTEGER] | None = Field(
+        None, description="Keep the k most likely tokens (None: all).")
+    top_p: Annotated[float, Field(gt=0, le=1), NUMBER] | None = Field(
+        None, description="Then keep the smallest set whose mass reaches p.")
+    seed: Int = Field(0, ge=0, le=2**31 - 1, description="Same seed, same draws.")
+    draws: Int = Field(20, ge=1, le=10000, description="Independent draws of the next token.")
+    show: Int = Field(20, ge=1, le=100, description="Rows of the table: the most likely tokens.")
 
 
 # ---------------------------------------------------------------- responses

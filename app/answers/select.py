@@ -47,7 +47,8 @@ def interventions_for(resolved: Resolved, asked: InterventionsIn | None) -> Inte
                 f"ablate_heads: [{layer}, {head}] does not exist: this model has layers 0 to {n_layers - 1} "
                 f"and heads 0 to {cfg.n_heads - 1}.")
     changes = Interventions(no_scale=asked.no_scale, no_mask=asked.no_mask, window=asked.window,
-                            temperature=asked.temperature, ablate_heads=tuple(sorted(set(asked.ablate_heads or []))))
+                            temperature=asked.temperature,
+                            ablate_heads=tuple(sorted({(layer, head) for layer, head in asked.ablate_heads or []})))
     return changes or None
 
 
