@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -19,7 +21,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                         help="serve a local checkpoint (this project's format, or a Hugging Face GPT-2 / Llama / "
                              "Qwen2 / BERT directory) under NAME; repeatable")
     parser.add_argument("--default-model", help="model used when a request names none (default tiny-gpt)")
-    parser.add_argument("--workers", type=int, help="inference threads (default: the core count)")
+    parser.add_argument("--workers", type=int, help="inference threads per process (default: the core count)")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="server processes sharing the port (each loads the models; default 1)")
     parser.add_argument("--torch-threads", type=int, help="torch intra-op threads (default: torch's own)")
     parser.add_argument("--no-minilm", action="store_true", help="do not offer the minilm package model")
     parser.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
@@ -69,8 +73,24 @@ def serve(args: argparse.Namespace) -> int:
     except RegistryError as error:
         print(f"transformer-explorer: error: {error}", file=sys.stderr)
         return 2
+    if args.processes > 1:
+        # each process builds its own app from the environment: hand the settings over as TE_* variables
+        os.environ.update({f"TE_{name.upper()}": json.dumps(value) if isinstance(value, list) else str(value)
+                           for name, value in settings.model_dump(mode="json").items() if value is not None})
+        uvicorn.run("app.cli:app_from_environment", factory=True, workers=args.processes, host=settings.host,
+                    port=settings.port, log_level=args.log_level)
+        return 0
     uvicorn.run(create_app(settings, registry), host=settings.host, port=settings.port, log_level=args.log_level)
     return 0
+
+
+def app_from_environment() -> Any:
+    """The app of one of several server processes, configured by the TE_* variables `serve` exported."""
+    from app.catalogue import build_registry
+    from app.main import create_app
+
+    settings = Settings()
+    return create_app(settings, build_registry(settings))
 
 
 def train(argv: Sequence[str]) -> int:
