@@ -1,0 +1,183 @@
+"""Page speed where a person waits: time to the first chart (cold browser cache) and the latency of
+one step (the → key to the next stage drawn), in Debian's headless Chromium against a real server
+on loopback.
+
+    .venv/bin/python bench/page_speed.py                      # this working tree
+    .venv/bin/python bench/page_speed.py --baseline fbf1882   # a git ref beside it, in one run
+
+With --baseline, the page of that commit (``git archive``, unpacked in a temporary folder, the same
+weights) is served on a second port and measured the same way, interleaved with this tree, so both
+columns see the same machine load. Goals (issue 13, item 5): first chart <= 2.0 s cold, step p95
+<= 300 ms.
+
+First chart: from navigation start (performance.timeOrigin) to the first Plotly SVG in the stage
+panel; every load uses a fresh browser context (empty HTTP cache). The server is warmed first
+(one load), so its model loading is not counted. Step: an ArrowRight keydown dispatched in the
+page until the stage's data-rendered changes and the next frame is painted; each step is a stage
+the browser has not fetched yet, so it includes the /api/trace round trip.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from io import BytesIO
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+GOAL_FIRST_CHART_S = 2.0
+GOAL_STEP_P95_MS = 300.0
+
+STEP_JS = """() => new Promise((resolve) => {
+  const stage = document.getElementById('stage');
+  const before = stage.dataset.rendered;
+  const t0 = performance.now();
+  const obs = new MutationObserver(() => {
+    if (stage.dataset.rendered !== before) {
+      obs.disconnect();
+      requestAnimationFrame(() => setTimeout(() => resolve(performance.now() - t0), 0));
+    }
+  });
+  obs.observe(stage, { attributes: true, attributeFilter: ['data-rendered'] });
+  document.dispatchEvent(new KeyboardEvent('keydown', { key: 'ArrowRight', bubbles: true }));
+})"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def server(tree: Path, port: int) -> Iterator[str]:
+    """`transformer-explorer serve` from `tree` (its own app/, static/, templates/) on loopback."""
+    env = dict(os.environ, PYTHONPATH=str(tree), TE_WEIGHTS_DIR=str(ROOT / "model" / "weights"))
+    cmd = [sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main())", "serve",
+           "--port", str(port), "--host", "127.0.0.1"]
+    proc = subprocess.Popen(cmd, cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):
+            try:
+                with urllib.request.urlopen(f"{base}/api/models", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.2)
+            if proc.poll() is not None:
+                raise RuntimeError(f"server from {tree} exited with {proc.returncode}")
+        else:
+            raise RuntimeError("server did not start")
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def unpack(ref: str, into: Path) -> Path:
+    """The tree of git ref `ref` (only what git archive gives: tracked files)."""
+    data = subprocess.run(["git", "archive", "--format=tar", ref], cwd=ROOT, check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=BytesIO(data)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+def first_chart(browser, url: str) -> float:
+    """Seconds from navigation start to the first chart, in a fresh context (cold HTTP cache)."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = ctx.new_page()
+        page.goto(url, wait_until="commit")
+        page.wait_for_selector("#panel .main-svg", timeout=60000)
+        return float(page.evaluate("performance.now()")) / 1000
+    finally:
+        ctx.close()
+
+
+def steps(browser, url: str, n: int) -> list[float]:
+    """Milliseconds per → step over the first n stages of a freshly loaded page."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = ctx.new_page()
+        page.goto(url)
+        page.wait_for_selector("body[data-ready='1'] #panel .main-svg", timeout=60000)
+        page.wait_for_timeout(300)
+        out = []
+        for _ in range(n):
+            if page.evaluate("document.getElementById('next').disabled"):
+                break
+            out.append(float(page.evaluate(STEP_JS)))
+        return out
+    finally:
+        ctx.close()
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    if not values:
+        return float("nan")
+    k = (len(values) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (k - lo)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--baseline", help="a git ref to measure beside this working tree")
+    parser.add_argument("--loads", type=int, default=5, help="cold loads per tree")
+    parser.add_argument("--steps", type=int, default=24, help="→ steps per tree")
+    parser.add_argument("--path", default="/?model=tiny-gpt&text=%E6%88%91%E7%88%B1%E5%8C%97%E4%BA%AC%E5%A4%A9%E5%AE%89%E9%97%A8%E5%B9%BF%E5%9C%BA%E3%80%82&stage=tokens&lang=en")
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    tmp = Path(tempfile.mkdtemp(prefix="page_speed_"))
+    trees = {"this tree": ROOT}
+    if args.baseline:
+        trees = {f"baseline {args.baseline}": unpack(args.baseline, tmp / "baseline"), **trees}
+    results: dict[str, dict[str, list[float]]] = {name: {"first": [], "step": []} for name in trees}
+    try:
+        with contextlib.ExitStack() as stack, sync_playwright() as p:
+            bases = {name: stack.enter_context(server(tree, free_port())) for name, tree in trees.items()}
+            browser = p.chromium.launch(executable_path=CHROMIUM,
+                                        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+            for name, base in bases.items():  # warm each server: models loaded, first traces cached
+                first_chart(browser, base + args.path)
+            for _ in range(args.loads):  # interleaved, so both trees see the same load on the machine
+                for name, base in bases.items():
+                    results[name]["first"].append(first_chart(browser, base + args.path))
+            for name, base in bases.items():
+                results[name]["step"] = steps(browser, base + args.path, args.steps)
+            browser.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    print(f"page speed, Chromium headless, {os.cpu_count()} CPUs, {args.loads} cold loads, up to {args.steps} steps")
+    print(f"{'':24} {'first chart p50':>16} {'max':>8} {'step p50':>10} {'step p95':>10} {'n steps':>8}")
+    for name, r in results.items():
+        print(f"{name:24} {statistics.median(r['first']):>14.2f} s {max(r['first']):>6.2f} s "
+              f"{pct(r['step'], 0.5):>7.0f} ms {pct(r['step'], 0.95):>7.0f} ms {len(r['step']):>8}")
+    print(f"{'goal':24} {GOAL_FIRST_CHART_S:>14.2f} s {'':>8} {'':>10} {GOAL_STEP_P95_MS:>7.0f} ms")
+    last = results["this tree"]
+    ok = statistics.median(last["first"]) <= GOAL_FIRST_CHART_S and pct(last["step"], 0.95) <= GOAL_STEP_P95_MS
+    print("this tree meets both goals" if ok else "this tree misses a goal")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
