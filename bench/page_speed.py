@@ -30,6 +30,7 @@ import sys
 import tarfile
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from io import BytesIO
@@ -39,6 +40,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 GOAL_FIRST_CHART_S = 2.0
 GOAL_STEP_P95_MS = 300.0
+DEFAULT_PATH = "/?" + urllib.parse.urlencode(
+    {"model": "tiny-gpt", "text": "我爱北京天安门广场。", "stage": "tokens", "lang": "en"})
 
 STEP_JS = """() => new Promise((resolve) => {
   const stage = document.getElementById('stage');
@@ -142,7 +145,7 @@ def main() -> int:
     parser.add_argument("--baseline", help="a git ref to measure beside this working tree")
     parser.add_argument("--loads", type=int, default=5, help="cold loads per tree")
     parser.add_argument("--steps", type=int, default=24, help="→ steps per tree")
-    parser.add_argument("--path", default="/?model=tiny-gpt&text=%E6%88%91%E7%88%B1%E5%8C%97%E4%BA%AC%E5%A4%A9%E5%AE%89%E9%97%A8%E5%B9%BF%E5%9C%BA%E3%80%82&stage=tokens&lang=en")
+    parser.add_argument("--path", default=DEFAULT_PATH, help="the page to load (default: %(default)s)")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -156,7 +159,7 @@ def main() -> int:
             bases = {name: stack.enter_context(server(tree, free_port())) for name, tree in trees.items()}
             browser = p.chromium.launch(executable_path=CHROMIUM,
                                         args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-            for name, base in bases.items():  # warm each server: models loaded, first traces cached
+            for base in bases.values():  # warm each server: models loaded, first traces cached
                 first_chart(browser, base + args.path)
             for _ in range(args.loads):  # interleaved, so both trees see the same load on the machine
                 for name, base in bases.items():

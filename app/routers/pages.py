@@ -20,6 +20,10 @@ ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES_DIR = ROOT / "templates"
 STATIC_DIR = ROOT / "static"
 PLOTLY_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
+# The explorer draws only heatmaps, bars and lines: plotly.js's own "cartesian" bundle (the same
+# version, 4.1.1, from npm's plotly.js-cartesian-dist-min) is 1.5 MB instead of 4.8 MB and parses
+# in about half the time. The lab page keeps the full bundle.
+PLOTLY_CARTESIAN = "/static/vendor/plotly-cartesian.min.js"
 
 CONTENT_SECURITY_POLICY = "; ".join(
     [
@@ -50,9 +54,19 @@ mimetypes.add_type("text/javascript", ".js")
 mimetypes.add_type("text/css", ".css")
 
 
+@lru_cache(maxsize=1)
+def explorer_modules() -> list[str]:
+    """Every module of the explorer (not the lab's), so the page asks for them all at once
+    (<link rel=modulepreload>) instead of discovering them import by import."""
+    js = STATIC_DIR / "js"
+    files = [p for p in sorted(js.rglob("*.js")) if "lab" not in p.relative_to(js).parts]
+    return [f"/static/{p.relative_to(STATIC_DIR).as_posix()}" for p in files]
+
+
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
 def index(request: Request) -> Response:
-    response = templates.TemplateResponse(request, "index.html", {"examples": EXAMPLES})
+    context = {"examples": EXAMPLES, "modules": explorer_modules(), "plotly": PLOTLY_CARTESIAN}
+    response = templates.TemplateResponse(request, "index.html", context)
     response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY  # the rest: SecurityHeadersMiddleware
     response.headers["Cache-Control"] = "no-cache"
     return response
@@ -96,6 +110,6 @@ def static_file(path: str) -> Response:
     media_type = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
     if media_type.startswith("text/"):
         media_type += "; charset=utf-8"
-    return FileResponse(
-        target, media_type=media_type, headers={"Cache-Control": "no-cache"}
-    )
+    # vendored third-party files change only with their name's version; the page's own files revalidate
+    cache = "public, max-age=86400" if path.startswith("vendor/") else "no-cache"
+    return FileResponse(target, media_type=media_type, headers={"Cache-Control": cache})

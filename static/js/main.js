@@ -4,9 +4,11 @@
 import { bindEvents } from "./events.js";
 import { go } from "./navigate.js";
 import { chapterIndex } from "./lessons.js";
+import { plotlyReady } from "./plotly_loader.js";
 import { readURL } from "./state.js";
 
 async function start() {
+  plotlyReady().catch(() => {}); // starts Plotly now; go() waits for it (and reports it) before drawing
   const url = readURL();
   const wanted = url.lang || ((navigator.language || "").toLowerCase().startsWith("zh") ? "zh" : "en");
   bindEvents();

@@ -9,6 +9,7 @@ import { hideMessage, showError } from "./messages.js";
 import { render, renderStatic, setBusy, showInputs } from "./render.js";
 import { state, writeURL } from "./state.js";
 import { chapterPatch, CHAPTERS, modelFor } from "./lessons.js";
+import { plotlyReady } from "./plotly_loader.js";
 import { buildPlan, indexOf } from "./stages.js";
 
 /** The stage index the next state shows: an explicit index, a stage id (+ layer), or the same stop. */
@@ -80,12 +81,13 @@ export async function go(request) {
   try {
     await prepare(next, patch);
     const ctx = makeContext(next, go);
-    const data = await ctx.panel.load(ctx);
+    const [data] = await Promise.all([ctx.panel.load(ctx), plotlyReady()]);
     if (mine !== state.generation) return;
     Object.assign(state, next);
     hideMessage();
     render(ctx, data);
     writeURL(state);
+    prefetchNeighbours(mine);
   } catch (error) {
     if (mine !== state.generation) return;
     const shown = state.info ? state.texts[state.lang] : next.texts[next.lang];
@@ -95,6 +97,30 @@ export async function go(request) {
   } finally {
     if (mine === state.generation) setBusy(false);
   }
+}
+
+/**
+ * After a view is drawn, load (into api.js's cache) what the stages before and after it need, so
+ * the → / ← step that usually follows draws without a round trip. Failures are ignored here: the
+ * step itself will ask again and report them.
+ */
+function prefetchNeighbours(generation) {
+  const idle = window.requestIdleCallback || ((fn) => setTimeout(fn, 50));
+  idle(() => {
+    if (generation !== state.generation) return;
+    for (const delta of [1, -1]) {
+      const index = state.index + delta;
+      if (index < 0 || index >= state.plan.order.length) continue;
+      const at = state.plan.order[index];
+      const next = { ...state, index, layer: at.layer ?? state.layer };
+      try {
+        const ctx = makeContext(next, go);
+        ctx.panel.load(ctx).catch(() => {});
+      } catch (error) {
+        // a view that cannot be built now is built (and explained) when it is asked for
+      }
+    }
+  });
 }
 
 export function stepBy(delta) {
