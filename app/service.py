@@ -11,17 +11,32 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Hashable
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import torch
 from fastapi import Depends, Request
 from starlette.responses import Response
 
-from app.answers import Budget, Builder, activations, attention, lab, lab_formulas, models, positional, predict, trace
+from app.answers import (
+    Budget,
+    Builder,
+    activations,
+    attention,
+    lab,
+    lab_cost,
+    lab_formulas,
+    lab_reading,
+    lab_training,
+    models,
+    positional,
+    predict,
+    trace,
+)
 from app.answers.select import interventions_for, shuffled
+from app.cache import LRU
 from app.engine import Engine
 from app.errors import ApiJSONResponse
-from app.inputs import check_lengths, encode
+from app.inputs import Inputs, check_lengths, encode
 from app.registry import Registry
 from app.resolve import ModelResolver, Resolved
 from app.schemas import (
@@ -43,6 +58,15 @@ from app.schemas_lab import (
     SamplingLabRequest,
     ScalingLabRequest,
 )
+from app.schemas_lab2 import (
+    AblationLabRequest,
+    ComplexityLabRequest,
+    FlashLabRequest,
+    GenerateLabRequest,
+    KVCacheQuery,
+    LogitLensLabRequest,
+    NormPlacementLabRequest,
+)
 from app.settings import Settings
 
 R = TypeVar("R", bound=Intervenable)
@@ -62,6 +86,7 @@ class Service:
                              settings.trace_cache_mb << 20)
         self.models = ModelResolver(registry, self.engine, settings)
         self.budget = Budget(settings.max_response_cells)
+        self.measured: LRU[dict[str, Any]] = LRU(64)  # lab results that cost seconds: timings, trainings
 
     def shutdown(self) -> None:
         self.engine.shutdown()
@@ -140,6 +165,60 @@ class Service:
     async def lab_parameters(self, request: ParametersLabRequest) -> Response:
         resolved = await self.models.resolve(request)
         return await self.engine.respond(("lab.parameters", resolved.key), lab_formulas.plan_parameters(resolved))
+
+    # ------------------------------------------------------------ the lab, part II: cost and use
+
+    async def lab_complexity(self, request: ComplexityLabRequest) -> Response:
+        d_head = lab_cost.check_complexity(request)
+        device = self.registry.device
+        return await self._lab_measured(("lab.complexity", device, repr(request.model_dump())),
+                                        lambda: lab_cost.build_complexity(request, d_head, device))
+
+    async def lab_norm_placement(self, request: NormPlacementLabRequest) -> Response:
+        lab_training.check_norm_placement(request)
+        return await self._lab_measured(("lab.norm-placement", repr(request.model_dump())),
+                                        lambda: lab_training.build_norm_placement(request))
+
+    async def lab_flash(self, request: FlashLabRequest) -> Response:
+        return await self._lab_traced("lab.flash", request,
+                                      lambda resolved: lab_cost.plan_flash(resolved, request, self.budget))
+
+    async def lab_kv_cache(self, query: KVCacheQuery) -> Response:
+        resolved = [await self.models.named(name) for name in self.registry.names()]
+        key = ("lab.kv-cache", tuple(r.key for r in resolved), repr(query.model_dump()))
+        return await self.engine.respond(key, lambda: lab_cost.build_kv_cache(query, resolved))
+
+    async def lab_generate(self, request: GenerateLabRequest) -> Response:
+        return await self._lab_run("lab.generate", request, lambda resolved: lab_cost.plan_generate(resolved, request))
+
+    async def lab_logit_lens(self, request: LogitLensLabRequest) -> Response:
+        return await self._lab_traced("lab.logit-lens", request,
+                                      lambda resolved: lab_reading.plan_logit_lens(resolved, request))
+
+    async def lab_ablation(self, request: AblationLabRequest) -> Response:
+        return await self._lab_run("lab.ablation", request,
+                                   lambda resolved: lab_reading.plan_ablation(resolved, request))
+
+    async def _lab_measured(self, key: Hashable, compute: Callable[[], dict[str, Any]]) -> Response:
+        """Work that costs seconds (timings, training): its result kept in the service's LRU, computed once."""
+
+        def build() -> dict[str, Any]:
+            found = self.measured.get(key)
+            return found if found is not None else self.measured.put(key, compute())
+
+        return await self.engine.respond(key, build)
+
+    async def _lab_run(self, endpoint: str, request: T,
+                       plan: Callable[[Resolved], Callable[[Inputs], dict[str, Any]]]) -> Response:
+        """Lab requests that run the model their own way (many passes): checked, tokenized, then one hop."""
+        check_lengths(request, self.settings)
+        resolved = await self.models.resolve(request)
+        key = body_key(endpoint, resolved, request)
+        if (cached := self.engine.cached_body(key)) is not None:
+            return cached
+        build = plan(resolved)
+        inputs = encode(resolved.loaded, request, self.settings)
+        return await self.engine.respond(key, lambda: build(inputs))
 
     async def _lab_traced(self, endpoint: str, request: T, plan: Callable[[Resolved], Builder]) -> Response:
         """Like _answer, for lab requests: the plain trace of the text (cached), then the experiment."""

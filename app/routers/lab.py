@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 
 from app.schemas import ERRORS
 from app.schemas_lab import (
@@ -18,6 +18,22 @@ from app.schemas_lab import (
     SamplingLabRequest,
     ScalingLabOut,
     ScalingLabRequest,
+)
+from app.schemas_lab2 import (
+    AblationLabOut,
+    AblationLabRequest,
+    ComplexityLabOut,
+    ComplexityLabRequest,
+    FlashLabOut,
+    FlashLabRequest,
+    GenerateLabOut,
+    GenerateLabRequest,
+    KVCacheLabOut,
+    KVCacheQuery,
+    LogitLensLabOut,
+    LogitLensLabRequest,
+    NormPlacementLabOut,
+    NormPlacementLabRequest,
 )
 from app.service import ServiceDep
 
@@ -59,3 +75,58 @@ async def sampling(body: SamplingLabRequest, service: ServiceDep) -> Any:
     """The next-token distribution after temperature, top-k and top-p, and `draws` seeded draws from it
     (the same seed gives the same draws)."""
     return await service.lab_sampling(body)
+
+
+# ---------------------------------------------------------------- Lab II: what attention costs, what is used
+
+
+@router.post("/complexity", response_model=ComplexityLabOut, responses=ERRORS)
+async def complexity(body: ComplexityLabRequest, service: ServiceDep) -> Any:
+    """Time and peak memory of naive (n × n materialised) and tiled attention on random q, k, v at each
+    length, on the server's device, with power-law and n² fits. Lengths that would overrun a time budget
+    are skipped (listed with null times); the result is cached."""
+    return await service.lab_complexity(body)
+
+
+@router.post("/flash", response_model=FlashLabOut, responses=ERRORS)
+async def flash(body: FlashLabRequest, service: ServiceDep) -> Any:
+    """One head of the model, tile by tile with the online softmax: the running max m, sum l and rescaled
+    partial output after every tile; the result against the model's own hook_z; the largest tensor held
+    against the n × n matrix."""
+    return await service.lab_flash(body)
+
+
+@router.get("/kv-cache", response_model=KVCacheLabOut, responses=ERRORS)
+async def kv_cache(query: Annotated[KVCacheQuery, Query()], service: ServiceDep) -> Any:
+    """KV-cache bytes per token and in total for published shapes (GPT-3, Llama-2/3, Mistral) and every
+    registered model under MHA, GQA and MQA: 2 · layers · kv_heads · d_head · bytes · context · batch."""
+    return await service.lab_kv_cache(query)
+
+
+@router.post("/generate", response_model=GenerateLabOut, responses=ERRORS)
+async def generate(body: GenerateLabRequest, service: ServiceDep) -> Any:
+    """Greedy decoding with a KV cache: the cache growing step by step (bytes measured and by formula),
+    the attention scores computed against recomputing every step, and each step's logits against a full
+    recomputation."""
+    return await service.lab_generate(body)
+
+
+@router.post("/norm-placement", response_model=NormPlacementLabOut, responses=ERRORS)
+async def norm_placement(body: NormPlacementLabRequest, service: ServiceDep) -> Any:
+    """Pre-LN and Post-LN models from one seed: every block's gradient norm at initialisation and the loss
+    over the first Adam steps without warm-up (bounded, cached, deterministic for a seed)."""
+    return await service.lab_norm_placement(body)
+
+
+@router.post("/logit-lens", response_model=LogitLensLabOut, responses=ERRORS)
+async def logit_lens(body: LogitLensLabRequest, service: ServiceDep) -> Any:
+    """The top-k next tokens after every block at every position, through the final norm and the
+    unembedding; the last layer's reading equals the model's logits."""
+    return await service.lab_logit_lens(body)
+
+
+@router.post("/ablation", response_model=AblationLabOut, responses=ERRORS)
+async def ablation(body: AblationLabRequest, service: ServiceDep) -> Any:
+    """Every head's attention at `position` beside the change in the loss and in the chosen next token's
+    probability when that head alone is ablated (Lab I's intervention)."""
+    return await service.lab_ablation(body)
