@@ -53,6 +53,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
             overrides[field] = value
     if args.no_minilm:
         overrides["load_minilm"] = False
+    if getattr(args, "processes", 1) > 1 and args.workers is None:  # the cores are shared by the processes too
+        overrides["workers"] = max(1, (os.cpu_count() or 1) // args.processes)
     settings = Settings(**overrides)
     settings.add_models = [*settings.add_models, *args.add_model]
     settings.cors_origins = [*settings.cors_origins, *args.cors_origin]
