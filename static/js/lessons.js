@@ -3,7 +3,7 @@
 // in static/text/<lang>.json. The URL carries the chapter (?chapter=<id>).
 
 const ANIMAL = "The animal didn't cross the street because it was too tired";
-const LOVE = "我 爱 你";
+const LOVE = "我爱你"; // the textbook's “我 爱 你”: tiny-gpt reads it as 我, 爱, 你 (a space would be a token of its own)
 const BEIJING = "我爱北京天安门广场。";
 
 export const CHAPTERS = [
@@ -12,9 +12,10 @@ export const CHAPTERS = [
   { id: "scores", arch: "decoder", text: LOVE, stage: "scores", layer: 0, head: 0, view: "head" },
   { id: "scale", arch: "decoder", text: LOVE, stage: "softmax", layer: 0, head: 0, view: "head", compare: true },
   { id: "mask", arch: "decoder", text: BEIJING, stage: "mask", layer: 0, head: 0, view: "head" },
-  { id: "softmax", arch: "decoder", text: BEIJING, stage: "softmax", layer: 1, head: 0, view: "head" },
-  { id: "weighted", arch: "decoder", text: LOVE, stage: "z", layer: 0, head: 0, view: "head" },
-  { id: "heads", arch: "decoder", text: ANIMAL, stage: "softmax", layer: 1, head: 0, view: "heads" },
+  // pick: the layer and head come from the model's measured head scores (meta.head_scores), best first
+  { id: "softmax", arch: "decoder", text: BEIJING, stage: "softmax", layer: 0, head: 0, view: "head", pick: "previous-token" },
+  { id: "weighted", arch: "decoder", text: LOVE, stage: "softmax", layer: 0, head: 0, view: "head" },
+  { id: "heads", arch: "decoder", text: ANIMAL, stage: "softmax", layer: 0, head: 0, view: "heads", pick: "previous-token" },
   { id: "ffn", arch: "decoder", text: ANIMAL, stage: "ffn_act", layer: 0, head: 0, view: "head", sheet: "params" },
   { id: "residual", arch: "encoder-decoder", text: "en:2026", target: "two thousand", stage: "resid_mid", layer: 0, head: 0, view: "head" },
   { id: "positions", arch: "decoder", text: BEIJING, stage: "pos", layer: 0, head: 0, view: "head" },
@@ -40,7 +41,17 @@ export function chapterPatch(index) {
     view: c.view,
     compare: Boolean(c.compare),
     sheet: c.sheet || null,
+    pick: c.pick,
   };
+}
+
+/** The self-attention head with the highest measured `pattern` score ({layer, head}), or null. */
+export function bestHead(info, pattern) {
+  const scores = (info.meta && info.meta.head_scores) || [];
+  const fits = scores.filter((e) => e && !e.stack && e.scores && typeof e.scores[pattern] === "number");
+  if (!fits.length) return null;
+  const best = fits.reduce((a, b) => (b.scores[pattern] > a.scores[pattern] ? b : a));
+  return { layer: best.layer, head: best.head };
 }
 
 /** The first model of an architecture, the default one first. */

@@ -8,7 +8,7 @@ import { LANGS, loadTexts } from "./i18n.js";
 import { hideMessage, showError } from "./messages.js";
 import { render, renderStatic, setBusy, showInputs } from "./render.js";
 import { state, writeURL } from "./state.js";
-import { chapterPatch, CHAPTERS, modelFor } from "./lessons.js";
+import { bestHead, chapterPatch, CHAPTERS, modelFor } from "./lessons.js";
 import { plotlyReady } from "./plotly_loader.js";
 import { buildPlan, indexOf } from "./stages.js";
 
@@ -60,7 +60,9 @@ async function prepare(next, patch) {
     next.targetTokens = answer.target_tokens || null;
     if (next.text !== state.text) next.token = null;
   }
-  next.index = resolveIndex(next, patch, planChanged);
+  const picked = patch.pick ? bestHead(next.info, patch.pick) : null;
+  if (picked) next.head = picked.head;
+  next.index = resolveIndex(next, picked ? { ...patch, layer: picked.layer } : patch, planChanged);
   const at = next.plan.order[next.index];
   if (at.layer !== null) next.layer = at.layer;
   next.head = Math.max(0, Math.min(next.info.n_heads - 1, next.head || 0));
@@ -74,7 +76,7 @@ export async function go(request) {
   const mine = ++state.generation;
   // a chapter of the lesson path is a patch of its own (model kind, sentence, stage, ...)
   const patch = typeof request.chapter === "number" ? { ...chapterPatch(request.chapter), ...request } : request;
-  const { stage, complete, arch, ...fields } = patch; // eslint-disable-line no-unused-vars
+  const { stage, complete, arch, pick, ...fields } = patch; // eslint-disable-line no-unused-vars
   const next = { ...state, preview: null, note: null, ...fields };
   if ("text" in patch || "target" in patch) showInputs(patch);
   setBusy(true);

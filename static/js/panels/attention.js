@@ -3,6 +3,9 @@
 
 import { categoryAxis, draw, h, heatmap, rawLabels, rowsHeight, tokenLabels } from "../plot.js";
 import { badge, drawGrid, fetchStages, keyTokensFor } from "./common.js";
+import { readingNote, workedExample } from "./reading.js";
+
+const WORKED_MAX_TOKENS = 5; // a sentence this short gets the worked example with every number
 
 const PARTS = ["hook_scores_raw", "hook_scores_scaled", "hook_attn_scores", "hook_pattern"];
 const MAIN = { scores: "hook_scores_raw", scale: "hook_scores_scaled", mask: "hook_attn_scores", softmax: "hook_pattern" };
@@ -85,7 +88,9 @@ export default {
       const pattern = ctx.step.main.replace("{L}", "*");
       return { all: await fetchStages(ctx, [pattern]) };
     }
-    return { layer: await fetchStages(ctx, PARTS.map((p) => base + p)) };
+    const worked = ctx.view === "head" && !ctx.step.key.startsWith("cross_") && ctx.tokens.length <= WORKED_MAX_TOKENS;
+    const names = PARTS.map((p) => base + p).concat(worked ? [`${base}hook_v`, `${base}hook_z`] : []);
+    return { layer: await fetchStages(ctx, names), worked };
   },
   draw(board, data, ctx) {
     const { t } = ctx;
@@ -176,6 +181,7 @@ export default {
     if (known) {
       note = t("head_label_note", { pattern: t(`pat_${known.label}`), score: known.score === null ? "?" : known.score.toFixed(2) });
     }
+    if (probs) note = [note, readingNote(t, weights)].filter(Boolean).join(" ");
     if (kind === "mask") {
       const why = ctx.cfg.sliding_window && !ctx.step.key.startsWith("cross_") ? t("masked_window", { window: ctx.cfg.sliding_window }) : t("masked_future");
       note = hiddenCount ? `${why} ${t("masked_count", { n: hiddenCount, total: masked.flat().length })}` : t("masked_none");
@@ -213,6 +219,10 @@ export default {
       filename: `${ctx.fname}_h${ctx.head}`,
     });
 
+    if (data.worked) {
+      const parts = { raw, scaled, masked, weights, v: data.layer[`${base}hook_v`], z: data.layer[`${base}hook_z`] };
+      board.block("worked", workedExample(ctx, parts, rawLabels(qToks)), "worked-card");
+    }
     if (probs) {
       if (ctx.compare) {
         const unscaled = softmaxUnscaled(raw, masked, scaled, ctx.cfg.pos_encoding === "alibi", Math.sqrt(ctx.info.d_head));
