@@ -54,6 +54,11 @@ def test_the_web_layer_and_the_model_import_in_one_direction() -> None:
         wrong = {m for m in imported_modules(path) if m.startswith("training")}
         if path.name == "cli.py":  # the `train` command is started from the one CLI, lazily
             continue
+        # /api/lab/norm-placement trains two small models (an optimizer), which model/ may not hold: this one
+        # answer module imports training.norm_placement, lazily, inside its builder; no other module may
+        if path.relative_to(ROOT).as_posix() == "app/answers/lab_training.py":
+            assert wrong <= {"training", "training.norm_placement"}, wrong
+            continue
         assert not wrong, f"{path.relative_to(ROOT)} imports {sorted(wrong)}"
 
 
