@@ -24,6 +24,21 @@ export const CHAPTERS = [
   { id: "misconceptions", arch: "decoder", text: BEIJING, stage: "softmax", layer: 0, head: 0, view: "heads" },
 ];
 
+/** The /lab panel that explains a stage or a chapter further (static/js/lab: its sections are #panel-<id>). */
+const LAB_OF_STAGE = { scale: "scaling", softmax: "scaling", mask: "masks", pos: "positions", rope: "positions", qkv: "parameters", z: "interventions", attn_out: "interventions", logits: "sampling" };
+const LAB_OF_CHAPTER = { scale: "scaling", mask: "masks", softmax: "interventions", heads: "parameters", positions: "positions", architectures: "masks", efficiency: "parameters", weighted: "interventions" };
+
+export function labPanel(stageKey, chapter) {
+  if (chapter !== null && chapter !== undefined) return LAB_OF_CHAPTER[CHAPTERS[chapter].id] || null;
+  return LAB_OF_STAGE[stageKey] || null;
+}
+
+/** The lab's URL for a panel, with this model, sentence and language (the fragment opens the panel). */
+export function labURL(panel, s) {
+  const p = new URLSearchParams({ panel, model: s.model, text: s.text, lang: s.lang });
+  return `/lab?${p}#panel-${panel}`;
+}
+
 export const chapterIndex = (id) => CHAPTERS.findIndex((c) => c.id === id);
 
 /** The go() patch that opens chapter `index` (the model is picked by architecture in navigate.js). */

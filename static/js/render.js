@@ -7,6 +7,7 @@ import { showNote } from "./messages.js";
 import { tokenChips } from "./panels/tokens.js";
 import { h } from "./plot.js";
 import { state } from "./state.js";
+import { labPanel, labURL } from "./lessons.js";
 import { exampleOffer, renderLesson, renderSheet } from "./teach.js";
 
 const $ = (id) => document.getElementById(id);
@@ -205,6 +206,9 @@ export function render(ctx, data) {
   const layer = ctx.layer !== null ? `${t("layer")} ${ctx.layer} · ` : "";
   $("stage-kicker").textContent = `${stack}${layer}${t("step_of", { n: state.index + 1, total: state.plan.order.length })}`;
   $("stage-title").textContent = text.title;
+  const lab = labPanel(ctx.step.key.replace(/^cross_/, ""), null);
+  $("lab-link").hidden = !lab;
+  if (lab) Object.assign($("lab-link"), { href: labURL(lab, state), textContent: t("lab_link", { panel: t(`lab_panel_${lab}`) }) });
   $("formula").textContent = text.formula;
   $("explain").textContent = text.explain;
   $("prev").disabled = state.index === 0;

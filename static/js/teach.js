@@ -2,7 +2,7 @@
 // the parameters sheet and the architectures sheet. Drawn from the committed state; clicks are
 // data-go buttons that events.js turns into go() calls. Every number comes from params.js.
 
-import { CHAPTERS } from "./lessons.js";
+import { CHAPTERS, labPanel, labURL } from "./lessons.js";
 import { blockParts, count, componentShares, fullAttention } from "./params.js";
 import { h } from "./plot.js";
 import { state } from "./state.js";
@@ -36,8 +36,14 @@ export function renderLesson(t) {
       ),
     ),
     h("p", { class: "lesson-body", text: t(`lesson.${c.id}.body`) }),
-    h("p", { class: "lesson-look" }, h("strong", { text: `${t("look_at")} ` }), t(`lesson.${c.id}.look`)),
+    h("p", { class: "lesson-look" }, h("strong", { text: `${t("look_at")} ` }), t(`lesson.${c.id}.look`), ...labLink(t)),
   );
+}
+
+function labLink(t) {
+  const panel = labPanel(null, state.chapter);
+  if (!panel) return [];
+  return [" ", h("a", { class: "lab-link", id: "lesson-lab-link", href: labURL(panel, state), text: t("lab_link", { panel: t(`lab_panel_${panel}`) }) })];
 }
 
 function table(head, rows, className = "") {
