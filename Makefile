@@ -31,6 +31,10 @@ lint: setup-dev
 	$(BIN)/ruff check model training app tests bench
 	$(BIN)/mypy
 
+# every figure in README's "Performance" and "Under load", each printed beside its goal (about 9 minutes)
 bench: setup-dev
 	$(BIN)/python bench/trace_overhead.py
 	$(BIN)/python bench/api_latency.py
+	$(BIN)/python bench/load.py
+	$(BIN)/python bench/worst_case.py
+	$(BIN)/python bench/page_speed.py

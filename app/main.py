@@ -47,7 +47,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         service = Service(registry if registry is not None else build_registry(settings), settings)
         app.state.service = service
         # lazy models (minilm) load in the background: startup stays fast, first use does not wait long
-        warm = asyncio.get_running_loop().run_in_executor(service.engine.pool, service.registry.warm_up)
+        warm = asyncio.get_running_loop().run_in_executor(service.engine.pool, service.warm_up)
         log.info("models: %s (default %s)", ", ".join(service.registry.names()), service.registry.default)
         yield
         warm.cancel()

@@ -137,10 +137,11 @@ class ModelResolver:
     async def check_inline_size(self, cfg: TransformerConfig) -> None:
         """Refuse a from-scratch model over the parameter budget before any weight is allocated."""
         limit = self.settings.max_inline_parameters
-        count = self.parameter_counts.get(cfg)
+        shape = cfg.replace(seed=0)  # the seed changes the weights, not their number
+        count = self.parameter_counts.get(shape)
         if count is None:
-            counted = await self.engine.shared(("size", cfg), lambda: count_parameters(cfg))
-            count = self.parameter_counts.put(cfg, counted)
+            counted = await self.engine.shared(("size", shape), lambda: count_parameters(shape))
+            count = self.parameter_counts.put(shape, counted)
         if count > limit:
             raise errors.model_too_large(count, limit)
 

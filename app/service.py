@@ -38,7 +38,7 @@ from app.engine import Engine
 from app.errors import ApiJSONResponse
 from app.inputs import Inputs, check_lengths, encode
 from app.registry import Registry
-from app.resolve import ModelResolver, Resolved
+from app.resolve import ModelResolver, Resolved, count_parameters
 from app.schemas import (
     ActivationsRequest,
     AttentionRequest,
@@ -68,6 +68,7 @@ from app.schemas_lab2 import (
     NormPlacementLabRequest,
 )
 from app.settings import Settings
+from model.config import TransformerConfig
 
 R = TypeVar("R", bound=Intervenable)
 T = TypeVar("T", bound=TextInput)
@@ -87,6 +88,12 @@ class Service:
         self.models = ModelResolver(registry, self.engine, settings)
         self.budget = Budget(settings.max_response_cells)
         self.measured: LRU[dict[str, Any]] = LRU(64)  # lab results that cost seconds: timings, trainings
+
+    def warm_up(self) -> None:
+        """In the background after startup: load lazy models, and pay the one-off cost of the first model built
+        on the meta device (about 1.5 s) here rather than in the first from-scratch request."""
+        self.registry.warm_up()
+        count_parameters(TransformerConfig(d_model=8, n_layers=1, n_heads=1, vocab_size=8, n_ctx=8))
 
     def shutdown(self) -> None:
         self.engine.shutdown()
