@@ -8,6 +8,13 @@ export const labApi = {
   positions: (body) => cached("POST", "/api/lab/positions", body),
   parameters: (body) => cached("POST", "/api/lab/parameters", body),
   sampling: (body) => cached("POST", "/api/lab/sampling", body),
+  complexity: (body) => cached("POST", "/api/lab/complexity", body),
+  flash: (body) => cached("POST", "/api/lab/flash", body),
+  kvCache: (query) => cached("GET", `/api/lab/kv-cache?${new URLSearchParams(query)}`),
+  generate: (body) => cached("POST", "/api/lab/generate", body),
+  normPlacement: (body) => cached("POST", "/api/lab/norm-placement", body),
+  logitLens: (body) => cached("POST", "/api/lab/logit-lens", body),
+  ablation: (body) => cached("POST", "/api/lab/ablation", body),
 };
 
 /** The stack prefix of the self-attention that reads the sentence ("encoder." for encoder-decoders). */

@@ -18,7 +18,7 @@ export function bindEvents() {
     event.preventDefault();
     go({ text: $("text").value, model: $("model").value });
   });
-  $("model").addEventListener("change", (event) => go({ model: event.target.value, layer: -1, head: 0, maskLayer: 0, maskHead: 0, ablateLayer: 0 }));
+  $("model").addEventListener("change", (event) => go({ model: event.target.value, layer: -1, head: 0, maskLayer: 0, maskHead: 0, ablateLayer: 0, flLayer: 0, flHead: 0, flTile: 0, ablPos: -1 }));
   $("lang").addEventListener("click", () => go({ lang: lab.lang === "en" ? "zh" : "en" }));
   $("panels").addEventListener("change", (event) => {
     const el = event.target;

@@ -26,6 +26,22 @@ export const FIELDS = Object.freeze({
   vs: ["variant", "str", ""],
   set: ["setting", "str", "n_heads"],
   val: ["value", "str", "1"],
+  cxn: ["cxMax", "int", 2048],
+  cxh: ["cxHeads", "int", 1],
+  fl: ["flLayer", "int", 0],
+  fh: ["flHead", "int", 0],
+  fbq: ["flBq", "int", 4],
+  fbk: ["flBk", "int", 4],
+  ft: ["flTile", "int", 0],
+  kvc: ["kvContext", "int", 4096],
+  kvb: ["kvBatch", "int", 1],
+  kvd: ["kvDtype", "str", "float16"],
+  gn: ["genSteps", "int", 12],
+  nl: ["nlLayers", "int", 12],
+  nd: ["nlWidth", "int", 64],
+  ns: ["nlSteps", "int", 10],
+  nseed: ["nlSeed", "int", 0],
+  ap: ["ablPos", "int", -1],
 });
 
 export const TOGGLES = ["no_scale", "no_mask", "window", "temperature", "ablate", "shuffle"];

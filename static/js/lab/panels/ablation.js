@@ -1,0 +1,53 @@
+// Attention weight is not importance: each head's weight against the effect of ablating it (POST /api/lab/ablation).
+
+import { draw, h, visible } from "../../plot.js";
+import { labApi } from "../api.js";
+import { fmt, lineLayout, numberField } from "../ui.js";
+
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
+export default {
+  id: "ablation",
+  load(s, info) {
+    if (info.architecture === "encoder") return Promise.resolve(null);
+    const body = { model: s.model, text: s.text };
+    if (s.ablPos >= 0) body.position = s.ablPos;
+    return labApi.ablation(body);
+  },
+
+  controls(s, say) {
+    return [numberField("ablPos", s.ablPos, say("abl_position"), { min: -1, max: 512 })];
+  },
+
+  draw(board, data, c) {
+    const { say } = c;
+    if (!data) {
+      board.block("abl-none", h("p", { class: "lab-note", text: say("lab2_encoder") }));
+      return;
+    }
+    const heads = data.heads;
+    const name = (e) => `L${e.layer}H${e.head}`;
+    const cut = median(heads.map((e) => e.max_weight));
+    const effect = (e) => Math.abs(e.prob_change);
+    const strong = heads.filter((e) => e.max_weight >= cut).sort((a, b) => effect(a) - effect(b))[0];
+    const diffuse = heads.filter((e) => e.max_weight < cut).sort((a, b) => effect(b) - effect(a))[0] || strong;
+    const vars = {
+      pos: data.position, token: visible(data.tokens[data.position].text), chosen: visible(data.chosen_text), p: fmt(data.clean_prob, 4),
+      a: name(strong), a_w: fmt(strong.max_weight, 2), a_e: fmt(strong.prob_change, 4),
+      b: name(diffuse), b_w: fmt(diffuse.max_weight, 2), b_e: fmt(diffuse.prob_change, 4),
+      none: fmt(data.none_ablated.prob_change, 1),
+    };
+    draw(board.card("abl-scatter", { title: say("abl_title", vars), className: "half", note: say("abl_note", vars) }), [{
+      type: "scatter", mode: "markers+text", x: heads.map((e) => e.max_weight), y: heads.map((e) => e.prob_change),
+      text: heads.map(name), textposition: "top center", name: say("abl_heads"),
+      marker: { size: 10, color: heads.map((e) => e.layer), colorscale: "Viridis" },
+    }], lineLayout(say("abl_weight"), say("abl_effect")), "ablation");
+    const loss = heads.map((e) => e.loss_change);
+    draw(board.card("abl-loss", { title: say("abl_loss_title"), className: "half", note: say("abl_loss_note", vars) }), [
+      { type: "bar", x: heads.map(name), y: loss, name: say("abl_loss") },
+    ], lineLayout("", say("abl_loss"), { xaxis: { type: "category" } }), "ablation_loss");
+  },
+};

@@ -1,0 +1,52 @@
+// FlashAttention step by step: the tiles, and the running max m and sum l after each (POST /api/lab/flash).
+
+import { draw, heatmap, tokenLabels } from "../../plot.js";
+import { labApi } from "../api.js";
+import { lineLayout, numberField, range, selectField } from "../ui.js";
+
+export default {
+  id: "flash",
+  load(s, info) {
+    const body = { model: s.model, text: s.text, layer: s.flLayer, head: s.flHead, block_q: s.flBq, block_k: s.flBk };
+    if (info.architecture === "encoder-decoder") body.stack = "encoder";
+    return labApi.flash(body);
+  },
+
+  controls(s, say, info) {
+    const blocks = [1, 2, 3, 4, 8, 16].map((n) => [n, String(n)]);
+    return [
+      selectField("flLayer", range(info.n_layers), s.flLayer, say("layer"), "int"),
+      selectField("flHead", range(info.n_heads), s.flHead, say("head"), "int"),
+      selectField("flBq", blocks, s.flBq, say("fl_block_q"), "int"),
+      selectField("flBk", blocks, s.flBk, say("fl_block_k"), "int"),
+      numberField("flTile", s.flTile, say("fl_tile"), { min: 0, max: 100000 }),
+    ];
+  },
+
+  draw(board, data, c) {
+    const { say, s } = c;
+    const n = data.tiles.length;
+    const index = Math.max(0, Math.min(s.flTile, n - 1));
+    const tile = data.tiles[index];
+    const nq = data.query_tokens.length;
+    const nk = data.key_tokens.length;
+    // 0 never computed (masked), 1 computed before this step, 2 this tile, NaN still to come
+    const z = Array.from({ length: nq }, () => Array(nk).fill(0));
+    data.tiles.forEach((t, i) => {
+      for (let q = t.q_range[0]; q < t.q_range[1]; q++) for (let k = t.k_range[0]; k < t.k_range[1]; k++) z[q][k] = i < index ? 1 : i === index ? 2 : 0.4;
+    });
+    const vars = {
+      step: index + 1, n, qi: tile.q_block, ki: tile.k_block, q_tiles: data.q_tiles, k_tiles: data.k_tiles,
+      skipped: data.skipped_tiles, largest: data.largest_bytes.toLocaleString("en-US"), n2: data.n_squared_bytes.toLocaleString("en-US"),
+      diff: data.max_diff_z.toExponential(1), naive: data.max_diff_naive.toExponential(1),
+    };
+    const grid = heatmap({ z, x: tokenLabels(data.key_tokens), y: tokenLabels(data.query_tokens), signed: false, zmin: 0, zmax: 2, showscale: false, valueLabel: say("fl_state") });
+    draw(board.card("fl-grid", { title: say("fl_grid_title", vars), className: "half", note: say("fl_grid_note", vars) }), [grid],
+      { xaxis: { title: { text: say("fl_keys") }, type: "category" }, yaxis: { title: { text: say("fl_queries") }, type: "category", autorange: "reversed" }, height: 340, margin: { l: 80, r: 20, t: 30, b: 70 } }, "flash_tiles");
+    const rows = Array.from({ length: tile.q_range[1] - tile.q_range[0] }, (_, i) => String(tile.q_range[0] + i));
+    draw(board.card("fl-state", { title: say("fl_state_title", vars), className: "half", note: say("fl_state_note", vars) }), [
+      { type: "bar", x: rows, y: tile.m.map((v) => (v === null ? 0 : v)), name: say("fl_m") },
+      { type: "bar", x: rows, y: tile.l, name: say("fl_l") },
+    ], { ...lineLayout(say("fl_query_row"), say("fl_value"), { xaxis: { type: "category" } }), barmode: "group" }, "flash_state");
+  },
+};

@@ -1,0 +1,45 @@
+// Decoding with a KV cache: the cache grows one position per step, and the scores it saves (POST /api/lab/generate).
+
+import { draw, h, visible } from "../../plot.js";
+import { labApi } from "../api.js";
+import { lineLayout, numberField } from "../ui.js";
+
+export default {
+  id: "generate",
+  load(s, info) {
+    if (info.architecture === "encoder") return Promise.resolve(null);
+    return labApi.generate({ model: s.model, text: s.text, max_new_tokens: s.genSteps });
+  },
+
+  controls(s, say) {
+    return [numberField("genSteps", s.genSteps, say("gen_steps"), { min: 1, max: 64 })];
+  },
+
+  draw(board, data, c) {
+    const { say } = c;
+    if (!data) {
+      board.block("gen-none", h("p", { class: "lab-note", text: say("lab2_encoder") }));
+      return;
+    }
+    const steps = data.steps;
+    const x = steps.map((st) => st.step + 1);
+    const last = steps[steps.length - 1];
+    const vars = {
+      n: steps.length, prompt: data.tokens.length, text: visible(data.text), bytes: last ? last.cache_bytes.toLocaleString("en-US") : 0,
+      per: last ? (last.cache_bytes / last.cache_positions).toLocaleString("en-US") : 0, layers: data.layers, kv: data.kv_heads, d_head: data.d_head, value: data.bytes_per_value,
+      saved: (100 * data.saved_fraction).toFixed(1), cached: last ? last.cached_cells.toLocaleString("en-US") : 0,
+      recomputed: last ? last.recomputed_cells.toLocaleString("en-US") : 0,
+      diff: Math.max(0, ...steps.map((st) => st.max_diff)).toExponential(1),
+    };
+    draw(board.card("gen-bytes", { title: say("gen_bytes_title"), className: "half", note: say("gen_bytes_note", vars) }), [
+      { x, y: steps.map((st) => st.cache_bytes), mode: "lines+markers", name: say("gen_measured") },
+      { x, y: steps.map((st) => st.formula_bytes), mode: "lines", name: say("gen_formula"), line: { dash: "dot" } },
+    ], lineLayout(say("gen_step"), say("gen_bytes")), "generate_bytes");
+    draw(board.card("gen-cells", { title: say("gen_cells_title"), className: "half", note: say("gen_cells_note", vars) }), [
+      { x, y: steps.map((st) => st.cached_cells), mode: "lines+markers", name: say("gen_with_cache") },
+      { x, y: steps.map((st) => st.recomputed_cells), mode: "lines+markers", name: say("gen_without_cache") },
+    ], lineLayout(say("gen_step"), say("gen_cells")), "generate_cells");
+    const chips = steps.map((st) => h("li", { class: "chip" }, h("span", { class: "chip-text", text: visible(st.text) }), h("span", { class: "chip-id", text: `${st.fed}→${st.cache_positions}` })));
+    board.block("gen-tokens", h("div", {}, h("h3", { text: say("gen_tokens_title", vars) }), h("ul", { class: "chips" }, chips), h("p", { class: "lab-note", text: say("gen_tokens_note", vars) })));
+  },
+};

@@ -1,0 +1,54 @@
+// KV cache bytes: published shapes and every model here under MHA, GQA and MQA (GET /api/lab/kv-cache).
+
+import { draw, h } from "../../plot.js";
+import { labApi } from "../api.js";
+import { lineLayout, numberField, selectField } from "../ui.js";
+
+const GIB = 2 ** 30;
+
+export function bytesText(bytes) {
+  if (bytes >= GIB) return `${(bytes / GIB).toFixed(2)} GiB`;
+  if (bytes >= 2 ** 20) return `${(bytes / 2 ** 20).toFixed(2)} MiB`;
+  if (bytes >= 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${bytes} B`;
+}
+
+export default {
+  id: "kvcache",
+  load: (s) => labApi.kvCache({ context: s.kvContext, batch: s.kvBatch, dtype: s.kvDtype }),
+
+  controls(s, say) {
+    const dtypes = ["float32", "float16", "bfloat16", "int8", "fp8"].map((d) => [d, d]);
+    return [
+      numberField("kvContext", s.kvContext, say("kv_context"), { min: 1, max: 1048576 }),
+      numberField("kvBatch", s.kvBatch, say("kv_batch"), { min: 1, max: 1024 }),
+      selectField("kvDtype", dtypes, s.kvDtype, say("kv_dtype")),
+    ];
+  },
+
+  draw(board, data, c) {
+    const { say } = c;
+    const pub = data.published;
+    const byName = Object.fromEntries(pub.map((r) => [r.name, r]));
+    const l2 = byName["Llama-2-7B"];
+    const l3 = byName["Llama-3-8B"];
+    const vars = { context: data.context, batch: data.batch, dtype: data.dtype, bytes: data.bytes_per_value, formula: data.formula,
+      l2: bytesText(l2.total_bytes), l3: bytesText(l3.total_bytes), ratio: (l2.total_bytes / l3.total_bytes).toFixed(2),
+      gpt3: bytesText(byName["GPT-3 175B"].total_bytes), mistral: byName["Mistral-7B"].cached_positions };
+    draw(board.card("kv-published", { title: say("kv_pub_title", vars), className: "half", note: say("kv_pub_note", vars) }), [
+      { type: "bar", x: pub.map((r) => `${r.name} (${r.attention})`), y: pub.map((r) => r.total_bytes / GIB), name: "GiB",
+        text: pub.map((r) => bytesText(r.total_bytes)), textposition: "outside", hovertext: pub.map((r) => `${r.layers}×${r.kv_heads}×${r.d_head}`) },
+    ], lineLayout("", "GiB", { xaxis: { type: "category" }, yaxis: { type: "log" } }), "kv_published");
+    const kinds = ["MHA", "GQA", "MQA"];
+    const traces = kinds.map((kind) => ({
+      type: "bar", name: kind, x: data.models.map((m) => m.model),
+      y: data.models.map((m) => { const row = m.variants.find((v) => v.attention === kind); return row ? row.total_bytes / 2 ** 20 : null; }),
+    }));
+    const own = data.models.map((m) => `${m.model}: ${m.own}${m.decodes ? "" : ` (${say("kv_no_decode")})`}`).join(" · ");
+    draw(board.card("kv-models", { title: say("kv_models_title"), className: "half", note: say("kv_models_note", { own }) }), traces,
+      { ...lineLayout("", "MiB", { xaxis: { type: "category" } }), barmode: "group" }, "kv_models");
+    const head = h("tr", {}, ["name", "attention", "layers", "q_heads", "kv_heads", "d_head", "cached_positions", "bytes_per_token", "total_bytes"].map((k) => h("th", { text: say(`kv_col_${k}`) })));
+    const body = pub.map((r) => h("tr", {}, [r.name, r.attention, r.layers, r.q_heads, r.kv_heads, r.d_head, r.cached_positions, bytesText(r.bytes_per_token), bytesText(r.total_bytes)].map((v) => h("td", { text: String(v) }))));
+    board.block("kv-table", h("div", {}, h("table", { class: "kv-table" }, h("thead", {}, head), h("tbody", {}, body))));
+  },
+};

@@ -1,0 +1,42 @@
+// Pre-LN against Post-LN: gradient norms per layer at init and the first training steps (POST /api/lab/norm-placement).
+
+import { draw } from "../../plot.js";
+import { labApi } from "../api.js";
+import { fmt, lineLayout, numberField, selectField } from "../ui.js";
+
+export default {
+  id: "norms",
+  load: (s) => labApi.normPlacement({ n_layers: s.nlLayers, d_model: s.nlWidth, n_heads: 4, steps: s.nlSteps, seed: s.nlSeed }),
+
+  controls(s, say) {
+    const widths = [32, 64, 128].map((n) => [n, String(n)]);
+    return [
+      numberField("nlLayers", s.nlLayers, say("nl_layers"), { min: 1, max: 24 }),
+      selectField("nlWidth", widths, s.nlWidth, "d_model", "int"),
+      numberField("nlSteps", s.nlSteps, say("nl_steps"), { min: 0, max: 100 }),
+      numberField("nlSeed", s.nlSeed, say("seed"), { min: 0, max: 99999 }),
+    ];
+  },
+
+  draw(board, data, c) {
+    const { say } = c;
+    const layers = data.pre.ffn_out_grad_norms.map((_, i) => i);
+    const end = (run) => (run.losses.length ? fmt(run.losses[run.losses.length - 1], 3) : "–");
+    const growth = (run) => (run.growth === null ? "–" : fmt(run.growth, 2));
+    const vars = {
+      post: growth(data.post), pre: growth(data.pre), steps: data.settings.steps, lr: data.settings.lr, seed: data.settings.seed,
+      post_loss: end(data.post), pre_loss: end(data.pre), source: say(data.source.startsWith("the shared") ? "nl_corpus" : "nl_builtin"),
+      post_where: data.post.growth !== null && data.post.growth > 1 ? say("nl_post_grows") : say("nl_post_not"),
+      pre_where: data.pre.growth !== null && data.pre.growth < 1 ? say("nl_pre_input") : say("nl_pre_output"),
+    };
+    draw(board.card("nl-grads", { title: say("nl_grads_title"), className: "half", note: say("nl_grads_note", vars) }), [
+      { x: layers, y: data.post.ffn_out_grad_norms, mode: "lines+markers", name: "Post-LN" },
+      { x: layers, y: data.pre.ffn_out_grad_norms, mode: "lines+markers", name: "Pre-LN" },
+    ], lineLayout(say("nl_layer"), say("nl_grad"), { yaxis: { type: "log" } }), "norm_placement_grads");
+    const steps = data.pre.losses.map((_, i) => i + 1);
+    draw(board.card("nl-loss", { title: say("nl_loss_title"), className: "half", note: say(steps.length ? "nl_loss_note" : "nl_no_steps", vars) }), [
+      { x: steps, y: data.post.losses, mode: "lines", name: "Post-LN" },
+      { x: steps, y: data.pre.losses, mode: "lines", name: "Pre-LN" },
+    ], lineLayout(say("nl_step"), say("nl_loss")), "norm_placement_loss");
+  },
+};
