@@ -29,6 +29,6 @@ export default {
     const vars = { diff: data.max_diff_last.toExponential(1), early, n: last.length, layers: data.layers.length - 1 };
     const trace = { ...heatmap({ z, x: tokenLabels(data.tokens), y: rows, signed: false, zmin: 0, valueLabel: say("probability") }), text, texttemplate: "%{text}" };
     draw(board.card("lens-grid", { title: say("lens_grid_title"), note: say("lens_grid_note", vars) }), [trace],
-      { xaxis: { title: { text: say("lens_position") }, type: "category" }, yaxis: { type: "category" }, height: 120 + 40 * rows.length, margin: { l: 110, r: 20, t: 30, b: 70 } }, "logit_lens");
+      { xaxis: { title: { text: say("lens_position") }, type: "category" }, yaxis: { type: "category", autorange: "reversed" }, height: 120 + 40 * rows.length, margin: { l: 110, r: 20, t: 30, b: 70 } }, "logit_lens");
   },
 };
