@@ -75,7 +75,7 @@ class NormPlacementLabRequest(BaseModel):
     n_layers: Int = Field(12, ge=1, le=24)
     d_model: Int = Field(64, ge=8, le=256)
     n_heads: Int = Field(4, ge=1, le=16, description="Must divide d_model.")
-    steps: Int = Field(30, ge=0, le=500, description="Adam steps at a constant learning rate, no warm-up.")
+    steps: Int = Field(8, ge=0, le=500, description="Adam steps at a constant learning rate, no warm-up.")
     batch: Int = Field(8, ge=1, le=64, description="Windows of text per step.")
     seq_len: Int = Field(64, ge=8, le=256, description="Bytes per window.")
     lr: Float = Field(1e-3, gt=0, le=0.1, description="Learning rate (the same for both).")

@@ -39,7 +39,7 @@ export const FIELDS = Object.freeze({
   gn: ["genSteps", "int", 12],
   nl: ["nlLayers", "int", 12],
   nd: ["nlWidth", "int", 64],
-  ns: ["nlSteps", "int", 10],
+  ns: ["nlSteps", "int", 8],
   nseed: ["nlSeed", "int", 0],
   ap: ["ablPos", "int", -1],
 });
