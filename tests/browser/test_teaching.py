@@ -34,23 +34,68 @@ SHIPPED = ["tiny-gpt", "tiny-translator"]
 
 CONFIGS: dict[str, dict[str, Any]] = {
     # Post-LN LayerNorm, learned positions, GELU, MHA with biases
-    "cfg-post-learned-gelu-mha": dict(architecture="decoder", d_model=32, n_layers=2, n_heads=4, norm="layernorm",
-                                      norm_placement="post", pos_encoding="learned", activation="gelu", bias=True),
+    "cfg-post-learned-gelu-mha": dict(
+        architecture="decoder",
+        d_model=32,
+        n_layers=2,
+        n_heads=4,
+        norm="layernorm",
+        norm_placement="post",
+        pos_encoding="learned",
+        activation="gelu",
+        bias=True,
+    ),
     # Pre-LN RMSNorm, ALiBi, ReLU, MQA, sliding window, no bias
-    "cfg-pre-alibi-relu-mqa-window": dict(architecture="decoder", d_model=32, n_layers=2, n_heads=4, n_kv_heads=1,
-                                          norm="rmsnorm", pos_encoding="alibi", activation="relu", bias=False,
-                                          sliding_window=3),
+    "cfg-pre-alibi-relu-mqa-window": dict(
+        architecture="decoder",
+        d_model=32,
+        n_layers=2,
+        n_heads=4,
+        n_kv_heads=1,
+        norm="rmsnorm",
+        pos_encoding="alibi",
+        activation="relu",
+        bias=False,
+        sliding_window=3,
+    ),
     # Post-LN RMSNorm, RoPE, SwiGLU, GQA
-    "cfg-post-rope-swiglu-gqa": dict(architecture="decoder", d_model=32, n_layers=2, n_heads=4, n_kv_heads=2,
-                                     norm="rmsnorm", norm_placement="post", pos_encoding="rope", activation="swiglu",
-                                     bias=False, d_mlp=48),
+    "cfg-post-rope-swiglu-gqa": dict(
+        architecture="decoder",
+        d_model=32,
+        n_layers=2,
+        n_heads=4,
+        n_kv_heads=2,
+        norm="rmsnorm",
+        norm_placement="post",
+        pos_encoding="rope",
+        activation="swiglu",
+        bias=False,
+        d_mlp=48,
+    ),
     # encoder-decoder, sinusoidal, GELU (tanh), √d_model scaling, no bias, Pre-LN
-    "cfg-encdec-sinusoidal-scaled": dict(architecture="encoder-decoder", d_model=32, n_layers=1, n_decoder_layers=2,
-                                         n_heads=2, pos_encoding="sinusoidal", activation="gelu_tanh", bias=False,
-                                         scale_embeddings=True),
+    "cfg-encdec-sinusoidal-scaled": dict(
+        architecture="encoder-decoder",
+        d_model=32,
+        n_layers=1,
+        n_decoder_layers=2,
+        n_heads=2,
+        pos_encoding="sinusoidal",
+        activation="gelu_tanh",
+        bias=False,
+        scale_embeddings=True,
+    ),
     # encoder-only, learned positions, Post-LN, ReLU, MHA
-    "cfg-encoder-learned-relu": dict(architecture="encoder", d_model=24, n_layers=1, n_heads=3, pos_encoding="learned",
-                                     norm_placement="post", activation="relu", final_norm=False, lm_head=False),
+    "cfg-encoder-learned-relu": dict(
+        architecture="encoder",
+        d_model=24,
+        n_layers=1,
+        n_heads=3,
+        pos_encoding="learned",
+        norm_placement="post",
+        activation="relu",
+        final_norm=False,
+        lm_head=False,
+    ),
 }
 
 
@@ -62,7 +107,9 @@ def teach_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     for name, kwargs in CONFIGS.items():
         tok = CharTokenizer(CHARS, specials=("<s>",))
         cfg = TransformerConfig(vocab_size=tok.vocab_size, n_ctx=64, seed=5, init_std=0.3, **kwargs)
-        models[name] = LoadedModel(Transformer(cfg).eval(), tok, {"description": name, "bos_token": "<s>", "eos_token": "<s>"})
+        models[name] = LoadedModel(
+            Transformer(cfg).eval(), tok, {"description": name, "bos_token": "<s>", "eos_token": "<s>"}
+        )
     for name, loaded in models.items():
         registry.add(name, loaded, source="test")
     srv.torch_models = {name: loaded.model for name, loaded in models.items()}
@@ -85,12 +132,14 @@ RENDER_ALL = """async ({name, lang, text}) => {
   const info = await (await fetch(`/api/models/${encodeURIComponent(name)}`)).json();
   const body = { model: name, text };
   if (info.architecture === 'encoder-decoder') body.target_text = text;
-  const tok = await (await fetch('/api/tokenize', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) })).json();
+  const tok = await (await fetch('/api/tokenize', {
+    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) })).json();
   const plan = buildPlan(info);
   const out = [];
   for (let index = 0; index < plan.order.length; index++) {
-    const s = { lang, texts: { [lang]: texts }, model: name, info, plan, index, text, target: text, tokens: tok.tokens,
-                targetTokens: tok.target_tokens || null, layer: 0, head: 0, view: 'head', compare: false, token: null, snapshot: null };
+    const s = { lang, texts: { [lang]: texts }, model: name, info, plan, index, text, target: text,
+                tokens: tok.tokens, targetTokens: tok.target_tokens || null, layer: 0, head: 0, view: 'head',
+                compare: false, token: null, snapshot: null };
     const ctx = makeContext(s, null);
     out.push({ id: ctx.step.id, key: ctx.step.key, stack: ctx.step.stack, layer: ctx.layer, text: ctx.text });
   }
@@ -137,7 +186,9 @@ def test_every_explanation_states_the_models_numbers(teach_server: Any, watched:
     open_page(page, teach_server.url, model="gpt", text="ab")
     info = api(teach_server, f"/api/models/{name}")
     cfg = info["config"]
-    stages = page.evaluate(RENDER_ALL, {"name": name, "lang": lang, "text": "123 45" if "translator" in name else "我爱你 ab"})
+    stages = page.evaluate(
+        RENDER_ALL, {"name": name, "lang": lang, "text": "123 45" if "translator" in name else "我爱你 ab"}
+    )
     model = torch_model(teach_server, name)
     assert stages, "no stages rendered"
     checked: set[str] = set()
@@ -159,7 +210,11 @@ def test_every_explanation_states_the_models_numbers(teach_server: Any, watched:
             d = cfg["d_model"]
             if info["n_kv_heads"] != info["n_heads"]:
                 assert f"{d} × {info['n_kv_heads'] * info['d_head']}" in explain, explain
-                full = 4 * d * d + (3 * d if (cfg["qkv_bias"] if cfg["qkv_bias"] is not None else cfg["bias"]) else 0) + (d if cfg["bias"] else 0)
+                full = (
+                    4 * d * d
+                    + (3 * d if (cfg["qkv_bias"] if cfg["qkv_bias"] is not None else cfg["bias"]) else 0)
+                    + (d if cfg["bias"] else 0)
+                )
                 assert fmt(full - counts["attn"]) in explain, explain
             else:
                 assert f"{d} × {d}" in explain
@@ -199,11 +254,18 @@ def test_norm_chart_label_is_what_the_trace_records(teach_server: Any, watched: 
     info = api(teach_server, f"/api/models/{name}")
     cfg = info["config"]
     prefix = "encoder." if info["architecture"] == "encoder-decoder" else ""
-    before = f"{prefix}blocks.0.hook_resid_mid_unnormed" if cfg["norm_placement"] == "post" else f"{prefix}blocks.0.hook_resid_pre"
+    before = (
+        f"{prefix}blocks.0.hook_resid_mid_unnormed"
+        if cfg["norm_placement"] == "post"
+        else f"{prefix}blocks.0.hook_resid_pre"
+    )
     scale_name = f"{prefix}blocks.0.ln1.hook_scale"
     text = "en:2026" if "translator" in name else "The animal didn't cross the street"
-    trace = api(teach_server, "/api/trace", {"model": name, "text": text, "stages": [before, scale_name],
-                                              **({"target_text": "two"} if prefix else {})})
+    trace = api(
+        teach_server,
+        "/api/trace",
+        {"model": name, "text": text, "stages": [before, scale_name], **({"target_text": "two"} if prefix else {})},
+    )
     x = torch.tensor(trace["stages"][before]["data"])
     recorded = torch.tensor(trace["stages"][scale_name]["data"])
     if cfg["norm"] == "rmsnorm":
@@ -221,8 +283,22 @@ def test_norm_chart_label_is_what_the_trace_records(teach_server: Any, watched: 
     assert not watched.errors, watched.errors
 
 
-CHAPTER_IDS = ["why", "qkv", "scores", "scale", "mask", "softmax", "weighted", "heads", "ffn", "residual",
-               "positions", "architectures", "efficiency", "misconceptions"]
+CHAPTER_IDS = [
+    "why",
+    "qkv",
+    "scores",
+    "scale",
+    "mask",
+    "softmax",
+    "weighted",
+    "heads",
+    "ffn",
+    "residual",
+    "positions",
+    "architectures",
+    "efficiency",
+    "misconceptions",
+]
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -251,7 +327,9 @@ def test_presentation_chart_fills_a_projector(server: Any, watched: Any, artifac
     page = watched.page
     page.set_viewport_size({"width": 1280, "height": 720})
     open_page(page, server.url, stage="softmax", layer=0, present=1, text="我爱北京天安门广场。")
-    top, height = page.eval_on_selector("#panel .plot", "e => { const r = e.getBoundingClientRect(); return [r.top, r.height]; }")
+    top, height = page.eval_on_selector(
+        "#panel .plot", "e => { const r = e.getBoundingClientRect(); return [r.top, r.height]; }"
+    )
     page.screenshot(path=str(artifacts / "present-1280x720.png"))
     assert height >= 0.55 * 720 and top + height <= 720 + 2, (top, height)
     assert page.is_hidden("#explain")

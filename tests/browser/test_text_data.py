@@ -68,7 +68,9 @@ def test_same_keys_and_placeholders_in_every_language(texts: dict[str, dict[str,
 
 
 def test_stage_placeholders_come_from_the_model(texts: dict[str, dict[str, Any]]) -> None:
-    provided = object_keys(js("context.js"), "STAGE_VARS") | object_keys(js("params.js"), "PARAM_VARS")  # ...PARAM_VARS is spread into STAGE_VARS
+    provided = object_keys(js("context.js"), "STAGE_VARS") | object_keys(
+        js("params.js"), "PARAM_VARS"
+    )  # ...PARAM_VARS is spread into STAGE_VARS
     assert {"d_model", "n_heads", "d_head", "n_layers", "d_mlp", "d_vocab", "n_tokens"} <= provided
     used = {name for data in texts.values() for value in data["stages"].values() for name in PLACEHOLDER.findall(value)}
     assert used <= provided, used - provided
