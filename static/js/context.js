@@ -4,6 +4,7 @@
 import { PANELS } from "./panels/index.js";
 import { PARAM_VARS, trim } from "./params.js";
 import { namesFor } from "./stages.js";
+import { activeAt } from "./intervene.js";
 
 /**
  * Every {placeholder} the stage explanations may use, and where its value comes from: the model
@@ -114,7 +115,9 @@ export function makeContext(s, go) {
     layer: at.layer,
     head: s.head,
     view,
-    compare: s.compare,
+    iv: activeAt(s, step),
+    ivWindow: s.ivWindow,
+    ivTemp: s.ivTemp,
     token: s.token,
     names: namesFor(step, at.layer ?? 0),
     tokens: toks,

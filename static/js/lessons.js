@@ -10,7 +10,7 @@ export const CHAPTERS = [
   { id: "why", arch: "decoder", text: ANIMAL, stage: "softmax", layer: 0, head: 0, view: "head" },
   { id: "qkv", arch: "decoder", text: LOVE, stage: "qkv", layer: 0, head: 0, view: "head" },
   { id: "scores", arch: "decoder", text: LOVE, stage: "scores", layer: 0, head: 0, view: "head" },
-  { id: "scale", arch: "decoder", text: LOVE, stage: "softmax", layer: 0, head: 0, view: "head", compare: true },
+  { id: "scale", arch: "decoder", text: LOVE, stage: "softmax", layer: 0, head: 0, view: "head", iv: "no_scale" },
   { id: "mask", arch: "decoder", text: BEIJING, stage: "mask", layer: 0, head: 0, view: "head" },
   // pick: the layer and head come from the model's measured head scores (meta.head_scores), best first
   { id: "softmax", arch: "decoder", text: BEIJING, stage: "softmax", layer: 0, head: 0, view: "head", pick: "previous-token" },
@@ -54,7 +54,7 @@ export function chapterPatch(index) {
     layer: c.layer,
     head: c.head,
     view: c.view,
-    compare: Boolean(c.compare),
+    iv: c.iv || null,
     sheet: c.sheet || null,
     pick: c.pick,
   };

@@ -30,7 +30,9 @@ async function start() {
     head: url.head ?? 0,
     view: url.view,
     present: url.present,
-    compare: url.compare,
+    iv: url.iv,
+    ...(url.ivWindow ? { ivWindow: url.ivWindow } : {}),
+    ...(url.ivTemp ? { ivTemp: url.ivTemp } : {}),
     snapshot: url.snapshot,
     sheet: url.sheet,
   });

@@ -11,6 +11,8 @@ import { state, writeURL } from "./state.js";
 import { bestHead, chapterPatch, CHAPTERS, modelFor } from "./lessons.js";
 import { plotlyReady } from "./plotly_loader.js";
 import { buildPlan, indexOf } from "./stages.js";
+import { activeAt, loadIntervention, TEMPS, WINDOWS } from "./intervene.js";
+import { loadArch } from "./archview.js";
 
 /** The stage index the next state shows: an explicit index, a stage id (+ layer), or the same stop. */
 function resolveIndex(next, patch, planChanged) {
@@ -66,6 +68,10 @@ async function prepare(next, patch) {
   const at = next.plan.order[next.index];
   if (at.layer !== null) next.layer = at.layer;
   next.head = Math.max(0, Math.min(next.info.n_heads - 1, next.head || 0));
+  // an intervention lives beside the stages it changes: stepping elsewhere turns it off
+  next.iv = activeAt(next, next.plan.steps.get(at.id));
+  if (!WINDOWS.includes(next.ivWindow)) next.ivWindow = 2;
+  if (!TEMPS.includes(next.ivTemp)) next.ivTemp = 2;
 }
 
 /**
@@ -83,11 +89,16 @@ export async function go(request) {
   try {
     await prepare(next, patch);
     const ctx = makeContext(next, go);
-    const [data] = await Promise.all([ctx.panel.load(ctx), plotlyReady()]);
+    const [data, ivData, archData] = await Promise.all([
+      ctx.panel.load(ctx),
+      loadIntervention(ctx),
+      next.sheet === "arch" ? loadArch(next) : null,
+      plotlyReady(),
+    ]);
     if (mine !== state.generation) return;
     Object.assign(state, next);
     hideMessage();
-    render(ctx, data);
+    render(ctx, data, ivData, archData);
     writeURL(state);
     prefetchNeighbours(mine);
   } catch (error) {

@@ -9,6 +9,7 @@ import { h } from "./plot.js";
 import { state } from "./state.js";
 import { labPanel, labURL } from "./lessons.js";
 import { exampleOffer, renderLesson, renderSheet } from "./teach.js";
+import { drawIntervention } from "./intervene.js";
 
 const $ = (id) => document.getElementById(id);
 const board = new Board($("panel")); // chart cards kept between renders (Plotly.react on the same div)
@@ -190,7 +191,7 @@ function renderTokens(t) {
 }
 
 /** Draw the committed state: the shell from `state`, the panel from `ctx` and its loaded `data`. */
-export function render(ctx, data) {
+export function render(ctx, data, ivData = null, archData = null) {
   const { t } = ctx;
   document.body.classList.toggle("present", state.present);
   renderStatic(ctx.texts, state.present, state.explainOpen);
@@ -198,7 +199,7 @@ export function render(ctx, data) {
   renderTokens(t);
   renderOffer(t);
   renderLesson(t);
-  renderSheet(t);
+  renderSheet(t, archData);
   renderStageList(ctx);
   renderSelectors(ctx);
   const text = ctx.text;
@@ -220,6 +221,7 @@ export function render(ctx, data) {
   stage.dataset.view = ctx.view;
   board.begin(`${ctx.step.panel}:${ctx.view}`, t);
   ctx.panel.draw(board, data, ctx);
+  drawIntervention(board, ivData, ctx);
   board.end();
   stage.dataset.rendered = String(state.generation);
   if (state.note) showNote(t(state.note.key), state.note.link);

@@ -18,7 +18,9 @@ export const state = {
   layer: 0,
   head: 0,
   view: "head",
-  compare: false,
+  iv: null, // the intervention shown beside this stage (intervene.js KINDS), or null
+  ivWindow: 2, // its W (window) and T (attention temperature)
+  ivTemp: 2,
   token: null,
   present: false,
   snapshot: null, // a training step from meta.snapshots; null: the final weights
@@ -33,6 +35,7 @@ export const state = {
 
 const VIEWS = ["head", "heads", "layers"];
 const SHEETS = ["params", "arch"];
+const IV_KINDS = ["no_scale", "no_mask", "window", "temperature", "ablate", "reverse"];
 
 /** The view a URL asks for (missing parameters are undefined). */
 export function readURL() {
@@ -48,7 +51,10 @@ export function readURL() {
     view: VIEWS.includes(p.get("view")) ? p.get("view") : "head",
     lang: p.get("lang") || undefined,
     present: p.get("present") === "1",
-    compare: p.get("cmp") === "1",
+    // cmp=1: the older link to "softmax without ÷√d_k", now the no_scale intervention
+    iv: IV_KINDS.includes(p.get("iv")) ? p.get("iv") : p.get("cmp") === "1" ? "no_scale" : null,
+    ivWindow: int("ivw"),
+    ivTemp: p.has("ivt") && Number(p.get("ivt")) > 0 ? Number(p.get("ivt")) : undefined,
     snapshot: int("snap") ?? null,
     chapter: p.get("chapter") || undefined,
     sheet: SHEETS.includes(p.get("sheet")) ? p.get("sheet") : null,
@@ -68,7 +74,9 @@ export function writeURL(s) {
   if (s.view !== "head") p.set("view", s.view);
   p.set("lang", s.lang);
   if (s.present) p.set("present", "1");
-  if (s.compare) p.set("cmp", "1");
+  if (s.iv) p.set("iv", s.iv);
+  if (s.iv === "window") p.set("ivw", String(s.ivWindow));
+  if (s.iv === "temperature") p.set("ivt", String(s.ivTemp));
   if (s.snapshot !== null && s.snapshot !== undefined) p.set("snap", String(s.snapshot));
   if (s.chapter !== null && s.chapter !== undefined) p.set("chapter", CHAPTERS[s.chapter].id);
   if (s.sheet) p.set("sheet", s.sheet);

@@ -6,6 +6,7 @@ import { CHAPTERS, labPanel, labURL } from "./lessons.js";
 import { blockParts, count, componentShares, fullAttention } from "./params.js";
 import { h } from "./plot.js";
 import { state } from "./state.js";
+import { drawArch } from "./archview.js";
 
 const $ = (id) => document.getElementById(id);
 const pct = (x) => `${(100 * x).toFixed(1)}%`;
@@ -104,13 +105,15 @@ function archSheet(t) {
   ];
 }
 
-export function renderSheet(t) {
+export function renderSheet(t, archData = null) {
   const sheet = $("sheet");
   sheet.hidden = !state.sheet;
   sheet.dataset.sheet = state.sheet || "";
   if (!state.sheet) return sheet.replaceChildren();
   const body = state.sheet === "params" ? paramsSheet(t) : archSheet(t);
-  return sheet.replaceChildren(h("button", { type: "button", class: "small sheet-close", "data-sheet": "", text: t("close") }), ...body);
+  sheet.replaceChildren(h("button", { type: "button", class: "small sheet-close", "data-sheet": "", text: t("close") }), ...body);
+  if (state.sheet === "arch") drawArch(sheet, archData, t); // live charts: drawn once their divs are in the page
+  return sheet;
 }
 
 /** The model's own example, offered when the sentence uses characters none of its examples has. */

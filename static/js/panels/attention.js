@@ -1,7 +1,8 @@
 // Stages: Q·Kᵀ, ÷√d_k, mask, softmax (self- and cross-attention). One request brings all four
 // matrices of the layer, so every cell's hover shows its dot product, scaled value and weight.
+// "Without ÷√d_k" and the other interventions are server runs beside the chart (intervene.js).
 
-import { categoryAxis, draw, h, heatmap, rawLabels, rowsHeight, tokenLabels } from "../plot.js";
+import { categoryAxis, draw, heatmap, rawLabels, rowsHeight, tokenLabels } from "../plot.js";
 import { badge, drawGrid, fetchStages, keyTokensFor } from "./common.js";
 import { readingNote, workedExample } from "./reading.js";
 
@@ -16,21 +17,6 @@ function baseOf(name) {
 
 function kindOf(ctx) {
   return ctx.step.key.replace(/^cross_/, "");
-}
-
-/**
- * Softmax of the scores without ÷√d_k over the unmasked keys — only for the comparison. With ALiBi
- * the model adds a distance bias after the division; it is kept (bias = scaled − raw/√d_k).
- */
-function softmaxUnscaled(raw, masked, scaled, alibi, sqrtD) {
-  const logits = alibi ? raw.map((row, i) => row.map((v, j) => (v === null ? null : v + scaled[i][j] - v / sqrtD))) : raw;
-  return logits.map((row, i) => {
-    const keep = row.map((v, j) => v !== null && masked[i][j] !== null);
-    const max = Math.max(...row.filter((_, j) => keep[j]));
-    const exps = row.map((v, j) => (keep[j] ? Math.exp(v - max) : 0));
-    const sum = exps.reduce((a, b) => a + b, 0) || 1;
-    return exps.map((e, j) => (keep[j] ? e / sum : null));
-  });
 }
 
 function matrixChart(plot, ctx, { z, x, y, customdata, probs, masked, filename }) {
@@ -187,27 +173,12 @@ export default {
       note = hiddenCount ? `${why} ${t("masked_count", { n: hiddenCount, total: masked.flat().length })}` : t("masked_none");
     }
     const exportData = () => ({ name: main.name, head: ctx.head, rows: rawLabels(qToks), cols: rawLabels(kToks), z });
-    if (probs) {
-      const toggle = h(
-        "label",
-        { class: "toggle" },
-        h("input", {
-          type: "checkbox",
-          class: "compare-toggle",
-          checked: ctx.compare ? true : undefined,
-          onchange: (e) => ctx.go({ compare: e.target.checked }),
-        }),
-        ` ${t("compare_scale")}`,
-      );
-      board.block("compare-toggle", toggle, "toolbar-card");
-    }
     const plot = board.card("main", {
-      title: probs && ctx.compare ? t("with_scale") : `${title} · ${t("head")} ${ctx.head}`,
+      title: `${title} · ${t("head")} ${ctx.head}`,
       badges: [badge(ctx, "", main)],
       exportData,
       filename: `${ctx.fname}_h${ctx.head}`,
       note,
-      className: probs && ctx.compare ? "half" : "",
     });
     matrixChart(plot, ctx, {
       z,
@@ -222,21 +193,6 @@ export default {
     if (data.worked) {
       const parts = { raw, scaled, masked, weights, v: data.layer[`${base}hook_v`], z: data.layer[`${base}hook_z`] };
       board.block("worked", workedExample(ctx, parts, rawLabels(qToks)), "worked-card");
-    }
-    if (probs) {
-      if (ctx.compare) {
-        const unscaled = softmaxUnscaled(raw, masked, scaled, ctx.cfg.pos_encoding === "alibi", Math.sqrt(ctx.info.d_head));
-        const cmpData = raw.map((row, i) => row.map((v, j) => [v, scaled[i][j], unscaled[i][j]]));
-        const cmp = board.card("compare", {
-          title: t("without_scale"),
-          badges: [],
-          exportData: () => ({ name: "softmax(raw)", head: ctx.head, rows: rawLabels(qToks), cols: rawLabels(kToks), z: unscaled }),
-          filename: `${ctx.fname}_h${ctx.head}_unscaled`,
-          note: `${t("compare_note")} ${t("compare_source_page")}`,
-          className: "half",
-        });
-        matrixChart(cmp, ctx, { z: unscaled, x, y, customdata: cmpData, probs: true, masked, filename: `${ctx.fname}_unscaled` });
-      }
     }
   },
 };
