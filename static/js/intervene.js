@@ -133,23 +133,31 @@ function matrixOf(tensor, answer, ctx) {
   return { z, x, y, rows: rawLabels(toks), keyed: colDim === "k_pos" };
 }
 
-/** How many values differ between the runs (null on either side counts as hidden), and the largest gap. */
+/** How the runs' values differ: hidden (−∞) in one run only (flips), changed elsewhere (n), the largest change. */
 function difference(a, b) {
   let n = 0;
+  let flips = 0;
   let total = 0;
   let most = 0;
   a.forEach((row, i) =>
     row.forEach((v, j) => {
-      const w = b[i] ? b[i][j] : undefined;
+      const w = b[i] && b[i][j] !== undefined ? b[i][j] : null;
       total += 1;
-      if ((v === null) !== (w === null || w === undefined)) n += 1;
+      if ((v === null) !== (w === null)) flips += 1;
       else if (v !== null && v !== w) {
         n += 1;
         most = Math.max(most, Math.abs(v - w));
       }
     }),
   );
-  return { n, total, most };
+  return { n, flips, total, most };
+}
+
+/** Grey cells for the values a run hides (−∞), as on the stage's own chart. */
+function hiddenCells(z, x, y, t) {
+  const hidden = z.map((row) => row.map((v) => (v === null ? 1 : null)));
+  if (!hidden.some((row) => row.some((v) => v !== null))) return [];
+  return [{ type: "heatmap", z: hidden, x, y, colorscale: [[0, "#b8bec8"], [1, "#b8bec8"]], showscale: false, hoverongaps: false, hovertemplate: `%{y}<br>%{x}<br>${t("hover_masked")}<extra></extra>` }];
 }
 
 function nextTable(t, answer) {
@@ -195,7 +203,7 @@ export function drawIntervention(board, data, ctx) {
   const where = ctx.iv === "reverse" ? t("iv_reverse_chart", { head: ctx.head }) : `${ctx.text.title} · ${t("head")} ${ctx.head}`;
   [
     ["iv-before", before, t("iv_original", { where }), ""],
-    ["iv-after", after, t("iv_changed", { what, where }), diff.n ? t("iv_diff", { n: diff.n, total: diff.total, most: diff.most.toFixed(3) }) : t("iv_same")],
+    ["iv-after", after, t("iv_changed", { what, where }), diff.n || diff.flips ? t("iv_diff", { n: diff.n, flips: diff.flips, total: diff.total, most: diff.most.toFixed(3) }) : t("iv_same")],
   ].forEach(([key, run, title, note]) => {
     const plot = board.card(key, {
       title,
@@ -207,7 +215,7 @@ export function drawIntervention(board, data, ctx) {
     });
     const small = run.z.length <= 12 && (run.z[0] || []).length <= 12;
     const trace = heatmap({ z: run.z, x: run.x, y: run.y, signed: !probs, zmin: probs ? 0 : -m, zmax: probs ? 1 : m, annotate: small, valueLabel: safe(t("hover_cell")) });
-    draw(plot, [trace], { height: rowsHeight(run.z.length, small ? 40 : 22, 280), xaxis: categoryAxis(run.keyed ? t("ax_key") : "", { tickangle: run.x.length > 8 ? -45 : 0 }), yaxis: categoryAxis(t("ax_query"), { autorange: "reversed" }) }, `${ctx.fname}_${key}`);
+    draw(plot, [trace, ...(run.keyed ? hiddenCells(run.z, run.x, run.y, t) : [])], { height: rowsHeight(run.z.length, small ? 40 : 22, 280), xaxis: categoryAxis(run.keyed ? t("ax_key") : "", { tickangle: run.x.length > 8 ? -45 : 0 }), yaxis: categoryAxis(t("ax_query"), { autorange: "reversed" }) }, `${ctx.fname}_${key}`);
   });
   const [a, b] = data.runs.map((r) => r.answer);
   board.block(

@@ -220,8 +220,8 @@ export function render(ctx, data, ivData = null, archData = null) {
   stage.dataset.layer = ctx.layer === null ? "" : String(ctx.layer);
   stage.dataset.view = ctx.view;
   board.begin(`${ctx.step.panel}:${ctx.view}`, t);
+  drawIntervention(board, ivData, ctx); // the toggles (and, with one on, both runs) first, then the stage's own charts
   ctx.panel.draw(board, data, ctx);
-  drawIntervention(board, ivData, ctx);
   board.end();
   stage.dataset.rendered = String(state.generation);
   if (state.note) showNote(t(state.note.key), state.note.link);
