@@ -54,8 +54,9 @@ def api_trace(page: Any, body: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("kind", "stage", "layer", "head"), TOGGLES, ids=[f"{k}@{s}" for k, s, _, _ in TOGGLES])
-def test_toggle_changes_the_chart_and_off_restores_it(watched: Any, server: Any, kind: str, stage: str, layer: int,
-                                                      head: int) -> None:
+def test_toggle_changes_the_chart_and_off_restores_it(
+    watched: Any, server: Any, kind: str, stage: str, layer: int, head: int
+) -> None:
     page = watched.page
     open_page(page, server.url, model="gpt", text=TEXT, stage=stage, layer=layer, head=head, lang="en")
     original = page.evaluate(ALL_PLOTS)
@@ -100,8 +101,12 @@ def test_loss_line_is_the_api_loss(watched: Any, server: Any) -> None:
     # the next-token tables are the API's top tokens, original and changed
     tables = page.locator(".iv-next-table")
     assert tables.count() == 2
-    first = [cells[1] for cells in tables.nth(1).evaluate(
-        "t => [...t.querySelectorAll('tbody tr')].map(r => [...r.cells].map(c => c.textContent))")]
+    first = [
+        cells[1]
+        for cells in tables.nth(1).evaluate(
+            "t => [...t.querySelectorAll('tbody tr')].map(r => [...r.cells].map(c => c.textContent))"
+        )
+    ]
     assert len(first) == len(changed["top_tokens"]) == 8
     prob = tables.nth(1).locator("tbody tr").first.locator("td").nth(2).inner_text()
     assert prob == f"{100 * changed['top_tokens'][0]['prob']:.1f}%"
@@ -110,8 +115,18 @@ def test_loss_line_is_the_api_loss(watched: Any, server: Any) -> None:
 
 def test_url_round_trips_an_intervention(watched: Any, server: Any) -> None:
     page = watched.page
-    open_page(page, server.url, model="gpt", text=TEXT, stage="softmax", layer=1, head=2, lang="zh",
-              iv="temperature", ivt="0.5")
+    open_page(
+        page,
+        server.url,
+        model="gpt",
+        text=TEXT,
+        stage="softmax",
+        layer=1,
+        head=2,
+        lang="zh",
+        iv="temperature",
+        ivt="0.5",
+    )
     assert page.is_checked(".iv-toggle[data-iv='temperature']")
     assert page.input_value(".iv-temp") == "0.5"
     shown = page.evaluate(PLOT_Z, "iv-after")
@@ -159,8 +174,16 @@ def test_no_mask_on_an_encoder_says_it_changes_nothing(watched: Any, server: Any
 
 def test_cross_attention_says_why_it_has_no_toggle(watched: Any, server: Any) -> None:
     page = watched.page
-    open_page(page, server.url, model="translator", text="I love you", target="wo ai ni",
-              stage="decoder.cross_softmax", layer=0, lang="zh")
+    open_page(
+        page,
+        server.url,
+        model="translator",
+        text="I love you",
+        target="wo ai ni",
+        stage="decoder.cross_softmax",
+        layer=0,
+        lang="zh",
+    )
     assert page.locator(".iv-toggle").count() == 0
     assert "交叉注意力" in page.inner_text(".iv-card")
     assert not watched.errors, watched.errors
@@ -168,7 +191,8 @@ def test_cross_attention_says_why_it_has_no_toggle(watched: Any, server: Any) ->
 
 ARCH_PLOTS = """() => [...document.querySelectorAll('#sheet .arch-col')].map(col => ({
     arch: col.dataset.arch, model: col.dataset.model,
-    plots: [...col.querySelectorAll('.plot')].map(el => (el.data && el.data[0] && el.data[0].z) ? el.data[0].z.length : 0),
+    plots: [...col.querySelectorAll('.plot')].map(
+        el => (el.data && el.data[0] && el.data[0].z) ? el.data[0].z.length : 0),
     text: col.innerText}))"""
 
 
@@ -179,10 +203,10 @@ def test_architectures_view_runs_three_models(watched: Any, server: Any, lang: s
     cols = page.evaluate(ARCH_PLOTS)
     assert [c["arch"] for c in cols] == ["encoder", "decoder", "encoder-decoder"]
     assert [c["model"] for c in cols] == ["bert", "gpt", "translator"]
-    tokens = {c["model"]: page.evaluate(
-        """async (m) => (await (await fetch('/api/tokenize', {method: 'POST', headers: {'Content-Type':
-        'application/json'}, body: JSON.stringify({model: m, text: 'the cat sat'})})).json()).tokens.length""", c["model"])
-        for c in cols[:2]}
+    count = """async (m) => (await (await fetch('/api/tokenize', {method: 'POST',
+        headers: {'Content-Type': 'application/json'}, body: JSON.stringify({model: m, text: 'the cat sat'})})).json())
+        .tokens.length"""
+    tokens = {c["model"]: page.evaluate(count, c["model"]) for c in cols[:2]}
     # the encoder's and the decoder's patterns have one row per token of this sentence
     assert cols[0]["plots"] == [tokens["bert"]] and cols[1]["plots"] == [tokens["gpt"]]
     # the translator: decoder self-attention and cross-attention over the source
