@@ -130,7 +130,7 @@ function matrixOf(tensor, answer, ctx) {
   const toks = onDecoder ? answer.target_tokens || [] : answer.tokens;
   const y = tokenLabels(toks).slice(0, z.length);
   const x = colDim === "k_pos" ? tokenLabels(toks).slice(0, (z[0] || []).length) : indexLabels((z[0] || []).length);
-  return { z, x, y, rows: rawLabels(toks), keyed: colDim === "k_pos" };
+  return { z, x, y, rows: rawLabels(toks), keyed: colDim === "k_pos", colTitle: colDim === "d_head" ? "ax_dhead" : "ax_dim" };
 }
 
 /** How the runs' values differ: hidden (−∞) in one run only (flips), changed elsewhere (n), the largest change. */
@@ -203,7 +203,7 @@ export function drawIntervention(board, data, ctx) {
   const where = ctx.iv === "reverse" ? t("iv_reverse_chart", { head: ctx.head }) : `${ctx.text.title} · ${t("head")} ${ctx.head}`;
   [
     ["iv-before", before, t("iv_original", { where }), ""],
-    ["iv-after", after, t("iv_changed", { what, where }), diff.n || diff.flips ? t("iv_diff", { n: diff.n, flips: diff.flips, total: diff.total, most: diff.most.toFixed(3) }) : t("iv_same")],
+    ["iv-after", after, t("iv_changed", { what, where }), diff.n || diff.flips ? t("iv_diff", { n: diff.n, flips: diff.flips, total: diff.total, most: diff.most >= 0.001 || !diff.most ? diff.most.toFixed(3) : diff.most.toExponential(1) }) : t("iv_same")],
   ].forEach(([key, run, title, note]) => {
     const plot = board.card(key, {
       title,
@@ -215,7 +215,7 @@ export function drawIntervention(board, data, ctx) {
     });
     const small = run.z.length <= 12 && (run.z[0] || []).length <= 12;
     const trace = heatmap({ z: run.z, x: run.x, y: run.y, signed: !probs, zmin: probs ? 0 : -m, zmax: probs ? 1 : m, annotate: small, valueLabel: safe(t("hover_cell")) });
-    draw(plot, [trace, ...(run.keyed ? hiddenCells(run.z, run.x, run.y, t) : [])], { height: rowsHeight(run.z.length, small ? 40 : 22, 280), xaxis: categoryAxis(run.keyed ? t("ax_key") : "", { tickangle: run.x.length > 8 ? -45 : 0 }), yaxis: categoryAxis(t("ax_query"), { autorange: "reversed" }) }, `${ctx.fname}_${key}`);
+    draw(plot, [trace, ...(run.keyed ? hiddenCells(run.z, run.x, run.y, t) : [])], { height: rowsHeight(run.z.length, small ? 40 : 22, 280), xaxis: categoryAxis(run.keyed ? t("ax_key") : t(run.colTitle), { tickangle: run.x.length > 8 ? -45 : 0, showticklabels: run.x.length <= 64 }), yaxis: categoryAxis(t("ax_query"), { autorange: "reversed" }) }, `${ctx.fname}_${key}`);
   });
   const [a, b] = data.runs.map((r) => r.answer);
   board.block(
