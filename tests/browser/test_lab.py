@@ -106,3 +106,14 @@ def test_learned_positions_past_n_ctx_say_why(watched: Any, server: Any) -> None
     # the browser logs the refused request itself; that 422 is the point of this panel
     assert [e for e in watched.errors if "status of 422" not in e] == []
     assert len(watched.errors) == 1
+
+
+@pytest.mark.browser
+def test_a_link_to_one_panel_lands_on_it(watched: Any, server: Any) -> None:
+    page = watched.page
+    open_lab(page, server.url, model="gpt", text="我爱北京天安门", lang="zh", panel="masks")
+    top = page.evaluate("document.getElementById('panel-masks').getBoundingClientRect().top")
+    # scrolled to the masks panel (its top near the top of the window), not left thousands of pixels above it
+    assert -5 < top < 100 and page.evaluate("window.scrollY") > 200, top
+    assert "panel=masks" in page.url
+    assert watched.errors == []

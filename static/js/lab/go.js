@@ -34,6 +34,8 @@ export async function go(patch) {
     hideMessage();
     render(lab);
     writeURL(lab);
+    // a link to one panel (/lab?panel=masks) lands on it once every panel above it has drawn
+    if (patch.panel) document.getElementById(`panel-${patch.panel}`)?.scrollIntoView({ block: "start" });
   } catch (error) {
     if (mine !== lab.generation) return;
     const texts = next.texts[next.lang] || lab.texts[lab.lang];

@@ -42,6 +42,7 @@ export const FIELDS = Object.freeze({
   ns: ["nlSteps", "int", 8],
   nseed: ["nlSeed", "int", 0],
   ap: ["ablPos", "int", -1],
+  panel: ["panel", "str", ""], // the panel a link from the explorer or a lesson points at
 });
 
 export const TOGGLES = ["no_scale", "no_mask", "window", "temperature", "ablate", "shuffle"];
