@@ -84,6 +84,8 @@ class InterventionsIn(BaseModel):
         None, description="softmax(scores / T) in every pattern.")
     ablate_heads: list[Annotated[list[Int], Field(min_length=2, max_length=2)]] | None = Field(
         None, max_length=256, description="[[layer, head], ...] whose output is zeroed.")
+    ablate_stack: Literal["encoder", "decoder"] | None = Field(
+        None, description="Encoder-decoder only: ablate in this stack alone (default: every stack with that layer).")
     shuffle: list[Int] | None = Field(
         None, max_length=512, description="Run the tokens in this order: a permutation of 0..n-1 over the "
                                           "tokens /api/tokenize lists (the source tokens for encoder-decoders).")

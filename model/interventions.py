@@ -6,7 +6,8 @@ Each changes one traced call (never the model): the edits ride on the active tra
 - no_mask:      every query sees every key (a decoder may look at the future)
 - window W:     a query sees only keys fewer than W positions away
 - temperature:  softmax(scores / T) in every attention pattern
-- ablate_heads: [(layer, head), ...] contribute nothing (their z is zero)
+- ablate_heads: [(layer, head), ...] contribute nothing (their z is zero); in every stack that has that
+                layer, or only in `ablate_stack` ("encoder" / "decoder") of an encoder-decoder
 
 They act on self-attention; cross-attention keeps its own keys (the source) as trained.
 """
@@ -36,6 +37,7 @@ class Interventions:
     window: int | None = None
     temperature: float | None = None
     ablate_heads: tuple[tuple[int, int], ...] = ()
+    ablate_stack: str | None = None
 
     def __bool__(self) -> bool:
         return self != Interventions()
@@ -61,7 +63,8 @@ class Interventions:
             if self.temperature is not None:
                 edits[attn + "hook_attn_scores"].append(tempered(self.temperature))
             heads = [head for at, head in self.ablate_heads if at == layer]
-            if heads:
+            in_stack = self.ablate_stack is None or attn.startswith(f"{self.ablate_stack}.")
+            if heads and in_stack:
                 edits[attn + "hook_z"].append(ablated(heads))
         return dict(edits), needed
 

@@ -40,7 +40,8 @@ def interventions_for(resolved: Resolved, asked: InterventionsIn | None) -> Inte
     if asked is None:
         return None
     cfg = resolved.cfg
-    n_layers = max(cfg.n_layers, cfg.decoder_layers)
+    n_layers = {"encoder": cfg.n_layers, "decoder": cfg.decoder_layers}.get(asked.ablate_stack or "",
+                                                                          max(cfg.n_layers, cfg.decoder_layers))
     for layer, head in asked.ablate_heads or []:
         if not 0 <= layer < n_layers or not 0 <= head < cfg.n_heads:
             raise errors.invalid_intervention(
@@ -48,7 +49,10 @@ def interventions_for(resolved: Resolved, asked: InterventionsIn | None) -> Inte
                 f"and heads 0 to {cfg.n_heads - 1}.")
     changes = Interventions(no_scale=asked.no_scale, no_mask=asked.no_mask, window=asked.window,
                             temperature=asked.temperature,
-                            ablate_heads=tuple(sorted({(layer, head) for layer, head in asked.ablate_heads or []})))
+                            ablate_heads=tuple(sorted({(layer, head) for layer, head in asked.ablate_heads or []})),
+                            ablate_stack=asked.ablate_stack if asked.ablate_heads else None)
+    if asked.ablate_stack is not None and cfg.architecture != "encoder-decoder":
+        raise errors.invalid_intervention("ablate_stack: this model has a single stack; leave it out.")
     return changes or None
 
 

@@ -62,3 +62,15 @@ def test_the_loss_of_the_text_comes_with_the_next_token_table(client: TestClient
     every_head = [[layer, head] for layer in range(2) for head in range(4)]
     changed = post(client, "/api/predict", {**TEXT, "seed": 0, "interventions": {"ablate_heads": every_head}}).json()
     assert changed["loss"] != body["loss"]
+
+
+def test_ablate_stack_picks_one_stack_and_is_refused_for_a_single_stack(client: TestClient) -> None:
+    body = {"model": "translator", "text": "abc", "target_text": "xy", "stages": ["*.blocks.0.attn.hook_z"]}
+    ablated = post(client, "/api/trace", {**body, "interventions": {"ablate_heads": [[0, 1]],
+                                                                    "ablate_stack": "decoder"}}).json()["stages"]
+    plain = post(client, "/api/trace", body).json()["stages"]
+    assert ablated["encoder.blocks.0.attn.hook_z"]["data"] == plain["encoder.blocks.0.attn.hook_z"]["data"]
+    assert all(row[1] == [0.0] * len(row[1]) for row in ablated["decoder.blocks.0.attn.hook_z"]["data"])
+    status, code, message = error_of(post(client, "/api/trace", {**TEXT, "interventions": {
+        "ablate_heads": [[0, 1]], "ablate_stack": "decoder"}}))
+    assert (status, code) == (422, "invalid_intervention") and "ablate_stack" in message

@@ -93,3 +93,16 @@ def test_generation_runs_under_the_same_interventions() -> None:
     logits, _ = model.run_with_trace(torch.tensor([[1, 2, 3]]), edits=changed)  # [batch, pos, d_vocab]
     first = generate(model, [1, 2, 3], max_new_tokens=1, temperature=0, edits=changed)
     assert first == [int(logits[0, -1].argmax())]
+
+
+def test_ablating_one_stack_of_an_encoder_decoder_leaves_the_other() -> None:
+    model = make(architecture="encoder-decoder", pos_encoding="sinusoidal", n_decoder_layers=2)
+    target = torch.tensor([[1, 2, 3]])
+    _, plain = model.run_with_trace(IDS, target_tokens=target)
+    _, both = model.run_with_trace(IDS, target_tokens=target, edits=Interventions(ablate_heads=((0, 1),)))
+    _, decoder = model.run_with_trace(IDS, target_tokens=target,
+                                      edits=Interventions(ablate_heads=((0, 1),), ablate_stack="decoder"))
+    for stack in ("encoder", "decoder"):
+        assert (both[f"{stack}.blocks.0.attn.hook_z"][0, :, 1] == 0).all()
+    torch.testing.assert_close(decoder["encoder.blocks.0.attn.hook_z"], plain["encoder.blocks.0.attn.hook_z"])
+    assert (decoder["decoder.blocks.0.attn.hook_z"][0, :, 1] == 0).all()
