@@ -26,6 +26,8 @@ export const FIELDS = Object.freeze({
   vs: ["variant", "str", ""],
   set: ["setting", "str", "n_heads"],
   val: ["value", "str", "1"],
+  cst: ["cmpStage", "str", ""], // the compare panel's stage (a trace name both sides record; "" = the attention pattern)
+  cmh: ["cmpHead", "int", 0],
   cxn: ["cxMax", "int", 2048],
   cxh: ["cxHeads", "int", 1],
   fl: ["flLayer", "int", 0],

@@ -1,13 +1,13 @@
 // Compare with a variant: a second model beside the first on the same sentence, matched stages side
 // by side: another registered model, or the same config with one setting changed (POST /api/trace).
+// Any stage both record can be chosen; equal shapes share one colour scale, different ones say why.
 
 import { api, decodeStages } from "../../api.js";
-import { draw, h, heatmap, tokenLabels } from "../../plot.js";
-import { selfPrefix } from "../api.js";
+import { draw, h, heatmap, indexLabels, tokenLabels } from "../../plot.js";
 import { SETTINGS } from "../state.js";
-import { fmt, selectField } from "../ui.js";
+import { fmt, range, selectField } from "../ui.js";
+import { changedConfig, commonStages, hasHead, inlineOf, isPos, maxDifference, shapeDiff, sharedScale, sideInfo, sliceOf } from "./compare-stages.js";
 
-const INLINE_FIELDS = ["architecture", "d_model", "n_layers", "n_decoder_layers", "n_heads", "n_kv_heads", "d_mlp", "pos_encoding", "norm", "norm_placement", "activation", "bias", "sliding_window"];
 const CHOICES = {
   n_heads: ["1", "2", "4", "8", "16"],
   d_head: ["4", "8", "16", "32", "64", "128"],
@@ -17,45 +17,39 @@ const CHOICES = {
   sliding_window: ["none", "1", "2", "3", "4", "8"],
 };
 
-/** The model's shape as a from-scratch config (random weights, seed 0). */
-export function inlineOf(info) {
-  const cfg = Object.fromEntries(INLINE_FIELDS.map((k) => [k, info.config[k]]).filter(([, v]) => v !== undefined));
-  return { ...cfg, seed: 0 };
-}
-
-/** The same config with one setting changed. */
-export function changedConfig(base, setting, value) {
-  const out = { ...base };
-  if (setting === "n_heads" || setting === "d_head") {
-    out.n_heads = setting === "n_heads" ? Number(value) : Math.max(1, Math.round(base.d_model / Number(value)));
-    out.n_kv_heads = null;
-  } else if (setting === "sliding_window") out.sliding_window = value === "none" ? null : Number(value);
-  else out[setting] = value;
-  return out;
-}
-
-async function side(choice, s, label) {
-  const info = choice.model ? await api.model(choice.model) : null;
-  const arch = info ? info.architecture : choice.config.architecture;
-  const layers = info ? info.n_layers : choice.config.n_layers;
+/** The stage shown when none is chosen (or the chosen one is not common): the self-attention pattern. */
+function defaultStage(s, infos, common) {
+  const layers = Math.min(...infos.map((x) => x.nLayers));
   const layer = Math.min(s.layer < 0 ? layers - 1 : s.layer, layers - 1);
-  const prefix = info ? selfPrefix(info) : arch === "encoder-decoder" ? "encoder." : "";
-  const stage = `${prefix}blocks.${layer}.attn.hook_pattern`;
-  const answer = await api.trace({ ...choice, text: s.text, stages: [stage], top_k: 5 });
-  return { label, layer, stage, answer };
+  const prefix = infos[0].architecture === "encoder-decoder" ? "encoder." : "";
+  const pattern = `${prefix}blocks.${layer}.attn.hook_pattern`;
+  return common.some((x) => x.name === pattern) ? pattern : common[0].name;
+}
+
+async function trace(choice, s, stage, head) {
+  const body = { ...choice, text: s.text, stages: [stage.name], top_k: 5 };
+  return api.trace(hasHead(stage.dims) ? { ...body, heads: [head] } : body);
 }
 
 export default {
   id: "compare",
   async load(s, info) {
     if (!s.variant) return null;
+    let sides;
     if (s.variant.startsWith("model:")) {
       const other = s.variant.slice(6);
-      return Promise.all([side({ model: s.model }, s, s.model), side({ model: other }, s, other)]);
+      sides = [{ choice: { model: s.model }, label: s.model }, { choice: { model: other }, label: other }];
+    } else {
+      const base = inlineOf(info);
+      sides = [{ choice: { config: base }, label: `${s.model} (random)` }, { choice: { config: changedConfig(base, s.setting, s.value) }, label: `${s.setting} = ${s.value}` }];
     }
-    const base = inlineOf(info);
-    const variant = changedConfig(base, s.setting, s.value);
-    return Promise.all([side({ config: base }, s, `${s.model} (random)`), side({ config: variant }, s, `${s.setting} = ${s.value}`)]);
+    const infos = await Promise.all(sides.map((x) => sideInfo(x.choice, s.text)));
+    const common = commonStages(infos[0], infos[1]);
+    if (!common.length) return { sides, common, stage: null };
+    const stage = common.find((x) => x.name === s.cmpStage) || common.find((x) => x.name === defaultStage(s, infos, common));
+    const heads = infos.map((x) => Math.min(s.cmpHead, x.nHeads - 1));
+    const answers = await Promise.all(sides.map((x, i) => trace(x.choice, s, stage, heads[i])));
+    return { common, stage, maxHeads: Math.max(...infos.map((x) => x.nHeads)), sides: sides.map((x, i) => ({ ...x, nHeads: infos[i].nHeads, head: heads[i], answer: answers[i] })) };
   },
 
   controls(s, say, info, models) {
@@ -66,29 +60,48 @@ export default {
       const values = CHOICES[s.setting] || [];
       out.push(selectField("value", values.map((v) => [v, v]), values.includes(s.value) ? s.value : values[0], say("cmp_value")));
     }
+    const data = s.variant && s.data.compare && s.data.compare.value;
+    if (data && data.stage) {
+      out.push(selectField("cmpStage", data.common.map((x) => [x.name, `${x.name} (${x.dims.join(" × ")})`]), data.stage.name, say("cmp_stage")));
+      if (hasHead(data.stage.dims)) out.push(selectField("cmpHead", range(data.maxHeads), Math.min(s.cmpHead, data.maxHeads - 1), say("cmp_head"), "int"));
+    }
     return out;
   },
 
   draw(board, data, c) {
     const { say, s } = c;
-    if (!data) {
-      board.block("cmp-none", h("p", { class: "lab-note", text: say("cmp_intro") }));
+    if (!data || !data.stage) {
+      board.block("cmp-none", h("p", { class: "lab-note", text: say(data ? "cmp_no_common" : "cmp_intro") }));
       return;
     }
-    for (const [i, run] of data.entries()) {
-      const pattern = decodeStages(run.answer)[run.stage];
-      const head = Math.min(s.head, pattern.size("head") - 1);
+    const name = data.stage.name;
+    const slices = data.sides.map((run) => sliceOf(decodeStages(run.answer)[name]));
+    const diff = shapeDiff(slices[0], slices[1]);
+    const scale = diff ? null : sharedScale(slices);
+    for (const [i, run] of data.sides.entries()) {
+      const slice = slices[i];
       const labels = tokenLabels(run.answer.tokens);
+      const axis = (dim, n) => (isPos(dim) ? labels.slice(0, n) : indexLabels(n));
       const loss = run.answer.loss;
       const top = (run.answer.top_tokens || []).slice(0, 3).map((r) => `${r.text} ${fmt(r.prob, 2)}`).join(" · ");
-      draw(board.card(`cmp-${i}`, {
-        title: say("cmp_side", { label: run.label, layer: run.layer, head, n_heads: pattern.size("head") }),
+      const title = hasHead(data.stage.dims) ? say("cmp_side", { label: run.label, head: run.head, n_heads: run.nHeads }) : run.label;
+      const plot = board.card(`cmp-${i}`, {
+        title,
         className: "half",
-        note: say("cmp_side_note", { loss: loss === null || loss === undefined ? "–" : fmt(loss, 3), top: top || "–", n_tokens: labels.length }),
-      }),
-      [heatmap({ z: pattern.matrix("q_pos", "k_pos", { head }), x: labels, y: labels, signed: false, zmin: 0, zmax: 1, annotate: false, valueLabel: say("weight") })],
-      { height: 360, xaxis: { type: "category", tickfont: { size: 10 } }, yaxis: { type: "category", autorange: "reversed", tickfont: { size: 10 } } }, `compare_${i}`);
+        note: say("cmp_side_note", { loss: loss === null || loss === undefined ? "–" : fmt(loss, 3), top: top || "–", n_tokens: labels.length, shape: slice.shape.join(" × ") }),
+      });
+      const own = scale || sharedScale([slice]);
+      if (slice.kind === "heatmap") {
+        const [rows, cols] = slice.shape;
+        draw(plot, [heatmap({ z: slice.z, x: axis(slice.colDim, cols), y: axis(slice.rowDim, rows), ...own, annotate: false, valueLabel: say("cmp_value_label") })],
+          { height: 360, xaxis: { type: "category", title: { text: slice.colDim }, tickfont: { size: 10 } }, yaxis: { type: "category", title: { text: slice.rowDim }, autorange: "reversed", tickfont: { size: 10 } } }, `compare_${i}`);
+      } else {
+        draw(plot, [{ type: "bar", x: axis(slice.colDim, slice.shape[0]), y: slice.y, marker: { color: "#4a90c8" }, hovertemplate: `%{x}<br>${say("cmp_value_label")} = %{y:.4f}<extra></extra>` }],
+          { height: 300, xaxis: { type: "category", title: { text: slice.colDim } }, yaxis: { title: { text: name.split(".").pop() }, range: [Math.min(own.zmin, 0), own.zmax] } }, `compare_${i}`);
+      }
     }
+    const shapeNote = diff ? say("cmp_shapes_differ", { diff }) : say("cmp_shapes_match", { shape: slices[0].shape.join(" × "), max: fmt(maxDifference(slices[0], slices[1]), 4) });
+    board.block("cmp-shape", h("p", { class: "lab-note cmp-shape", text: shapeNote }));
     board.block("cmp-note", h("p", { class: "lab-note", text: s.variant === "set" ? say("cmp_random_note") : say("cmp_models_note") }));
   },
 };

@@ -1,0 +1,115 @@
+// The compare panel's data side: which stages both models record, and the 2-D or 1-D slice of one
+// stage that each side draws (with one shared colour scale when the shapes match).
+
+import { api } from "../../api.js";
+
+const INLINE_FIELDS = ["architecture", "d_model", "n_layers", "n_decoder_layers", "n_heads", "n_kv_heads", "d_mlp", "pos_encoding", "norm", "norm_placement", "activation", "bias", "sliding_window"];
+const HEAD_DIMS = ["head", "kv_head"];
+const POS_DIMS = ["pos", "q_pos", "k_pos"];
+
+/** The model's shape as a from-scratch config (random weights, seed 0). */
+export function inlineOf(info) {
+  const cfg = Object.fromEntries(INLINE_FIELDS.map((k) => [k, info.config[k]]).filter(([, v]) => v !== undefined));
+  return { ...cfg, seed: 0 };
+}
+
+/** The same config with one setting changed. */
+export function changedConfig(base, setting, value) {
+  const out = { ...base };
+  if (setting === "n_heads" || setting === "d_head") {
+    out.n_heads = setting === "n_heads" ? Number(value) : Math.max(1, Math.round(base.d_model / Number(value)));
+    out.n_kv_heads = null;
+  } else if (setting === "sliding_window") out.sliding_window = value === "none" ? null : Number(value);
+  else out[setting] = value;
+  return out;
+}
+
+/** A side's recorded stages [{name, dims}] and head count: a registered model from GET /api/models/{name};
+ * an inline config from one trace of layer 0 (head 0), its block names repeated for every layer. */
+export async function sideInfo(choice, text) {
+  if (choice.model) {
+    const info = await api.model(choice.model);
+    return { stages: info.stages, nHeads: info.n_heads, nLayers: info.n_layers, architecture: info.architecture };
+  }
+  const cfg = choice.config;
+  const answer = await api.trace({ config: cfg, text, stages: ["*"], layers: [0], heads: [0] });
+  const counts = { "": cfg.n_layers, "encoder.": cfg.n_layers, "decoder.": cfg.n_decoder_layers ?? cfg.n_layers };
+  const stages = [];
+  let run = []; // consecutive layer-0 stages of one stack, repeated for each layer when the run ends
+  const flush = () => {
+    const n = run.length ? counts[run[0].prefix] : 0;
+    for (let L = 0; L < n; L += 1) for (const x of run) stages.push({ name: `${x.prefix}blocks.${L}.${x.rest}`, dims: x.dims });
+    run = [];
+  };
+  for (const t of Object.values(answer.stages)) {
+    const m = /^((?:encoder\.|decoder\.)?)blocks\.0\.(.*)$/.exec(t.name);
+    if (m && (!run.length || run[0].prefix === m[1])) run.push({ prefix: m[1], rest: m[2], dims: t.dims });
+    else {
+      flush();
+      if (m) run.push({ prefix: m[1], rest: m[2], dims: t.dims });
+      else stages.push({ name: t.name, dims: t.dims });
+    }
+  }
+  flush();
+  return { stages, nHeads: cfg.n_heads, nLayers: cfg.n_layers, architecture: cfg.architecture };
+}
+
+/** Stage names both sides record, in the first side's order. */
+export function commonStages(a, b) {
+  const other = new Set(b.stages.map((x) => x.name));
+  return a.stages.filter((x) => other.has(x.name));
+}
+
+export function hasHead(dims) {
+  return dims.some((d) => HEAD_DIMS.includes(d));
+}
+
+/** What a side draws of one stage: {kind: "heatmap"|"line", z|y, rowDim, colDim, dims, shape} (the head
+ * dimension is already cut to one head by the request, so it is left out). */
+export function sliceOf(tensor) {
+  const keep = tensor.dims.map((d, i) => [d, tensor.shape[i]]).filter(([d]) => !HEAD_DIMS.includes(d));
+  const fixed = Object.fromEntries(tensor.dims.map((d) => [d, 0]));
+  const dims = keep.map(([d]) => d);
+  const shape = keep.map(([, n]) => n);
+  if (dims.length >= 2) return { kind: "heatmap", z: tensor.matrix(dims[0], dims[1], fixed), rowDim: dims[0], colDim: dims[1], dims, shape };
+  return { kind: "line", y: tensor.vector(dims[0], fixed), colDim: dims[0], dims, shape };
+}
+
+export function isPos(dim) {
+  return POS_DIMS.includes(dim);
+}
+
+function values(slice) {
+  return slice.kind === "heatmap" ? slice.z.flat() : slice.y;
+}
+
+/** One colour scale for both sides: symmetric around 0 when any value is negative, else 0..max. */
+export function sharedScale(slices) {
+  let lo = 0;
+  let hi = 0;
+  for (const v of slices.flatMap(values)) {
+    if (v === null || !Number.isFinite(v)) continue;
+    lo = Math.min(lo, v);
+    hi = Math.max(hi, v);
+  }
+  const m = Math.max(-lo, hi) || 1;
+  return lo < 0 ? { signed: true, zmin: -m, zmax: m } : { signed: false, zmin: 0, zmax: hi || 1 };
+}
+
+/** "d_head: 16 ≠ 64" for each dimension whose size (or presence) differs; "" when the shapes match. */
+export function shapeDiff(a, b) {
+  const size = (s, d) => (s.dims.includes(d) ? String(s.shape[s.dims.indexOf(d)]) : "–");
+  const names = [...new Set([...a.dims, ...b.dims])];
+  const diff = names.filter((d) => size(a, d) !== size(b, d)).map((d) => `${d}: ${size(a, d)} ≠ ${size(b, d)}`);
+  if (!diff.length && a.dims.join() !== b.dims.join()) diff.push(`${a.dims.join(" × ")} ≠ ${b.dims.join(" × ")}`);
+  return diff.join(", ");
+}
+
+/** The largest |a − b| over matching cells (shapes equal). */
+export function maxDifference(a, b) {
+  const va = values(a);
+  const vb = values(b);
+  let m = 0;
+  for (let i = 0; i < va.length; i += 1) if (va[i] !== null && vb[i] !== null) m = Math.max(m, Math.abs(va[i] - vb[i]));
+  return m;
+}
