@@ -15,6 +15,10 @@ panel; every load uses a fresh browser context (empty HTTP cache). The server is
 (one load), so its model loading is not counted. Step: an ArrowRight keydown dispatched in the
 page until the stage's data-rendered changes and the next frame is painted; each step is a stage
 the browser has not fetched yet, so it includes the /api/trace round trip.
+
+--phases splits each step of this tree into go()'s own measures (navigate.js): load (the view's
+data: tokens, /api/trace, decoding, Plotly ready) and render (the sidebar and the charts, drawn
+synchronously); the rest is the key event, the paint and the frame.
 """
 
 from __future__ import annotations
@@ -113,8 +117,16 @@ def first_chart(browser, url: str) -> float:
         ctx.close()
 
 
-def steps(browser, url: str, n: int) -> list[float]:
-    """Milliseconds per → step over the first n stages of a freshly loaded page."""
+PHASES_JS = """() => {
+  const g = document.getElementById('stage').dataset.rendered;
+  const get = (phase) => performance.getEntriesByName(`go:${phase}:${g}`, 'measure').map((e) => e.duration)[0];
+  return { stage: document.getElementById('stage').dataset.stage, load: get('load'), render: get('render') };
+}"""
+
+
+def steps(browser, url: str, n: int, phases: list | None = None) -> list[float]:
+    """Milliseconds per → step over the first n stages of a freshly loaded page (with `phases`:
+    each step's stage and go() measures appended to it; older pages without them give None)."""
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
         page = ctx.new_page()
@@ -126,6 +138,8 @@ def steps(browser, url: str, n: int) -> list[float]:
             if page.evaluate("document.getElementById('next').disabled"):
                 break
             out.append(float(page.evaluate(STEP_JS)))
+            if phases is not None:
+                phases.append({"ms": out[-1], **page.evaluate(PHASES_JS)})
         return out
     finally:
         ctx.close()
@@ -145,6 +159,7 @@ def main() -> int:
     parser.add_argument("--baseline", help="a git ref to measure beside this working tree")
     parser.add_argument("--loads", type=int, default=5, help="cold loads per tree")
     parser.add_argument("--steps", type=int, default=24, help="→ steps per tree")
+    parser.add_argument("--phases", action="store_true", help="print where each step of this tree goes (load / render)")
     parser.add_argument("--path", default=DEFAULT_PATH, help="the page to load (default: %(default)s)")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
@@ -154,6 +169,7 @@ def main() -> int:
     if args.baseline:
         trees = {f"baseline {args.baseline}": unpack(args.baseline, tmp / "baseline"), **trees}
     results: dict[str, dict[str, list[float]]] = {name: {"first": [], "step": []} for name in trees}
+    phases: list[dict] = []
     try:
         with contextlib.ExitStack() as stack, sync_playwright() as p:
             bases = {name: stack.enter_context(server(tree, free_port())) for name, tree in trees.items()}
@@ -165,7 +181,8 @@ def main() -> int:
                 for name, base in bases.items():
                     results[name]["first"].append(first_chart(browser, base + args.path))
             for name, base in bases.items():
-                results[name]["step"] = steps(browser, base + args.path, args.steps)
+                results[name]["step"] = steps(browser, base + args.path, args.steps,
+                                              phases if args.phases and name == "this tree" else None)
             browser.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -175,6 +192,14 @@ def main() -> int:
     for name, r in results.items():
         print(f"{name:24} {statistics.median(r['first']):>14.2f} s {max(r['first']):>6.2f} s "
               f"{pct(r['step'], 0.5):>7.0f} ms {pct(r['step'], 0.95):>7.0f} ms {len(r['step']):>8}")
+    if phases:
+        print(f"\nthis tree, step by step (go() measures; other = key event, paint, frame)\n{'stage':16} {'step':>7} {'load':>7} {'render':>7} {'other':>7}")
+        for p in phases:
+            load, render = p.get("load"), p.get("render")
+            other = p["ms"] - (load or 0) - (render or 0)
+            cells = [f"{v:>7.0f}" if isinstance(v, (int, float)) else f"{'-':>7}" for v in (p["ms"], load, render, other)]
+            print(f"{str(p.get('stage')):16} {' '.join(cells)}")
+        print()
     print(f"{'goal':24} {GOAL_FIRST_CHART_S:>14.2f} s {'':>8} {'':>10} {GOAL_STEP_P95_MS:>7.0f} ms")
     last = results["this tree"]
     ok = statistics.median(last["first"]) <= GOAL_FIRST_CHART_S and pct(last["step"], 0.95) <= GOAL_STEP_P95_MS

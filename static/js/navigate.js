@@ -86,6 +86,7 @@ export async function go(request) {
   const next = { ...state, preview: null, note: null, ...fields };
   if ("text" in patch || "target" in patch) showInputs(patch);
   setBusy(true);
+  const t0 = performance.now(); // go:load / go:render measures: where a step's time goes (bench/page_speed.py --phases)
   try {
     await prepare(next, patch);
     const ctx = makeContext(next, go);
@@ -96,9 +97,12 @@ export async function go(request) {
       plotlyReady(),
     ]);
     if (mine !== state.generation) return;
+    const t1 = performance.now();
     Object.assign(state, next);
     hideMessage();
     render(ctx, data, ivData, archData);
+    performance.measure(`go:load:${mine}`, { start: t0, end: t1 });
+    performance.measure(`go:render:${mine}`, { start: t1, end: performance.now() });
     writeURL(state);
     prefetchNeighbours(mine);
   } catch (error) {
