@@ -117,3 +117,70 @@ def test_a_link_to_one_panel_lands_on_it(watched: Any, server: Any) -> None:
     assert -5 < top < 100 and page.evaluate("window.scrollY") > 200, top
     assert "panel=masks" in page.url
     assert watched.errors == []
+
+
+def compare_charts(page: Any) -> list[str]:
+    """What each side of the compare panel draws (its traces' numbers), left then right."""
+    return page.evaluate("""() => [...document.querySelectorAll('#board-compare .plot')]
+        .map(el => JSON.stringify((el.data || []).map(t => [t.type, t.z, t.y])))""")
+
+
+def choose_compare_stage(page: Any, stage: str) -> None:
+    before = page.get_attribute("#panel-compare", "data-rendered")
+    page.select_option("#controls-compare select[data-field='cmpStage']", stage)
+    page.wait_for_function("(b) => document.querySelector('#panel-compare').dataset.rendered !== b", arg=before)
+    idle(page)
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_compare_matches_any_stage_and_keeps_it_in_the_url(watched: Any, server: Any, lang: str) -> None:
+    page = watched.page
+    open_lab(page, server.url, model="gpt", text="the cat sat", lang=lang, vs="set", set="activation", val="gelu")
+    options = "#controls-compare select[data-field='cmpStage'] option"
+    stages = page.eval_on_selector_all(options, "os => os.map(o => o.value)")
+    assert {"blocks.0.hook_resid_post", "blocks.1.ln1.hook_scale", "blocks.0.attn.hook_pattern"} <= set(stages)
+    first = compare_charts(page)
+    choose_compare_stage(page, "blocks.0.hook_resid_post")  # 2-D: pos × d_model, a heatmap on each side
+    second = compare_charts(page)
+    assert len(second) == 2 and all(a != b for a, b in zip(first, second, strict=True)), "both sides change"
+    assert all('"heatmap"' in chart for chart in second)
+    scales = page.evaluate(
+        "[...document.querySelectorAll('#board-compare .plot')].map(el => [el.data[0].zmin, el.data[0].zmax])"
+    )
+    assert scales[0] == scales[1], "same shape, same colour scale"
+    choose_compare_stage(page, "blocks.1.ln1.hook_scale")  # 1-D: pos, a bar on each side
+    third = compare_charts(page)
+    assert all('"bar"' in chart for chart in third) and all(a != b for a, b in zip(second, third, strict=True))
+    assert "cst=blocks.1.ln1.hook_scale" in page.url
+    shown = page.inner_text("#panel-compare")
+    assert not re.search(r"⟦|undefined|NaN|\{\w+\}", shown), shown[:400]
+    url = page.url
+    page.goto(url)  # the link alone brings the same stage and the same numbers back
+    page.wait_for_selector("body[data-ready='1']")
+    idle(page)
+    assert page.input_value("#controls-compare select[data-field='cmpStage']") == "blocks.1.ln1.hook_scale"
+    assert compare_charts(page) == third
+    assert watched.errors == []
+
+
+@pytest.mark.browser
+def test_compare_says_what_differs_when_shapes_differ(watched: Any, server: Any) -> None:
+    page = watched.page
+    open_lab(
+        page,
+        server.url,
+        model="gpt",
+        text="the cat sat",
+        lang="en",
+        vs="set",
+        set="d_head",
+        val="64",
+        cst="blocks.1.attn.hook_z",
+        cmh="1",
+    )
+    note = page.inner_text("#panel-compare .cmp-shape")
+    assert re.search(r"d_head: (\d+) ≠ (?!\1\b)\d+", note), note
+    assert page.input_value("#controls-compare select[data-field='cmpHead']") == "1"
+    assert page.locator("#board-compare .plot").count() == 2
+    assert watched.errors == []

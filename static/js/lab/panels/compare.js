@@ -101,7 +101,9 @@ export default {
       }
     }
     const shapeNote = diff ? say("cmp_shapes_differ", { diff }) : say("cmp_shapes_match", { shape: slices[0].shape.join(" × "), max: fmt(maxDifference(slices[0], slices[1]), 4) });
-    board.block("cmp-shape", h("p", { class: "lab-note cmp-shape", text: shapeNote }));
+    const words = data.sides.map((run) => run.answer.tokens.map((t) => t.text).join("\u0000"));
+    const tokensNote = words[0] !== words[1] && slices[0].dims.some(isPos) ? ` ${say("cmp_tokens_differ")}` : "";
+    board.block("cmp-shape", h("p", { class: "lab-note cmp-shape", text: shapeNote + tokensNote }));
     board.block("cmp-note", h("p", { class: "lab-note", text: s.variant === "set" ? say("cmp_random_note") : say("cmp_models_note") }));
   },
 };
