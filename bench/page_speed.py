@@ -193,11 +193,13 @@ def main() -> int:
         print(f"{name:24} {statistics.median(r['first']):>14.2f} s {max(r['first']):>6.2f} s "
               f"{pct(r['step'], 0.5):>7.0f} ms {pct(r['step'], 0.95):>7.0f} ms {len(r['step']):>8}")
     if phases:
-        print(f"\nthis tree, step by step (go() measures; other = key event, paint, frame)\n{'stage':16} {'step':>7} {'load':>7} {'render':>7} {'other':>7}")
+        print("\nthis tree, step by step (go() measures; other = key event, paint, frame)")
+        print(f"{'stage':16} {'step':>7} {'load':>7} {'render':>7} {'other':>7}")
         for p in phases:
             load, render = p.get("load"), p.get("render")
             other = p["ms"] - (load or 0) - (render or 0)
-            cells = [f"{v:>7.0f}" if isinstance(v, (int, float)) else f"{'-':>7}" for v in (p["ms"], load, render, other)]
+            cells = [f"{v:>7.0f}" if isinstance(v, (int, float)) else f"{'-':>7}"
+                     for v in (p["ms"], load, render, other)]
             print(f"{str(p.get('stage')):16} {' '.join(cells)}")
         print()
     print(f"{'goal':24} {GOAL_FIRST_CHART_S:>14.2f} s {'':>8} {'':>10} {GOAL_STEP_P95_MS:>7.0f} ms")
