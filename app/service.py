@@ -218,10 +218,8 @@ class Service:
     async def _lab_run(self, endpoint: str, request: T,
                        plan: Callable[[Resolved], Callable[[Inputs], dict[str, Any]]]) -> Response:
         """Lab requests that run the model their own way (many passes): checked, tokenized, then one hop."""
-        check_lengths(request, self.settings)
-        resolved = await self.models.resolve(request)
-        key = body_key(endpoint, resolved, request)
-        if (cached := self.engine.cached_body(key)) is not None:
+        resolved, key, cached = await self._admit(endpoint, request)
+        if cached is not None:
             return cached
         build = plan(resolved)
         inputs = encode(resolved.loaded, request, self.settings)
@@ -229,14 +227,21 @@ class Service:
 
     async def _lab_traced(self, endpoint: str, request: T, plan: Callable[[Resolved], Builder]) -> Response:
         """Like _answer, for lab requests: the plain trace of the text (cached), then the experiment."""
-        check_lengths(request, self.settings)
-        resolved = await self.models.resolve(request)
-        key = body_key(endpoint, resolved, request)
-        if (cached := self.engine.cached_body(key)) is not None:
+        resolved, key, cached = await self._admit(endpoint, request)
+        if cached is not None:
             return cached
         build = plan(resolved)
         inputs = encode(resolved.loaded, request, self.settings)
         return await self.engine.answer(key, resolved.key, resolved.model, inputs, None, build)
+
+    async def _admit(self, endpoint: str, request: TextInput,
+                     cache: bool = True) -> tuple[Resolved, Hashable | None, Response | None]:
+        """The first steps of every request about a text: the cheap length checks (before any model is built
+        or loaded), the model, the cache key, and the rendered answer to an identical earlier request."""
+        check_lengths(request, self.settings)
+        resolved = await self.models.resolve(request)
+        key = body_key(endpoint, resolved, request) if cache else None
+        return resolved, key, self.engine.cached_body(key)
 
     async def _answer(self, endpoint: str, request: R, plan: Callable[[Resolved, R, Budget], Builder],
                       cache: bool = True) -> Response:
@@ -246,10 +251,8 @@ class Service:
         check the request against the model (a bad layer costs no forward pass), tokenize,
         trace (or reuse the cached trace) and build the answer, in one hop to the pool.
         """
-        check_lengths(request, self.settings)  # costs nothing: before a model is built or loaded
-        resolved = await self.models.resolve(request)
-        key = body_key(endpoint, resolved, request) if cache else None
-        if (cached := self.engine.cached_body(key)) is not None:
+        resolved, key, cached = await self._admit(endpoint, request, cache)
+        if cached is not None:
             return cached
         build = plan(resolved, request, self.budget)
         edits = interventions_for(resolved, request.interventions)

@@ -55,6 +55,10 @@ export function plotConfig(filename) {
   return {
     responsive: true,
     displaylogo: false,
+    // offline by design: none of plotly.js's links to its cloud (they are off by default; said here so)
+    showLink: false,
+    showSendToCloud: false,
+    showEditInChartStudio: false,
     modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d"],
     toImageButtonOptions: { format: "png", filename: filename.replace(/[^\w.-]+/g, "_"), scale: 2 },
   };
