@@ -27,7 +27,6 @@ import argparse
 import contextlib
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -41,6 +40,10 @@ from io import BytesIO
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.load import free_port  # noqa: E402
+
 CHROMIUM = "/usr/bin/chromium"
 GOAL_FIRST_CHART_S = 2.0
 GOAL_STEP_P95_MS = 300.0
@@ -61,11 +64,6 @@ STEP_JS = """() => new Promise((resolve) => {
   document.dispatchEvent(new KeyboardEvent('keydown', { key: 'ArrowRight', bubbles: true }));
 })"""
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextlib.contextmanager

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -27,3 +28,10 @@ def tiny_gpt() -> LoadedModel:
 @pytest.fixture(scope="module")
 def translator() -> LoadedModel:
     return load_shipped("tiny-translator")
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now (for servers the tests start)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

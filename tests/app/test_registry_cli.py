@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from app.cli import build_parser, main, settings_from
 from app.registry import RegistryError
 from model.checkpoint import save_checkpoint
 from tests.app.conftest import make_settings, tiny_models
+from tests.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,6 +72,7 @@ def test_cli_settings_merge_env_and_flags(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_inline_models_are_cached_in_a_small_lru(tmp_path: Path) -> None:
     import asyncio
+    from concurrent.futures import ThreadPoolExecutor
 
     from app.engine import Engine
     from app.registry import Registry
@@ -90,14 +91,10 @@ def test_inline_models_are_cached_in_a_small_lru(tmp_path: Path) -> None:
         assert len(models.inline_models) == 2
         assert (await models.inline(configs[0])).loaded is not first.loaded  # evicted, rebuilt (same seed)
 
-    asyncio.run(scenario())
+    with ThreadPoolExecutor(1) as thread:  # a loop of its own, whatever else this process runs
+        thread.submit(asyncio.run, scenario()).result()
     engine.shutdown()
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_readme_run_command_starts_a_server() -> None:

@@ -25,7 +25,8 @@ def _sync_api() -> Any:
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     _sync_api()
-    from tests.browser.models import ServerThread, free_port
+    from tests.browser.models import ServerThread
+    from tests.conftest import free_port
 
     srv = ServerThread(free_port(), tmp_path_factory.mktemp("browser")).start()
     yield srv

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import socket
 import threading
 import time
 from pathlib import Path
@@ -76,11 +75,6 @@ def tiny_models() -> dict[str, LoadedModel]:
         "words": LoadedModel(Transformer(words).eval(), words_tok, {"description": "whole-word tokens (XSS test)"}),
     }
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class ServerThread:

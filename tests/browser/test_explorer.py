@@ -359,7 +359,8 @@ SHIPPED = Path(__file__).resolve().parents[2] / "model" / "weights" / "tiny-gpt"
 
 @pytest.mark.skipif(not SHIPPED.is_file(), reason="the trained tiny-gpt is not in model/weights yet")
 def test_shipped_tiny_gpt(browser: Any, tmp_path: Path) -> None:
-    from tests.browser.models import ServerThread, free_port
+    from tests.browser.models import ServerThread
+    from tests.conftest import free_port
 
     server = ServerThread(free_port(), tmp_path, extra_models=True).start()
     context = browser.new_context(viewport={"width": 1300, "height": 900})

@@ -26,7 +26,8 @@ from model.positional import apply_rope, rope_angles
 from model.tokenizer import CharTokenizer
 from model.transformer import Transformer, distinct_parameters
 from tests.browser.helpers import open_page
-from tests.browser.models import CHARS, ServerThread, free_port
+from tests.browser.models import CHARS, ServerThread
+from tests.conftest import free_port
 
 pytestmark = pytest.mark.browser
 

@@ -14,7 +14,6 @@ import json
 import os
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
@@ -46,11 +47,6 @@ def instructions() -> list[tuple[str, str]]:
 def exec_form(arguments: str) -> list[str]:
     return json.loads(arguments) if arguments.startswith("[") else ["/bin/sh", "-c", arguments]
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_the_dockerfile_lints_clean() -> None:
