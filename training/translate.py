@@ -1,6 +1,7 @@
 """Train and evaluate tiny-translator (numbers -> English words / Chinese numerals, see training.numbers).
 
-    python -m training.translate train --out runs/tiny-translator      # trains the shipped model
+    python -m training.translate train --out runs/tiny-translator           # trains the shipped model
+    python -m training.translate train --out runs/tiny-translator --resume  # continues from its checkpoint
     python -m training.translate translate model/weights/tiny-translator 2026 --lang zh
 
 `translate(model, tokenizer, "2026", "zh")` decodes greedily through model.generate.
@@ -25,6 +26,7 @@ from model.generate import generate_greedy_batch
 from model.heads import head_scores
 from model.tokenizer import CharTokenizer
 from model.transformer import Transformer
+from training.checkpointing import load_training_state, save_training_state
 from training.loop import adamw, train_loop
 from training.numbers import (
     ALPHABET,
@@ -140,23 +142,75 @@ def translator_meta(
     }
 
 
-def train(out: Path, steps: int, batch: int, lr: float, seed: int, threads: int, log_every: int = 250) -> int:
-    """Train tiny-translator from scratch on the CPU and save it (float16) in `out`."""
+def translator_config(
+    tokenizer: CharTokenizer, seed: int, model_overrides: dict[str, Any] | None = None
+) -> TransformerConfig:
+    """TRANSLATOR_CONFIG for this tokenizer; model_overrides (e.g. a smaller d_model for tests) go on top."""
+    fields = {**TRANSLATOR_CONFIG, **(model_overrides or {})}
+    return TransformerConfig.from_dict(
+        {**fields, "vocab_size": tokenizer.vocab_size, "pad_token_id": tokenizer.token_id(PAD), "seed": seed}
+    )
+
+
+def saved_config(checkpoint_dir: Path) -> TransformerConfig | None:
+    """The model config of the run checkpointed in checkpoint_dir, or None when there is no checkpoint."""
+    state_file = checkpoint_dir / "state.json"
+    if not state_file.is_file():
+        return None
+    return TransformerConfig.from_dict(json.loads(state_file.read_text(encoding="utf-8"))["config"])
+
+
+def note_changed_settings(saved: dict[str, Any], settings: dict[str, Any]) -> None:
+    """A resumed run takes the command's settings; say which differ, since they change the schedule or the data."""
+    changed = [f"{k} {saved[k]} -> {v}" for k, v in settings.items() if k in saved and saved[k] != v]
+    if changed:
+        print("resuming with other settings: " + ", ".join(changed), flush=True)
+
+
+def train(
+    out: Path,
+    steps: int,
+    batch: int,
+    lr: float,
+    seed: int,
+    threads: int,
+    log_every: int = 250,
+    *,
+    resume: bool = False,
+    checkpoint_interval: int = 250,
+    model_overrides: dict[str, Any] | None = None,
+) -> int:
+    """Train tiny-translator on the CPU and save it (float16) in `out`.
+
+    Every checkpoint_interval steps and at the end, out/checkpoint holds the weights, optimizer,
+    step and RNG states; resume=True continues from there (the model config comes from the
+    checkpoint, so model_overrides only shape a fresh run).
+    """
     if threads:
         torch.set_num_threads(threads)
     torch.manual_seed(seed)
-    rng = random.Random(seed)
     tokenizer = make_tokenizer()
-    cfg = TransformerConfig.from_dict(
-        {**TRANSLATOR_CONFIG, "vocab_size": tokenizer.vocab_size, "pad_token_id": tokenizer.token_id(PAD), "seed": seed}
-    )
+    checkpoint_dir = out / "checkpoint"
+    cfg = saved_config(checkpoint_dir) if resume else None
+    resuming = cfg is not None
+    if resume and not resuming:
+        print(f"--resume: no checkpoint in {checkpoint_dir}, starting afresh", flush=True)
+    cfg = cfg or translator_config(tokenizer, seed, model_overrides)
     model = Transformer(cfg)
     optimizer = adamw(model, lr=lr, betas=(0.9, 0.98), weight_decay=0.01, decay_vectors_and_embeddings=True)
-    state: dict[str, Any] = {"step": 0, "examples_seen": 0, "history": []}
-    started = time.time()
+    task = NumberTranslationTask(tokenizer, batch, random.Random(seed))
+    settings = {"steps": steps, "batch": batch, "lr": lr, "seed": seed}
+    state: dict[str, Any] = {"step": 0, "examples_seen": 0, "seconds": 0.0, "history": []}
+    if resuming:
+        state = load_training_state(checkpoint_dir, model, optimizer, task)
+        note_changed_settings(state.get("settings", {}), settings)
+        print(f"resumed at step {state['step']} ({state['examples_seen']:,} examples seen)", flush=True)
+    state.update(config=cfg.to_dict(), settings=settings)
+    started, seconds_before = time.time(), state["seconds"]
 
     def after_step(step: int, loss: float) -> None:
         state["examples_seen"] += batch
+        state["seconds"] = seconds_before + time.time() - started  # wall time over every (re)start
         if step % log_every == 0 or step == steps:
             em = exact_match(model, tokenizer, n=50, seed=999)
             model.train()
@@ -166,16 +220,15 @@ def train(out: Path, steps: int, batch: int, lr: float, seed: int, threads: int,
                 f" {time.time() - started:.0f} s",
                 flush=True,
             )
+        if step % checkpoint_interval == 0 or step == steps:
+            save_training_state(checkpoint_dir, model, optimizer, task, state)
 
     lr_at = functools.partial(learning_rate, peak=lr, warmup=WARMUP_STEPS, total=steps, floor=0.05)
-    task = NumberTranslationTask(tokenizer, batch, rng)
     train_loop(model, optimizer, task, state=state, total_steps=steps, lr_at=lr_at, after_step=after_step)
-    state["seconds"] = time.time() - started
     model.eval()
     shipped = Transformer(cfg)
     shipped.load_state_dict({k: v.half().float() for k, v in model.state_dict().items()})
     shipped.eval()
-    settings = {"steps": steps, "batch": batch, "lr": lr, "seed": seed}
     meta = translator_meta(model, shipped, tokenizer, state, settings)
     save_checkpoint(out, model, tokenizer, meta, dtype=torch.float16)
     summary = {k: meta[k] for k in ("exact_match", "exact_match_detail", "examples", "training")}
@@ -193,13 +246,24 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--lr", type=float, default=1.5e-3)
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--threads", type=int, default=1)
+    t.add_argument("--checkpoint-interval", type=int, default=250, help="steps between OUT/checkpoint saves")
+    t.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint")
     d = sub.add_parser("translate", help="translate numbers with a trained model")
     d.add_argument("model_dir", type=Path)
     d.add_argument("numbers", nargs="+")
     d.add_argument("--lang", choices=LANGUAGES, default="en")
     args = parser.parse_args(argv)
     if args.command == "train":
-        return train(args.out, args.steps, args.batch_size, args.lr, args.seed, args.threads)
+        return train(
+            args.out,
+            args.steps,
+            args.batch_size,
+            args.lr,
+            args.seed,
+            args.threads,
+            resume=args.resume,
+            checkpoint_interval=args.checkpoint_interval,
+        )
     from model.checkpoint import load_checkpoint
 
     loaded = load_checkpoint(args.model_dir)
