@@ -10,6 +10,11 @@ model has one) followed by a block of random tokens repeated once, `[bos] r r`. 
 - induction: in the second repeat, attention to the token right after the earlier copy
   (the head that lets the model continue a sequence it has seen before).
 
+A second probe uses real text (`natural_head_scores`): each sentence typed twice, `[bos] s s`,
+scored the same way. A model can pass the random-id probe and fail this one (tiny-gpt v1 did:
+0.96 on random ids, 0.04 on an English sentence typed twice), so labels say which probe they
+come from (`probe`: "random" or "natural").
+
 Each score lies in [0, 1]. `python -m training.heads MODEL_DIR` prints a table.
 """
 
@@ -61,6 +66,66 @@ def label_for(scores: dict[str, float]) -> str:
     return best
 
 
+def _entries(model: Transformer, trace_scores: dict[str, dict[str, torch.Tensor]], probe: str) -> list[dict[str, Any]]:
+    """{hook name: {pattern: [head]}} -> one entry per head, labelled."""
+    results: list[dict[str, Any]] = []
+    for name, scores in trace_scores.items():
+        parts = name.split(".")
+        stack = parts[0] if parts[0] in ("encoder", "decoder") else ""
+        layer = int(parts[parts.index("blocks") + 1])
+        for head in range(model.cfg.n_heads):
+            head_dict = {k: round(float(v[head]), 4) for k, v in scores.items()}
+            entry: dict[str, Any] = {
+                "layer": layer,
+                "head": head,
+                "scores": head_dict,
+                "label": label_for(head_dict),
+                "probe": probe,
+            }
+            if stack:
+                entry["stack"] = stack
+            results.append(entry)
+    return results
+
+
+def _is_pattern(name: str) -> bool:
+    return name.endswith(".attn.hook_pattern")
+
+
+@torch.no_grad()
+def natural_head_scores(
+    model: Transformer, sentences: list[list[int]], *, bos_id: int | None = None
+) -> list[dict[str, Any]]:
+    """Score every self-attention head on real sentences typed twice: `[bos] s s` for each s.
+
+    sentences: token ids of each sentence (without BOS). Sentences longer than half the context
+    are cut. The scores are means over sentences, as in head_scores.
+    """
+    cfg = model.cfg
+    offset = 0 if bos_id is None else 1
+    sums: dict[str, dict[str, torch.Tensor]] = {}
+    used = 0
+    was_training = model.training
+    model.eval()
+    for ids in sentences:
+        ids = ids[: (cfg.n_ctx - offset) // 2]
+        if len(ids) < 2:
+            continue
+        tokens = torch.tensor([([bos_id] if bos_id is not None else []) + ids + ids], device=model.device)
+        kwargs: dict[str, Any] = {"target_tokens": tokens} if cfg.architecture == "encoder-decoder" else {}
+        _, trace = model.run_with_trace(tokens, names=_is_pattern, **kwargs)
+        for name in trace:
+            scores = _pattern_scores(trace[name].float().cpu(), len(ids), offset)
+            total = sums.setdefault(name, {k: torch.zeros_like(v) for k, v in scores.items()})
+            for key, value in scores.items():
+                total[key] += value
+        used += 1
+    model.train(was_training)
+    if not used:
+        raise ValueError("natural_head_scores needs at least one sentence of two or more tokens")
+    return _entries(model, {n: {k: v / used for k, v in s.items()} for n, s in sums.items()}, "natural")
+
+
 @torch.no_grad()
 def head_scores(
     model: Transformer,
@@ -90,21 +155,11 @@ def head_scores(
         kwargs["target_tokens"] = tokens
     was_training = model.training
     model.eval()
-    _, trace = model.run_with_trace(tokens, names=lambda n: n.endswith(".attn.hook_pattern"), **kwargs)
+    _, trace = model.run_with_trace(tokens, names=_is_pattern, **kwargs)
     model.train(was_training)
-    results: list[dict[str, Any]] = []
-    for name in trace:
-        parts = name.split(".")
-        stack = parts[0] if parts[0] in ("encoder", "decoder") else ""
-        layer = int(parts[parts.index("blocks") + 1])
-        scores = _pattern_scores(trace[name].float().cpu(), seq_len, offset)
-        for head in range(cfg.n_heads):
-            head_dict = {k: round(float(v[head]), 4) for k, v in scores.items()}
-            entry: dict[str, Any] = {"layer": layer, "head": head, "scores": head_dict, "label": label_for(head_dict)}
-            if stack:
-                entry["stack"] = stack
-            results.append(entry)
-    return results
+    return _entries(
+        model, {name: _pattern_scores(trace[name].float().cpu(), seq_len, offset) for name in trace}, "random"
+    )
 
 
 def best_heads(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,3 +178,60 @@ def validation_loss(model: Transformer, windows: dict[str, torch.Tensor], batch:
     totals["all"] = total_loss / max(1, total_tokens)
     model.train(was_training)
     return totals
+
+
+@torch.no_grad()
+def bits_per_character(
+    model: Transformer, tokenizer: HubTokenizer, corpus: Corpus, n_ctx: int, bos_id: int, batch: int = 32
+) -> dict[str, float]:
+    """Held-out bits per character, per language: the whole held-out split, cut into rows of
+    BOS + (n_ctx - 1) tokens; every token is predicted once; the total loss in bits is divided by
+    the number of characters of the held-out text."""
+    was_training = model.training
+    model.eval()
+    out: dict[str, float] = {}
+    for lang, docs in corpus.val.items():
+        if not docs:
+            continue
+        ids = encode_docs(tokenizer, docs, bos_id)
+        ids = ids[ids != bos_id]
+        width = n_ctx - 1
+        rows = [np.concatenate([[bos_id], ids[s : s + width]]) for s in range(0, len(ids), width)]
+        nats = 0.0
+        for i in range(0, len(rows), batch):
+            chunk = rows[i : i + batch]
+            longest = max(len(r) for r in chunk)
+            x = torch.full((len(chunk), longest), -100, dtype=torch.long)
+            for j, r in enumerate(chunk):
+                x[j, : len(r)] = torch.as_tensor(r)
+            inputs = x[:, :-1].clamp(min=0).to(model.device)
+            logits = model(inputs)  # [batch, pos, d_vocab]
+            nats += float(
+                F.cross_entropy(
+                    logits.reshape(-1, logits.shape[-1]).float(),
+                    x[:, 1:].reshape(-1).to(model.device),
+                    ignore_index=-100,
+                    reduction="sum",
+                )
+            )
+        chars = sum(len(d) for d in docs)
+        out[lang] = nats / math.log(2) / chars
+    model.train(was_training)
+    return out
+
+
+_SENTENCE_END = {
+    "en": re.compile(r"(?<!Mr\.)(?<!Mrs\.)(?<!Dr\.)(?<!St\.)(?<=[.!?])\s+"),
+    "zh": re.compile(r"(?<=[。！？])"),
+}
+
+
+def held_out_sentences(corpus: Corpus, lang: str, n: int = 24, min_chars: int = 12, max_chars: int = 90) -> list[str]:
+    """n sentences of the held-out split, evenly spread over it: the natural-text induction probe
+    (each is typed twice, model.heads.natural_head_scores)."""
+    text = " ".join(" ".join(doc.split()) for doc in corpus.val.get(lang, []))
+    pieces = [p.strip().strip("“”\"'") for p in _SENTENCE_END[lang].split(text)]
+    sentences = [p for p in pieces if min_chars <= len(p) <= max_chars and "_" not in p]
+    if len(sentences) <= n:
+        return sentences
+    return [sentences[int(i)] for i in np.linspace(0, len(sentences) - 1, n)]

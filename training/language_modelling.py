@@ -1,8 +1,13 @@
-"""Language modelling on the corpus, with two curricula that teach in-context copying.
+"""Language modelling on the corpus, with curricula that teach in-context copying.
 
 Training rows are BOS + a window of text, Chinese with probability zh_prob (it is only ~10%
-of the characters). Some rows carry a curriculum: random tokens repeated (the induction
-pattern), or text where a span of the first half is copied later.
+of the characters). Some rows carry a curriculum:
+
+- repeat: random tokens repeated (the classic induction probe; it teaches a circuit that keys on
+  random ids and not on text, so tiny-gpt v2 trains without it);
+- span: text where a span of the first half is copied later in the row;
+- echo: a natural span of text, then the same span again and the text that followed it, which
+  is what a sentence typed twice looks like.
 """
 
 from __future__ import annotations
@@ -28,9 +33,11 @@ class Batcher:
         repeat_frac: float,
         span_frac: float,
         seed: int,
+        echo_frac: float = 0.0,
     ) -> None:
         self.streams, self.n_ctx, self.batch, self.bos_id, self.vocab = streams, n_ctx, batch, bos_id, vocab
         self.zh_prob, self.repeat_frac, self.span_frac = zh_prob, repeat_frac, span_frac
+        self.echo_frac = echo_frac
         self.rng = np.random.default_rng(seed)
 
     def text_row(self) -> np.ndarray:
@@ -38,6 +45,12 @@ class Batcher:
         ids = self.streams[lang]
         start = int(self.rng.integers(0, len(ids) - self.n_ctx))
         return np.concatenate([[self.bos_id], ids[start : start + self.n_ctx - 1]])
+
+    def echo_row(self) -> np.ndarray:
+        """BOS + s + s + what followed s: a natural span of 4..n/2 tokens read twice."""
+        row = self.text_row()
+        length = int(self.rng.integers(4, self.n_ctx // 2))
+        return np.concatenate([row[: 1 + length], row[1:]])[: self.n_ctx]
 
     def next(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(inputs [batch, n_ctx - 1], targets [batch, n_ctx - 1]); target -100 is ignored."""
@@ -52,9 +65,12 @@ class Batcher:
                 row = np.concatenate([[self.bos_id], np.tile(r, n // length + 1)])[:n]
                 target = row[1:].copy()
                 target[: length - 1] = -100  # predicting inside the first copy is pure guessing
+            elif kind < self.repeat_frac + self.echo_frac:
+                row = self.echo_row()
+                target = row[1:].copy()
             else:
                 row = self.text_row()
-                if kind < self.repeat_frac + self.span_frac:
+                if kind < self.repeat_frac + self.echo_frac + self.span_frac:
                     # copy a span of the first half into the second half
                     half = n // 2
                     length = int(self.rng.integers(8, half // 2 + 1))

@@ -31,6 +31,8 @@ def device_name(device: str) -> str:
 def language_model_meta(
     args: argparse.Namespace,
     *,
+    probe_sentences: dict[str, list[str]],
+    tokenizer_figures: dict[str, Any],
     model: Transformer,
     corpus: Corpus,
     state: dict[str, Any],
@@ -41,7 +43,7 @@ def language_model_meta(
 ) -> dict[str, Any]:
     """The checkpoint meta of a `train` run: `evaluation` is evaluate() on the weights as shipped."""
     out: Path = args.out
-    shipped_default = args.config == "tiny-gpt"
+    shipped_default = args.config in ("tiny-gpt", "tiny-gpt-v2")
     return {
         "name": "tiny-gpt" if shipped_default else out.name,
         "description": DESCRIPTION if shipped_default else f"trained with `transformer-explorer train` ({args.config})",
@@ -53,9 +55,11 @@ def language_model_meta(
             "zh_prob": args.zh_prob,
             "repeat_frac": args.repeat_frac,
             "span_frac": args.span_frac,
+            "echo_frac": args.echo_frac,
             "schedule": state["schedule"],  # one entry per (re)start: mixes may change on --resume
             "note": "text rows are Chinese with probability zh_prob; repeat rows are random BPE tokens "
-            "repeated (induction curriculum); span rows copy a span of the first half later",
+            "repeated (induction curriculum); span rows copy a span of the first half later; echo rows read "
+            "a natural span twice, then what followed it (a sentence typed twice)",
         },
         "training": {
             "steps": state["step"],
@@ -81,8 +85,16 @@ def language_model_meta(
             "tokens_per_window": n_ctx,
             "how": "training.corpus.validation_windows on the held-out split, weights as shipped (float16)",
         },
+        "bits_per_character": {k: round(v, 4) for k, v in evaluation["bits_per_character"].items()},
+        "bits_per_character_how": "training.corpus.bits_per_character: the whole held-out split in rows of "
+        "BOS + (context - 1) tokens, total loss in bits / characters, weights as shipped (float16)",
+        "tokenizer": getattr(args, "tokenizer", "bpe"),
+        "tokenizer_figures": tokenizer_figures,
         "head_scores": evaluation["heads"],
         "best_heads": evaluation["best"],
+        "probe_sentences": probe_sentences,
+        "natural_head_scores": evaluation["natural"],
+        "natural_best_heads": evaluation["natural_best"],
         "snapshots": state["snapshots"],
         "history": state["history"][-200:],
     }

@@ -28,15 +28,26 @@ import torch
 from model.checkpoint import save_checkpoint
 from model.config import TransformerConfig
 from model.device import pick_device
-from model.heads import best_heads, head_scores
-from model.tokenizer import HubTokenizer
+from model.heads import best_heads, head_scores, natural_head_scores
+from model.tokenizer import HubTokenizer, load_tokenizer
 from model.transformer import Transformer
 from training.checkpointing import load_training_state, rounded_copy, save_snapshot, save_training_state
-from training.corpus import BOS, Corpus, encode_docs, load_corpus, train_bpe, validation_loss, validation_windows
+from training.corpus import (
+    BOS,
+    Corpus,
+    bits_per_character,
+    encode_docs,
+    held_out_sentences,
+    load_corpus,
+    train_bpe,
+    validation_loss,
+    validation_windows,
+)
 from training.language_modelling import Batcher, LanguageModelTask
 from training.loop import adamw, train_loop
 from training.meta import language_model_meta
 from training.schedule import learning_rate
+from training.vocabulary import build_tokenizer, tokenizer_figures
 
 PRESETS: dict[str, dict[str, Any]] = {
     # the shipped default model: every modern choice a learner should see (RoPE, RMSNorm, SwiGLU, GQA)
@@ -47,6 +58,22 @@ PRESETS: dict[str, dict[str, Any]] = {
         n_heads=8,
         n_kv_heads=4,
         d_mlp=320,
+        n_ctx=128,
+        pos_encoding="rope",
+        norm="rmsnorm",
+        norm_placement="pre",
+        activation="swiglu",
+        bias=False,
+        tied_embeddings=True,
+    ),
+    # tiny-gpt v2: the same modern choices, wider and deeper, on the v2 tokenizer (whole Chinese characters)
+    "tiny-gpt-v2": dict(
+        architecture="decoder",
+        d_model=192,
+        n_layers=4,
+        n_heads=6,
+        n_kv_heads=2,
+        d_mlp=512,
         n_ctx=128,
         pos_encoding="rope",
         norm="rmsnorm",
@@ -85,13 +112,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--context", type=int, default=None, help="tokens per row (default: the config's n_ctx)")
+    parser.add_argument(
+        "--context",
+        type=int,
+        default=None,
+        help="tokens per training row (default: the config's n_ctx; the model keeps its n_ctx, so it can be "
+        "evaluated on longer text than it was trained on)",
+    )
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--warmup", type=int, default=200)
-    parser.add_argument("--vocab-size", type=int, default=2048, help="BPE vocabulary size")
+    parser.add_argument(
+        "--tokenizer",
+        choices=("v2", "bpe"),
+        default="v2",
+        help="v2: English BPE + whole Chinese characters (training.vocabulary); bpe: one byte-level BPE (v1)",
+    )
+    parser.add_argument("--vocab-size", type=int, default=2048, help="bpe: the BPE's vocabulary size")
+    parser.add_argument("--english-vocab", type=int, default=4000, help="v2: the English BPE's vocabulary size")
+    parser.add_argument(
+        "--min-char-count", type=int, default=3, help="v2: a Chinese character seen this often is a token"
+    )
     parser.add_argument("--zh-prob", type=float, default=0.3, help="share of text rows drawn from Chinese")
     parser.add_argument("--repeat-frac", type=float, default=0.25, help="share of rows of repeated random tokens")
     parser.add_argument("--span-frac", type=float, default=0.25, help="share of text rows with a copied span")
+    parser.add_argument(
+        "--echo-frac",
+        type=float,
+        default=0.0,
+        help="share of rows that read a natural span twice (s s + what followed)",
+    )
     parser.add_argument("--eval-interval", type=int, default=250)
     parser.add_argument("--checkpoint-interval", type=int, default=500)
     parser.add_argument(
@@ -116,7 +165,7 @@ def resolve_config(spec: str, vocab_size: int, n_ctx: int | None, seed: int) -> 
     else:
         raise SystemExit(f"--config {spec!r} is neither a JSON file nor a preset ({', '.join(PRESETS)})")
     fields["vocab_size"] = vocab_size
-    if n_ctx is not None:
+    if n_ctx is not None and "n_ctx" not in fields:
         fields["n_ctx"] = n_ctx
     fields["seed"] = seed
     if fields.get("architecture", "decoder") != "decoder":
@@ -132,14 +181,19 @@ def load_or_train_tokenizer(args: argparse.Namespace, corpus: Corpus, resuming: 
     """The run's BPE (kept in OUT/tokenizer.json so a resumed run reuses it) and its BOS id."""
     started = time.time()
     if resuming and (args.out / "tokenizer.json").is_file():
-        tokenizer = HubTokenizer.from_file(args.out / "tokenizer.json")
+        loaded = load_tokenizer(args.out)
+        assert isinstance(loaded, HubTokenizer)
+        tokenizer = loaded
+    elif args.tokenizer == "v2":
+        tokenizer = build_tokenizer(corpus, args.english_vocab, args.min_char_count)
+        tokenizer.save(args.out)
     else:
         tokenizer = train_bpe(corpus, args.vocab_size)
         tokenizer.save(args.out)
     bos_id = tokenizer.token_id(BOS)
     if bos_id is None:
         raise SystemExit(f"the tokenizer in {args.out} has no {BOS} token")
-    log(f"tokenizer: byte-level BPE, {tokenizer.vocab_size} tokens ({time.time() - started:.1f} s)")
+    log(f"tokenizer: {args.tokenizer}, {tokenizer.vocab_size} tokens ({time.time() - started:.1f} s)")
     return tokenizer, bos_id
 
 
@@ -172,6 +226,13 @@ class LanguageModelRun:
             lang: encode_docs(self.tokenizer, docs, self.bos_id) for lang, docs in self.corpus.train.items() if docs
         }
         self.val_windows = validation_windows(self.tokenizer, self.corpus, self.n_ctx, self.bos_id)
+        self.probe_sentences = {lang: held_out_sentences(self.corpus, lang) for lang in ("en", "zh")}
+        self.tokenizer_figures = tokenizer_figures(self.tokenizer, self.corpus) if self.corpus.train["en"] else {}
+        self.probe_ids = {
+            lang: [[t.id for t in self.tokenizer.encode(s)] for s in sentences]
+            for lang, sentences in self.probe_sentences.items()
+            if sentences
+        }
         log("train tokens: " + ", ".join(f"{k} {len(v):,}" for k, v in streams.items()))
 
         self.model = Transformer(cfg).to(self.device)
@@ -189,6 +250,7 @@ class LanguageModelRun:
             args.repeat_frac,
             args.span_frac,
             args.seed,
+            echo_frac=args.echo_frac,
         )
         self.state: dict[str, Any] = {
             "step": 0,
@@ -215,6 +277,7 @@ class LanguageModelRun:
             "from_step": step,
             "repeat_frac": args.repeat_frac,
             "span_frac": args.span_frac,
+            "echo_frac": args.echo_frac,
             "zh_prob": args.zh_prob,
             "target_steps": args.steps,
             "lr": args.lr,
@@ -224,13 +287,24 @@ class LanguageModelRun:
     def evaluate(self, model: Transformer) -> dict[str, Any]:
         losses = validation_loss(model, self.val_windows)
         heads = head_scores(model, bos_id=self.bos_id, token_range=(1, self.tokenizer.vocab_size))
-        return {"val": losses, "heads": heads, "best": best_heads(heads)}
+        natural = {lang: natural_head_scores(model, ids, bos_id=self.bos_id) for lang, ids in self.probe_ids.items()}
+        bpc = bits_per_character(model, self.tokenizer, self.corpus, self.n_ctx, self.bos_id)
+        return {
+            "val": losses,
+            "heads": heads,
+            "best": best_heads(heads),
+            "natural": natural,
+            "natural_best": {lang: best_heads(r) for lang, r in natural.items()},
+            "bits_per_character": bpc,
+        }
 
     def write_model(self, final: bool) -> None:
         """OUT/model in float16, its meta measured on the rounded weights the app will load."""
         evaluation = self.evaluate(rounded_copy(self.model, torch.float16))
         meta = language_model_meta(
             self.args,
+            probe_sentences=self.probe_sentences,
+            tokenizer_figures=self.tokenizer_figures,
             model=self.model,
             corpus=self.corpus,
             state=self.state,
@@ -254,14 +328,21 @@ class LanguageModelRun:
             "val_zh": round(result["val"].get("zh", float("nan")), 4),
             "prev_token": best["previous-token"],
             "induction": best["induction"],
+            "natural": {
+                lang: {k: b[k] for k in ("previous-token", "induction")} for lang, b in result["natural_best"].items()
+            },
+            "bits_per_character": {k: round(v, 4) for k, v in result["bits_per_character"].items()},
         }
         self.state["history"].append(entry)
         prev, induction = best["previous-token"], best["induction"]
         write(
             f"step {step}: train {self.loss_ema:.3f} val {entry['val_loss']:.3f} (en {entry['val_en']:.3f}, "
             f"zh {entry['val_zh']:.3f}) prev-token {prev['score']:.2f} L{prev['layer']}H{prev['head']} induction "
-            f"{induction['score']:.2f} L{induction['layer']}H{induction['head']} "
-            f"tok/s {self.state['tokens_seen'] / self.state['train_seconds']:,.0f}"
+            f"{induction['score']:.2f} L{induction['layer']}H{induction['head']} natural induction "
+            + " ".join(f"{k} {v['induction']['score']:.2f}" for k, v in entry["natural"].items())
+            + " bits/char "
+            + " ".join(f"{k} {v:.3f}" for k, v in entry["bits_per_character"].items())
+            + f" tok/s {self.state['tokens_seen'] / self.state['train_seconds']:,.0f}"
         )
         if step in self.snapshot_steps:
             self.model_dir.mkdir(parents=True, exist_ok=True)
