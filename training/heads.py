@@ -1,5 +1,9 @@
 """Score every attention head of a checkpoint on the named patterns (model.heads) and print a table.
 
+Two probes (model/heads.py): random tokens typed twice, `[bos] r r` (always), and, when the
+checkpoint's meta lists `probe_sentences` ({language: [sentence, ...]}), real sentences typed
+twice, `[bos] s s`, one table per language. The `probe` column says which probe a row comes from.
+
 python -m training.heads model/weights/tiny-gpt [--json] [--seq-len 40]
 transformer-explorer heads model/weights/tiny-gpt
 """
@@ -10,9 +14,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from model.checkpoint import load_checkpoint
-from model.heads import PATTERNS, best_heads, bos_id_for, head_scores
+from model.heads import PATTERNS, best_heads, bos_id_for, head_scores, natural_head_scores
+
+RANDOM_PROBE = "random"  # the probe column for `[bos] r r`; real text reads "natural-<language>"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,17 +28,59 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seq-len", type=int, default=40)
 
 
+def probe_sentences(meta: dict[str, Any]) -> dict[str, list[str]]:
+    """The held-out sentences the checkpoint was probed with, by language (empty when it lists none)."""
+    listed = meta.get("probe_sentences")
+    if not isinstance(listed, dict):
+        return {}
+    return {
+        str(lang): [s for s in sentences if isinstance(s, str) and s]
+        for lang, sentences in listed.items()
+        if isinstance(sentences, list)
+    }
+
+
+def natural_scores(loaded: Any, bos: int | None) -> dict[str, list[dict[str, Any]]]:
+    """{language: one entry per head} on that language's probe sentences, each typed twice."""
+    results: dict[str, list[dict[str, Any]]] = {}
+    for lang, sentences in probe_sentences(loaded.meta).items():
+        ids = [[token.id for token in loaded.tokenizer.encode(text)] for text in sentences]
+        if any(len(x) >= 2 for x in ids):
+            results[lang] = natural_head_scores(loaded.model, ids, bos_id=bos)
+    return results
+
+
+def table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """One line per (probe, head entry), under a header."""
+    width = max([len("probe"), *(len(probe) for probe, _ in rows)])
+    names = " ".join(f"{p[:10]:>10}" for p in PATTERNS)
+    lines = [f"{'probe':{width}} {'stack':8} {'L':>2} {'H':>2}  {names}  label"]
+    for probe, r in rows:
+        scores = " ".join(f"{r['scores'][p]:10.3f}" for p in PATTERNS)
+        lines.append(f"{probe:{width}} {r.get('stack', ''):8} {r['layer']:2d} {r['head']:2d}  {scores}  {r['label']}")
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
     loaded = load_checkpoint(args.model_dir)
     bos = bos_id_for(loaded.tokenizer, loaded.meta)
     results = head_scores(loaded.model, bos_id=bos, seq_len=args.seq_len)
+    natural = natural_scores(loaded, bos)
     if args.json:
-        print(json.dumps({"heads": results, "best": best_heads(results)}, indent=2))
+        out: dict[str, Any] = {"heads": results, "best": best_heads(results)}
+        if natural:
+            out["natural_heads"] = natural
+            out["natural_best"] = {lang: best_heads(r) for lang, r in natural.items()}
+        print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
-    print(f"{'stack':8} {'L':>2} {'H':>2}  " + " ".join(f"{p[:10]:>10}" for p in PATTERNS) + "  label")
-    for r in results:
-        row = " ".join(f"{r['scores'][p]:10.3f}" for p in PATTERNS)
-        print(f"{r.get('stack', ''):8} {r['layer']:2d} {r['head']:2d}  {row}  {r['label']}")
+    rows = [(RANDOM_PROBE, r) for r in results]
+    for lang, entries in natural.items():
+        rows += [(f"natural-{lang}", r) for r in entries]
+    print("\n".join(table(rows)))
+    print(f"\n{RANDOM_PROBE}: random tokens typed twice, [bos] r r (seq-len {args.seq_len})")
+    for lang, sentences in probe_sentences(loaded.meta).items():
+        if lang in natural:
+            print(f"natural-{lang}: {len(sentences)} held-out {lang} sentences, each typed twice, [bos] s s")
     return 0
 
 

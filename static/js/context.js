@@ -5,6 +5,7 @@ import { PANELS } from "./panels/index.js";
 import { PARAM_VARS, trim } from "./params.js";
 import { namesFor } from "./stages.js";
 import { activeAt } from "./intervene.js";
+import { headLabel as probeLabel, sentenceLang } from "./probes.js";
 
 /**
  * Every {placeholder} the stage explanations may use, and where its value comes from: the model
@@ -75,18 +76,10 @@ export function snapshotsOf(info) {
   return Array.isArray(listed) ? listed.filter((x) => Number.isInteger(x.step)).sort((a, b) => a.step - b.step) : [];
 }
 
-const UI_PATTERNS = ["previous-token", "first-token", "self", "duplicate-token", "induction"];
-
-/** What the checkpoint's head scores (meta.head_scores) say about one self-attention head, if anything. */
-function headLabel(info, step, layer, head) {
-  const scores = info.meta && info.meta.head_scores;
-  if (!Array.isArray(scores) || layer === null || step.key.startsWith("cross_") || !step.block) return null;
-  const entry = scores.find(
-    (e) => e && e.layer === layer && e.head === head && (e.stack || "") === (step.stack || "") && e.label,
-  );
-  if (!entry || !UI_PATTERNS.includes(entry.label)) return null;
-  const score = entry.scores && typeof entry.scores[entry.label] === "number" ? entry.scores[entry.label] : null;
-  return { label: entry.label, score };
+/** What the checkpoint's head scores say about one self-attention head (probes.js), if anything. */
+function headLabel(info, step, layer, head, lang) {
+  if (layer === null || step.key.startsWith("cross_") || !step.block) return null;
+  return probeLabel(info, lang, { stack: step.stack || "", layer, head });
 }
 
 /** The context a panel loads and draws with, for state `s` (its texts already loaded). */
@@ -131,6 +124,7 @@ export function makeContext(s, go) {
     text: stageText(step.key),
     fname: `${s.model}_${step.id}${layerPart}`,
     go,
-    headLabel: (head) => headLabel(s.info, step, at.layer, head),
+    // real-text head scores are per language: the sentence's own, when the checkpoint measured it
+    headLabel: (head) => headLabel(s.info, step, at.layer, head, sentenceLang(s.text)),
   };
 }

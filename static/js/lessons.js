@@ -2,6 +2,8 @@
 // kind, sentence, stage, layer, head, view) plus text keys lesson.<id>.title / lesson.<id>.look
 // in static/text/<lang>.json. The URL carries the chapter (?chapter=<id>).
 
+import { bestHead as bestProbeHead, sentenceLang } from "./probes.js";
+
 const ANIMAL = "The animal didn't cross the street because it was too tired";
 const LOVE = "我爱你"; // the textbook's “我 爱 你”: tiny-gpt reads it as 我, 爱, 你 (a space would be a token of its own)
 const BEIJING = "我爱北京天安门广场。";
@@ -12,7 +14,9 @@ export const CHAPTERS = [
   { id: "scores", arch: "decoder", text: LOVE, stage: "scores", layer: 0, head: 0, view: "head" },
   { id: "scale", arch: "decoder", text: LOVE, stage: "softmax", layer: 0, head: 0, view: "head", iv: "no_scale" },
   { id: "mask", arch: "decoder", text: BEIJING, stage: "mask", layer: 0, head: 0, view: "head" },
-  // pick: the layer and head come from the model's measured head scores (meta.head_scores), best first
+  // pick: the layer and head come from the model's measured head scores, best first: real sentences
+  // typed twice in the chapter sentence's language (meta.natural_head_scores) when measured, else the
+  // random-token probe (meta.head_scores); the lesson bar says which (teach.js)
   { id: "softmax", arch: "decoder", text: BEIJING, stage: "softmax", layer: 0, head: 0, view: "head", pick: "previous-token" },
   { id: "weighted", arch: "decoder", text: LOVE, stage: "softmax", layer: 0, head: 0, view: "head" },
   { id: "heads", arch: "decoder", text: ANIMAL, stage: "softmax", layer: 0, head: 0, view: "heads", pick: "previous-token" },
@@ -60,13 +64,9 @@ export function chapterPatch(index) {
   };
 }
 
-/** The self-attention head with the highest measured `pattern` score ({layer, head}), or null. */
-export function bestHead(info, pattern) {
-  const scores = (info.meta && info.meta.head_scores) || [];
-  const fits = scores.filter((e) => e && !e.stack && e.scores && typeof e.scores[pattern] === "number");
-  if (!fits.length) return null;
-  const best = fits.reduce((a, b) => (b.scores[pattern] > a.scores[pattern] ? b : a));
-  return { layer: best.layer, head: best.head };
+/** The self-attention head with the highest measured `pattern` score on `text`'s language, real text first (probes.js). */
+export function bestHead(info, pattern, text = "") {
+  return bestProbeHead(info, pattern, sentenceLang(text));
 }
 
 /** The first model of an architecture, the default one first. */

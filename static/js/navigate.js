@@ -62,7 +62,7 @@ async function prepare(next, patch) {
     next.targetTokens = answer.target_tokens || null;
     if (next.text !== state.text) next.token = null;
   }
-  const picked = patch.pick ? bestHead(next.info, patch.pick) : null;
+  const picked = patch.pick ? bestHead(next.info, patch.pick, next.text) : null;
   if (picked) next.head = picked.head;
   next.index = resolveIndex(next, picked ? { ...patch, layer: picked.layer } : patch, planChanged);
   const at = next.plan.order[next.index];

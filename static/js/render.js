@@ -10,6 +10,8 @@ import { state } from "./state.js";
 import { labPanel, labURL } from "./lessons.js";
 import { exampleOffer, renderLesson, renderSheet } from "./teach.js";
 import { drawIntervention } from "./intervene.js";
+import { shortLabel } from "./probes.js";
+import { drawLossCurve } from "./progress.js";
 
 const $ = (id) => document.getElementById(id);
 const board = new Board($("panel")); // chart cards kept between renders (Plotly.react on the same div)
@@ -103,7 +105,7 @@ function renderSelectors(ctx) {
   headSel.replaceChildren(
     ...heads.map((i) => {
       const known = ctx.headLabel(i);
-      return h("option", { value: String(i), text: known ? `${i} · ${t(`pat_${known.label}`)}` : String(i) });
+      return h("option", { value: String(i), "data-probe": known ? known.probe : undefined, text: known ? `${i} · ${shortLabel(t, known)}` : String(i) });
     }),
   );
   headSel.value = String(ctx.head);
@@ -158,17 +160,24 @@ export function snapshotText(t, info, index) {
   return t("snapshot_final", { step: training.steps ?? "?", loss: fmt(info.meta && info.meta.val_loss) });
 }
 
-/** The training-progress slider: earlier weights of the same model (the last position is the final one). */
+/**
+ * The training-progress slider: earlier weights of the same model (the last position is the final
+ * one), and under it the loss curve (progress.js) with a marker at the step the slider selects.
+ */
 function renderSnapshots(ctx) {
   const info = state.info;
   const snaps = snapshotsOf(info);
   $("snapshot-row").hidden = snaps.length === 0;
-  if (!snaps.length) return;
-  const slider = $("snapshot");
-  const index = state.snapshot === null || state.snapshot === undefined ? snaps.length : snaps.findIndex((x) => x.step === state.snapshot);
-  slider.max = String(snaps.length);
-  slider.value = String(state.preview ?? (index < 0 ? snaps.length : index));
-  $("snapshot-label").textContent = snapshotText(ctx.t, info, Number(slider.value));
+  let position = 0; // without snapshots: the final weights
+  if (snaps.length) {
+    const slider = $("snapshot");
+    const index = state.snapshot === null || state.snapshot === undefined ? snaps.length : snaps.findIndex((x) => x.step === state.snapshot);
+    slider.max = String(snaps.length);
+    slider.value = String(state.preview ?? (index < 0 ? snaps.length : index));
+    position = Number(slider.value);
+    $("snapshot-label").textContent = snapshotText(ctx.t, info, position);
+  }
+  drawLossCurve($("loss-curve"), ctx.t, info, position, state.present);
 }
 
 /** A model trained on its own task (the translator) brings its own examples: source -> target. */

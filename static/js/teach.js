@@ -2,7 +2,7 @@
 // the parameters sheet and the architectures sheet. Drawn from the committed state; clicks are
 // data-go buttons that events.js turns into go() calls. Every number comes from params.js.
 
-import { CHAPTERS, labPanel, labURL } from "./lessons.js";
+import { bestHead, CHAPTERS, labPanel, labURL } from "./lessons.js";
 import { blockParts, count, componentShares, fullAttention } from "./params.js";
 import { h } from "./plot.js";
 import { state } from "./state.js";
@@ -37,8 +37,19 @@ export function renderLesson(t) {
       ),
     ),
     h("p", { class: "lesson-body", text: t(`lesson.${c.id}.body`) }),
+    pickLine(t, c),
     h("p", { class: "lesson-look" }, h("strong", { text: `${t("look_at")} ` }), t(`lesson.${c.id}.look`), ...labLink(t)),
   );
+}
+
+/** A chapter that picks "the previous-token head" (lessons.js): which head, and which probe measured it. */
+function pickLine(t, c) {
+  const picked = c.pick ? bestHead(state.info, c.pick, state.text) : null;
+  if (!picked) return null;
+  const language = t(`lang_name_${picked.lang === "zh" ? "zh" : "en"}`);
+  const score = typeof picked.score === "number" ? picked.score.toFixed(2) : "?";
+  const text = t(`lesson_pick_${picked.probe}`, { layer: picked.layer, head: picked.head, pattern: t(`pat_${c.pick}`), score, language });
+  return h("p", { class: "lesson-pick", "data-probe": picked.probe, text });
 }
 
 function labLink(t) {

@@ -3,6 +3,9 @@
 - `gpt`: decoder, RoPE, GQA (4 query heads, 2 K/V heads), RMSNorm, Pre-Norm, SwiGLU, 2 layers
 - `translator`: encoder-decoder, sinusoidal positions, LayerNorm, Post-Norm, ReLU, 1 + 1 layers
 - `bert`: encoder only, learned positions, Post-Norm, no LM head, English-only (meta language)
+- `learner`: a decoder saved as a checkpoint (in the server's tmp folder) whose meta has what a
+  tiny-gpt v2 run writes: `history` with `natural` induction scores and `bits_per_character`,
+  `head_scores` from the random-token probe, `natural_head_scores` per language, and one snapshot
 
 Random weights: the numbers show the mechanics, not learned knowledge.
 """
@@ -17,7 +20,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from model.checkpoint import LoadedModel
+from model.checkpoint import LoadedModel, save_checkpoint
 from model.config import TransformerConfig
 from model.tokenizer import CharTokenizer, HubTokenizer
 from model.transformer import Transformer
@@ -76,6 +79,90 @@ def tiny_models() -> dict[str, LoadedModel]:
     }
 
 
+PATTERNS = ("previous-token", "first-token", "self", "duplicate-token", "induction")
+
+
+def _entry(layer: int, head: int, label: str, probe: str, **scores: float) -> dict[str, object]:
+    full = {p: 0.02 for p in PATTERNS} | {k.replace("_", "-"): v for k, v in scores.items()}
+    return {"layer": layer, "head": head, "scores": full, "label": label, "probe": probe}
+
+
+def _heads(probe: str, labelled: dict[tuple[int, int], tuple[str, float]]) -> list[dict[str, object]]:
+    """Every head of the learner (2 layers x 4 heads); `labelled`: (layer, head) -> (label, its score)."""
+    out = []
+    for layer in range(2):
+        for head in range(4):
+            label, score = labelled.get((layer, head), ("mixed", 0.05))
+            key = "induction" if label == "mixed" else label
+            out.append(_entry(layer, head, label, probe, **{key.replace("-", "_"): score}))
+    return out
+
+
+def _best(layer: int, head: int, score: float) -> dict[str, object]:
+    return {"layer": layer, "head": head, "score": score}
+
+
+def _history_row(step: int, train: float, val: float, en: float | None, zh: float | None) -> dict[str, object]:
+    row: dict[str, object] = {
+        "step": step, "tokens_seen": step * 2048, "train_loss": train, "val_loss": val,
+        "val_en": round(val - 0.2, 4), "val_zh": round(val + 0.3, 4),
+        "prev_token": {"layer": 0, "head": 0, "score": 0.9}, "induction": {"layer": 1, "head": 2, "score": 0.8},
+    }
+    if en is not None and zh is not None:  # the first evaluation predates the natural probe: no numbers there
+        row["natural"] = {
+            "en": {"previous-token": _best(0, 0, 0.7), "induction": _best(1, 1, en)},
+            "zh": {"previous-token": _best(0, 1, 0.6), "induction": _best(1, 3, zh)},
+        }
+        row["bits_per_character"] = {"en": round(val / 1.3, 4), "zh": round(val * 2.1, 4)}
+    return row
+
+
+LEARNER_HISTORY = [
+    _history_row(10, 7.9, 7.6, None, None),
+    _history_row(20, 6.8, 6.5, 0.04, 0.03),
+    _history_row(40, 5.6, 5.4, 0.11, 0.07),
+    _history_row(60, 4.9, 4.8, 0.35, 0.21),
+    _history_row(80, 4.4, 4.5, 0.58, 0.44),
+    _history_row(100, 4.1, 4.3, 0.62, 0.48),
+]
+LEARNER_SNAPSHOT = 40  # the one snapshot the slider offers (then the final weights, step 100)
+# the random-token probe says L1H2 is the induction head; real text says L1H1 (English), L1H3 (Chinese)
+LEARNER_META: dict[str, object] = {
+    "description": "tiny decoder with a training history (random weights)",
+    "language": ["en", "zh"],
+    "bos_token": "<|bos|>",
+    "eos_token": "<|bos|>",
+    "training": {"steps": 100, "target_steps": 100, "finished": True},
+    "val_loss": 4.3,
+    "bits_per_character": {"en": 3.3077, "zh": 9.03},
+    "history": LEARNER_HISTORY,
+    "head_scores": _heads("random", {(0, 0): ("previous-token", 0.95), (1, 2): ("induction", 0.91)}),
+    "natural_head_scores": {
+        "en": _heads("natural", {(0, 0): ("previous-token", 0.8), (1, 1): ("induction", 0.62)}),
+        "zh": _heads("natural", {(0, 1): ("previous-token", 0.7), (1, 3): ("induction", 0.48)}),
+    },
+    "natural_best_heads": {
+        "en": {"previous-token": _best(0, 0, 0.8), "induction": _best(1, 1, 0.62)},
+        "zh": {"previous-token": _best(0, 1, 0.7), "induction": _best(1, 3, 0.48)},
+    },
+    "probe_sentences": {"en": ["the cat sat on the mat."], "zh": ["我爱北京天安门广场。"]},
+    "snapshots": [{"step": LEARNER_SNAPSHOT, "file": "snapshots/step-000040.safetensors", "val_loss": 5.4,
+                   "tokens_seen": 81920}],
+}
+
+
+def write_learner(directory: Path) -> Path:
+    """Save the `learner` checkpoint (final weights, meta, tokenizer) and its snapshot's weights."""
+    tok = CharTokenizer(CHARS, specials=("<|bos|>",))
+    cfg = TransformerConfig(architecture="decoder", vocab_size=tok.vocab_size, d_model=32, n_layers=2, n_heads=4,
+                            n_ctx=128, pos_encoding="rope", norm="rmsnorm", seed=5, init_std=0.3)
+    save_checkpoint(directory, Transformer(cfg).eval(), tok, LEARNER_META)
+    early = directory / "early"
+    save_checkpoint(early, Transformer(cfg.replace(seed=6)).eval(), tok, {})
+    (directory / "snapshots").mkdir(exist_ok=True)
+    (early / "model.safetensors").replace(directory / str(LEARNER_META["snapshots"][0]["file"]))  # type: ignore[index]
+    return directory
+
 
 class ServerThread:
     """A real uvicorn server in a daemon thread."""
@@ -93,6 +180,7 @@ class ServerThread:
         registry = Registry(default="gpt")
         for name, loaded in tiny_models().items():
             registry.add(name, loaded, source="test")
+        add_directory(registry, "learner", write_learner(tmp / "learner"), source="test")
         if extra_models:
             weights = Path(__file__).resolve().parents[2] / "model" / "weights"
             for directory in sorted(weights.glob("*/config.json")):

@@ -5,6 +5,7 @@
 import { categoryAxis, draw, heatmap, rawLabels, rowsHeight, tokenLabels } from "../plot.js";
 import { badge, drawGrid, fetchStages, keyTokensFor } from "./common.js";
 import { readingNote, workedExample } from "./reading.js";
+import { labelNote } from "../probes.js";
 
 const WORKED_MAX_TOKENS = 5; // a sentence this short gets the worked example with every number
 
@@ -164,9 +165,7 @@ export default {
     const hiddenCount = masked.flat().filter((v) => v === null).length;
     let note = "";
     const known = ctx.headLabel(ctx.head);
-    if (known) {
-      note = t("head_label_note", { pattern: t(`pat_${known.label}`), score: known.score === null ? "?" : known.score.toFixed(2) });
-    }
+    if (known) note = labelNote(ctx.texts, known);
     if (probs) note = [note, readingNote(t, weights)].filter(Boolean).join(" ");
     if (kind === "mask") {
       const why = ctx.cfg.sliding_window && !ctx.step.key.startsWith("cross_") ? t("masked_window", { window: ctx.cfg.sliding_window }) : t("masked_future");
