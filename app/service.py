@@ -107,7 +107,7 @@ class Service:
 
     async def list_models(self) -> Response:
         described = [models.describe(await self.models.named(name), self.registry) for name in self.registry.names()]
-        return ApiJSONResponse(described)
+        return ApiJSONResponse(models.in_menu_order(described))
 
     async def model_info(self, name: str) -> Response:
         return ApiJSONResponse(models.describe(await self.models.named(name), self.registry))

@@ -34,3 +34,9 @@ def describe(resolved: Resolved, registry: Registry) -> dict[str, Any]:
         "default": resolved.name == registry.default,
         "meta": loaded.meta,
     }
+
+
+def in_menu_order(described: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Models on their own first, then the members of a family of look-alikes (meta `pe_family`: the
+    positional-encoding family), each part in registry order, so six pe-* models come after tiny-gpt."""
+    return sorted(described, key=lambda d: "pe_family" in d["meta"])

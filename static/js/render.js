@@ -10,6 +10,7 @@ import { state } from "./state.js";
 import { labPanel, labURL } from "./lessons.js";
 import { exampleOffer, renderLesson, renderSheet } from "./teach.js";
 import { drawIntervention } from "./intervene.js";
+import { modelOptions } from "./model_menu.js";
 import { shortLabel } from "./probes.js";
 import { drawLossCurve } from "./progress.js";
 
@@ -122,7 +123,7 @@ function renderSelectors(ctx) {
 function renderModelInfo(ctx) {
   const { t } = ctx;
   const select = $("model");
-  select.replaceChildren(...state.models.map((m) => h("option", { value: m.name, text: m.name })));
+  select.replaceChildren(...modelOptions(state.models, t("pe_family_group")));
   select.value = state.model;
   const info = state.info;
   const cfg = info.config;

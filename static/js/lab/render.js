@@ -3,7 +3,7 @@
 
 import { Board } from "../board.js";
 import { tokenChips } from "../panels/tokens.js";
-import { h } from "../plot.js";
+import { modelOptions } from "../model_menu.js";
 import { PANELS } from "./panels/index.js";
 import { failure } from "./ui.js";
 
@@ -22,9 +22,9 @@ export function renderStatic(texts) {
   document.title = say("page_title");
 }
 
-function renderInputs(s) {
+function renderInputs(s, say) {
   const select = $("model");
-  select.replaceChildren(...s.models.map((m) => h("option", { value: m.name, text: m.name })));
+  select.replaceChildren(...modelOptions(s.models, say("pe_group")));
   select.value = s.model;
   if (document.activeElement !== $("text")) $("text").value = s.text;
   const ids = s.data.interventions && s.data.interventions.value;
@@ -35,7 +35,7 @@ export function render(s) {
   const texts = s.texts[s.lang];
   const say = texts.t;
   renderStatic(texts);
-  renderInputs(s);
+  renderInputs(s, say);
   for (const panel of PANELS) {
     const entry = s.data[panel.id] || {};
     const controls = $(`controls-${panel.id}`);

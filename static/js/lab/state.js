@@ -44,6 +44,8 @@ export const FIELDS = Object.freeze({
   ns: ["nlSteps", "int", 8],
   nseed: ["nlSeed", "int", 0],
   ap: ["ablPos", "int", -1],
+  pem: ["peModel", "str", ""], // the positional-encoding family member the shuffle demo runs ("" = the lab's model or the first)
+  pss: ["peSeed", "int", 0], // the demo's shuffle
   panel: ["panel", "str", ""], // the panel a link from the explorer or a lesson points at
 });
 
