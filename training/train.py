@@ -46,58 +46,9 @@ from training.corpus import (
 from training.language_modelling import Batcher, LanguageModelTask
 from training.loop import adamw, train_loop
 from training.meta import language_model_meta
+from training.presets import PRESETS
 from training.schedule import learning_rate
 from training.vocabulary import build_tokenizer, tokenizer_figures
-
-PRESETS: dict[str, dict[str, Any]] = {
-    # the shipped default model: every modern choice a learner should see (RoPE, RMSNorm, SwiGLU, GQA)
-    "tiny-gpt": dict(
-        architecture="decoder",
-        d_model=128,
-        n_layers=3,
-        n_heads=8,
-        n_kv_heads=4,
-        d_mlp=320,
-        n_ctx=128,
-        pos_encoding="rope",
-        norm="rmsnorm",
-        norm_placement="pre",
-        activation="swiglu",
-        bias=False,
-        tied_embeddings=True,
-    ),
-    # tiny-gpt v2: the same modern choices, wider and deeper, on the v2 tokenizer (whole Chinese characters)
-    "tiny-gpt-v2": dict(
-        architecture="decoder",
-        d_model=192,
-        n_layers=4,
-        n_heads=6,
-        n_kv_heads=2,
-        d_mlp=512,
-        n_ctx=128,
-        pos_encoding="rope",
-        norm="rmsnorm",
-        norm_placement="pre",
-        activation="swiglu",
-        bias=False,
-        tied_embeddings=True,
-    ),
-    # seconds-long smoke tests
-    "tiny-test": dict(
-        architecture="decoder",
-        d_model=32,
-        n_layers=2,
-        n_heads=4,
-        n_kv_heads=2,
-        d_mlp=64,
-        n_ctx=64,
-        pos_encoding="rope",
-        norm="rmsnorm",
-        norm_placement="pre",
-        activation="swiglu",
-        bias=False,
-    ),
-}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
