@@ -304,6 +304,7 @@ class LanguageModelRun:
                 "val_loss": entry["val_loss"],
                 "tokens_seen": self.state["tokens_seen"],
                 "best_heads": {k: best[k] for k in ("previous-token", "induction", "first-token")},
+                "natural_best_heads": entry["natural"],
             }
             self.state["snapshots"] = [s for s in self.state["snapshots"] if s["step"] != step] + [snapshot]
 
