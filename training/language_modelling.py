@@ -6,8 +6,8 @@ of the characters). Some rows carry a curriculum:
 - repeat: random tokens repeated (the classic induction probe; it teaches a circuit that keys on
   random ids and not on text, so tiny-gpt v2 trains without it);
 - span: text where a span of the first half is copied later in the row;
-- echo: a natural span of text, then the same span again and the text that followed it, which
-  is what a sentence typed twice looks like.
+- echo: a natural span of text, then the same span again (once to three times) and the text that
+  followed it, which is what a sentence typed twice looks like.
 """
 
 from __future__ import annotations
@@ -47,10 +47,15 @@ class Batcher:
         return np.concatenate([[self.bos_id], ids[start : start + self.n_ctx - 1]])
 
     def echo_row(self) -> np.ndarray:
-        """BOS + s + s + what followed s: a natural span of 4..n/2 tokens read twice."""
+        """BOS + s + s (+ s ...) + what followed s: a natural span of 4..n/2 tokens read 2-4 times.
+
+        Reading it twice is what a sentence typed twice looks like; the extra copies give more
+        positions where copying pays, which makes the induction circuit form sooner."""
         row = self.text_row()
         length = int(self.rng.integers(4, self.n_ctx // 2))
-        return np.concatenate([row[: 1 + length], row[1:]])[: self.n_ctx]
+        copies = int(self.rng.integers(2, 5))
+        span = row[1 : 1 + length]
+        return np.concatenate([row[:1], *([span] * (copies - 1)), row[1:]])[: self.n_ctx]
 
     def next(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(inputs [batch, n_ctx - 1], targets [batch, n_ctx - 1]); target -100 is ignored."""
