@@ -34,10 +34,11 @@ class Batcher:
         span_frac: float,
         seed: int,
         echo_frac: float = 0.0,
+        echo_max_copies: int = 4,
     ) -> None:
         self.streams, self.n_ctx, self.batch, self.bos_id, self.vocab = streams, n_ctx, batch, bos_id, vocab
         self.zh_prob, self.repeat_frac, self.span_frac = zh_prob, repeat_frac, span_frac
-        self.echo_frac = echo_frac
+        self.echo_frac, self.echo_max_copies = echo_frac, echo_max_copies
         self.rng = np.random.default_rng(seed)
 
     def text_row(self) -> np.ndarray:
@@ -47,13 +48,13 @@ class Batcher:
         return np.concatenate([[self.bos_id], ids[start : start + self.n_ctx - 1]])
 
     def echo_row(self) -> np.ndarray:
-        """BOS + s + s (+ s ...) + what followed s: a natural span of 4..n/2 tokens read 2-4 times.
+        """BOS + s + s (+ s ...) + what followed s: a natural span of 4..n/2 tokens read 2..echo_max_copies times.
 
         Reading it twice is what a sentence typed twice looks like; the extra copies give more
         positions where copying pays, which makes the induction circuit form sooner."""
         row = self.text_row()
         length = int(self.rng.integers(4, self.n_ctx // 2))
-        copies = int(self.rng.integers(2, 5))
+        copies = int(self.rng.integers(2, self.echo_max_copies + 1))
         span = row[1 : 1 + length]
         return np.concatenate([row[:1], *([span] * (copies - 1)), row[1:]])[: self.n_ctx]
 

@@ -91,7 +91,8 @@ def train_member(name: str, corpus_paths: list[Path], out: Path, steps: int, thr
         [str(p) for p in corpus_paths]
         + ["--config", str(config_path), "--out", str(out / name), "--steps", str(steps), "--seed", str(seed)]
         + ["--context", str(TRAIN_CONTEXT), "--lr", "3e-3", "--warmup", "100", "--batch-size", "32"]
-        + ["--repeat-frac", "0", "--span-frac", "0.1", "--echo-frac", "0.2", "--zh-prob", "0.3"]
+        + ["--repeat-frac", "0", "--span-frac", "0.1", "--echo-frac", "0.2", "--echo-max-copies", "2"]
+        + ["--zh-prob", "0.3"]
         + ["--eval-interval", str(max(100, steps // 6)), "--checkpoint-interval", "200", "--snapshot-steps", ""]
         + ["--threads", str(threads), "--resume", "--no-progress"]
     )

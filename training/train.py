@@ -92,6 +92,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0.0,
         help="share of rows that read a natural span twice (s s + what followed)",
     )
+    parser.add_argument("--echo-max-copies", type=int, default=4, help="echo rows read their span 2..N times")
     parser.add_argument("--eval-interval", type=int, default=250)
     parser.add_argument("--checkpoint-interval", type=int, default=500)
     parser.add_argument(
@@ -202,6 +203,7 @@ class LanguageModelRun:
             args.span_frac,
             args.seed,
             echo_frac=args.echo_frac,
+            echo_max_copies=args.echo_max_copies,
         )
         self.state: dict[str, Any] = {
             "step": 0,
@@ -229,6 +231,7 @@ class LanguageModelRun:
             "repeat_frac": args.repeat_frac,
             "span_frac": args.span_frac,
             "echo_frac": args.echo_frac,
+            "echo_max_copies": args.echo_max_copies,
             "zh_prob": args.zh_prob,
             "target_steps": args.steps,
             "lr": args.lr,
