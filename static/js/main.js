@@ -1,21 +1,27 @@
 // Start-up: bind the controls, then show the view the URL asks for with one go().
 // state.js holds the state, navigate.js changes it (go), render.js draws it, events.js binds input.
 
+import { api } from "./api.js";
 import { bindEvents } from "./events.js";
 import { go } from "./navigate.js";
 import { chapterIndex } from "./lessons.js";
 import { plotlyReady } from "./plotly_loader.js";
+import { curveDrawn } from "./progress.js";
 import { readURL } from "./state.js";
 
 async function start() {
-  plotlyReady().catch(() => {}); // starts Plotly now; go() waits for it (and reports it) before drawing
   const url = readURL();
+  // the first requests go out before Plotly's script runs (it holds the main thread for a while)
+  api.models().catch(() => {});
+  if (url.model) api.model(url.model).catch(() => {});
+  plotlyReady().catch(() => {}); // starts Plotly now; go() waits for it (and reports it) before drawing
   const wanted = url.lang || ((navigator.language || "").toLowerCase().startsWith("zh") ? "zh" : "en");
   bindEvents();
   const chapter = url.chapter ? chapterIndex(url.chapter) : -1;
   if (chapter >= 0 && !url.stage) {
     // a chapter link: the chapter opens its own view
     await go({ chapter, lang: wanted === "zh" ? "zh" : "en", present: url.present });
+    await curveDrawn(document.getElementById("loss-curve")); // the page is ready with its loss curve
     document.body.dataset.ready = "1";
     return;
   }
@@ -36,6 +42,7 @@ async function start() {
     snapshot: url.snapshot,
     sheet: url.sheet,
   });
+  await curveDrawn(document.getElementById("loss-curve")); // the page is ready with its loss curve
   document.body.dataset.ready = "1";
 }
 

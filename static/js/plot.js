@@ -65,8 +65,117 @@ export function plotConfig(filename) {
 }
 
 export function categoryAxis(title, extra = {}) {
-  const size = document.body.classList.contains("present") ? 16 : 12;
-  return { title: { text: title }, type: "category", automargin: true, showgrid: false, zeroline: false, dtick: 1, tickfont: { size }, ...extra };
+  return { title: { text: title }, type: "category", automargin: true, showgrid: false, zeroline: false, dtick: 1, tickfont: { size: tickSize() }, ...extra };
+}
+
+// ------------------------------------------------------------------ margins from the labels
+// Plotly's automargin measures every tick label after drawing and then draws the chart again with
+// the margins it found: most of a step's time on the stages with several heatmaps. fitMargins
+// sizes the margins before the chart is drawn, from the same labels measured in the same font
+// (canvas measureText: Chinese and other fallback glyphs included), so the axes can turn
+// automargin off; tests/browser/test_chart_labels.py checks that every label stays inside its
+// chart. The colour bar and the legend still push margins (layout.margin.autoexpand stays on):
+// where the room left for them is too small, that costs a second draw, not a clipped label.
+
+export const fontSize = () => (document.body.classList.contains("present") ? 17 : 13); // baseLayout's font
+const tickSize = () => (document.body.classList.contains("present") ? 16 : 12); // categoryAxis's tick labels
+const titleSize = () => Math.round(fontSize() * 1.2); // Plotly's axis title: its "big font" of the layout's
+const TICK_LEN = 5; // Plotly's default tick length (counted whether ticks are drawn or not)
+const TICK_PAD = 3; // between a tick and its label
+const TITLE_PAD = 2; // Plotly keeps an axis title this far from the tick labels it moves it past
+const SLACK = 1.06; // measured text vs drawn SVG text: a few percent to spare
+const ENTITY = { "&amp;": "&", "&lt;": "<", "&gt;": ">", "&#36;": "$" };
+const measurer = document.createElement("canvas").getContext("2d");
+const widths = new Map(); // "size|label" -> px (a cache, like api.js's)
+
+/** Width in px of a Plotly label (safe()'s entities read as the characters shown) at `size` px in the chart font. */
+export function textWidth(label, size) {
+  const key = `${size}|${label}`;
+  let width = widths.get(key);
+  if (width === undefined) {
+    measurer.font = `${size}px ${FONT}`;
+    width = measurer.measureText(String(label).replace(/&(amp|lt|gt|#36);/g, (m) => ENTITY[m])).width * SLACK;
+    if (widths.size > 5000) widths.clear();
+    widths.set(key, width);
+  }
+  return width;
+}
+
+function widest(labels, size) {
+  let max = 0;
+  for (const label of labels) max = Math.max(max, textWidth(label, size));
+  return max;
+}
+
+/** Top margin for a one-row horizontal legend above the plot (legend: {orientation: "h", y: 1, yanchor: "bottom"}). */
+export function legendTop() {
+  return Math.round(fontSize() * 2.6 + 10);
+}
+
+/**
+ * The angle Plotly's auto tick angles (0°, 30°, 90°) would give `labels` on an x axis `el`'s width
+ * less `side` px of margins allows: fixed in advance, so the margin below holds exactly that.
+ */
+function tickAngle(el, labels, size, side) {
+  const spacing = ((el.clientWidth || 600) - side) / Math.max(1, labels.length);
+  const line = size * 1.3;
+  if (spacing >= widest(labels, size) + 4) return 0;
+  return spacing * Math.sin(Math.PI / 6) >= line ? 30 : 90;
+}
+
+/**
+ * fitMargins for a chart whose x tick labels (every category shown: dtick 1) turn only as far as
+ * they must: {margin, tickangle} (set the angle on the x axis, so Plotly does not choose another).
+ */
+export function fitTurned(el, options) {
+  const { l, r } = fitMargins(el, { ...options, x: [] });
+  const tickangle = tickAngle(el, options.x, options.xSize || fontSize(), l + r);
+  return { margin: fitMargins(el, { ...options, xAngle: tickangle }), tickangle };
+}
+
+/** Height a label of width w and line height h takes when turned by `deg` degrees. */
+function turned(w, h, deg) {
+  const a = (Math.abs(deg) * Math.PI) / 180;
+  return w * Math.sin(a) + h * Math.cos(a);
+}
+
+/** The widest tick label a value axis or colour bar over [zmin, zmax] can show ("−10.5"-like, digits at their widest). */
+export function numberLabel(zmin, zmax) {
+  const top = Math.max(Math.abs(zmin), Math.abs(zmax)) || 1;
+  const range = Math.abs(zmax - zmin) || top;
+  const ints = Math.max(1, Math.floor(Math.log10(top)) + 1);
+  const decimals = Math.max(0, -Math.floor(Math.log10(range / 10))); // Plotly's auto ticks: <= 10 on an axis
+  return `${zmin < 0 ? "−" : ""}${"0".repeat(ints)}${decimals ? `.${"0".repeat(decimals)}` : ""}`;
+}
+
+/**
+ * Margins for a chart whose axes have automargin off: `y` / `x`: the tick labels (and `yTitle` /
+ * `xTitle`: whether the axis has a title; `ySize` / `xSize`: tick font px, default the category
+ * axes' / the layout's; `xAngle`: the labels' fixed angle, default: room for whichever of Plotly's
+ * auto angles 0°, 30°, 90° it picks), `colorbar`: [zmin, zmax] of a colour bar right of the plot
+ * in `el` (whose width sets the bar's 2 % gap), `top` / `right`: those margins without a colour
+ * bar. Labels hidden on an axis: pass [].
+ */
+export function fitMargins(el, { y = [], x = [], yTitle = true, xTitle = true, ySize, xSize, xAngle, colorbar, top = 36, right = 20 }) {
+  const line = 1.3; // Plotly's line height, in font sizes
+  const title = titleSize() * line;
+  ySize = ySize || tickSize();
+  xSize = xSize || fontSize();
+  // y: ticks and labels, then the title past them; Plotly's first guess for the title (10 px +
+  // 2 tick fonts from the axis) when the labels are narrower than that
+  const yLabels = y.length ? TICK_LEN + TICK_PAD + widest(y, ySize) : 0;
+  const left = yTitle ? Math.max(yLabels + TITLE_PAD, 10 + 2 * ySize - title / 2) + title : yLabels;
+  const xw = x.length ? widest(x, xSize) : 0;
+  const angles = xAngle === undefined ? [0, 30, 90] : [xAngle];
+  const xLabels = x.length ? TICK_LEN + TICK_PAD + Math.max(...angles.map((deg) => turned(xw, xSize * line, deg))) : 0;
+  const bottom = xTitle ? Math.max(xLabels + TITLE_PAD, 10 + 3 * xSize - title) + title : xLabels;
+  let r = right;
+  if (colorbar) {
+    const [zmin, zmax] = colorbar;
+    const bar = 10 + 12 + 2 * TICK_PAD + textWidth(numberLabel(zmin, zmax), fontSize()) + 10; // xpad, thickness, labels, xpad
+    r = Math.max(r, bar + 0.02 * (el.clientWidth || 600) + 6);
+  }
+  return { l: Math.ceil(left + 2), r: Math.ceil(r), t: top, b: Math.ceil(bottom + 10) };
 }
 
 /** Symmetric range around 0 so that white means zero. */
@@ -109,7 +218,7 @@ export function heatmap({ z, x, y, signed = true, zmin, zmax, hovertemplate, val
     xgap: small ? 1 : 0,
     ygap: small ? 1 : 0,
     showscale,
-    colorbar: { thickness: 12, outlinewidth: 0 },
+    colorbar: { thickness: 12, outlinewidth: 0, ticklabeloverflow: "allow" }, // fitMargins leaves it room: no overflow checks
     hoverongaps: false,
     hovertemplate: hovertemplate || `%{y}<br>%{x}<br>${valueLabel} = %{z:.4f}<extra></extra>`,
   };

@@ -7,6 +7,8 @@
 import { snapshotsOf } from "./context.js";
 import { baseLayout, plotConfig, purge, safe } from "./plot.js";
 
+const drawn = new WeakMap(); // element -> what it shows (its traces and layout, as JSON)
+const waiting = new WeakMap(); // element -> its first drawing, one frame after the stage's charts (a Promise)
 const finite = (x) => typeof x === "number" && Number.isFinite(x);
 const COLORS = { train_loss: "#9aa7b8", val_loss: "#1f4e8c", en: "#d9822b", zh: "#2e8b57" };
 
@@ -110,5 +112,39 @@ export function drawLossCurve(el, t, info, position, present) {
   }
   el.dataset.step = step === null ? "" : String(step);
   el.setAttribute("aria-label", t("curve_aria"));
-  window.Plotly.react(el, traces, layout, { ...plotConfig("loss_curve"), displayModeBar: false });
+  // render() calls this on every step: the same curve is not drawn again (Plotly.react would
+  // still rebuild its defaults and margins, tens of ms per step)
+  const key = JSON.stringify([traces, layout]);
+  if (el.data && drawn.get(el) === key) return;
+  drawn.set(el, key);
+  const run = () => {
+    if (drawn.get(el) === key && !el.hidden) window.Plotly.react(el, traces, layout, { ...plotConfig("loss_curve"), displayModeBar: false });
+  };
+  if (el.data) {
+    run();
+    return;
+  }
+  // the first drawing waits for the next frame, so the stage's own charts (drawn by the same
+  // render) are on screen first; curveDrawn(el) resolves when it is done
+  const first = new Promise((resolve) => {
+    afterPaint(() => {
+      try {
+        run();
+      } finally {
+        resolve();
+      }
+    });
+  });
+  waiting.set(el, first);
+}
+
+/** Run `fn` once the next frame is painted (in a hidden tab, which paints nothing: soon). */
+function afterPaint(fn) {
+  if (document.hidden) setTimeout(fn, 0);
+  else requestAnimationFrame(() => setTimeout(fn, 0));
+}
+
+/** Resolves when the drawing of the curve in `el` that waits for the next frame (if any) is done. */
+export function curveDrawn(el) {
+  return waiting.get(el) || Promise.resolve();
 }

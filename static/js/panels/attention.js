@@ -2,7 +2,7 @@
 // matrices of the layer, so every cell's hover shows its dot product, scaled value and weight.
 // "Without ÷√d_k" and the other interventions are server runs beside the chart (intervene.js).
 
-import { categoryAxis, draw, heatmap, rawLabels, rowsHeight, tokenLabels } from "../plot.js";
+import { categoryAxis, draw, fitMargins, heatmap, rawLabels, rowsHeight, tokenLabels } from "../plot.js";
 import { badge, drawGrid, fetchStages, keyTokensFor } from "./common.js";
 import { readingNote, workedExample } from "./reading.js";
 import { labelNote } from "../probes.js";
@@ -54,16 +54,10 @@ function matrixChart(plot, ctx, { z, x, y, customdata, probs, masked, filename }
     }
   }
   const side = rowsHeight(z.length, z.length <= 12 ? 40 : 22, 300);
-  draw(
-    plot,
-    traces,
-    {
-      height: side,
-      xaxis: categoryAxis(t("ax_key"), { side: "bottom", tickangle: x.length > 8 ? -45 : 0 }),
-      yaxis: categoryAxis(t("ax_query"), { autorange: "reversed" }),
-    },
-    filename,
-  );
+  const xaxis = categoryAxis(t("ax_key"), { side: "bottom", tickangle: x.length > 8 ? -45 : 0, automargin: false });
+  const yaxis = categoryAxis(t("ax_query"), { autorange: "reversed", automargin: false });
+  const margin = fitMargins(plot, { y, x, xSize: xaxis.tickfont.size, xAngle: xaxis.tickangle, colorbar: [traces[0].zmin, traces[0].zmax] });
+  draw(plot, traces, { height: side, margin, xaxis, yaxis }, filename);
 }
 
 export default {

@@ -1,7 +1,7 @@
 // Shared pieces of the stage panels.
 
 import { api, decodeStages } from "../api.js";
-import { absMax, categoryAxis, draw, heatmap, indexLabels, rawLabels, rowsHeight, shapeBadge, tokenLabels } from "../plot.js";
+import { absMax, categoryAxis, draw, fitMargins, heatmap, indexLabels, rawLabels, rowsHeight, shapeBadge, tokenLabels } from "../plot.js";
 
 /** Fetch some trace stages (exact names) for the current text; cached per request. */
 export async function fetchStages(ctx, names, extra = {}) {
@@ -47,19 +47,21 @@ export function drawTokenMatrix(board, key, ctx, tensor, { title, label = "", fi
   });
   const trace = heatmap({ z, x, y, signed, zmin: signed ? undefined : 0, zmax: signed ? undefined : 1, valueLabel: t("hover_cell") });
   const height = rowsHeight(z.length);
+  const showX = x.length <= 64;
   draw(
     plot,
     [trace],
     {
       height,
+      margin: fitMargins(plot, { y, x: showX ? x : [], colorbar: [trace.zmin, trace.zmax] }),
       xaxis: {
         title: { text: colDim === "k_pos" ? t("ax_key") : dimTitle(t, colDim) },
         type: "category",
         showgrid: false,
-        showticklabels: x.length <= 64,
-        automargin: true,
+        showticklabels: showX,
+        automargin: false,
       },
-      yaxis: categoryAxis(t("ax_token"), { autorange: "reversed" }),
+      yaxis: categoryAxis(t("ax_token"), { autorange: "reversed", automargin: false }),
     },
     `${ctx.fname}_${key}`,
   );
@@ -69,18 +71,24 @@ export function drawTokenMatrix(board, key, ctx, tensor, { title, label = "", fi
 /** A grid of small heatmaps in one Plotly figure (all heads, or layers × heads). */
 export function drawGrid(plot, ctx, cells, { rows, cols, x, y, signed, zmin, zmax, onPick, titles }) {
   const traces = [];
-  const layout = {
-    grid: { rows, columns: cols, pattern: "independent", xgap: 0.06, ygap: 0.12 },
-    height: Math.max(320, Math.min(1400, rows * (cols > 6 ? 150 : 210) + 80)),
-    annotations: [],
-    margin: { l: cells.length <= 4 ? 80 : 30, r: 20, t: 40, b: 20 },
-  };
   const big = cells.length <= 4;
   if (signed && zmin === undefined) {
     const m = Math.max(...cells.map((c) => absMax(c.z)));
     zmin = -m; // one colour scale for every small map, so they compare
     zmax = m;
   }
+  let [lo, hi] = [zmin ?? 0, zmax ?? 0]; // the colour bar's range (Plotly's own from the data when not given)
+  if (zmin === undefined || zmax === undefined) {
+    for (const cell of cells) for (const row of cell.z) for (const v of row) if (v !== null && Number.isFinite(v)) [lo, hi] = [Math.min(lo, v), Math.max(hi, v)];
+  }
+  // labels (9 px) only on the big maps: the margins hold them, and the colour bar beside the last column
+  const fit = fitMargins(plot, { y: big ? y : [], x: big ? x : [], ySize: 9, xSize: 9, yTitle: false, xTitle: false, colorbar: [lo, hi], top: 40 });
+  const layout = {
+    grid: { rows, columns: cols, pattern: "independent", xgap: 0.06, ygap: 0.12 },
+    height: Math.max(320, Math.min(1400, rows * (cols > 6 ? 150 : 210) + 80)),
+    annotations: [],
+    margin: { l: big ? Math.max(80, fit.l) : 30, r: fit.r, t: 40, b: big ? Math.max(20, fit.b) : 20 },
+  };
   cells.forEach((cell, i) => {
     const axis = i === 0 ? "" : String(i + 1);
     const trace = heatmap({ z: cell.z, x, y, signed, zmin, zmax, showscale: i === 0, annotate: false, valueLabel: ctx.t("hover_cell") });

@@ -1,7 +1,7 @@
 // Stages: LayerNorm / RMSNorm — the normalised vectors and the per-token statistics. hook_scale
 // (model/layers.py) is the divisor √(var + ε) or √(mean(x²) + ε), so the bars are labelled σ / RMS.
 
-import { categoryAxis, draw, rawLabels, tokenLabels } from "../plot.js";
+import { categoryAxis, draw, fitTurned, fontSize, legendTop, numberLabel, rawLabels, tokenLabels } from "../plot.js";
 import { badge, drawTokenMatrix, fetchStages } from "./common.js";
 
 export default {
@@ -33,11 +33,13 @@ export default {
       exportData: () => ({ series, index: rawLabels(ctx.tokens) }),
       filename: `${ctx.fname}_stats`,
     });
-    draw(
-      plot,
-      traces,
-      { height: 300, barmode: "group", showlegend: true, xaxis: categoryAxis(t("ax_token")), yaxis: { title: { text: t("ax_value") } }, legend: { orientation: "h", y: 1.15 } },
-      `${ctx.fname}_stats`,
-    );
+    const xaxis = categoryAxis(t("ax_token"), { automargin: false });
+    let [lo, hi] = [0, 0];
+    for (const tr of traces) for (const v of tr.y) if (Number.isFinite(v)) [lo, hi] = [Math.min(lo, v), Math.max(hi, v)];
+    const ticks = [numberLabel(lo * 1.1, hi * 1.1)]; // Plotly pads the bars' range a little
+    const { margin, tickangle } = fitTurned(plot, { x: labels, xSize: xaxis.tickfont.size, y: ticks, ySize: fontSize(), top: legendTop() });
+    xaxis.tickangle = tickangle;
+    const legend = { orientation: "h", x: 0, xanchor: "left", y: 1, yanchor: "bottom" };
+    draw(plot, traces, { height: 300, margin, barmode: "group", showlegend: true, xaxis, yaxis: { title: { text: t("ax_value") }, automargin: false }, legend }, `${ctx.fname}_stats`);
   },
 };

@@ -1,7 +1,7 @@
 // Stage: positional encoding, drawn the way this model does it (sinusoidal, learned, RoPE, ALiBi).
 
 import { api, Tensor } from "../api.js";
-import { categoryAxis, draw, h, heatmap, indexLabels, rawLabels, tokenLabels } from "../plot.js";
+import { categoryAxis, draw, fitMargins, fitTurned, fontSize, h, heatmap, legendTop, numberLabel, rawLabels, tokenLabels } from "../plot.js";
 import { badge, drawTokenMatrix, fetchStages } from "./common.js";
 
 function curves(board, ctx, table, rowDim, colDim, title, pickCols, smooth = true) {
@@ -22,7 +22,22 @@ function curves(board, ctx, table, rowDim, colDim, title, pickCols, smooth = tru
     exportData: () => ({ series, index: rawLabels(ctx.tokens) }),
     filename: `${ctx.fname}_curves`,
   });
-  draw(plot, traces, { height: 320, xaxis: categoryAxis(t("ax_position")), yaxis: { title: { text: t("ax_value") } }, legend: { orientation: "h", y: 1.18 } }, `${ctx.fname}_curves`);
+  const xaxis = categoryAxis(t("ax_position"), { automargin: false });
+  let lo = 0;
+  let hi = 0;
+  for (const tr of traces) for (const v of tr.y) if (v !== null) [lo, hi] = [Math.min(lo, v), Math.max(hi, v)];
+  const pad = 0.1 * (hi - lo); // Plotly's autorange pads the data a little
+  const ticks = [numberLabel(lo - pad, hi + pad)];
+  const { margin, tickangle } = fitTurned(plot, { x, xSize: xaxis.tickfont.size, y: ticks, ySize: fontSize(), top: legendTop() });
+  xaxis.tickangle = tickangle;
+  const layout = {
+    height: 320,
+    margin,
+    xaxis,
+    yaxis: { title: { text: t("ax_value") }, automargin: false },
+    legend: { orientation: "h", x: 0, xanchor: "left", y: 1, yanchor: "bottom" },
+  };
+  draw(plot, traces, layout, `${ctx.fname}_curves`);
 }
 
 const spread = (n) => [...new Set([0, 1, Math.floor(n / 4) * 2, Math.floor(n / 2) * 2 - 2, n - 2].filter((c) => c >= 0 && c < n))];
@@ -69,12 +84,10 @@ export default {
         exportData: () => ({ head, rows: rawLabels(ctx.tokens), cols: rawLabels(ctx.tokens), z }),
         filename: `${ctx.fname}_alibi_h${head}`,
       });
-      draw(
-        plot,
-        [heatmap({ z, x, y: x, signed: true, valueLabel: t("hover_cell") })],
-        { height: 420, xaxis: categoryAxis(t("ax_key")), yaxis: categoryAxis(t("ax_query"), { autorange: "reversed" }) },
-        `${ctx.fname}_alibi`,
-      );
+      const trace = heatmap({ z, x, y: x, signed: true, valueLabel: t("hover_cell") });
+      const xaxis = categoryAxis(t("ax_key"), { automargin: false });
+      const margin = fitMargins(plot, { y: x, x, xSize: xaxis.tickfont.size, colorbar: [trace.zmin, trace.zmax] });
+      draw(plot, [trace], { height: 420, margin, xaxis, yaxis: categoryAxis(t("ax_query"), { autorange: "reversed", automargin: false }) }, `${ctx.fname}_alibi`);
       return;
     }
     board.block("none", h("p", { class: "note", text: t("pos_none") }));

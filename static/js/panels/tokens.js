@@ -1,6 +1,6 @@
 // Stage: tokenize — the chips with ids, and the ids as a bar chart.
 
-import { categoryAxis, draw, h, rawLabels, tokenLabels, visible } from "../plot.js";
+import { categoryAxis, draw, fitTurned, fontSize, h, numberLabel, rawLabels, tokenLabels, visible } from "../plot.js";
 import { badge, fetchStages } from "./common.js";
 
 export function tokenChips(tokens, className = "") {
@@ -35,6 +35,10 @@ export default {
       filename: `${ctx.fname}_ids`,
     });
     const labels = tokenLabels(ctx.tokens);
+    const xaxis = categoryAxis(t("ax_token"), { automargin: false });
+    const ticks = [numberLabel(0, Math.max(1, ...ids) * 1.1)]; // the ids axis: Plotly pads the range a little
+    const { margin, tickangle } = fitTurned(plot, { x: labels, xSize: xaxis.tickfont.size, y: ticks, ySize: fontSize() });
+    xaxis.tickangle = tickangle;
     draw(
       plot,
       [
@@ -48,7 +52,7 @@ export default {
           hovertemplate: `%{x}<br>id = %{y}<extra></extra>`,
         },
       ],
-      { height: 320, xaxis: categoryAxis(t("ax_token")), yaxis: { title: { text: t("ax_id") } } },
+      { height: 320, margin, xaxis, yaxis: { title: { text: t("ax_id") }, automargin: false } },
       `${ctx.fname}_ids`,
     );
   },
