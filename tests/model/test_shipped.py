@@ -19,12 +19,17 @@ def test_tiny_gpt_architecture(tiny_gpt):
 
 
 def test_tiny_gpt_has_previous_token_and_induction_heads(tiny_gpt):
-    from model.heads import best_heads, bos_id_for, head_scores
+    """On the random-token probe and on real English text: held-out sentences typed twice."""
+    from model.heads import best_heads, bos_id_for, head_scores, natural_head_scores
 
-    results = head_scores(tiny_gpt.model, bos_id=bos_id_for(tiny_gpt.tokenizer, tiny_gpt.meta))
-    best = best_heads(results)
+    bos = bos_id_for(tiny_gpt.tokenizer, tiny_gpt.meta)
+    best = best_heads(head_scores(tiny_gpt.model, bos_id=bos))
     assert best["previous-token"]["score"] > 0.5, best
     assert best["induction"]["score"] > 0.3, best
+    sentences = [[t.id for t in tiny_gpt.tokenizer.encode(s)] for s in tiny_gpt.meta["probe_sentences"]["en"]]
+    natural = best_heads(natural_head_scores(tiny_gpt.model, sentences, bos_id=bos))
+    assert natural["previous-token"]["score"] > 0.5, natural
+    assert natural["induction"]["score"] > 0.3, natural
     labels = {r["label"] for r in tiny_gpt.meta["head_scores"]}
     assert {"previous-token", "induction"} <= labels
 
