@@ -101,7 +101,8 @@ def load_corpus(paths: list[Path], max_chars: int | None = None) -> Corpus:
 
 
 def train_bpe(corpus: Corpus, vocab_size: int, zh_repeat: int = 4) -> HubTokenizer:
-    """Byte-level BPE on the training split; Chinese repeated `zh_repeat` times so it gets merges."""
+    """Byte-level BPE on the training split; Chinese repeated `zh_repeat` times so it gets merges
+    (0: English only, as the v2 tokenizer's English part)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())

@@ -22,21 +22,6 @@ PRESETS: dict[str, dict[str, Any]] = {
         tied_embeddings=True,
     ),
     # tiny-gpt v2: the same modern choices, wider and deeper, on the v2 tokenizer (whole Chinese characters)
-    "tiny-gpt-v2": dict(
-        architecture="decoder",
-        d_model=192,
-        n_layers=4,
-        n_heads=6,
-        n_kv_heads=2,
-        d_mlp=512,
-        n_ctx=128,
-        pos_encoding="rope",
-        norm="rmsnorm",
-        norm_placement="pre",
-        activation="swiglu",
-        bias=False,
-        tied_embeddings=True,
-    ),
     # seconds-long smoke tests
     "tiny-test": dict(
         architecture="decoder",
@@ -52,4 +37,10 @@ PRESETS: dict[str, dict[str, Any]] = {
         activation="swiglu",
         bias=False,
     ),
+}
+
+# tiny-gpt v2: the same modern choices, wider and deeper, on the v2 tokenizer (whole Chinese characters)
+PRESETS["tiny-gpt-v2"] = {
+    **PRESETS["tiny-gpt"],
+    **dict(d_model=192, n_layers=4, n_heads=6, n_kv_heads=2, d_mlp=512),
 }

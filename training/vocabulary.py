@@ -20,10 +20,10 @@ import json
 import re
 from collections import Counter
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Tokenizer
 
 from model.tokenizer import HubTokenizer, _bytes_to_unicode
-from training.corpus import BOS, Corpus
+from training.corpus import Corpus, train_bpe
 
 # The example sentences of the two seed texts (and the page's own), which must read as whole
 # characters and (for English) as the corpus allows.
@@ -66,26 +66,6 @@ def chinese_characters(corpus: Corpus, min_count: int, extra: tuple[str, ...] = 
     return chars
 
 
-def train_english_bpe(corpus: Corpus, vocab_size: int) -> Tokenizer:
-    """A byte-level BPE on the English training split (BOS is id 0)."""
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=[BOS],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-
-    def lines():
-        for doc in corpus.train["en"]:
-            yield from doc.split("\n")
-
-    tok.train_from_iterator(lines(), trainer)
-    return tok
-
-
 def character_merges(chars: list[str]) -> list[tuple[str, str]]:
     """The byte merges that make each character one token: (b1, b2), (b1b2, b3), ... in order."""
     merges: dict[tuple[str, str], None] = {}
@@ -100,8 +80,8 @@ def character_merges(chars: list[str]) -> list[tuple[str, str]]:
 
 def build_tokenizer(corpus: Corpus, english_vocab: int = 6000, min_count: int = 3) -> HubTokenizer:
     """English BPE of `english_vocab` entries plus whole Chinese characters (see the module doc)."""
-    english = train_english_bpe(corpus, english_vocab)
-    data = json.loads(english.to_str())
+    english = train_bpe(corpus, english_vocab, zh_repeat=0)
+    data = json.loads(english.tokenizer.to_str())
     vocab: dict[str, int] = data["model"]["vocab"]
     english_merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ", 1)) for m in data["model"]["merges"]]
     cjk = [ch for ch in chinese_characters(corpus, min_count) if byte_level(ch) not in vocab]
