@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from model.transformer import Transformer
+from training.regularization import residual_dropout
 
 
 class Batcher:
@@ -95,13 +96,14 @@ class LanguageModelTask:
 
     fused_attention = True
 
-    def __init__(self, batcher: Batcher) -> None:
-        self.batcher = batcher
+    def __init__(self, batcher: Batcher, dropout: float = 0.0) -> None:
+        self.batcher, self.dropout = batcher, dropout
 
     def next_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
         return self.batcher.next()
 
     def loss(self, model: Transformer, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         inputs, targets = (t.to(model.device) for t in batch)  # [batch, pos] each
-        logits = model(inputs)  # [batch, pos, d_vocab]
+        with residual_dropout(model, self.dropout):
+            logits = model(inputs)  # [batch, pos, d_vocab]
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100)

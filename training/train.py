@@ -72,11 +72,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument("--weight-decay", type=float, default=0.05, help="AdamW weight decay of the matrices")
+    parser.add_argument(
+        "--dropout",
+        type=float,
+        default=0.0,
+        help="residual dropout while training (training.regularization); the shipped model has none",
+    )
+    parser.add_argument(
+        "--time-budget",
+        type=float,
+        default=0.0,
+        help="seconds of wall time for the whole run: after the first 100 steps, --steps is set to what fits "
+        "(0: train exactly --steps)",
+    )
     parser.add_argument(
         "--tokenizer",
         choices=("v2", "bpe"),
         default="v2",
         help="v2: English BPE + whole Chinese characters (training.vocabulary); bpe: one byte-level BPE (v1)",
+    )
+    parser.add_argument(
+        "--tokenizer-from",
+        type=Path,
+        default=None,
+        help="reuse the tokenizer.json in this folder (e.g. model/weights/tiny-gpt) instead of building one",
     )
     parser.add_argument("--vocab-size", type=int, default=2048, help="bpe: the BPE's vocabulary size")
     parser.add_argument("--english-vocab", type=int, default=4000, help="v2: the English BPE's vocabulary size")
@@ -132,10 +152,13 @@ def log(message: str) -> None:
 def load_or_train_tokenizer(args: argparse.Namespace, corpus: Corpus, resuming: bool) -> tuple[HubTokenizer, int]:
     """The run's BPE (kept in OUT/tokenizer.json so a resumed run reuses it) and its BOS id."""
     started = time.time()
-    if resuming and (args.out / "tokenizer.json").is_file():
-        loaded = load_tokenizer(args.out)
+    reuse = args.out if resuming and (args.out / "tokenizer.json").is_file() else args.tokenizer_from
+    if reuse is not None:
+        loaded = load_tokenizer(reuse)
         assert isinstance(loaded, HubTokenizer)
         tokenizer = loaded
+        if reuse != args.out:
+            tokenizer.save(args.out)
     elif args.tokenizer == "v2":
         tokenizer = build_tokenizer(corpus, args.english_vocab, args.min_char_count)
         tokenizer.save(args.out)
@@ -157,6 +180,8 @@ class LanguageModelRun:
             torch.set_num_threads(args.threads)
         self.args = args
         self.device = pick_device(args.device).type  # "cpu" or "cuda", as the meta records it
+        if self.device == "cuda":
+            torch.set_float32_matmul_precision("high")  # TF32 matmuls for training steps
         torch.manual_seed(args.seed)
         args.out.mkdir(parents=True, exist_ok=True)
         self.checkpoint_dir, self.model_dir = args.out / "checkpoint", args.out / "model"
@@ -190,7 +215,11 @@ class LanguageModelRun:
         self.model = Transformer(cfg).to(self.device)
         self.model.train()
         self.optimizer = adamw(
-            self.model, lr=args.lr, betas=(0.9, 0.95), weight_decay=0.05, decay_vectors_and_embeddings=False
+            self.model,
+            lr=args.lr,
+            betas=(0.9, 0.95),
+            weight_decay=args.weight_decay,
+            decay_vectors_and_embeddings=False,
         )
         self.batcher = Batcher(
             streams,
@@ -220,6 +249,8 @@ class LanguageModelRun:
         self.snapshot_steps = {int(s) for s in str(args.snapshot_steps).split(",") if s.strip()} | {args.steps}
         self.tokens_per_step = args.batch_size * (self.n_ctx - 1)
         self.loss_ema: float | None = None
+        self.eval_seconds: list[float] = []  # wall time of each evaluation (+ model write), for --time-budget
+        self.started = time.time()
         n_params = self.model.parameter_counts()["total"]
         log(f"model: {n_params:,} parameters, context {self.n_ctx}, device {self.device}")
 
@@ -235,6 +266,8 @@ class LanguageModelRun:
             "zh_prob": args.zh_prob,
             "target_steps": args.steps,
             "lr": args.lr,
+            "dropout": args.dropout,
+            "weight_decay": args.weight_decay,
         }
         self.state["schedule"] = [s for s in self.state.get("schedule", []) if s["from_step"] < step] + [segment]
 
@@ -271,6 +304,7 @@ class LanguageModelRun:
 
     def record_evaluation(self, step: int, write: Callable[[str], None]) -> None:
         """Validation loss and head scores into the history (and a snapshot at a snapshot step)."""
+        started = time.time()
         result = self.evaluate(self.model)
         best = result["best"]
         entry = {
@@ -310,6 +344,21 @@ class LanguageModelRun:
                 "natural_best_heads": entry["natural"],
             }
             self.state["snapshots"] = [s for s in self.state["snapshots"] if s["step"] != step] + [snapshot]
+        self.eval_seconds.append(time.time() - started)
+
+    def fit_steps_to_budget(self, write: Callable[[str], None]) -> None:
+        """--time-budget: set --steps to what the rest of the budget holds, from the steps and evaluations so far."""
+        args, step = self.args, self.state["step"]
+        per_step = (time.time() - self.started - sum(self.eval_seconds)) / max(1, step)
+        per_eval = max(self.eval_seconds, default=30.0) * 1.5  # a checkpoint write may follow an evaluation
+        left = args.time_budget - (time.time() - self.started)
+        # steps s such that s * per_step + (s / eval_interval + snapshots + 2) * per_eval fits in 90% of what is left
+        evaluations = len([s for s in self.snapshot_steps if step < s < args.steps]) + 2
+        steps = int((0.9 * left - evaluations * per_eval) / (per_step + per_eval / args.eval_interval))
+        args.steps = max(step + 1, step + steps)
+        self.snapshot_steps = {s for s in self.snapshot_steps if s < args.steps} | {args.steps}
+        self.record_schedule_segment()
+        write(f"--time-budget: {per_step * 1e3:.1f} ms per step, {per_eval:.1f} s per evaluation: {args.steps} steps")
 
     def run(self) -> int:
         from tqdm import tqdm
@@ -336,10 +385,26 @@ class LanguageModelRun:
                 save_training_state(self.checkpoint_dir, self.model, self.optimizer, self.batcher, self.state)
                 self.write_model(final=step == args.steps)
 
+        task = LanguageModelTask(self.batcher, dropout=args.dropout)
+        if args.time_budget > 0 and self.state["step"] < 100:
+            # the first 100 steps (inside the warmup, where the cosine's length does not matter) time the rest
+            lr_warmup = functools.partial(
+                learning_rate, peak=args.lr, warmup=args.warmup, total=max(args.steps, 101), floor=0.1, decay_delay=1
+            )
+            train_loop(
+                self.model,
+                self.optimizer,
+                task,
+                state=self.state,
+                total_steps=min(100, args.steps),
+                lr_at=lr_warmup,
+                after_step=after_step,
+            )
+            self.fit_steps_to_budget(write)
+            bar.total = args.steps
         lr_at = functools.partial(
             learning_rate, peak=args.lr, warmup=args.warmup, total=args.steps, floor=0.1, decay_delay=1
         )
-        task = LanguageModelTask(self.batcher)
         train_loop(
             self.model,
             self.optimizer,
