@@ -11,6 +11,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -22,15 +23,16 @@ log = logging.getLogger("transformer_explorer")
 class ApiJSONResponse(JSONResponse):
     """Compact UTF-8 JSON that never writes NaN/Infinity and survives lone surrogates.
 
-    A string holding a lone surrogate (valid in JSON as "\\ud800") cannot be written as
-    UTF-8, so such a body falls back to ASCII escapes, which is still valid JSON.
+    orjson writes the body (a trace's thousands of floats in a tenth of the time `json` takes;
+    it writes NaN and Infinity as null). What orjson refuses (a string holding a lone surrogate,
+    valid in JSON as "\\ud800" but not as UTF-8; an integer past 64 bits) falls back to `json`
+    with ASCII escapes, which is still valid JSON.
     """
 
     def render(self, content: Any) -> bytes:
-        text = json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
         try:
-            return text.encode("utf-8")
-        except UnicodeEncodeError:
+            return orjson.dumps(content, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+        except orjson.JSONEncodeError:
             return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
 
 

@@ -68,7 +68,8 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         app.include_router(module.router)
 
     # added last = outermost: the body limit runs before anything reads or parses the body
-    app.add_middleware(GZipMiddleware, minimum_size=1024, compresslevel=5)  # 9 costs more than it saves
+    # level 1: a 53 KB first view in ~0.7 ms, 15.7 KB; level 5 took ~3 ms on the event loop for 13.8 KB
+    app.add_middleware(GZipMiddleware, minimum_size=1024, compresslevel=1)
     if settings.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST"],
                            allow_headers=["Content-Type"])

@@ -197,13 +197,12 @@ class Transformer(nn.Module):
         Training needs no intermediate stages, and on a CPU the fused kernel is several times
         faster. ALiBi layers keep the explicit path; nothing can be traced meanwhile.
         """
-        layers = [m for m in self.modules() if isinstance(m, Attention)]
-        for layer in layers:
+        for layer in self.attention_layers:
             layer.fused = True
         try:
             yield
         finally:
-            for layer in layers:
+            for layer in self.attention_layers:
                 layer.fused = False
 
     def run_with_trace(
@@ -215,7 +214,7 @@ class Transformer(nn.Module):
         `edits` (model.interventions) change this one call: the recorded stages and the output
         are those of the changed model.
         """
-        if any(isinstance(m, Attention) and m.fused for m in self.modules()):
+        if any(layer.fused for layer in self.attention_layers):
             raise RuntimeError("cannot trace inside fused_attention(): the fused kernel records no stages")
         wanted, hooks = select_names(self.trace_names, names), None
         if edits is not None:
@@ -224,6 +223,11 @@ class Transformer(nn.Module):
         with torch.inference_mode(), Trace(wanted, hooks) as trace:
             output = self(tokens, **kwargs)
         return output, trace
+
+    @cached_property
+    def attention_layers(self) -> list[Attention]:
+        """Every attention module (self and cross), found once: a trace checks them on every call."""
+        return [m for m in self.modules() if isinstance(m, Attention)]
 
     @cached_property
     def trace_names(self) -> list[str]:
