@@ -80,7 +80,11 @@ def start_server(port: int, processes: int) -> subprocess.Popen[bytes]:
     raise RuntimeError("the server did not start")
 
 
-async def one_client(client: httpx.AsyncClient, until: float, rng: random.Random, log: list[tuple[float, int]]) -> None:
+async def one_client(client: httpx.AsyncClient, until: float, rng: random.Random, log: list[tuple[float, int]],
+                     shape: tuple[int, int]) -> None:
+    """One student: a first view, two steps, then attention / predict / tokenize / model info.
+
+    shape: (layers, heads) of the model on the server, so every request is a valid one."""
     async def call(method: str, path: str, body: dict[str, object] | None = None) -> None:
         start = time.perf_counter()
         try:
@@ -100,7 +104,8 @@ async def one_client(client: httpx.AsyncClient, until: float, rng: random.Random
         await asyncio.sleep(rng.uniform(0.2, 1.0))
         choice = rng.random()
         if choice < 0.4:
-            await call("POST", "/api/attention", {"text": text, "layer": rng.randrange(3), "head": rng.randrange(8)})
+            layer, head = rng.randrange(shape[0]), rng.randrange(shape[1])
+            await call("POST", "/api/attention", {"text": text, "layer": layer, "head": head})
         elif choice < 0.7:
             await call("POST", "/api/predict", {"text": text, "seed": 0, "max_new_tokens": 4})
         elif choice < 0.9:
@@ -116,18 +121,23 @@ async def mixed(url: str, clients: int, seconds: float, server_pid: int) -> dict
     until = time.monotonic() + seconds
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(base_url=url, timeout=30, limits=limits) as client:
+        info = (await client.get("/api/models/tiny-gpt")).json()  # layers and heads of the model on the server
+        shape = (int(info["n_layers"]), int(info["n_heads"]))
         async def sample_rss() -> None:
             while time.monotonic() < until:
                 await asyncio.sleep(10)
                 rss.append(rss_mb(server_pid))
 
         started = time.monotonic()
-        await asyncio.gather(sample_rss(), *(one_client(client, until, random.Random(i), log) for i in range(clients)))
+        students = (one_client(client, until, random.Random(i), log, shape) for i in range(clients))
+        await asyncio.gather(sample_rss(), *students)
         elapsed = time.monotonic() - started
     latencies = sorted(t for t, _ in log)
     errors = sum(1 for _, status in log if status != 200)
+    by_status = {str(code): sum(1 for _, status in log if status == code) for code in {s for _, s in log} - {200}}
     return {"responses": len(log), "errors": errors, "p50": statistics.median(latencies) * 1e3,
-            "p95": latencies[int(0.95 * (len(latencies) - 1))] * 1e3, "throughput": len(log) / elapsed, "rss": rss}
+            "p95": latencies[int(0.95 * (len(latencies) - 1))] * 1e3, "throughput": len(log) / elapsed, "rss": rss,
+            "error_statuses": by_status}
 
 
 async def burst(url: str, count: int) -> dict[str, object]:
@@ -171,7 +181,8 @@ def main() -> None:
             server.wait(timeout=30)
         rss = ", ".join(f"{r:.0f}" for r in mix["rss"])  # type: ignore[attr-defined]
         print(f"\n== {processes} process(es)")
-        print(f"mixed: {mix['responses']} responses, {mix['errors']} errors (goal 0), p50 {mix['p50']:.0f} ms, "
+        errors = f"{mix['errors']} errors {mix['error_statuses'] or ''}"
+        print(f"mixed: {mix['responses']} responses, {errors} (goal 0), p50 {mix['p50']:.0f} ms, "
               f"p95 {mix['p95']:.0f} ms (goal <= 800), {mix['throughput']:.1f} responses/s")
         print(f"server RSS every 10 s (MB): {rss}")
         print(f"burst of {args.burst} full traces: {shot['answered']} answered, {shot['refused']} refused with 503 "
