@@ -43,7 +43,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        runtime.configure(settings.torch_threads)  # once, before any inference
+        runtime.configure(settings.torch_threads, keep_mb=settings.prefault_mb)  # once, before any inference
         service = Service(registry if registry is not None else build_registry(settings), settings)
         app.state.service = service
         # lazy models (minilm) load in the background: startup stays fast, first use does not wait long

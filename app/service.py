@@ -17,6 +17,7 @@ import torch
 from fastapi import Depends, Request
 from starlette.responses import Response
 
+from app import runtime
 from app.answers import (
     Budget,
     Builder,
@@ -93,6 +94,7 @@ class Service:
         """In the background after startup: load lazy models, and pay the one-off cost of the first model built
         on the meta device (about 1.5 s) here rather than in the first from-scratch request."""
         self.registry.warm_up()
+        runtime.prefault_heap(self.settings.prefault_mb)
         count_parameters(TransformerConfig(d_model=8, n_layers=1, n_heads=1, vocab_size=8, n_ctx=8))
 
     def shutdown(self) -> None:
@@ -260,7 +262,8 @@ class Service:
         return await self.engine.answer(key, resolved.key, resolved.model, inputs, edits, build)
 
 
-def get_service(request: Request) -> Service:
+async def get_service(request: Request) -> Service:
+    """The app's one Service. async: FastAPI runs a plain-def dependency in a worker thread, a hop per request."""
     service: Service = request.app.state.service
     return service
 
