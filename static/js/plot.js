@@ -59,6 +59,8 @@ export function plotConfig(filename) {
     showLink: false,
     showSendToCloud: false,
     showEditInChartStudio: false,
+    plotlyServerURL: "",
+    topojsonURL: "/static/vendor/topojson/", // geo maps only, which no chart here draws (static/vendor/README.md)
     modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d"],
     toImageButtonOptions: { format: "png", filename: filename.replace(/[^\w.-]+/g, "_"), scale: 2 },
   };
