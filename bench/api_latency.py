@@ -21,15 +21,16 @@ included. The plain forward runs with the torch threads one inference worker of 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import os
 import random
-import socket
+import signal
 import statistics
-import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -47,6 +48,7 @@ from app.main import create_app  # noqa: E402
 from app.resolve import Resolved  # noqa: E402
 from app.schemas import TraceRequest  # noqa: E402
 from app.settings import Settings  # noqa: E402
+from bench.load import free_port, start_server  # noqa: E402
 from model.checkpoint import LoadedModel  # noqa: E402
 from model.config import TransformerConfig  # noqa: E402
 from model.tokenizer import CharTokenizer  # noqa: E402
@@ -97,40 +99,17 @@ class LoopbackServer:
         self.thread.join(timeout=10)
 
 
-class ServerProcess:
-    """`python -m uvicorn app.cli:app_from_environment --factory` on a free loopback port, as `serve` runs it."""
-
-    def __init__(self, model: str) -> None:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = sock.getsockname()[1]
-        self.env = {**os.environ, "TE_DEFAULT_MODEL": model, "TE_LOAD_MINILM": "false"}
-
-    def __enter__(self) -> str:
-        command = [sys.executable, "-m", "uvicorn", "app.cli:app_from_environment", "--factory",
-                   "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"]
-        self.process = subprocess.Popen(command, env=self.env, cwd=Path(__file__).resolve().parents[1])
-        url = f"http://127.0.0.1:{self.port}"
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{url}/api/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or self.process.poll() is not None:
-                raise RuntimeError("the benchmark server did not start")
-            time.sleep(0.2)
+@contextlib.contextmanager
+def server_process() -> Iterator[str]:
+    """`serve` in its own process on a free loopback port (bench.load.start_server), as deployed."""
+    port = free_port()
+    server = start_server(port, processes=1)
+    try:
         time.sleep(5)  # the server's background warm-up (lazy models, the meta device, the heap) ends first
-        return url
-
-    def __exit__(self, *exc: object) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:
@@ -173,8 +152,9 @@ def main() -> None:
     view = TraceRequest(model=args.model, text=texts[0])
     names = first_view(resolved)
     app = create_app(settings, registry)
-    forward, server_work, uncached, steady = [], [], [], []
-    server = ServerProcess(args.model) if args.server == "process" else LoopbackServer(app)
+    forward: list[float] = []
+    server_work: list[float] = []
+    server = server_process() if args.server == "process" else LoopbackServer(app)
     with server as url, httpx.Client(base_url=url, headers={"Accept-Encoding": "gzip"}) as client:
         def first_view_request(text: str, **extra: object) -> bytes:
             response = client.post("/api/trace", json={"model": args.model, "text": text, **extra})
@@ -183,27 +163,28 @@ def main() -> None:
 
         for text in texts[-5:]:  # warm up: imports, allocator, first requests
             first_view_request(text)
-        # plain forward, the server's own work, and the HTTP round trip on new texts, interleaved
-        # so that the load of a shared machine hits all three alike
-        for i in range(args.repeats):
-            tokens = encode_text(resolved.loaded, texts[i])
-            ids = torch.tensor([[t.id for t in tokens]])
-            with torch.inference_mode():
-                forward.append(timed(lambda ids=ids: resolved.model(ids)))
-            server_work.append(timed(lambda tokens=tokens: ApiJSONResponse(None).render(build_trace(
-                resolved, compute_trace(resolved.model, Inputs(tokens)), view, names))))
-            uncached.append(timed(lambda i=i: first_view_request(texts[args.repeats + i])))
+        def interleaved(new_texts: list[str], work: list[float] | None = None) -> list[float]:
+            """The plain forward of texts[i] (into `forward`), the server's own work on it (into `work`, if
+            given) and the HTTP first view of new_texts[i], alternately, so that the load of a shared
+            machine hits all of them alike. Returns the HTTP times."""
+            over_http = []
+            for text, new in zip(texts, new_texts, strict=False):  # texts is the longer list
+                tokens = encode_text(resolved.loaded, text)
+                ids = torch.tensor([[t.id for t in tokens]])
+                with torch.inference_mode():
+                    forward.append(timed(lambda ids=ids: resolved.model(ids)))
+                if work is not None:
+                    work.append(timed(lambda tokens=tokens: ApiJSONResponse(None).render(build_trace(
+                        resolved, compute_trace(resolved.model, Inputs(tokens)), view, names))))
+                over_http.append(timed(lambda new=new: first_view_request(new)))
+            return over_http
+
+        uncached = interleaved(texts[args.repeats : args.repeats * 2], server_work)
         # a server that has served a class: its trace cache is full, so each new trace reuses the memory of
         # an evicted one instead of faulting in fresh pages (~700 page faults per trace while the cache grows)
-        fresh_texts = texts[args.repeats * 3 + 5:]
-        for text in fresh_texts:
+        for text in texts[args.repeats * 3 + 5 :]:
             first_view_request(text)
-        for i in range(args.repeats):
-            tokens = encode_text(resolved.loaded, texts[i])
-            ids = torch.tensor([[t.id for t in tokens]])
-            with torch.inference_mode():
-                forward.append(timed(lambda ids=ids: resolved.model(ids)))
-            steady.append(timed(lambda i=i: first_view_request(texts[args.repeats * 2 + i])))
+        steady = interleaved(texts[args.repeats * 2 : args.repeats * 3])
         cached = [timed(lambda: first_view_request(texts[args.repeats])) for _ in range(args.repeats)]
         # stepping: another stage / layer / head of the traced text, each asked for the first time
         kinds = ["hook_pattern", "hook_attn_scores", "hook_scores_raw", "hook_q", "hook_z"]

@@ -15,7 +15,6 @@ tokenizer.json, float16) with its figures in the meta.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import sys
 import time
@@ -291,34 +290,26 @@ class LanguageModelRun:
                 self.write_model(final=step == args.steps)
 
         task = LanguageModelTask(self.batcher, dropout=args.dropout)
-        if args.time_budget > 0 and self.state["step"] < 100:
-            # the first 100 steps (inside the warmup, where the cosine's length does not matter) time the rest
-            lr_warmup = functools.partial(
-                learning_rate, peak=args.lr, warmup=args.warmup, total=max(args.steps, 101), floor=0.1, decay_delay=1
-            )
+
+        def lr_at(step: int) -> float:  # reads args.steps when called: --time-budget sets it after 100 steps
+            return learning_rate(step, peak=args.lr, warmup=args.warmup, total=args.steps, floor=0.1, decay_delay=1)
+
+        def train_until(total_steps: int) -> None:
             train_loop(
                 self.model,
                 self.optimizer,
                 task,
                 state=self.state,
-                total_steps=min(100, args.steps),
-                lr_at=lr_warmup,
+                total_steps=total_steps,
+                lr_at=lr_at,
                 after_step=after_step,
             )
+
+        if args.time_budget > 0 and self.state["step"] < 100:
+            train_until(min(100, args.steps))  # inside the warmup, where the cosine's length does not matter
             self.fit_steps_to_budget(write)
             bar.total = args.steps
-        lr_at = functools.partial(
-            learning_rate, peak=args.lr, warmup=args.warmup, total=args.steps, floor=0.1, decay_delay=1
-        )
-        train_loop(
-            self.model,
-            self.optimizer,
-            task,
-            state=self.state,
-            total_steps=args.steps,
-            lr_at=lr_at,
-            after_step=after_step,
-        )
+        train_until(args.steps)
         bar.close()
         if self.state["step"] >= args.steps and not (self.model_dir / "config.json").is_file():
             self.write_model(final=True)
