@@ -75,10 +75,9 @@ def language_model_meta(
             "device": device,
             "device_name": device_name(device),
             "threads": torch.get_num_threads(),
-            "optimizer": f"AdamW(0.9, 0.95), weight decay {getattr(args, 'weight_decay', 0.05)}, "
-            "warmup + cosine to 10%",
-            "dropout": getattr(args, "dropout", 0.0),
-            "time_budget_seconds": getattr(args, "time_budget", 0.0),
+            "optimizer": f"AdamW(0.9, 0.95), weight decay {args.weight_decay}, warmup + cosine to 10%",
+            "dropout": args.dropout,
+            "time_budget_seconds": args.time_budget,
         },
         "parameters": model.parameter_counts(),
         "val_loss": round(evaluation["val"]["all"], 4),
