@@ -6,10 +6,11 @@
   by entries and bytes, so stepping through stages only slices and serializes.
 - Identical work that arrives together is done once: requests with the same body share one
   future, and requests that need the same trace wait for the one computing it.
-- Rendered JSON bodies are kept in a byte-bounded LRU too, so a repeated request (a class
-  of 30 opening the same example) costs a dictionary lookup.
-- One request is one hop to the pool: trace (or cache hit), slice, serialize and render
-  together, because each hop between threads costs a time slice on a busy machine.
+- Rendered JSON bodies, gzipped in the pool as well (app.compression), are kept in a
+  byte-bounded LRU too, so a repeated request (a class of 30 opening the same example) costs a
+  dictionary lookup.
+- One request is one hop to the pool: trace (or cache hit), slice, serialize, render and
+  compress together, because each hop between threads costs a time slice on a busy machine.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import torch
 from starlette.responses import Response
 
 from app.cache import LRU
+from app.compression import Rendered, RenderedJSON
 from app.errors import ApiJSONResponse, busy
 from app.inputs import Inputs
 from model.hooks import Trace
@@ -44,12 +46,6 @@ class TraceRun:
     output: torch.Tensor  # [batch, pos, d_vocab] logits (or [batch, pos, d_model] hidden state)
     trace: Trace
     nbytes: int = 0
-
-
-class RenderedJSON(Response):
-    """A JSON response whose bytes were rendered already (in the pool, or taken from the cache)."""
-
-    media_type = "application/json"
 
 
 def compute_trace(model: Transformer, inputs: Inputs, edits: Interventions | None = None) -> TraceRun:
@@ -72,7 +68,7 @@ class Engine:
         self._inflight: dict[Hashable, asyncio.Task[Any]] = {}  # on the event loop
         self._tracing: dict[Hashable, Future[TraceRun]] = {}  # across pool threads
         self.traces: LRU[TraceRun] = LRU(cache_entries, cache_bytes, lambda run: run.nbytes)
-        self.bodies: LRU[bytes] = LRU(10**6, max(1 << 20, cache_bytes // 8), len)
+        self.bodies: LRU[Rendered] = LRU(10**6, max(1 << 20, cache_bytes // 8), lambda r: r.nbytes)
 
     def shutdown(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
@@ -139,13 +135,14 @@ class Engine:
         return None if body is None else RenderedJSON(body)
 
     async def respond(self, key: Hashable | None, build: Callable[[], Any]) -> Response:
-        """Build and render a JSON body in the pool; with a key, identical requests share the work and the bytes."""
+        """Build, render and compress a JSON body in the pool; with a key, identical requests share the work
+        and the bytes."""
         cached = self.cached_body(key)
         if cached is not None:
             return cached
 
-        def work() -> bytes:
-            rendered = ApiJSONResponse(None).render(build())
+        def work() -> Rendered:
+            rendered = Rendered.of(ApiJSONResponse(None).render(build()))
             if key is not None:
                 self.bodies.put(key, rendered)
             return rendered

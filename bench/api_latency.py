@@ -14,8 +14,11 @@ the same shape):
 Requests go over loopback HTTP (keep-alive, gzip) to a real uvicorn server in its own process,
 started the way `transformer-explorer serve` starts it (`--server thread`: in a thread of this
 process, sharing its interpreter lock with the client), so parsing, middleware and sockets are all
-included. The plain forward runs with the torch threads one inference worker of that server uses
-(`--threads` to change it), so both sides of the ratio do the same arithmetic the same way.
+included. The client is the standard library's http.client on one kept-alive connection, the
+leanest Python client, as a browser's fetch is native code: httpx, measured side by side, adds
+about 1 ms of its own per request (`--client httpx` to see it). The plain forward runs with the
+torch threads one inference worker of that server uses (`--threads` to change it), so both sides
+of the ratio do the same arithmetic the same way.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gzip
+import http.client
 import json
 import os
 import random
@@ -112,6 +116,41 @@ def server_process() -> Iterator[str]:
         server.wait(timeout=30)
 
 
+class LeanClient:
+    """POST JSON over one kept-alive http.client connection, gzip accepted and decoded, like a browser."""
+
+    def __init__(self, url: str) -> None:
+        host, port = url.removeprefix("http://").split(":")
+        self.connection = http.client.HTTPConnection(host, int(port), timeout=120)
+
+    def post(self, path: str, payload: dict[str, object]) -> tuple[int, bytes]:
+        self.connection.request("POST", path, body=json.dumps(payload),
+                                headers={"Content-Type": "application/json", "Accept-Encoding": "gzip"})
+        response = self.connection.getresponse()
+        body = response.read()
+        if response.getheader("content-encoding") == "gzip":
+            body = gzip.decompress(body)
+        return response.status, body
+
+    def __enter__(self) -> LeanClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.connection.close()
+
+
+class HttpxClient(LeanClient):
+    def __init__(self, url: str) -> None:
+        self.client = httpx.Client(base_url=url, headers={"Accept-Encoding": "gzip"}, timeout=120)
+
+    def post(self, path: str, payload: dict[str, object]) -> tuple[int, bytes]:
+        response = self.client.post(path, json=payload)
+        return response.status_code, response.content  # decompressed by httpx
+
+    def __exit__(self, *exc: object) -> None:
+        self.client.close()
+
+
 def percentiles(samples: list[float]) -> tuple[float, float]:
     ordered = sorted(samples)
     return statistics.median(ordered) * 1e3, ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))] * 1e3
@@ -131,6 +170,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, help="torch threads here (default: those of one server worker)")
     parser.add_argument("--server", choices=("process", "thread"), default="process",
                         help="the uvicorn server in its own process (as deployed) or in a thread of this one")
+    parser.add_argument("--client", choices=("http.client", "httpx"), default="http.client",
+                        help="the HTTP client: the standard library's (lean, as a browser) or httpx")
     args = parser.parse_args()
     settings = Settings(load_minilm=False, default_model=args.model)
     torch.set_num_threads(args.threads or settings.torch_threads or torch.get_num_threads())
@@ -144,7 +185,7 @@ def main() -> None:
     cfg = resolved.cfg
     print(f"model {args.model}: {cfg.n_layers} layers, d_model {cfg.d_model}, {cfg.n_heads} heads, "
           f"vocab {cfg.vocab_size}, {args.tokens} tokens, torch threads {torch.get_num_threads()} (a server "
-          f"worker's: {settings.torch_threads}), server in a {args.server}")
+          f"worker's: {settings.torch_threads}), server in a {args.server}, client {args.client}")
     rng = random.Random(0)
     fill = settings.trace_cache_entries  # new texts that fill the server's trace cache
     texts = [text_of(resolved, args.tokens, rng) for _ in range(args.repeats * 3 + 5 + fill)]
@@ -155,11 +196,12 @@ def main() -> None:
     forward: list[float] = []
     server_work: list[float] = []
     server = server_process() if args.server == "process" else LoopbackServer(app)
-    with server as url, httpx.Client(base_url=url, headers={"Accept-Encoding": "gzip"}) as client:
+    client_class = LeanClient if args.client == "http.client" else HttpxClient
+    with server as url, client_class(url) as client:
         def first_view_request(text: str, **extra: object) -> bytes:
-            response = client.post("/api/trace", json={"model": args.model, "text": text, **extra})
-            assert response.status_code == 200, response.text
-            return response.content  # decompressed by httpx
+            status, body = client.post("/api/trace", {"model": args.model, "text": text, **extra})
+            assert status == 200, body[:500]
+            return body
 
         for text in texts[-5:]:  # warm up: imports, allocator, first requests
             first_view_request(text)

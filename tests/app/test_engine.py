@@ -111,3 +111,21 @@ def test_threads_needing_the_same_trace_compute_it_once() -> None:
         runs = list(pool.map(lambda _: engine.trace_sync("gpt", loaded.model, inputs), range(16)))
     assert engine.computed == 1 and all(run is runs[0] for run in runs)
     engine.shutdown()
+
+
+def test_answers_are_gzipped_once_in_the_pool_and_sent_as_the_client_accepts(client: TestClient) -> None:
+    import gzip
+
+    engine = client.app.state.service.engine  # type: ignore[attr-defined]
+    request = {"model": "gpt", "text": "gzip once for a whole class"}
+    zipped = client.post("/api/trace", json=request, headers={"Accept-Encoding": "gzip"})
+    plain = client.post("/api/trace", json=request, headers={"Accept-Encoding": "identity"})
+    assert zipped.status_code == plain.status_code == 200
+    assert zipped.headers["content-encoding"] == "gzip" and "content-encoding" not in plain.headers
+    assert zipped.headers["vary"] == plain.headers["vary"] == "Accept-Encoding"
+    assert zipped.content == plain.content  # httpx decoded the gzip: the same JSON either way
+    assert int(plain.headers["content-length"]) == len(plain.content)
+    [kept] = [r for k, r in engine.bodies._items.items() if "gzip once for a whole class" in repr(k)]
+    assert kept[0].gzipped is not None and gzip.decompress(kept[0].gzipped) == plain.content
+    assert int(zipped.headers["content-length"]) == len(kept[0].gzipped)
+    assert zipped.headers["x-content-type-options"] == "nosniff"  # the security headers still go on

@@ -25,3 +25,23 @@ def test_chinese_stays_utf8_and_a_lone_surrogate_still_gives_valid_json() -> Non
     assert ApiJSONResponse(None).render({"t": "我爱北京"}) == '{"t":"我爱北京"}'.encode()
     assert render({"t": "a\ud800b"}) == {"t": "a\ud800b"}
     assert render({"n": 2**70}) == {"n": 2**70}  # past 64 bits: the json fallback
+
+
+def test_round_significant_is_the_nearest_double_to_the_four_digit_decimal() -> None:
+    """Within float32's range: what `f"{x:.4g}"` reads back as, to the last bit where 10**k is exact
+    (k <= 22) and within one unit in the last place for tinier values."""
+    import numpy as np
+
+    from app.tensors import round_significant
+
+    rng = np.random.default_rng(1)
+    values = (rng.standard_normal(50_000) * 10.0 ** rng.integers(-30, 30, 50_000)).astype(np.float32)
+    edges = np.array([0.0, 9.9995, 99995.0, 1e-3], dtype=np.float32)
+    values = np.concatenate([values, (10.0 ** np.arange(-40, 38)).astype(np.float32), edges])  # all float32
+    rounded = round_significant(values)
+    expected = np.array([float(f"{float(v):.4g}") for v in values])
+    np.testing.assert_allclose(rounded, expected, rtol=4.5e-16, atol=0)
+    usual = (np.abs(values) >= 1e-18) & (np.abs(values) < 1e4)
+    assert np.array_equal(rounded[usual], expected[usual])
+    special = round_significant(np.array([np.inf, -np.inf, np.nan], dtype=np.float32))
+    assert np.isposinf(special[0]) and np.isneginf(special[1]) and np.isnan(special[2])
