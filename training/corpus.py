@@ -182,43 +182,74 @@ def validation_loss(model: Transformer, windows: dict[str, torch.Tensor], batch:
 
 
 @torch.no_grad()
+def token_losses(
+    model: Transformer, tokenizer: HubTokenizer, docs: list[str], n_ctx: int, bos_id: int, batch: int = 32
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every token of `docs` and the model's loss on it in nats: the text cut into rows of
+    BOS + (n_ctx - 1) tokens, every token predicted once.  -> (ids [tokens], nats [tokens])"""
+    was_training = model.training
+    model.eval()
+    ids = encode_docs(tokenizer, docs, bos_id)
+    ids = ids[ids != bos_id]
+    width = n_ctx - 1
+    rows = [np.concatenate([[bos_id], ids[s : s + width]]) for s in range(0, len(ids), width)]
+    nats: list[torch.Tensor] = []
+    for i in range(0, len(rows), batch):
+        chunk = rows[i : i + batch]
+        longest = max(len(r) for r in chunk)
+        x = torch.full((len(chunk), longest), -100, dtype=torch.long)
+        for j, r in enumerate(chunk):
+            x[j, : len(r)] = torch.as_tensor(r)
+        logits = model(x[:, :-1].clamp(min=0).to(model.device))  # [batch, pos, d_vocab]
+        targets = x[:, 1:].to(model.device)
+        loss = F.cross_entropy(logits.transpose(1, 2).float(), targets, ignore_index=-100, reduction="none")
+        nats.append(loss[targets != -100].cpu())  # row by row: the text's order
+    model.train(was_training)
+    return ids, torch.cat(nats).double().numpy() if nats else np.zeros(0)
+
+
 def bits_per_character(
     model: Transformer, tokenizer: HubTokenizer, corpus: Corpus, n_ctx: int, bos_id: int, batch: int = 32
 ) -> dict[str, float]:
-    """Held-out bits per character, per language: the whole held-out split, cut into rows of
-    BOS + (n_ctx - 1) tokens; every token is predicted once; the total loss in bits is divided by
-    the number of characters of the held-out text."""
-    was_training = model.training
-    model.eval()
+    """Held-out bits per character, per language: the total loss in bits over the whole held-out
+    split (token_losses) divided by the number of characters of the held-out text."""
     out: dict[str, float] = {}
     for lang, docs in corpus.val.items():
-        if not docs:
-            continue
-        ids = encode_docs(tokenizer, docs, bos_id)
-        ids = ids[ids != bos_id]
-        width = n_ctx - 1
-        rows = [np.concatenate([[bos_id], ids[s : s + width]]) for s in range(0, len(ids), width)]
-        nats = 0.0
-        for i in range(0, len(rows), batch):
-            chunk = rows[i : i + batch]
-            longest = max(len(r) for r in chunk)
-            x = torch.full((len(chunk), longest), -100, dtype=torch.long)
-            for j, r in enumerate(chunk):
-                x[j, : len(r)] = torch.as_tensor(r)
-            inputs = x[:, :-1].clamp(min=0).to(model.device)
-            logits = model(inputs)  # [batch, pos, d_vocab]
-            nats += float(
-                F.cross_entropy(
-                    logits.reshape(-1, logits.shape[-1]).float(),
-                    x[:, 1:].reshape(-1).to(model.device),
-                    ignore_index=-100,
-                    reduction="sum",
-                )
-            )
-        chars = sum(len(d) for d in docs)
-        out[lang] = nats / math.log(2) / chars
-    model.train(was_training)
+        if docs:
+            _, nats = token_losses(model, tokenizer, docs, n_ctx, bos_id, batch)
+            out[lang] = float(nats.sum()) / math.log(2) / sum(len(d) for d in docs)
     return out
+
+
+FREQUENCY_BANDS = ((0, 3), (3, 30), (30, 300), (300, None))  # occurrences in the training split
+
+
+def bits_by_training_frequency(
+    model: Transformer, tokenizer: HubTokenizer, corpus: Corpus, lang: str, n_ctx: int, bos_id: int
+) -> list[dict[str, Any]]:
+    """Where the held-out bits go: the tokens that are one CJK character, grouped by how often that
+    character occurs in the training split, then every other token (punctuation, spaces, bytes)."""
+    counts: dict[str, int] = {}
+    for doc in corpus.train[lang]:
+        for char in _CJK.findall(doc):
+            counts[char] = counts.get(char, 0) + 1
+    ids, nats = token_losses(model, tokenizer, corpus.val[lang], n_ctx, bos_id)
+    texts = [tokenizer.tokenizer.decode([int(i)]) for i in ids]
+    bands: list[dict[str, Any]] = [{"seen": f"{lo}-{hi or ''}", "tokens": 0, "bits": 0.0} for lo, hi in FREQUENCY_BANDS]
+    other: dict[str, Any] = {"seen": "not one CJK character", "tokens": 0, "bits": 0.0}
+    for text, loss in zip(texts, nats / math.log(2), strict=True):
+        band = other
+        if len(text) == 1 and _CJK.fullmatch(text):
+            seen = counts.get(text, 0)
+            band = next(b for b, (lo, hi) in zip(bands, FREQUENCY_BANDS, strict=True) if hi is None or seen < hi)
+        band["tokens"] += 1
+        band["bits"] += float(loss)
+    total = float(nats.sum()) / math.log(2)
+    for band in [*bands, other]:
+        band["bits_per_token"] = band["bits"] / max(1, band["tokens"])
+        band["share_of_bits"] = band["bits"] / total
+        band["share_of_tokens"] = band["tokens"] / max(1, len(ids))
+    return [*bands, other]
 
 
 _SENTENCE_END = {

@@ -83,6 +83,23 @@ def test_bits_per_character_re_measured(tiny_gpt, corpus):
     assert measured["en"] < 2.0 and measured["zh"] < 8.0  # far below a uniform guess over the vocabulary
 
 
+def test_where_the_chinese_bits_go(tiny_gpt, corpus):
+    """README, "A classical yardstick": the held-out Chinese characters seen 3-300 times in training are
+    about a third of the tokens and carry half of the bits; the rarer, the dearer."""
+    from training.corpus import BOS, bits_by_training_frequency
+
+    bands = {b["seen"]: b for b in bits_by_training_frequency(
+        tiny_gpt.model, tiny_gpt.tokenizer, corpus, "zh", tiny_gpt.meta["training"]["context"],
+        tiny_gpt.tokenizer.token_id(BOS))}
+    assert bands["3-30"]["bits_per_token"] == pytest.approx(12.9, rel=0.02)
+    assert bands["30-300"]["bits_per_token"] == pytest.approx(9.06, rel=0.02)
+    assert bands["300-"]["bits_per_token"] < bands["30-300"]["bits_per_token"] < bands["3-30"]["bits_per_token"]
+    rare = [bands["3-30"], bands["30-300"]]
+    assert sum(b["share_of_tokens"] for b in rare) == pytest.approx(0.32, abs=0.01)
+    assert sum(b["share_of_bits"] for b in rare) == pytest.approx(0.495, abs=0.01)
+    assert sum(b["share_of_bits"] for b in bands.values()) == pytest.approx(1.0)
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_induction_on_held_out_sentences_typed_twice(tiny_gpt, lang):
     meta = tiny_gpt.meta
