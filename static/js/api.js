@@ -11,8 +11,19 @@ export class ApiError extends Error {
 
 const cache = new Map(); // request key -> Promise of the decoded JSON
 const CACHE_LIMIT = 200;
+// A server with a full queue answers 503 + Retry-After. When a whole class presses Enter at once, the
+// page waits that long (plus up to half again, so the class does not come back at once) and asks again,
+// twice, before it shows "busy".
+const RETRIES_WHEN_BUSY = 2;
+const LONGEST_WAIT_S = 5;
 
-async function request(method, url, body) {
+function busyWait(response) {
+  const after = Number(response.headers.get("Retry-After"));
+  const seconds = Math.min(LONGEST_WAIT_S, after > 0 ? after : 1);
+  return new Promise((resolve) => setTimeout(resolve, seconds * 1000 * (1 + 0.5 * Math.random())));
+}
+
+async function request(method, url, body, attempt = 0) {
   let response;
   try {
     response = await fetch(url, {
@@ -22,6 +33,10 @@ async function request(method, url, body) {
     });
   } catch (err) {
     throw new ApiError(0, "network", String(err && err.message ? err.message : err));
+  }
+  if (response.status === 503 && attempt < RETRIES_WHEN_BUSY) {
+    await busyWait(response);
+    return request(method, url, body, attempt + 1);
   }
   let payload = null;
   try {
