@@ -34,7 +34,7 @@ import signal
 import statistics
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -188,7 +188,7 @@ def main() -> None:
           f"worker's: {settings.torch_threads}), server in a {args.server}, client {args.client}")
     rng = random.Random(0)
     fill = settings.trace_cache_entries  # new texts that fill the server's trace cache
-    texts = [text_of(resolved, args.tokens, rng) for _ in range(args.repeats * 3 + 5 + fill)]
+    texts = [text_of(resolved, args.tokens, rng) for _ in range(args.repeats * 4 + 5 + fill)]
 
     view = TraceRequest(model=args.model, text=texts[0])
     names = first_view(resolved)
@@ -203,12 +203,20 @@ def main() -> None:
             assert status == 200, body[:500]
             return body
 
+        def page_first_view(text: str) -> None:
+            """What the explorer sends for a new sentence: its tokens, then the opening stage (the token
+            ids) as float16 base64 without the next-token table (static/js/navigate.js, panels/tokens.js)."""
+            status, body = client.post("/api/tokenize", {"model": args.model, "text": text})
+            assert status == 200, body[:500]
+            first_view_request(text, stages=["hook_tokens"], top_k=0, encoding="base64", dtype="float16")
+
         for text in texts[-5:]:  # warm up: imports, allocator, first requests
             first_view_request(text)
-        def interleaved(new_texts: list[str], work: list[float] | None = None) -> list[float]:
+        def interleaved(new_texts: list[str], work: list[float] | None = None,
+                        request: Callable[[str], object] = first_view_request) -> list[float]:
             """The plain forward of texts[i] (into `forward`), the server's own work on it (into `work`, if
-            given) and the HTTP first view of new_texts[i], alternately, so that the load of a shared
-            machine hits all of them alike. Returns the HTTP times."""
+            given) and the HTTP first view of new_texts[i] (`request`), alternately, so that the load of a
+            shared machine hits all of them alike. Returns the HTTP times."""
             over_http = []
             for text, new in zip(texts, new_texts, strict=False):  # texts is the longer list
                 tokens = encode_text(resolved.loaded, text)
@@ -218,15 +226,16 @@ def main() -> None:
                 if work is not None:
                     work.append(timed(lambda tokens=tokens: ApiJSONResponse(None).render(build_trace(
                         resolved, compute_trace(resolved.model, Inputs(tokens)), view, names))))
-                over_http.append(timed(lambda new=new: first_view_request(new)))
+                over_http.append(timed(lambda new=new: request(new)))
             return over_http
 
         uncached = interleaved(texts[args.repeats : args.repeats * 2], server_work)
         # a server that has served a class: its trace cache is full, so each new trace reuses the memory of
         # an evicted one instead of faulting in fresh pages (~700 page faults per trace while the cache grows)
-        for text in texts[args.repeats * 3 + 5 :]:
+        for text in texts[args.repeats * 4 + 5 :]:
             first_view_request(text)
         steady = interleaved(texts[args.repeats * 2 : args.repeats * 3])
+        page = interleaved(texts[args.repeats * 3 : args.repeats * 4], request=page_first_view)
         cached = [timed(lambda: first_view_request(texts[args.repeats])) for _ in range(args.repeats)]
         # stepping: another stage / layer / head of the traced text, each asked for the first time
         kinds = ["hook_pattern", "hook_attn_scores", "hook_scores_raw", "hook_q", "hook_z"]
@@ -247,11 +256,13 @@ def main() -> None:
     v50, v95 = percentiles(steady)
     c50, c95 = percentiles(cached)
     s50, s95 = percentiles(stepped)
+    p50, p95 = percentiles(page)
     print(f"first view stages: {', '.join(stages)} (+ top 10 next tokens)")
     print(f"plain forward                     p50 {f50:7.2f} ms  p95 {f95:7.2f} ms")
     print(f"first view, server work (uncached) p50 {w50:7.2f} ms  p95 {w95:7.2f} ms   trace + slice + render")
     print(f"first view HTTP, uncached          p50 {u50:7.2f} ms  p95 {u95:7.2f} ms   trace cache still filling")
     print(f"first view HTTP, uncached, steady  p50 {v50:7.2f} ms  p95 {v95:7.2f} ms   after {fill} more texts")
+    print(f"the page's first view, uncached    p50 {p50:7.2f} ms  p95 {p95:7.2f} ms   tokenize + opening stage, f2")
     print(f"first view HTTP, cached            p50 {c50:7.2f} ms  p95 {c95:7.2f} ms")
     print(f"step to a new stage, trace cached  p50 {s50:7.2f} ms  p95 {s95:7.2f} ms")
     for label, body in payloads.items():
@@ -261,6 +272,7 @@ def main() -> None:
     print(f"ratio uncached server work / plain forward:    {w50 / f50:5.2f}   goal <= 2")
     print(f"ratio uncached HTTP / plain forward:           {u50 / f50:5.2f}   goal <= 1.5 (cache filling)")
     print(f"ratio uncached HTTP / plain forward, steady:   {v50 / f50:5.2f}   goal <= 1.5 (cache full)")
+    print(f"ratio the page's first view / plain forward:  {p50 / f50:5.2f}   (two requests, cache full)")
     print(f"first-view list payload <= 64 KB:              {len(payloads['list']) <= 64 * 1024}")
 
 
