@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -47,11 +48,14 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         runtime.configure(settings.torch_threads, keep_mb=settings.prefault_mb)  # once, before any inference
         service = Service(registry if registry is not None else build_registry(settings), settings)
         app.state.service = service
-        # lazy models (minilm) load in the background: startup stays fast, first use does not wait long
-        warm = asyncio.get_running_loop().run_in_executor(service.engine.pool, service.warm_up)
+        # lazy models (minilm) load in the background: startup stays fast, first use does not wait long. A thread
+        # of its own, not an inference worker: a class that starts with the server gets both workers at once
+        warming = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warm-up")
+        warm = asyncio.get_running_loop().run_in_executor(warming, service.warm_up)
         log.info("models: %s (default %s)", ", ".join(service.registry.names()), service.registry.default)
         yield
         warm.cancel()
+        warming.shutdown(wait=False, cancel_futures=True)
         service.shutdown()
 
     app = FastAPI(

@@ -129,3 +129,28 @@ def test_answers_are_gzipped_once_in_the_pool_and_sent_as_the_client_accepts(cli
     assert kept[0].gzipped is not None and gzip.decompress(kept[0].gzipped) == plain.content
     assert int(zipped.headers["content-length"]) == len(kept[0].gzipped)
     assert zipped.headers["x-content-type-options"] == "nosniff"  # the security headers still go on
+
+
+def test_the_warm_up_leaves_both_inference_workers_free(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A class that starts with the server gets every worker at once: the start-up warm-up (lazy models, the
+    heap, the meta device) runs in a thread of its own, and the workers answer while it is still running."""
+    from app.main import create_app
+    from app.service import Service
+    from tests.app.conftest import make_registry, make_settings
+
+    started, release, ran_on = threading.Event(), threading.Event(), []
+
+    def slow_warm_up(self: Service) -> None:
+        ran_on.append(threading.current_thread().name)
+        started.set()
+        release.wait(timeout=30)
+
+    monkeypatch.setattr(Service, "warm_up", slow_warm_up)
+    app = create_app(make_settings(tmp_path, workers=1, queue_size=0), make_registry())
+    with TestClient(app) as client:
+        assert started.wait(timeout=10)
+        # one worker, no queue: had the warm-up taken the worker, this would be refused with 503
+        answer = post(client, "/api/trace", {"model": "gpt", "text": "while the server warms up"})
+        release.set()
+    assert answer.status_code == 200, answer.text
+    assert ran_on and ran_on[0].startswith("warm-up"), ran_on
