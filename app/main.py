@@ -51,6 +51,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         # lazy models (minilm) load in the background: startup stays fast, first use does not wait long. A thread
         # of its own, not an inference worker: a class that starts with the server gets both workers at once
         warming = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warm-up")
+        await asyncio.get_running_loop().run_in_executor(warming, service.prepare)
         warm = asyncio.get_running_loop().run_in_executor(warming, service.warm_up)
         log.info("models: %s (default %s)", ", ".join(service.registry.names()), service.registry.default)
         yield

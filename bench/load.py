@@ -80,7 +80,7 @@ def start_server(port: int, processes: int) -> subprocess.Popen[bytes]:
     raise RuntimeError("the server did not start")
 
 
-async def one_client(client: httpx.AsyncClient, until: float, rng: random.Random, log: list[tuple[float, int]],
+async def one_client(client: httpx.AsyncClient, until: float, rng: random.Random, log: list[tuple[float, int, float]],
                      shape: tuple[int, int]) -> None:
     """One student: a first view, two steps, then attention / predict / tokenize / model info.
 
@@ -92,7 +92,7 @@ async def one_client(client: httpx.AsyncClient, until: float, rng: random.Random
             status = response.status_code
         except httpx.HTTPError:
             status = 0  # a transport error or time-out counts as an error
-        log.append((time.perf_counter() - start, status))
+        log.append((time.perf_counter() - start, status, start))
 
     while time.monotonic() < until:
         text = rng.choice(SENTENCES) + ("" if rng.random() < 0.6 else f" {rng.randrange(10_000)}")
@@ -116,7 +116,7 @@ async def one_client(client: httpx.AsyncClient, until: float, rng: random.Random
 
 
 async def mixed(url: str, clients: int, seconds: float, server_pid: int) -> dict[str, object]:
-    log: list[tuple[float, int]] = []
+    log: list[tuple[float, int, float]] = []  # latency, status, when it was sent
     rss: list[float] = [rss_mb(server_pid)]
     until = time.monotonic() + seconds
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
@@ -128,16 +128,17 @@ async def mixed(url: str, clients: int, seconds: float, server_pid: int) -> dict
                 await asyncio.sleep(10)
                 rss.append(rss_mb(server_pid))
 
-        started = time.monotonic()
+        started, sent_from = time.monotonic(), time.perf_counter()
         students = (one_client(client, until, random.Random(i), log, shape) for i in range(clients))
         await asyncio.gather(sample_rss(), *students)
         elapsed = time.monotonic() - started
-    latencies = sorted(t for t, _ in log)
-    errors = sum(1 for _, status in log if status != 200)
-    by_status = {str(code): sum(1 for _, status in log if status == code) for code in {s for _, s in log} - {200}}
+    latencies = sorted(t for t, _, _ in log)
+    errors = sum(1 for _, status, _ in log if status != 200)
+    by_status = {str(code): sum(1 for _, status, _ in log if status == code) for code in {s for _, s, _ in log} - {200}}
+    errors_at = sorted(round(sent - sent_from, 1) for _, status, sent in log if status != 200)
     return {"responses": len(log), "errors": errors, "p50": statistics.median(latencies) * 1e3,
             "p95": latencies[int(0.95 * (len(latencies) - 1))] * 1e3, "throughput": len(log) / elapsed, "rss": rss,
-            "error_statuses": by_status}
+            "error_statuses": by_status, "errors_at_s": errors_at[:8]}
 
 
 async def burst(url: str, count: int) -> dict[str, object]:
@@ -182,6 +183,8 @@ def main() -> None:
         rss = ", ".join(f"{r:.0f}" for r in mix["rss"])  # type: ignore[attr-defined]
         print(f"\n== {processes} process(es)")
         errors = f"{mix['errors']} errors {mix['error_statuses'] or ''}"
+        if mix["errors"]:
+            errors += f" sent at {mix['errors_at_s']} s"
         print(f"mixed: {mix['responses']} responses, {errors} (goal 0), p50 {mix['p50']:.0f} ms, "
               f"p95 {mix['p95']:.0f} ms (goal <= 800), {mix['throughput']:.1f} responses/s")
         print(f"server RSS every 10 s (MB): {rss}")
