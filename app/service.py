@@ -91,15 +91,16 @@ class Service:
         self.measured: LRU[dict[str, Any]] = LRU(64)  # lab results that cost seconds: timings, trainings
 
     def prepare(self) -> None:
-        """Before the server accepts requests: pay the one-off cost of the first model built on the meta device
-        (about 1.5 s, mostly an import that holds the interpreter lock in bursts of up to 0.13 s) here, rather
-        than in the first from-scratch request or while a class's first requests queue behind it."""
+        """Before the server accepts requests: pre-touch the heap the trace cache will use (0.1-0.3 s), then pay
+        the one-off cost of the first model built on the meta device (about 1.5 s, mostly an import that holds
+        the interpreter lock in bursts of up to 0.13 s) here, rather than in the first from-scratch request or
+        while a class's first requests queue behind it."""
+        runtime.prefault_heap(self.settings.prefault_mb)
         count_parameters(TransformerConfig(d_model=8, n_layers=1, n_heads=1, vocab_size=8, n_ctx=8))
 
     def warm_up(self) -> None:
-        """In the background after startup: load lazy models and pre-touch the heap the trace cache will use."""
+        """In the background after startup: load lazy models (minilm), so their first use does not wait long."""
         self.registry.warm_up()
-        runtime.prefault_heap(self.settings.prefault_mb)
 
     def shutdown(self) -> None:
         self.engine.shutdown()
