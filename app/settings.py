@@ -37,7 +37,7 @@ class Settings(BaseSettings):
     torch_threads: int | None = None
     trace_cache_entries: int = 64
     trace_cache_mb: int = 512
-    # heap touched at startup (in the background) for the first traces the cache keeps: 0 turns it off
+    # heap touched at startup (before requests are accepted) for the first traces the cache keeps: 0 turns it off
     prefault_mb: int = Field(default=256, ge=0, le=4096)
     inline_cache_entries: int = 4  # from-scratch models built from a request's `config` (and snapshots)
     inline_cache_mb: int = 512  # ... and the bytes their weights may hold, per cache
