@@ -48,10 +48,13 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         runtime.configure(settings.torch_threads, keep_mb=settings.prefault_mb)  # once, before any inference
         service = Service(registry if registry is not None else build_registry(settings), settings)
         app.state.service = service
+        # the heap and the meta device first, before any request: in an inference worker, which no request needs
+        # yet (the uncached first views that followed measured 1.56-1.67x a plain forward, against 1.90-2.01x
+        # when another thread did it; bench/api_latency.py)
+        await asyncio.get_running_loop().run_in_executor(service.engine.pool, service.prepare)
         # lazy models (minilm) load in the background: startup stays fast, first use does not wait long. A thread
         # of its own, not an inference worker: a class that starts with the server gets both workers at once
         warming = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warm-up")
-        await asyncio.get_running_loop().run_in_executor(warming, service.prepare)
         warm = asyncio.get_running_loop().run_in_executor(warming, service.warm_up)
         log.info("models: %s (default %s)", ", ".join(service.registry.names()), service.registry.default)
         yield
