@@ -49,7 +49,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         service = Service(registry if registry is not None else build_registry(settings), settings)
         app.state.service = service
         # the heap and the meta device first, before any request: in an inference worker, which no request needs
-        # yet (the uncached first views that followed measured 1.56-1.67x a plain forward, against 1.90-2.01x
+        # yet (the uncached first views that followed measured 1.56-1.68x a plain forward, against 1.90-2.01x
         # when another thread did it; bench/api_latency.py)
         await asyncio.get_running_loop().run_in_executor(service.engine.pool, service.prepare)
         # lazy models (minilm) load in the background: startup stays fast, first use does not wait long. A thread
