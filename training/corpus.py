@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -224,15 +225,17 @@ def bits_per_character(
 FREQUENCY_BANDS = ((0, 3), (3, 30), (30, 300), (300, None))  # occurrences in the training split
 
 
+def character_counts(corpus: Corpus, lang: str) -> Counter[str]:
+    """How often each character occurs in the training split of one language."""
+    return Counter(char for doc in corpus.train.get(lang, []) for char in doc)
+
+
 def bits_by_training_frequency(
     model: Transformer, tokenizer: HubTokenizer, corpus: Corpus, lang: str, n_ctx: int, bos_id: int
 ) -> list[dict[str, Any]]:
     """Where the held-out bits go: the tokens that are one CJK character, grouped by how often that
     character occurs in the training split, then every other token (punctuation, spaces, bytes)."""
-    counts: dict[str, int] = {}
-    for doc in corpus.train[lang]:
-        for char in _CJK.findall(doc):
-            counts[char] = counts.get(char, 0) + 1
+    counts = character_counts(corpus, lang)
     ids, nats = token_losses(model, tokenizer, corpus.val[lang], n_ctx, bos_id)
     texts = [tokenizer.tokenizer.decode([int(i)]) for i in ids]
     bands: list[dict[str, Any]] = [{"seen": f"{lo}-{hi or ''}", "tokens": 0, "bits": 0.0} for lo, hi in FREQUENCY_BANDS]

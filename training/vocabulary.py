@@ -23,7 +23,7 @@ from collections import Counter
 from tokenizers import Tokenizer
 
 from model.tokenizer import HubTokenizer, _bytes_to_unicode
-from training.corpus import Corpus, train_bpe
+from training.corpus import Corpus, character_counts, train_bpe
 
 # The example sentences of the two seed texts (and the page's own), which must read as whole
 # characters and (for English) as the corpus allows.
@@ -55,8 +55,8 @@ def byte_level(text: str) -> str:
 def chinese_characters(corpus: Corpus, min_count: int, extra: tuple[str, ...] = EXAMPLE_SENTENCES) -> list[str]:
     """Non-ASCII, non-space characters seen at least min_count times in the Chinese training split,
     then those of `extra`; most frequent first."""
-    counts = Counter(ch for doc in corpus.train.get("zh", []) for ch in doc if ord(ch) > 127 and not ch.isspace())
-    chars = [ch for ch, n in counts.most_common() if n >= min_count]
+    counts = character_counts(corpus, "zh")
+    chars = [ch for ch, n in counts.most_common() if n >= min_count and ord(ch) > 127 and not ch.isspace()]
     seen = set(chars)
     for sentence in extra:
         for ch in sentence:
