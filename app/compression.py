@@ -11,17 +11,32 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
+from types import ModuleType
 
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 GZIP_MIN_BYTES = 1024  # below this, gzip's header costs more than it saves
-# level 1: a 53 KB first view in ~0.5 ms, to 15.7 KB; level 5 took ~3 ms for 13.8 KB
+# level 1: a 53 KB first view in ~0.6 ms with zlib (17.1 KB); level 5 took ~3 ms for 13.8 KB
 GZIP_LEVEL = 1
 
 
+def _deflate() -> ModuleType:
+    """ISA-L's deflate where it is installed (a pyproject dependency, wheels for the usual platforms): the same
+    gzip bytes, made ~4x faster than zlib's fastest level and a little smaller (a 53 KB first view: 0.14 ms,
+    16.0 KB, measured side by side). zlib otherwise."""
+    try:
+        from isal import isal_zlib
+    except ImportError:
+        return zlib
+    return isal_zlib
+
+
+DEFLATE = _deflate()
+
+
 def gzip_bytes(body: bytes, level: int = GZIP_LEVEL) -> bytes:
-    compressor = zlib.compressobj(level, zlib.DEFLATED, 16 + zlib.MAX_WBITS)  # 16+: the gzip container
+    compressor = DEFLATE.compressobj(level, DEFLATE.DEFLATED, 16 + DEFLATE.MAX_WBITS)  # 16+: the gzip container
     return compressor.compress(body) + compressor.flush()
 
 

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -33,7 +34,15 @@ class ApiJSONResponse(JSONResponse):
         try:
             return orjson.dumps(content, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
         except orjson.JSONEncodeError:
-            return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+            return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":"),
+                              default=_as_lists).encode("ascii")
+
+
+def _as_lists(value: object) -> object:
+    """What `json` cannot write itself: the numpy arrays a tensor's data travels in (app.tensors)."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 class ApiError(Exception):

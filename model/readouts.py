@@ -51,7 +51,8 @@ def next_token_distribution(logits: torch.Tensor, temperature: float = 1.0) -> t
     """softmax(logits / T) over the vocabulary.  logits: [d_vocab] -> probs [d_vocab] (sums to 1)."""
     if temperature <= 0:
         raise ValueError("temperature must be positive")
-    return torch.softmax(logits.float() / temperature, dim=-1)
+    scaled = logits.float() if temperature == 1.0 else logits.float() / temperature  # x / 1.0 == x: one op less
+    return torch.softmax(scaled, dim=-1)
 
 
 def top_k(probs: torch.Tensor, k: int) -> tuple[list[int], list[float]]:
@@ -67,9 +68,9 @@ def prediction(logits: torch.Tensor, temperature: float, k: int) -> dict[str, li
     logits: [d_vocab] at one position. The k probabilities plus `rest` sum to 1.
     """
     probs = next_token_distribution(logits, temperature)  # [d_vocab]
-    ids, values = top_k(probs, k)
-    rest = float((1.0 - probs[ids].sum()).clamp(min=0.0))
-    return {"ids": ids, "probs": values, "logits": logits.float()[ids].tolist(), "rest": rest}
+    values, ids = torch.topk(probs, max(1, min(k, probs.shape[-1])))  # [k]: top_k's, as tensors to index with
+    rest = float((1.0 - values.sum()).clamp(min=0.0))
+    return {"ids": ids.tolist(), "probs": values.tolist(), "logits": logits.float()[ids].tolist(), "rest": rest}
 
 
 def sequence_loss(logits: torch.Tensor, ids: Sequence[int]) -> float | None:

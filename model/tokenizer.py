@@ -101,6 +101,9 @@ class HubTokenizer:
         self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
         self._byte_level = "ByteLevel" in tokenizer.to_str()[:100000]
         self._unk = getattr(tokenizer.model, "unk_token", None)  # WordPiece: "[UNK]"
+        # id -> its text decoded alone: asked for every token of every text (a call into the library each,
+        # ~10 us), the same answer each time, at most one entry per id of the vocabulary
+        self._decoded_alone: dict[int, str] = {}
 
     @classmethod
     def from_file(cls, path: Path, kind: str = "bpe") -> HubTokenizer:
@@ -116,10 +119,16 @@ class HubTokenizer:
             shown = text[start:end] if end > start else piece
             if self._unk and piece == self._unk:
                 shown = piece  # an unknown character: show [UNK], what the model really sees
-            if self._byte_level and end > start and self.tokenizer.decode([token_id]) != shown:
+            if self._byte_level and end > start and self._decode_alone(token_id) != shown:
                 shown = byte_level_text(piece)
             tokens.append(Token(int(token_id), shown, int(start), int(end)))
         return tokens
+
+    def _decode_alone(self, token_id: int) -> str:
+        text = self._decoded_alone.get(token_id)
+        if text is None:
+            text = self._decoded_alone[token_id] = self.tokenizer.decode([token_id])
+        return text
 
     def id_to_text(self, token_id: int) -> str:
         piece = self.tokenizer.id_to_token(token_id)

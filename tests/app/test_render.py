@@ -25,6 +25,21 @@ def test_chinese_stays_utf8_and_a_lone_surrogate_still_gives_valid_json() -> Non
     assert ApiJSONResponse(None).render({"t": "我爱北京"}) == '{"t":"我爱北京"}'.encode()
     assert render({"t": "a\ud800b"}) == {"t": "a\ud800b"}
     assert render({"n": 2**70}) == {"n": 2**70}  # past 64 bits: the json fallback
+    # a tensor's data travels as a float64 array (app.tensors): the fallback writes it as lists too
+    assert render({"t": "\ud800", "data": np.array([[0.1234, -2.5e-05]])}) == {"t": "\ud800", "data": [[0.1234, -2.5e-05]]}
+
+
+def test_a_tensor_renders_to_the_same_bytes_as_its_lists() -> None:
+    import torch
+
+    from app.tensors import encode_tensor
+
+    generator = torch.Generator().manual_seed(0)
+    tensor = torch.randn(1, 5, 7, generator=generator) * 10.0 ** torch.randint(-6, 6, (1, 5, 7), generator=generator)
+    encoded = encode_tensor("x", tensor, ("batch", "pos", "d_model"))
+    as_lists = {**encoded, "data": np.asarray(encoded["data"]).tolist()}
+    assert ApiJSONResponse(None).render(encoded) == ApiJSONResponse(None).render(as_lists)
+    assert render(encoded)["data"] == [[float(f"{v:.4g}") for v in row] for row in tensor[0].tolist()]
 
 
 def test_round_significant_is_the_nearest_double_to_the_four_digit_decimal() -> None:
