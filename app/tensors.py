@@ -38,11 +38,12 @@ def round_significant(values: np.ndarray, digits: int = SIGNIFICANT_DIGITS) -> n
     """
     x = values.astype(np.float64)
     magnitude = np.abs(x)
-    regular = np.isfinite(magnitude) & (magnitude != 0)
-    _, binary = np.frexp(np.where(regular, magnitude, 1.0))  # magnitude = m * 2**binary, m in [0.5, 1)
-    decimal = np.floor((binary - 1) * np.log10(2.0)).astype(np.int64)  # floor(log10(magnitude)), or one less
-    decimal += magnitude >= _POW10[np.minimum(decimal + 331, len(_POW10) - 1)]  # the one less, fixed exactly
-    exponent = np.clip(digits - 1 - np.where(regular, decimal, 0), -300, 300)
+    _, binary = np.frexp(magnitude)  # magnitude = m * 2**binary, m in [0.5, 1); 0, inf and nan give binary 0
+    # floor((binary - 1) * log10(2)) in integers, exact for |binary| < 1100: floor(log10(magnitude)), or one less
+    decimal = ((binary - 1) * 78913) >> 18
+    decimal += magnitude >= _POW10[decimal + 331]  # the one less, fixed exactly
+    # 0, inf and nan come out as they went in: 0 * scale, inf * scale and nan * scale round to themselves
+    exponent = np.clip(digits - 1 - decimal, -300, 300)
     up = exponent >= 0
     if up.all():  # every value below 10**digits: the usual case, one vectorized pass
         scale = _POW10[exponent + 330]

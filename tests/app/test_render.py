@@ -60,3 +60,10 @@ def test_round_significant_is_the_nearest_double_to_the_four_digit_decimal() -> 
     assert np.array_equal(rounded[usual], expected[usual])
     special = round_significant(np.array([np.inf, -np.inf, np.nan], dtype=np.float32))
     assert np.isposinf(special[0]) and np.isneginf(special[1]) and np.isnan(special[2])
+
+
+def test_the_decimal_exponent_in_integers_is_floor_of_log10_of_two_powers() -> None:
+    """round_significant's floor((binary - 1) * log10(2)), done in integers, over every binary exponent a float64
+    has (subnormals included)."""
+    binary = np.arange(-1075, 1026)
+    assert np.array_equal(((binary - 1) * 78913) >> 18, np.floor((binary - 1) * np.log10(2.0)).astype(np.int64))
