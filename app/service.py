@@ -248,7 +248,9 @@ class Service:
         """The request's tokens within the limits (app.inputs.encode), kept for the next request on the same text."""
         key = (resolved.key, request.text, request.target_text)
         inputs = self.tokenized.get(key)
-        return inputs if inputs is not None else self.tokenized.put(key, encode(resolved.loaded, request, self.settings))
+        if inputs is None:
+            inputs = self.tokenized.put(key, encode(resolved.loaded, request, self.settings))
+        return inputs
 
     async def _admit(self, endpoint: str, request: TextInput,
                      cache: bool = True) -> tuple[Resolved, Hashable | None, Response | None]:

@@ -154,3 +154,45 @@ def test_the_warm_up_leaves_both_inference_workers_free(tmp_path, monkeypatch: p
         release.set()
     assert answer.status_code == 200, answer.text
     assert ran_on and ran_on[0].startswith("warm-up"), ran_on
+
+
+def test_gzip_from_isal_or_zlib_is_the_same_body(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ISA-L when installed, zlib otherwise (app.compression): any gzip reader gets the body back from either."""
+    import gzip
+    import zlib
+
+    from app import compression
+
+    body = b'{"stages":' + b"[0.1234,-2.5e-05]," * 3000 + b"[]}"
+    backends = [zlib]
+    try:
+        from isal import isal_zlib
+
+        backends.append(isal_zlib)
+    except ImportError:
+        pass
+    for backend in backends:
+        monkeypatch.setattr(compression, "DEFLATE", backend)
+        zipped = compression.Rendered.of(body).gzipped
+        assert zipped is not None and len(zipped) < len(body) // 10 and gzip.decompress(zipped) == body
+
+
+def test_a_step_after_the_first_view_does_not_tokenize_the_text_again(client: TestClient,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    service = client.app.state.service  # type: ignore[attr-defined]
+    tokenizer = service.registry.get("gpt").tokenizer
+    texts: list[str] = []
+    encode = tokenizer.encode
+    monkeypatch.setattr(tokenizer, "encode", lambda text: texts.append(text) or encode(text))
+    first = {"model": "gpt", "text": "one text, many steps"}
+    views = [client.post("/api/trace", json=first),
+             client.post("/api/trace", json={**first, "stages": ["blocks.0.attn.hook_pattern"], "heads": [1]}),
+             client.post("/api/attention", json={**first, "layer": 1}),
+             client.post("/api/tokenize", json=first)]
+    assert all(v.status_code == 200 for v in views) and texts == ["one text, many steps"]
+    assert views[0].json()["tokens"] == views[3].json()["tokens"]
+    client.post("/api/trace", json={"model": "gpt", "text": "another text"})
+    assert texts == ["one text, many steps", "another text"]
+    too_long = client.post("/api/trace", json={"model": "gpt", "text": "x" * 100})  # past the tiny model's n_ctx
+    assert too_long.status_code == 422
+    assert not any("x" * 100 in key for key in service.tokenized._items)  # a refused text is not kept

@@ -26,7 +26,8 @@ def test_chinese_stays_utf8_and_a_lone_surrogate_still_gives_valid_json() -> Non
     assert render({"t": "a\ud800b"}) == {"t": "a\ud800b"}
     assert render({"n": 2**70}) == {"n": 2**70}  # past 64 bits: the json fallback
     # a tensor's data travels as a float64 array (app.tensors): the fallback writes it as lists too
-    assert render({"t": "\ud800", "data": np.array([[0.1234, -2.5e-05]])}) == {"t": "\ud800", "data": [[0.1234, -2.5e-05]]}
+    mixed = {"t": "\ud800", "data": np.array([[0.1234, -2.5e-05]])}
+    assert render(mixed) == {"t": "\ud800", "data": [[0.1234, -2.5e-05]]}
 
 
 def test_a_tensor_renders_to_the_same_bytes_as_its_lists() -> None:
