@@ -1,8 +1,8 @@
 """Torch tensor -> JSON: `{name, dims, shape, dtype, data}` with the batch dimension removed.
 
 `data` is either nested lists (4 significant digits, masked cells as null because JSON
-has no -inf; a float64 array until rendered) or Plotly's typed-array form `{dtype, bdata, shape}` (base64 of the raw
-little-endian values; masked cells become NaN). float16 travels as dtype "f2", which
+has no -inf; a float64 array until rendered) or Plotly's typed-array form `{dtype, bdata,
+shape}` (base64 of the raw little-endian values; masked cells become NaN). float16 travels as dtype "f2", which
 plotly.js does not know: the page decodes it to a Float32Array itself.
 
 This is serialization only: no model math happens here.
