@@ -43,6 +43,23 @@ def test_a_tensor_renders_to_the_same_bytes_as_its_lists() -> None:
     assert render(encoded)["data"] == [[float(f"{v:.4g}") for v in row] for row in tensor[0].tolist()]
 
 
+def test_strided_and_scalar_tensors_render_with_orjson_itself() -> None:
+    """orjson refuses numpy arrays that are not C-contiguous or have no dimension; the json fallback would take
+    the whole answer (several times slower): encode_tensor hands orjson only what it takes."""
+    import orjson
+    import torch
+
+    from app.tensors import encode_tensor
+
+    strided = torch.arange(12.0).reshape(1, 3, 4).transpose(1, 2)  # like hook_z: a view, not contiguous
+    for tensor, dims in [(strided, ("batch", "d_head", "pos")), (torch.tensor(0.123456), ())]:
+        encoded = encode_tensor("x", tensor, dims)
+        written = orjson.loads(orjson.dumps(encoded, option=orjson.OPT_SERIALIZE_NUMPY))  # raises if refused
+        assert written["data"] == np.asarray(encoded["data"]).tolist()
+    assert orjson.loads(orjson.dumps(encode_tensor("x", strided, ("batch", "d_head", "pos")),
+                                     option=orjson.OPT_SERIALIZE_NUMPY))["data"] == strided[0].tolist()
+
+
 def test_round_significant_is_the_nearest_double_to_the_four_digit_decimal() -> None:
     """Within float32's range: what `f"{x:.4g}"` reads back as, to the last bit where 10**k is exact
     (k <= 22) and within one unit in the last place for tinier values."""
