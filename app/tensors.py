@@ -2,8 +2,8 @@
 
 `data` is either nested lists (4 significant digits, masked cells as null because JSON
 has no -inf; a float64 array until rendered) or Plotly's typed-array form `{dtype, bdata,
-shape}` (base64 of the raw little-endian values; masked cells become NaN). float16 travels as dtype "f2", which
-plotly.js does not know: the page decodes it to a Float32Array itself.
+shape}` (base64 of the raw little-endian values; masked cells become NaN). float16 travels
+as dtype "f2", which plotly.js does not know: the page decodes it to a Float32Array itself.
 
 This is serialization only: no model math happens here.
 """
@@ -60,15 +60,15 @@ def _to_lists(array: np.ndarray) -> Any:
     """Nested lists in the JSON body. Finite floats stay a float64 array, which orjson writes as the same nested
     lists (same bytes) without a Python float per cell: 0.25 ms less for a first view's 6,144 numbers. orjson
     takes C-contiguous arrays of at least one dimension only (a stage such as hook_z is a strided view)."""
-    if array.dtype.kind in "iu" or array.ndim == 0:
-        return array.tolist() if array.dtype.kind in "iu" else round_significant(array).tolist()
-    rounded = round_significant(array)
+    if array.dtype.kind in "iu":
+        return array.tolist()
+    rounded = np.asarray(round_significant(array))  # a 0-d array comes back as a numpy scalar
     masked = ~np.isfinite(rounded)
-    if not masked.any():
-        return np.ascontiguousarray(rounded)
-    cells = rounded.astype(object)
-    cells[masked] = None  # -inf (masked attention) and NaN have no JSON spelling
-    return cells.tolist()
+    if masked.any():
+        cells = rounded.astype(object)
+        cells[masked] = None  # -inf (masked attention) and NaN have no JSON spelling
+        return cells.tolist()
+    return rounded.tolist() if rounded.ndim == 0 else np.ascontiguousarray(rounded)
 
 
 def _to_typed_array(array: np.ndarray) -> dict[str, Any]:

@@ -199,7 +199,6 @@ def main() -> None:
     view = TraceRequest(model=args.model, text=texts[0])
     names = first_view(resolved)
     app = create_app(settings, registry)
-    forward: list[float] = []
     server_work: list[float] = []
     server = server_process() if args.server == "process" else LoopbackServer(app)
     client_class: type[LeanClient | HttpxClient] = LeanClient if args.client == "http.client" else HttpxClient
@@ -234,7 +233,6 @@ def main() -> None:
                     work.append(timed(lambda tokens=tokens: ApiJSONResponse(None).render(build_trace(
                         resolved, compute_trace(resolved.model, Inputs(tokens)), view, names))))
                 over_http.append(timed(lambda new=new: request(new)))
-            forward.extend(phase_forward)
             return over_http, phase_forward
 
         uncached, uncached_forward = interleaved(texts[args.repeats : args.repeats * 2], server_work)
@@ -258,7 +256,7 @@ def main() -> None:
         }
         stages = json.loads(payloads["list"])["stages"]
 
-    f50, f95 = percentiles(forward)
+    f50, f95 = percentiles(uncached_forward + steady_forward + page_forward)
     w50, w95 = percentiles(server_work)
     u50, u95 = percentiles(uncached)
     v50, v95 = percentiles(steady)

@@ -52,7 +52,8 @@ def test_strided_and_scalar_tensors_render_with_orjson_itself() -> None:
     from app.tensors import encode_tensor
 
     strided = torch.arange(12.0).reshape(1, 3, 4).transpose(1, 2)  # like hook_z: a view, not contiguous
-    for tensor, dims in [(strided, ("batch", "d_head", "pos")), (torch.tensor(0.123456), ())]:
+    scalars = [(torch.tensor(0.123456), ()), (torch.tensor(float("-inf")), ())]  # -inf: null, as masked cells
+    for tensor, dims in [(strided, ("batch", "d_head", "pos")), *scalars]:
         encoded = encode_tensor("x", tensor, dims)
         written = orjson.loads(orjson.dumps(encoded, option=orjson.OPT_SERIALIZE_NUMPY))  # raises if refused
         assert written["data"] == np.asarray(encoded["data"]).tolist()
