@@ -79,11 +79,21 @@ def serve(args: argparse.Namespace) -> int:
         # each process builds its own app from the environment: hand the settings over as TE_* variables
         os.environ.update({f"TE_{name.upper()}": json.dumps(value) if isinstance(value, list) else str(value)
                            for name, value in settings.model_dump(mode="json").items() if value is not None})
-        uvicorn.run("app.cli:app_from_environment", factory=True, workers=args.processes, host=settings.host,
-                    port=settings.port, log_level=args.log_level)
+        uvicorn.run("app.cli:app_from_environment", factory=True, workers=args.processes,
+                    **server_options(settings, args.log_level))
         return 0
-    uvicorn.run(create_app(settings, registry), host=settings.host, port=settings.port, log_level=args.log_level)
+    uvicorn.run(create_app(settings, registry), **server_options(settings, args.log_level))
     return 0
+
+
+def server_options(settings: Settings, log_level: str) -> dict[str, Any]:
+    """uvicorn's options: the guarded protocol (app.server), our own access log (app.middleware: it writes no
+    client text), and X-Forwarded-For believed only from the proxies named in the settings."""
+    from app.server import GuardedHttpProtocol
+
+    return {"host": settings.host, "port": settings.port, "log_level": log_level, "http": GuardedHttpProtocol,
+            "access_log": False, "proxy_headers": settings.forwarded_allow_ips is not None,
+            "forwarded_allow_ips": settings.forwarded_allow_ips}
 
 
 def app_from_environment() -> Any:

@@ -6,6 +6,7 @@ Messages never echo the submitted text back (pydantic's validation errors carry 
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Mapping
@@ -73,11 +74,11 @@ def unknown_model(known: list[str]) -> ApiError:
 def unknown_snapshot(model: str, step: int, steps: list[int]) -> ApiError:
     listed = ", ".join(map(str, steps)) if steps else "none"
     return ApiError(422, "unknown_snapshot",
-                    f"Model '{model}' has no training snapshot at step {step}. Snapshots: {listed}.")
+                    f"Model '{model}' has no training snapshot at step {shown(step)}. Snapshots: {listed}.")
 
 
 def snapshot_unreadable(step: int) -> ApiError:
-    return ApiError(422, "unknown_snapshot", f"The snapshot at step {step} cannot be loaded.")
+    return ApiError(422, "unknown_snapshot", f"The snapshot at step {shown(step)} cannot be loaded.")
 
 
 def invalid_config(reason: object) -> ApiError:
@@ -121,17 +122,23 @@ def too_many_tokens(field: str, count: int, limit: int) -> ApiError:
                     f"The {field} is {count} tokens long; the limit is {limit} tokens — shorten it.")
 
 
+def shown(number: int) -> str:
+    """A number from the request, as a message may show it: a short one as it is, never thousands of digits."""
+    return str(number) if abs(number) < 10**6 else ("a huge number" if number > 0 else "a huge negative number")
+
+
 def out_of_range(what: str, value: int, count: int) -> ApiError:
     return ApiError(
-        422, "out_of_range", f"{what} {value} does not exist: this model has {count}, numbered 0 to {count - 1}."
+        422, "out_of_range",
+        f"{what} {shown(value)} does not exist: this model has {count}, numbered 0 to {count - 1}."
     )
 
 
-def unknown_stage(reason: str) -> ApiError:
+def unknown_stage(index: int) -> ApiError:
     return ApiError(
         422, "unknown_stage",
-        f"{reason} — GET /api/models/{{name}} lists every stage name under `stages`; "
-        "patterns such as 'blocks.0.attn.*' work too.",
+        f"`stages[{index}]` names no stage of this model — GET /api/models/{{name}} lists every stage name under "
+        "`stages`; patterns such as 'blocks.0.attn.*' work too.",
     )
 
 
@@ -185,19 +192,67 @@ def body_too_large(limit_bytes: int) -> ApiJSONResponse:
     return error_response(413, "body_too_large", f"The request is larger than {kb} KB — send a shorter text.")
 
 
+EXAMPLE_BODY = '{"text": "The cat sat on the mat."}'
+UNREADABLE_JSON = ("The request body could not be read as JSON: check its quotes, commas and brackets (a body nested "
+                   "thousands of levels deep, or with a number thousands of digits long, cannot be read either).")
+
+
 def _describe_validation(exc: RequestValidationError) -> tuple[str, str]:
-    """(code, message) from pydantic errors, keeping location and reason, dropping the input."""
+    """(code, message) from pydantic errors, keeping location and reason, dropping the input.
+
+    A location shows only the API's own field names and list indices: a key the client made up (an unknown
+    field) is never repeated back."""
     errors = exc.errors()
     if any(e.get("type") == "json_invalid" for e in errors):
-        return "invalid_json", "The request body is not valid JSON."
+        return "invalid_json", UNREADABLE_JSON
     parts = []
     for error in errors[:5]:
-        loc = ".".join(str(p) for p in error.get("loc", ()) if p not in ("body", "query"))
-        if error.get("type") == "missing":
+        raw_loc = tuple(error.get("loc", ()))
+        kind = error.get("type")
+        if raw_loc == ("body",):  # the body as a whole: empty, or not a JSON object
+            what = "is empty" if kind == "missing" else "is not a JSON object"
+            return "invalid_request", (f"The request body {what}: send a JSON object such as {EXAMPLE_BODY}, "
+                                       "with the header Content-Type: application/json.")
+        if kind == "extra_forbidden":
+            parent = _location(raw_loc[:-1])
+            where = f"'{parent}' has" if parent else "it has"
+            parts.append(f"{where} a field this endpoint does not know (/docs lists its fields)")
+            continue
+        loc = _location(raw_loc)
+        if kind == "missing":
             parts.append(f"'{loc}' is required")
         else:
-            parts.append(f"'{loc}': {error.get('msg', 'invalid value')}" if loc else str(error.get("msg")))
+            reason = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
+            parts.append(f"'{loc}': {reason}" if loc else reason)
     return "invalid_request", "The request is not valid: " + "; ".join(parts) + "."
+
+
+def _location(loc: tuple[Any, ...]) -> str:
+    """`config.d_model`, `stages[0]`: the API's field names and list indices; anything else is left out."""
+    shown_loc = ""
+    for part in loc:
+        if isinstance(part, int):
+            shown_loc += f"[{part}]"
+        elif part in _field_names():
+            shown_loc += f".{part}" if shown_loc else part
+    return shown_loc
+
+
+@functools.cache
+def _field_names() -> frozenset[str]:
+    """Every field name of the API's request models (pydantic's locations also hold its own labels and keys a
+    client made up; only these are shown)."""
+    from pydantic import BaseModel
+
+    from app import schemas, schemas_lab, schemas_lab2
+
+    names: set[str] = set()
+    for module in (schemas, schemas_lab, schemas_lab2):
+        for value in vars(module).values():
+            if isinstance(value, type) and issubclass(value, BaseModel):
+                names.update(value.model_fields)
+                names.update(f.alias for f in value.model_fields.values() if f.alias)
+    return frozenset(names)
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -213,9 +268,12 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> ApiJSONResponse:
         if exc.status_code == 400:  # a body FastAPI could not parse: the same answer as malformed JSON
-            return error_response(422, "invalid_json", "The request body is not valid JSON.")
+            return error_response(422, "invalid_json", UNREADABLE_JSON)
         codes = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}
         message = exc.detail if isinstance(exc.detail, str) else "The request could not be served."
+        if exc.status_code == 405:
+            allowed = (exc.headers or {}).get("Allow", "another method")
+            message = f"This endpoint answers only {allowed} (/docs lists every endpoint and its method)."
         if exc.status_code == 404 and message == "Not Found":
             message = "There is no such page or endpoint. The API is listed at /docs."
         return error_response(exc.status_code, codes.get(exc.status_code, "http_error"), message, exc.headers)
@@ -224,3 +282,9 @@ def install_error_handlers(app: FastAPI) -> None:
     async def unexpected(_: Request, exc: Exception) -> ApiJSONResponse:
         log.exception("unexpected error")  # the details go to the server log, not to the client
         return error_response(500, "internal", "Something went wrong on the server; the request was not served.")
+
+
+def models_at_budget(what: str) -> ApiError:
+    """A model that would take the live ones of its kind past their memory budget: they go as requests end."""
+    return ApiError(503, "busy", f"The server is holding as many {what} as its memory budget allows — "
+                                 "try again in a moment.", headers={"Retry-After": "1"})

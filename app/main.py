@@ -20,9 +20,11 @@ from app import runtime
 from app.catalogue import build_registry
 from app.compression import GZIP_LEVEL, GZIP_MIN_BYTES
 from app.errors import ApiJSONResponse, install_error_handlers
-from app.middleware import BodyLimitMiddleware, SecurityHeadersMiddleware
+from app.middleware import AccessLogMiddleware, BodyLimitMiddleware, HeadAsGetMiddleware, SecurityHeadersMiddleware
 from app.registry import Registry
 from app.routers import activations, attention, docs, health, lab, models, pages, positional, predict, trace
+from app.server import STATE_KEY as CONNECTION_LIMITS
+from app.server import ConnectionLimits
 from app.service import Service
 from app.settings import Settings
 
@@ -44,7 +46,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
     settings = settings or Settings()
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, ConnectionLimits]]:
         runtime.configure(settings.torch_threads, keep_mb=settings.prefault_mb)  # once, before any inference
         service = Service(registry if registry is not None else build_registry(settings), settings)
         app.state.service = service
@@ -57,7 +59,8 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         warming = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warm-up")
         warm = asyncio.get_running_loop().run_in_executor(warming, service.warm_up)
         log.info("models: %s (default %s)", ", ".join(service.registry.names()), service.registry.default)
-        yield
+        # the lifespan state reaches the server's connections (app.server), which guard with these limits
+        yield {CONNECTION_LIMITS: ConnectionLimits(settings.client_timeout_s, settings.max_head_bytes)}
         warm.cancel()
         warming.shutdown(wait=False, cancel_futures=True)
         service.shutdown()
@@ -70,6 +73,8 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         default_response_class=ApiJSONResponse,
         docs_url=None,  # served by app.routers.docs from local files, not a CDN
         redoc_url=None,
+        # no redirect from /api/health/ to /api/health: it would be built from the client's Host header
+        redirect_slashes=False,
     )
     app.state.settings = settings
     install_error_handlers(app)
@@ -83,5 +88,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST"],
                            allow_headers=["Content-Type"])
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
+    app.add_middleware(AccessLogMiddleware)  # inside HEAD-as-GET: it logs a HEAD as the GET the routes saw
+    app.add_middleware(HeadAsGetMiddleware)
     app.add_middleware(SecurityHeadersMiddleware)  # outermost: even a 413 carries the headers
     return app

@@ -41,7 +41,7 @@ def rounded(values: list[float], digits: int = 6) -> list[float]:
 def check_scaling(request: ScalingLabRequest) -> None:
     for d_k in request.d_k:
         if not 1 <= d_k <= 1024:
-            raise errors.invalid_option("d_k", f"{d_k} is outside 1 to 1024.")
+            raise errors.invalid_option("d_k", f"{errors.shown(d_k)} is outside 1 to 1024.")
     work = request.samples * sum(request.d_k) * 2
     if work > MAX_SCALING_WORK:
         raise errors.too_much_work("samples", work, MAX_SCALING_WORK, "random numbers (samples × Σ d_k × 2)")

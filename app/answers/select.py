@@ -45,8 +45,8 @@ def interventions_for(resolved: Resolved, asked: InterventionsIn | None) -> Inte
     for layer, head in asked.ablate_heads or []:
         if not 0 <= layer < n_layers or not 0 <= head < cfg.n_heads:
             raise errors.invalid_intervention(
-                f"ablate_heads: [{layer}, {head}] does not exist: this model has layers 0 to {n_layers - 1} "
-                f"and heads 0 to {cfg.n_heads - 1}.")
+                f"ablate_heads: [{errors.shown(layer)}, {errors.shown(head)}] does not exist: this model has "
+                f"layers 0 to {n_layers - 1} and heads 0 to {cfg.n_heads - 1}.")
     changes = Interventions(no_scale=asked.no_scale, no_mask=asked.no_mask, window=asked.window,
                             temperature=asked.temperature,
                             ablate_heads=tuple(sorted({(layer, head) for layer, head in asked.ablate_heads or []})),

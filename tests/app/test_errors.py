@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -106,6 +108,9 @@ def test_malformed_json(client: TestClient, raw: bytes) -> None:
     {"config": {"n_layers": 99}, "text": SECRET},
     {"config": {"d_model": 2048}, "text": SECRET},
     {"config": {"n_heads": 32}, "text": SECRET},
+    {"model": "gpt", "text": "x", SECRET: 1},  # a key the client made up is not repeated back either
+    {"model": "gpt", "text": "x", "interventions": {SECRET: 1}},
+    {"text": "x", "config": {SECRET: 1}},
 ])
 def test_invalid_requests_never_echo_the_text(client: TestClient, body: object) -> None:
     response = post(client, "/api/predict", body)  # type: ignore[arg-type]
@@ -151,3 +156,48 @@ def test_an_answer_over_the_cell_budget_names_the_limit_and_the_filters(tmp_path
                 "response_too_large")
         narrowed = post(small, "/api/trace", {**request, "stages": ["blocks.0.attn.hook_pattern"], "heads": [0]})
         assert narrowed.status_code == 200
+
+
+@pytest.mark.parametrize(("body", "code", "says"), [
+    ({"model": "gpt", "text": "x", "stages": ["blocks.0.attn.hook_q", SECRET]}, "unknown_stage", "`stages[1]`"),
+    ({"model": "gpt", "text": "x", "layers": [10**300]}, "out_of_range", "a huge number"),
+    ({"model": "gpt", "text": "x", "heads": [-(10**50)]}, "out_of_range", "a huge negative number"),
+    ({"model": "gpt", "text": "x", "interventions": {"ablate_heads": [[10**40, 0]]}}, "invalid_intervention",
+     "a huge number"),
+])
+def test_errors_point_at_the_field_and_never_repeat_what_was_sent(client: TestClient, body: dict[str, object],
+                                                                  code: str, says: str) -> None:
+    response = post(client, "/api/trace", body)
+    assert error_of(response)[1] == code and says in error_of(response)[2]
+    assert SECRET not in response.text and "0" * 30 not in response.text
+
+
+def test_a_stage_pattern_is_bounded_so_matching_it_is_cheap(client: TestClient) -> None:
+    """fnmatch's translation of '[[[...' grows with the square of its length: 15,000 characters held the
+    event loop for 8 s. Patterns are at most 128 characters, and the longest allowed one matches at once."""
+    started = time.perf_counter()
+    too_long = post(client, "/api/trace", {"model": "gpt", "text": "x", "stages": ["[" * 15000]})
+    assert error_of(too_long)[:2] == (422, "invalid_request") and "stages[0]" in error_of(too_long)[2]
+    longest = post(client, "/api/trace", {"model": "gpt", "text": "x", "stages": ["[" * 128] * 64})
+    assert error_of(longest)[1] == "unknown_stage"
+    assert time.perf_counter() - started < 2.0
+    for name in client.app.state.service.registry.names():  # type: ignore[attr-defined]
+        stages = client.get(f"/api/models/{name}").json()["stages"]
+        assert max(len(stage["name"]) for stage in stages) <= 128
+
+
+@pytest.mark.parametrize(("raw", "says"), [
+    (b"", "The request body is empty"),
+    (b'"just a string"', "is not a JSON object"),
+    (b"[" * 20000 + b"]" * 20000, "could not be read as JSON"),
+])
+def test_a_body_that_is_not_an_object_says_what_to_send(client: TestClient, raw: bytes, says: str) -> None:
+    response = client.post("/api/trace", content=raw, headers={"content-type": "application/json"})
+    assert error_of(response)[0] == 422 and says in error_of(response)[2]
+
+
+def test_method_not_allowed_names_the_method_to_use_and_slashes_are_not_redirected(client: TestClient) -> None:
+    status, code, message = error_of(client.put("/api/trace"))
+    assert (status, code) == (405, "method_not_allowed") and "POST" in message
+    assert client.get("/api/health/", follow_redirects=False).status_code == 404  # no Location from the Host
+    assert client.head("/api/health").status_code == 200

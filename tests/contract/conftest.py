@@ -12,6 +12,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from app.catalogue import build_registry
+from app.cli import server_options
 from app.main import create_app
 from app.settings import Settings
 from tests.conftest import free_port
@@ -21,7 +22,9 @@ class LiveServer:
     def __init__(self, app: FastAPI) -> None:
         self.app = app
         self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
+        # served as `transformer-explorer serve` serves it: the guarded protocol, our access log (app.cli)
+        options = {**server_options(app.state.settings, "warning"), "host": "127.0.0.1", "port": self.port}
+        self.server = uvicorn.Server(uvicorn.Config(app, **options))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.url = f"http://127.0.0.1:{self.port}"
 

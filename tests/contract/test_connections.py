@@ -1,0 +1,131 @@
+"""Clients that send or read too slowly, or send too much head, cannot hold the server (app.server).
+
+A real server with the production protocol and small limits (1 s, 4 KB), driven over raw sockets.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.main import create_app
+from tests.app.conftest import make_registry, make_settings
+from tests.contract.conftest import LiveServer
+
+TIMEOUT_S = 1.0
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    settings = make_settings(Path(tmp_path_factory.mktemp("conn")), client_timeout_s=TIMEOUT_S, max_head_bytes=4096)
+    with LiveServer(create_app(settings, make_registry())) as live:
+        yield live
+
+
+def connect(server: LiveServer) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", server.port), timeout=10)
+
+
+def read_until_closed(sock: socket.socket) -> tuple[bytes, float]:
+    """Everything the server sends until it closes the connection, and how long that took."""
+    start, received = time.monotonic(), b""
+    try:
+        while chunk := sock.recv(65536):
+            received += chunk
+    except ConnectionResetError:
+        pass
+    return received, time.monotonic() - start
+
+
+def status_and_error(response: bytes) -> tuple[int, dict[str, str], dict[str, str]]:
+    head, _, body = response.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.split(": ", 1) for line in lines[1:])
+    return int(lines[0].split()[1]), headers, json.loads(body)["error"]
+
+
+def test_a_connection_that_sends_nothing_is_closed(server: LiveServer) -> None:
+    received, waited = read_until_closed(connect(server))
+    assert received == b""
+    assert TIMEOUT_S * 0.8 < waited < TIMEOUT_S + 3
+
+
+@pytest.mark.parametrize("partial", [
+    b"GET /api/health HTTP/1.1\r\nHost: x\r\nX-Slow: ",  # a head trickled byte by byte
+    b"POST /api/trace HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{",
+])
+def test_a_request_that_does_not_arrive_in_time_gets_408_and_is_closed(server: LiveServer, partial: bytes) -> None:
+    sock = connect(server)
+    sock.sendall(partial)
+    received, waited = read_until_closed(sock)
+    status, headers, error = status_and_error(received)
+    assert (status, error["code"]) == (408, "request_timeout")
+    assert headers["x-content-type-options"] == "nosniff" and headers["connection"] == "close"
+    assert waited < TIMEOUT_S + 3
+
+
+def test_trickling_bytes_does_not_reset_the_deadline(server: LiveServer) -> None:
+    sock = connect(server)
+    sock.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+    start = time.monotonic()
+    with pytest.raises(OSError):  # the server closes the connection while bytes keep coming
+        for _ in range(40):
+            sock.sendall(b"a")
+            time.sleep(0.1)
+    assert time.monotonic() - start < TIMEOUT_S + 3
+
+
+def test_a_head_over_the_limit_is_refused_before_it_is_read_whole(server: LiveServer) -> None:
+    sock = connect(server)
+    try:
+        sock.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (4 << 20) + b"\r\n\r\n")
+    except OSError:
+        return  # closed while 4 MB were still being sent: refused, not read
+    received, _ = read_until_closed(sock)
+    assert received == b"" or status_and_error(received)[0] == 431
+
+
+def test_a_malformed_request_gets_the_api_error_shape_and_the_security_headers(server: LiveServer) -> None:
+    sock = connect(server)
+    sock.sendall(b"NOT AN HTTP REQUEST\r\n\r\n")
+    status, headers, error = status_and_error(read_until_closed(sock)[0])
+    assert (status, error["code"]) == (400, "invalid_http")
+    assert headers["x-frame-options"] == "DENY"
+
+
+def test_the_server_keeps_answering_while_slow_clients_hold_connections(server: LiveServer) -> None:
+    slow = [connect(server) for _ in range(20)]
+    for sock in slow:
+        sock.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\n")
+    started = time.monotonic()
+    assert httpx.get(f"{server.url}/api/health", timeout=5).status_code == 200
+    assert time.monotonic() - started < 1.0
+    assert all(status_and_error(read_until_closed(sock)[0])[0] == 408 for sock in slow)
+
+
+def test_kept_alive_requests_and_head_still_work(server: LiveServer) -> None:
+    with httpx.Client(base_url=server.url, timeout=5) as client:
+        for _ in range(3):
+            assert client.get("/api/health").status_code == 200
+            time.sleep(TIMEOUT_S * 0.4)  # a deadline runs only while a request arrives, not between requests
+        head = client.head("/")
+        assert head.status_code == 200 and head.content == b""
+
+
+def test_the_access_log_names_routes_never_what_the_client_wrote(server: LiveServer,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="transformer_explorer.access")
+    hostile = "HOSTILE<script>"
+    httpx.get(f"{server.url}/api/models/{hostile}", timeout=5)
+    httpx.get(f"{server.url}/api/{hostile}?q={hostile}", headers={"X-Forwarded-For": hostile}, timeout=5)
+    logged = [r.getMessage() for r in caplog.records if r.name == "transformer_explorer.access"]
+    assert any("GET /api/models/{name} 404" in line for line in logged), logged
+    assert any("<path of" in line and "<query of" in line for line in logged), logged
+    assert not any("HOSTILE" in line for line in logged)
