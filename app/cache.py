@@ -55,3 +55,13 @@ class LRU(Generic[V]):
 
     def _over_bytes(self) -> bool:
         return self.max_bytes is not None and self.nbytes > self.max_bytes
+
+    def drop_oldest(self) -> bool:
+        """Forget the least recently used entry; False when there is none."""
+        with self._lock:
+            if not self._items:
+                return False
+            _, (dropped, size) = self._items.popitem(last=False)
+            self.nbytes -= size
+        del dropped  # the last reference may go here, outside the lock (a model's finalizer runs then)
+        return True

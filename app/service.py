@@ -159,6 +159,8 @@ class Service:
 
     async def lab_scaling(self, request: ScalingLabRequest) -> Response:
         if not request.text:  # random vectors only: no model, no text
+            if request.model is not None:
+                await self.models.named(request.model)  # a model that does not exist is still an error
             lab.check_scaling(request)
             key = ("lab.scaling", repr(request.model_dump(exclude={"model", "config", "snapshot", "text", "layer"})))
             return await self.engine.respond(key, lambda: lab.build_synthetic_scaling(request))

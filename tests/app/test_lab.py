@@ -31,6 +31,8 @@ def test_scaling_limits_name_the_option(client: TestClient) -> None:
     assert (status, code) == (422, "too_much_work") and "`samples`" in message
     status, code, message = error_of(post(client, "/api/lab/scaling", {"model": "gpt", "text": TEXT, "layer": 9}))
     assert (status, code) == (422, "out_of_range") and "Layer 9" in message
+    status, code, _ = error_of(post(client, "/api/lab/scaling", {"model": "/etc/passwd", "d_k": [4]}))
+    assert (status, code) == (404, "unknown_model")  # checked even when no text asks for the model's heads
 
 
 def test_masks_and_the_patterns_under_them(client: TestClient) -> None:
