@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import typing
 from collections.abc import Mapping
 from typing import Any
 
@@ -197,11 +198,12 @@ UNREADABLE_JSON = ("The request body could not be read as JSON: check its quotes
                    "thousands of levels deep, or with a number thousands of digits long, cannot be read either).")
 
 
-def _describe_validation(exc: RequestValidationError) -> tuple[str, str]:
+def _describe_validation(exc: RequestValidationError, body_model: object = None) -> tuple[str, str]:
     """(code, message) from pydantic errors, keeping location and reason, dropping the input.
 
     A location shows only the API's own field names and list indices: a key the client made up (an unknown
-    field) is never repeated back."""
+    field) is never repeated back; the fields that would have been right are listed instead (a typo such as
+    `no_scal` shows beside `no_scale`). `body_model`: the request model of the route, when there is one."""
     errors = exc.errors()
     if any(e.get("type") == "json_invalid" for e in errors):
         return "invalid_json", UNREADABLE_JSON
@@ -216,7 +218,9 @@ def _describe_validation(exc: RequestValidationError) -> tuple[str, str]:
         if kind == "extra_forbidden":
             parent = _location(raw_loc[:-1])
             where = f"'{parent}' has" if parent else "it has"
-            parts.append(f"{where} a field this endpoint does not know (/docs lists its fields)")
+            known = _fields_below(body_model, raw_loc[1:-1]) if raw_loc[:1] == ("body",) else None
+            listed = f"its fields are {', '.join(known)}" if known else "/docs lists its fields"
+            parts.append(f"{where} a field this endpoint does not know ({listed})")
             continue
         loc = _location(raw_loc)
         if kind == "missing":
@@ -236,6 +240,26 @@ def _location(loc: tuple[Any, ...]) -> str:
         elif part in _field_names():
             shown_loc += f".{part}" if shown_loc else part
     return shown_loc
+
+
+def _fields_below(model: object, path: tuple[Any, ...]) -> list[str] | None:
+    """The field names of the request model found along `path` (field names and list indices) from `model`."""
+    for part in path:
+        if isinstance(part, int):
+            continue
+        fields = getattr(model, "model_fields", {})
+        model = _model_in(fields[part].annotation) if part in fields else None
+    fields = getattr(model, "model_fields", None)
+    return sorted(fields) if fields else None
+
+
+def _model_in(annotation: object) -> object:
+    """The pydantic model inside an annotation such as `InterventionsIn | None` or `list[InlineConfig]`."""
+    from pydantic import BaseModel
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((m for m in map(_model_in, typing.get_args(annotation)) if m is not None), None)
 
 
 @functools.cache
@@ -261,8 +285,9 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(exc.status, exc.code, exc.message, exc.headers)
 
     @app.exception_handler(RequestValidationError)
-    async def validation_error(_: Request, exc: RequestValidationError) -> ApiJSONResponse:
-        code, message = _describe_validation(exc)
+    async def validation_error(request: Request, exc: RequestValidationError) -> ApiJSONResponse:
+        body_field = getattr(request.scope.get("route"), "body_field", None)
+        code, message = _describe_validation(exc, getattr(getattr(body_field, "field_info", None), "annotation", None))
         return error_response(422, code, message)
 
     @app.exception_handler(StarletteHTTPException)

@@ -48,7 +48,8 @@ def test_bad_interventions_are_named(client: TestClient) -> None:
     status, code, message = error_of(post(client, "/api/trace", {**TEXT, "interventions": {"shuffle": [0, 0, 1]}}))
     assert (status, code) == (422, "invalid_intervention") and "shuffle" in message
     status, code, message = error_of(post(client, "/api/trace", {**TEXT, "interventions": {"no_scal": True}}))
-    assert (status, code) == (422, "invalid_request") and "no_scal" in message
+    assert (status, code) == (422, "invalid_request") and "no_scale" in message  # the right name, not the typo
+    assert "no_scal," not in message and "'no_scal'" not in message
     status, code, message = error_of(post(client, "/api/trace", {**TEXT, "interventions": {"window": 0}}))
     assert (status, code) == (422, "invalid_request") and "window" in message
 
