@@ -69,7 +69,7 @@ def serve(args: argparse.Namespace) -> int:
     from app.registry import RegistryError
 
     settings = settings_from(args)
-    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s: %(message)s")
+    configure_logging(args.log_level)
     try:
         registry = build_registry(settings)  # load here so a bad --add-model is one clear line
     except RegistryError as error:
@@ -79,6 +79,7 @@ def serve(args: argparse.Namespace) -> int:
         # each process builds its own app from the environment: hand the settings over as TE_* variables
         os.environ.update({f"TE_{name.upper()}": json.dumps(value) if isinstance(value, list) else str(value)
                            for name, value in settings.model_dump(mode="json").items() if value is not None})
+        os.environ[LOG_LEVEL_VARIABLE] = args.log_level  # each process sets up its own logging (access log too)
         uvicorn.run("app.cli:app_from_environment", factory=True, workers=args.processes,
                     **server_options(settings, args.log_level))
         return 0
@@ -101,8 +102,16 @@ def app_from_environment() -> Any:
     from app.catalogue import build_registry
     from app.main import create_app
 
+    configure_logging(os.environ.get(LOG_LEVEL_VARIABLE, "info"))
     settings = Settings()
     return create_app(settings, build_registry(settings))
+
+
+LOG_LEVEL_VARIABLE = "TE_LOG_LEVEL"
+
+
+def configure_logging(level: str) -> None:
+    logging.basicConfig(level=level.upper(), format="%(levelname)s: %(message)s")
 
 
 def train(argv: Sequence[str]) -> int:

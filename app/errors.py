@@ -190,7 +190,9 @@ def busy() -> ApiError:
 
 def body_too_large(limit_bytes: int) -> ApiJSONResponse:
     kb = limit_bytes // 1024
-    return error_response(413, "body_too_large", f"The request is larger than {kb} KB — send a shorter text.")
+    # the connection closes after it: the unread rest of the body would otherwise be read as the next request
+    return error_response(413, "body_too_large", f"The request is larger than {kb} KB — send a shorter text.",
+                          {"Connection": "close"})
 
 
 EXAMPLE_BODY = '{"text": "The cat sat on the mat."}'

@@ -9,7 +9,9 @@ server. `GuardedHttpProtocol` bounds each of them:
 - a request must arrive whole, head and body, within `client_timeout_s` of its first byte (or of the
   connection's opening): past that a partial request gets 408 and the connection is closed, and a
   connection that sent nothing is closed;
-- a request head over `max_head_bytes` gets 431 and the connection is closed;
+- a request head over `max_head_bytes` gets 431, a whole request (body and chunk framing included) over
+  `max_request_bytes` gets 413, chunked trailers get 400, and more than 16 requests sent ahead of their
+  answers (pipelining) get 429; each closes the connection;
 - a client that reads none of its answer for `client_timeout_s` is dropped;
 - the parser's own refusals (a malformed request line, a bad header) get the API's JSON error and the
   security headers, not uvicorn's plain text.
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from app.middleware import SECURITY_HEADERS
 
@@ -37,6 +39,13 @@ STATE_KEY = "connection_limits"
 class ConnectionLimits:
     client_timeout_s: float = 15.0
     max_head_bytes: int = 32 * 1024
+    # a whole request on the wire: the head, the body (the app refuses more than TE_MAX_BODY_BYTES of it) and
+    # room for chunked framing, so that the bytes a client keeps sending after its 413 are bounded too
+    max_request_bytes: int = 32 * 1024 + 8 * 64 * 1024
+
+    @classmethod
+    def of(cls, client_timeout_s: float, max_head_bytes: int, max_body_bytes: int) -> ConnectionLimits:
+        return cls(client_timeout_s, max_head_bytes, max_head_bytes + 8 * max_body_bytes)
 
 
 def error_bytes(status: int, code: str, message: str) -> bytes:
@@ -52,12 +61,23 @@ TOO_SLOW = error_bytes(408, "request_timeout",
                        "The request did not arrive in time; the connection is closed. Send it again.")
 HEAD_TOO_LARGE = error_bytes(431, "headers_too_large",
                              "The request's headers are too large; the connection is closed.")
+TOO_LARGE = error_bytes(413, "body_too_large", "The request is too large; the connection is closed.")
+TOO_MANY_PIPELINED = error_bytes(429, "too_many_requests",
+                                 "Too many requests were sent ahead of their answers; the connection is closed.")
 MALFORMED = error_bytes(400, "invalid_http", "This is not a valid HTTP request; the connection is closed.")
+
+# requests a client may send ahead of their answers on one connection (HTTP/1.1 pipelining): uvicorn queues
+# every one it parses, and one 256 KB read of `GET /api/health` holds ~6,500 (2 GB in 22 s, measured)
+MAX_PIPELINED = 16
+
+
+class Refused(Exception):
+    """Raised in a parser callback: parsing stops, and the connection is answered with `refusal` and closed."""
 
 
 class GuardedHttpProtocol(HttpToolsProtocol):
-    """uvicorn's HTTP/1.1 protocol with a deadline for each request to arrive, a bound on its head, and a
-    deadline for the client to read its answer."""
+    """uvicorn's HTTP/1.1 protocol with a deadline for each request to arrive, bounds on its bytes and on
+    pipelining, and a deadline for the client to read its answer."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -66,7 +86,37 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self.stalled: asyncio.TimerHandle | None = None
         self.receiving = False  # a request has begun and has not arrived whole
         self.head_complete = False
-        self.head_bytes = 0
+        self.request_bytes = 0  # bytes received since the last request arrived whole
+        self.open_cycles: list[RequestResponseCycle] = []  # parsed requests whose answer is not complete
+        self.refusal = MALFORMED  # what send_400_response sends (uvicorn calls it for every parser error)
+
+    # ------------------------------------------------------------ ending a connection
+
+    def _answering(self) -> bool:
+        """An answer is on its way: bytes written now would land inside it."""
+        return any(c.response_started and not c.response_complete for c in self.open_cycles)
+
+    def _close_with(self, refusal: bytes) -> None:
+        if self.transport.is_closing():
+            return
+        if not self._answering():
+            self.transport.write(refusal)
+        self.transport.close()
+
+    def send_400_response(self, msg: str) -> None:
+        self._close_with(self.refusal)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        if self.stalled is not None:
+            self.stalled.cancel()
+        # uvicorn tells only the newest parsed request; the one being answered (and any queued) must stop too,
+        # or it writes to the closed transport
+        for cycle in self.open_cycles:
+            if not cycle.response_complete:
+                cycle.disconnected = True
+            cycle.message_event.set()
+        super().connection_lost(exc)
 
     # ------------------------------------------------------------ the request's deadline
 
@@ -80,55 +130,59 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             self.deadline = None
 
     def _too_slow(self) -> None:
-        if self.transport.is_closing():
-            return
-        if self.receiving and (self.cycle is None or self.cycle.response_complete or not self.cycle.response_started):
-            self.transport.write(TOO_SLOW)
-        self.transport.close()
+        answered = self.head_complete and self.cycle is not None and self.cycle.response_started
+        if self.receiving and not answered:  # a request began and got nothing back: say why it ends
+            self._close_with(TOO_SLOW)
+        else:  # nothing sent, or the answer already went (a 413 before the body): just close
+            self.transport.close()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._arm()  # a connection that never sends a byte is closed too
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
-        if self.stalled is not None:
-            self.stalled.cancel()
-        super().connection_lost(exc)
+    # ------------------------------------------------------------ parser callbacks
 
     def on_message_begin(self) -> None:
+        self.open_cycles = [c for c in self.open_cycles if not c.response_complete]
+        if len(self.open_cycles) > MAX_PIPELINED:
+            self.refusal = TOO_MANY_PIPELINED
+            raise Refused
         super().on_message_begin()
         self.receiving, self.head_complete = True, False
         self._arm()
 
     def on_headers_complete(self) -> None:
-        self.head_complete, self.head_bytes = True, 0
+        self.head_complete = True
         super().on_headers_complete()
+        self.open_cycles.append(self.cycle)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if self.head_complete:  # a trailer after a chunked body: never needed here, and not bounded by the head
+            self.refusal = MALFORMED
+            raise Refused
+        super().on_header(name, value)
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
-        self.receiving = False
+        self.receiving, self.request_bytes = False, 0
         self._disarm()
 
-    # ------------------------------------------------------------ the head's size
+    # ------------------------------------------------------------ the request's size
 
     def data_received(self, data: bytes) -> None:
-        """Counted while a head is awaited or arriving, before the parser buffers it: a head larger than the
-        limit is refused at most one read (256 KB) past it."""
-        if not self.receiving or not self.head_complete:
-            self.head_bytes += len(data)
-            if self.deadline is None:  # bytes between requests (blank lines) also start the clock
-                self._arm()
+        """Every byte counts toward the request it belongs to, before the parser buffers it: a head over its
+        limit, or a request (head, body, chunk framing, trailers) over its limit, is refused at most one read
+        (256 KB) past it."""
+        self.request_bytes += len(data)
+        if self.deadline is None:  # bytes between requests (blank lines) also start the clock
+            self._arm()
         super().data_received(data)
-        if self.transport.is_closing() or (self.receiving and self.head_complete):
+        if self.transport.is_closing():
             return
-        if self.head_bytes > self.limits.max_head_bytes:
-            self.transport.write(HEAD_TOO_LARGE)
-            self.transport.close()
-
-    def send_400_response(self, msg: str) -> None:
-        self.transport.write(MALFORMED)
-        self.transport.close()
+        if not (self.receiving and self.head_complete) and self.request_bytes > self.limits.max_head_bytes:
+            self._close_with(HEAD_TOO_LARGE)
+        elif self.request_bytes > self.limits.max_request_bytes:
+            self._close_with(TOO_LARGE)
 
     # ------------------------------------------------------------ a client that does not read
 

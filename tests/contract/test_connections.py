@@ -5,6 +5,7 @@ A real server with the production protocol and small limits (1 s, 4 KB), driven 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import socket
@@ -129,3 +130,66 @@ def test_the_access_log_names_routes_never_what_the_client_wrote(server: LiveSer
     assert any("GET /api/models/{name} 404" in line for line in logged), logged
     assert any("<path of" in line and "<query of" in line for line in logged), logged
     assert not any("HOSTILE" in line for line in logged)
+
+
+def test_requests_sent_far_ahead_of_their_answers_are_refused(server: LiveServer) -> None:
+    """uvicorn queues every pipelined request it parses: one read of `GET /api/health` x 6,500 grew the
+    server by 2 GB in 22 s. Past 16 waiting, the connection is answered 429 and closed."""
+    sock = connect(server)
+    request = b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n"
+    with contextlib.suppress(OSError):  # closed while sending: refused
+        sock.sendall(request * 2000)
+    received, _ = read_until_closed(sock)
+    assert received.count(b"HTTP/1.1 200") <= 17
+    assert b"too_many_requests" in received or received.count(b"HTTP/1.1 200") < 2000
+    assert httpx.get(f"{server.url}/api/health", timeout=5).status_code == 200
+    last = b"GET /api/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    few, _ = read_all_of(server, request * 2 + last)  # a few pipelined requests are still answered in order
+    assert few.count(b"HTTP/1.1 200") == 3
+
+
+def read_all_of(server: LiveServer, raw: bytes) -> tuple[bytes, float]:
+    sock = connect(server)
+    sock.sendall(raw)
+    sock.settimeout(TIMEOUT_S + 3)
+    return read_until_closed(sock)
+
+
+def test_trailers_and_endless_bodies_are_bounded(server: LiveServer) -> None:
+    head = (b"POST /api/tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n")
+    trailer, _ = read_all_of(server, head + b"2\r\n{}\r\n0\r\nX-T: a\r\n\r\n")
+    assert status_and_error(trailer)[0] == 400  # a trailer is never needed here, and no head limit bounds it
+    sock = connect(server)
+    sent = 0
+    try:  # a body declared huge keeps coming after its 413: the connection closes past the request limit
+        sock.sendall(b"POST /api/trace HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 100000000\r\n\r\n")
+        while sent < 8 << 20:
+            sock.sendall(b"a" * 65536)
+            sent += 65536
+    except OSError:
+        pass
+    assert sent < 8 << 20
+
+
+def test_a_413_closes_the_connection_so_the_unread_body_is_not_taken_for_a_request(server: LiveServer) -> None:
+    raw = (b"POST /api/trace HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
+           b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n")
+    received, waited = read_all_of(server, raw)
+    assert status_and_error(received)[0] == 413 and received.count(b"HTTP/1.1") == 1
+    assert waited < 1.0  # closed at once, not by the deadline with a second, unasked-for answer
+
+
+def test_a_dropped_reader_leaves_no_error_in_the_log(server: LiveServer, caplog: pytest.LogCaptureFixture) -> None:
+    """The answer being written and the requests queued behind it all learn that the client is gone."""
+    caplog.set_level(logging.WARNING)
+    body = json.dumps({"model": "gpt", "text": "the cat sat on the mat " * 2, "stages": ["*"]}).encode()
+    sock = connect(server)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.sendall(b"POST /api/trace HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+                 + str(len(body)).encode() + b"\r\n\r\n" + body + b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n" * 2)
+    time.sleep(TIMEOUT_S * 3)
+    sock.close()
+    time.sleep(0.5)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], [r.getMessage() for r in caplog.records]
