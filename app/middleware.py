@@ -137,8 +137,9 @@ class AccessLogMiddleware:
         try:
             await self.app(scope, receive, send_noting_status)
         finally:
-            access_log.info("%s %s %s %d %.1f ms", peer(scope), scope["method"] if scope["method"] in METHODS
-                            else "OTHER", route_of(scope), status, (time.perf_counter() - start) * 1e3)
+            access_log.info("%s %s %s %s %.1f ms", peer(scope), scope["method"] if scope["method"] in METHODS
+                            else "OTHER", route_of(scope), status or "no-answer",  # the client went, or timed out
+                            (time.perf_counter() - start) * 1e3)
 
 
 def peer(scope: Scope) -> str:
