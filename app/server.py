@@ -12,7 +12,8 @@ server. `GuardedHttpProtocol` bounds each of them:
 - a request head over `max_head_bytes` gets 431, a whole request (body and chunk framing included) over
   `max_request_bytes` gets 413, chunked trailers get 400, and more than 16 requests sent ahead of their
   answers (pipelining) get 429; each closes the connection;
-- a client that reads none of its answer for `client_timeout_s` is dropped;
+- a client that reads none of its answer for `client_timeout_s`, or keeps an answer waiting in memory
+  for 4 × `client_timeout_s` in all by reading a trickle, is dropped;
 - the parser's own refusals (a malformed request line, a bad header) get the API's JSON error and the
   security headers, not uvicorn's plain text.
 
@@ -69,6 +70,9 @@ MALFORMED = error_bytes(400, "invalid_http", "This is not a valid HTTP request; 
 # requests a client may send ahead of their answers on one connection (HTTP/1.1 pipelining): uvicorn queues
 # every one it parses, and one 256 KB read of `GET /api/health` holds ~6,500 (2 GB in 22 s, measured)
 MAX_PIPELINED = 16
+# an answer may wait for its client client_timeout_s at a time, and this many times that in all: 60 s by default,
+# time for the rest of a 7 MB answer (the largest; a step of the page is tens of KB) at about 1 Mbit/s
+READING_BUDGET = 4
 
 
 class Refused(Exception):
@@ -89,6 +93,8 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self.request_bytes = 0  # bytes received since the last request arrived whole
         self.open_cycles: list[RequestResponseCycle] = []  # parsed requests whose answer is not complete
         self.refusal = MALFORMED  # what send_400_response sends (uvicorn calls it for every parser error)
+        self.paused_since: float | None = None  # writing paused: the client is not reading fast enough
+        self.paused_total = 0.0  # seconds the current answer has waited for the client
 
     # ------------------------------------------------------------ ending a connection
 
@@ -165,6 +171,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     def on_message_complete(self) -> None:
         super().on_message_complete()
         self.receiving, self.request_bytes = False, 0
+        self.paused_total = 0.0  # a new answer gets its own reading budget
         self._disarm()
 
     # ------------------------------------------------------------ the request's size
@@ -187,12 +194,20 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     # ------------------------------------------------------------ a client that does not read
 
     def pause_writing(self) -> None:
+        """The kernel's buffer and ours are full: the rest of the answer waits in memory for the client. It may
+        wait `client_timeout_s` at a time, and READING_BUDGET times that in all for one answer: a client that
+        reads a trickle (64 KB every 5 s held a 7 MB answer for minutes) is dropped, and the answer with it."""
         super().pause_writing()
+        self.paused_since = self.loop.time()
         if self.stalled is None:
-            self.stalled = self.loop.call_later(self.limits.client_timeout_s, self.transport.abort)
+            left = self.limits.client_timeout_s * READING_BUDGET - self.paused_total
+            self.stalled = self.loop.call_later(max(0.0, min(self.limits.client_timeout_s, left)), self.transport.abort)
 
     def resume_writing(self) -> None:
         super().resume_writing()
+        if self.paused_since is not None:
+            self.paused_total += self.loop.time() - self.paused_since
+            self.paused_since = None
         if self.stalled is not None:
             self.stalled.cancel()
             self.stalled = None

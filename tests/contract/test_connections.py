@@ -12,13 +12,16 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import httpx
 import pytest
 
 from app.main import create_app
+from app.server import READING_BUDGET, ConnectionLimits, GuardedHttpProtocol
 from tests.app.conftest import make_registry, make_settings
-from tests.contract.conftest import LiveServer
+from tests.contract.conftest import LiveServer, shipped_app
 
 TIMEOUT_S = 1.0
 
@@ -193,3 +196,70 @@ def test_a_dropped_reader_leaves_no_error_in_the_log(server: LiveServer, caplog:
     sock.close()
     time.sleep(0.5)
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], [r.getMessage() for r in caplog.records]
+
+
+def test_a_client_that_stops_reading_lets_go_of_its_answer() -> None:
+    """The rest of an answer the kernel cannot take (12 MB here, ~4 MB of it in the kernel) waits in the server's
+    memory; a client that reads too slowly is dropped and the server lets go of the connection and its answer.
+    (The kernel may still send what it holds, then closes.)"""
+    body = json.dumps({"model": "tiny-gpt", "text": "the cat sat on the mat while it rained " * 5,
+                       "stages": ["*"]}).encode()
+    with LiveServer(shipped_app(client_timeout_s=TIMEOUT_S)) as live:
+        sock = socket.create_connection(("127.0.0.1", live.port), timeout=10)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.sendall(b"POST /api/trace HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+                     + str(len(body)).encode() + b"\r\n\r\n" + body)
+        held = live.server.server_state.connections
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not held:  # the answer is being computed
+            time.sleep(0.05)
+        start = time.monotonic()
+        while time.monotonic() - start < 15 and held:
+            sock.recv(4096)  # a trickle, never a whole second without reading
+            time.sleep(0.05)
+        assert not held, "the server still holds a connection whose client reads a trickle"
+        assert time.monotonic() - start < TIMEOUT_S * READING_BUDGET + 3
+        sock.close()
+
+
+class FakeLoop:
+    """A clock the test moves by hand, with call_later timers that fire when it passes them."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.timers: list[list[Any]] = []
+
+    def time(self) -> float:
+        return self.now
+
+    def call_later(self, delay: float, callback: Any) -> Any:
+        timer = [self.now + delay, callback, False]
+        self.timers.append(timer)
+        return SimpleNamespace(cancel=lambda: timer.__setitem__(2, True))
+
+    def advance_to(self, moment: float) -> None:
+        for timer in sorted(self.timers, key=lambda t: t[0]):
+            if not timer[2] and timer[0] <= moment:
+                self.now, timer[2] = timer[0], True
+                timer[1]()
+        self.now = moment
+
+
+def test_an_answer_may_wait_for_its_reader_only_so_long_in_all() -> None:
+    """Stalls of 0.9 s each, under the 1 s a single stall may last, still add up: past 4 x 1 s the client goes."""
+    loop = FakeLoop()
+    aborted: list[float] = []
+    protocol = GuardedHttpProtocol.__new__(GuardedHttpProtocol)
+    protocol.loop = loop  # type: ignore[assignment]
+    protocol.limits = ConnectionLimits(client_timeout_s=1.0)
+    protocol.flow = SimpleNamespace(pause_writing=lambda: None, resume_writing=lambda: None)  # type: ignore[assignment]
+    protocol.transport = SimpleNamespace(abort=lambda: aborted.append(loop.now))  # type: ignore[assignment]
+    protocol.stalled, protocol.paused_since, protocol.paused_total = None, None, 0.0
+    for second in range(6):
+        loop.advance_to(second)
+        protocol.pause_writing()
+        loop.advance_to(second + 0.9)
+        if aborted:
+            break
+        protocol.resume_writing()
+    assert aborted and aborted[0] == pytest.approx(TIMEOUT_S * READING_BUDGET + 0.4)  # 4 x 0.9 s, then 0.4 s more
