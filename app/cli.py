@@ -12,6 +12,8 @@ from typing import Any
 
 from app.settings import Settings
 
+LOG_LEVEL_VARIABLE = "TE_LOG_LEVEL"  # hands `serve --log-level` to each of several server processes
+
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", help="interface to listen on (default 127.0.0.1; TE_HOST)")
@@ -105,9 +107,6 @@ def app_from_environment() -> Any:
     configure_logging(os.environ.get(LOG_LEVEL_VARIABLE, "info"))
     settings = Settings()
     return create_app(settings, build_registry(settings))
-
-
-LOG_LEVEL_VARIABLE = "TE_LOG_LEVEL"
 
 
 def configure_logging(level: str) -> None:

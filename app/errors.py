@@ -64,7 +64,9 @@ def error_response(status: int, code: str, message: str, headers: Mapping[str, s
 # 404 unknown_model · 413 body_too_large · 422 empty_text, text_too_long, out_of_range, unknown_stage,
 # unknown_snapshot, invalid_config, model_too_large, response_too_large, not_in_model, conflicting_fields,
 # invalid_request, invalid_json,
-# invalid_intervention, not_generative, invalid_option, too_much_work, beyond_context · 503 busy · 500 internal
+# invalid_intervention, not_generative, invalid_option, too_much_work, beyond_context · 503 busy · 500 internal;
+# from the connection guard (app.server): 400 invalid_http, 408 request_timeout, 413 body_too_large,
+# 429 too_many_requests, 431 headers_too_large; and 404 not_found, 405 method_not_allowed from routing
 
 
 def unknown_model(known: list[str]) -> ApiError:
@@ -188,6 +190,12 @@ def busy() -> ApiError:
                     headers={"Retry-After": "1"})
 
 
+def models_at_budget(what: str) -> ApiError:
+    """A model that would take the live ones of its kind past their memory budget: they go as requests end."""
+    return ApiError(503, "busy", f"The server is holding as many {what} as its memory budget allows — "
+                                 "try again in a moment.", headers={"Retry-After": "1"})
+
+
 def body_too_large(limit_bytes: int) -> ApiJSONResponse:
     kb = limit_bytes // 1024
     # the connection closes after it: the unread rest of the body would otherwise be read as the next request
@@ -309,9 +317,3 @@ def install_error_handlers(app: FastAPI) -> None:
     async def unexpected(_: Request, exc: Exception) -> ApiJSONResponse:
         log.exception("unexpected error")  # the details go to the server log, not to the client
         return error_response(500, "internal", "Something went wrong on the server; the request was not served.")
-
-
-def models_at_budget(what: str) -> ApiError:
-    """A model that would take the live ones of its kind past their memory budget: they go as requests end."""
-    return ApiError(503, "busy", f"The server is holding as many {what} as its memory budget allows — "
-                                 "try again in a moment.", headers={"Retry-After": "1"})

@@ -60,8 +60,8 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         warm = asyncio.get_running_loop().run_in_executor(warming, service.warm_up)
         log.info("models: %s (default %s)", ", ".join(service.registry.names()), service.registry.default)
         # the lifespan state reaches the server's connections (app.server), which guard with these limits
-        yield {CONNECTION_LIMITS: ConnectionLimits.of(settings.client_timeout_s, settings.max_head_bytes,
-                                                      settings.max_body_bytes)}
+        yield {CONNECTION_LIMITS: ConnectionLimits(settings.client_timeout_s, settings.max_head_bytes,
+                                                   settings.max_body_bytes)}
         warm.cancel()
         warming.shutdown(wait=False, cancel_futures=True)
         service.shutdown()

@@ -28,9 +28,9 @@ import http
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
+from app.errors import error_response
 from app.middleware import SECURITY_HEADERS
 
 STATE_KEY = "connection_limits"
@@ -40,18 +40,18 @@ STATE_KEY = "connection_limits"
 class ConnectionLimits:
     client_timeout_s: float = 15.0
     max_head_bytes: int = 32 * 1024
-    # a whole request on the wire: the head, the body (the app refuses more than TE_MAX_BODY_BYTES of it) and
-    # room for chunked framing, so that the bytes a client keeps sending after its 413 are bounded too
-    max_request_bytes: int = 32 * 1024 + 8 * 64 * 1024
+    max_body_bytes: int = 64 * 1024  # the app refuses more (BodyLimitMiddleware); here it bounds the wire
 
-    @classmethod
-    def of(cls, client_timeout_s: float, max_head_bytes: int, max_body_bytes: int) -> ConnectionLimits:
-        return cls(client_timeout_s, max_head_bytes, max_head_bytes + 8 * max_body_bytes)
+    @property
+    def max_request_bytes(self) -> int:
+        """A whole request on the wire: head, body and room for chunked framing, so that the bytes a client
+        keeps sending after its 413 are bounded too."""
+        return self.max_head_bytes + 8 * self.max_body_bytes
 
 
 def error_bytes(status: int, code: str, message: str) -> bytes:
     """A whole HTTP/1.1 response with the API's error shape, after which the connection closes."""
-    body = orjson.dumps({"error": {"code": code, "message": message}})
+    body = bytes(error_response(status, code, message).body)
     head = [f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}".encode(),
             b"content-type: application/json", b"content-length: " + str(len(body)).encode(), b"connection: close"]
     head += [name + b": " + value for name, value in SECURITY_HEADERS]

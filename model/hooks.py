@@ -96,6 +96,14 @@ class Trace(Mapping[str, torch.Tensor]):
         return sum(t.numel() * t.element_size() for t in self.tensors.values())
 
 
+class NoSuchStage(KeyError):
+    """A pattern that matches no stage; `index` is its place in the filter (an API points at it by index)."""
+
+    def __init__(self, pattern: str, index: int) -> None:
+        super().__init__(f"no trace stage matches {pattern!r}")
+        self.index = index
+
+
 def select_names(all_names: list[str], names: NamesFilter) -> list[str]:
     """Resolve a names filter to hook names, keeping the model's order.
 
@@ -109,13 +117,13 @@ def select_names(all_names: list[str], names: NamesFilter) -> list[str]:
         return [n for n in all_names if names(n)]
     wanted = [names] if isinstance(names, str) else list(names)
     chosen: set[str] = set()
-    for pattern in wanted:
+    for index, pattern in enumerate(wanted):
         if any(c in pattern for c in "*?["):
             matches = matching(all_names, pattern)
         else:
             matches = [pattern] if pattern in all_names else []
         if not matches:
-            raise KeyError(f"no trace stage matches {pattern!r}")
+            raise NoSuchStage(pattern, index)
         chosen.update(matches)
     return [n for n in all_names if n in chosen]
 

@@ -14,7 +14,7 @@ from app.resolve import Resolved
 from app.schemas import TraceRequest
 from app.tensors import encode_tensor
 from model import readouts
-from model.hooks import select_names
+from model.hooks import NoSuchStage, select_names
 
 LAYER_OF = re.compile(r"(?:^|\.)blocks\.(\d+)\.")
 
@@ -50,8 +50,8 @@ def pick_stages(resolved: Resolved, request: TraceRequest) -> list[str]:
     else:
         try:
             names = select_names(resolved.model.trace_names, request.stages)
-        except KeyError:
-            raise errors.unknown_stage(unmatched(resolved.model.trace_names, request.stages)) from None
+        except NoSuchStage as error:
+            raise errors.unknown_stage(error.index) from None
     if request.layers is not None:
         for layer in request.layers:
             check_layer(layer, max(cfg.n_layers, cfg.decoder_layers))
@@ -60,16 +60,6 @@ def pick_stages(resolved: Resolved, request: TraceRequest) -> list[str]:
     if request.heads is not None:
         check_heads(request.heads, cfg.n_heads)
     return names
-
-
-def unmatched(all_names: list[str], patterns: list[str]) -> int:
-    """The index of the first pattern that names no stage (the message points at it rather than echo it)."""
-    for index, pattern in enumerate(patterns):
-        try:
-            select_names(all_names, [pattern])
-        except KeyError:
-            return index
-    raise AssertionError("every pattern matched")
 
 
 def plan(resolved: Resolved, request: TraceRequest, budget: Budget) -> Builder:
