@@ -22,6 +22,9 @@ RUN pip install "torch==${TORCH_VERSION}" ${TORCH_INDEX_URL:+--index-url "$TORCH
 COPY pyproject.toml README.md ./
 COPY model ./model
 COPY training ./training
+COPY checkpoints ./checkpoints
+COPY analysis ./analysis
+COPY lab ./lab
 COPY app ./app
 COPY templates ./templates
 COPY static ./static

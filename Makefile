@@ -28,7 +28,7 @@ test: setup-dev
 	$(BIN)/python -m pytest
 
 lint: setup-dev
-	$(BIN)/ruff check model training app tests bench
+	$(BIN)/ruff check model training app tests bench checkpoints analysis lab
 	$(BIN)/mypy
 
 # every figure in README's "Performance" and "Under load", each printed beside its goal (about 9 minutes)

@@ -10,8 +10,7 @@ from pathlib import Path
 
 from app.registry import Registry, RegistryError
 from app.settings import Settings
-from model import pretrained
-from model.checkpoint import CheckpointError, load_checkpoint
+from checkpoints import CheckpointError, load_checkpoint, pretrained
 from model.device import pick_device
 
 
@@ -52,7 +51,7 @@ def add_directory(registry: Registry, name: str, directory: Path, source: str = 
 
 def add_minilm(registry: Registry) -> None:
     """all-MiniLM-L6-v2 when its package is installed, loaded lazily (in the background after startup)
-    through model.pretrained, so the served model carries the same meta, head labels included."""
+    through checkpoints.pretrained, so the served model carries the same meta, head labels included."""
     if pretrained.minilm_path() is None:
         return
     device = registry.device

@@ -67,7 +67,7 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from app.catalogue import build_registry
-    from app.main import create_app
+    from app.factory import create_app
     from app.registry import RegistryError
 
     settings = settings_from(args)
@@ -90,9 +90,9 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def server_options(settings: Settings, log_level: str) -> dict[str, Any]:
-    """uvicorn's options: the guarded protocol (app.server), our own access log (app.middleware: it writes no
+    """uvicorn's options: the guarded protocol (app.http_guard), our own access log (app.middleware: it writes no
     client text), and X-Forwarded-For believed only from the proxies named in the settings."""
-    from app.server import GuardedHttpProtocol
+    from app.http_guard import GuardedHttpProtocol
 
     return {"host": settings.host, "port": settings.port, "log_level": log_level, "http": GuardedHttpProtocol,
             "access_log": False, "proxy_headers": settings.forwarded_allow_ips is not None,
@@ -102,7 +102,7 @@ def server_options(settings: Settings, log_level: str) -> dict[str, Any]:
 def app_from_environment() -> Any:
     """The app of one of several server processes, configured by the TE_* variables `serve` exported."""
     from app.catalogue import build_registry
-    from app.main import create_app
+    from app.factory import create_app
 
     configure_logging(os.environ.get(LOG_LEVEL_VARIABLE, "info"))
     settings = Settings()

@@ -65,7 +65,7 @@ def error_response(status: int, code: str, message: str, headers: Mapping[str, s
 # unknown_snapshot, invalid_config, model_too_large, response_too_large, not_in_model, conflicting_fields,
 # invalid_request, invalid_json,
 # invalid_intervention, not_generative, invalid_option, too_much_work, beyond_context · 503 busy · 500 internal;
-# from the connection guard (app.server): 400 invalid_http, 408 request_timeout, 413 body_too_large,
+# from the connection guard (app.http_guard): 400 invalid_http, 408 request_timeout, 413 body_too_large,
 # 429 too_many_requests, 431 headers_too_large; and 404 not_found, 405 method_not_allowed from routing
 
 

@@ -18,13 +18,13 @@ from typing import Any
 
 import torch
 
-from app import errors, runtime
+from app import errors, process_tuning
 from app.cache import LRU
-from app.engine import Engine
+from app.inference_pool import Engine
 from app.registry import Registry, RegistryError
 from app.schemas import InlineConfig, ModelChoice
 from app.settings import Settings
-from model.checkpoint import CheckpointError, LoadedModel, load_snapshot
+from checkpoints import CheckpointError, LoadedModel, load_snapshot
 from model.config import ConfigError, TransformerConfig
 from model.tokenizer import CharTokenizer
 from model.transformer import Transformer
@@ -70,7 +70,7 @@ class LiveModels:
     A cache's bounds free no model that a request still holds: a request waiting in the engine's queue
     keeps its model after the LRU dropped it, and a burst of distinct configs once held ~34 models of
     100 MB at once. Here a model counts from before it is built until it is garbage-collected, wherever
-    its last reference goes; then its heap pages go back to the OS (runtime.release_freed_memory).
+    its last reference goes; then its heap pages go back to the OS (process_tuning.release_freed_memory).
     Builds run in the pool's threads and finalizers in any thread, so every count moves under a lock.
     """
 
@@ -110,7 +110,7 @@ class LiveModels:
             if trim:
                 self._freed_since_trim = 0
         if trim:  # off the thread that dropped the model, often the event loop: a trim takes ~10 ms per 100 MB
-            threading.Thread(target=runtime.release_freed_memory, name="malloc-trim", daemon=True).start()
+            threading.Thread(target=process_tuning.release_freed_memory, name="malloc-trim", daemon=True).start()
 
 
 class ModelResolver:

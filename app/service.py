@@ -17,7 +17,7 @@ import torch
 from fastapi import Depends, Request
 from starlette.responses import Response
 
-from app import runtime
+from app import process_tuning
 from app.answers import (
     Budget,
     Builder,
@@ -33,11 +33,10 @@ from app.answers import (
     predict,
     trace,
 )
-from app.answers.select import interventions_for, shuffled
+from app.answers.request_checks import interventions_for, shuffled
 from app.cache import LRU
-from app.engine import Engine
 from app.errors import ApiJSONResponse
-from app.inputs import Inputs, check_lengths, encode
+from app.inference_pool import Engine
 from app.registry import Registry
 from app.resolve import ModelResolver, Resolved, count_parameters
 from app.schemas import (
@@ -69,6 +68,7 @@ from app.schemas_lab2 import (
     NormPlacementLabRequest,
 )
 from app.settings import Settings
+from app.tokenizing import Inputs, check_lengths, encode
 from model.config import TransformerConfig
 
 R = TypeVar("R", bound=Intervenable)
@@ -98,7 +98,7 @@ class Service:
         the one-off cost of the first model built on the meta device (about 1.5 s, mostly an import that holds
         the interpreter lock in bursts of up to 0.13 s) here, rather than in the first from-scratch request or
         while a class's first requests queue behind it."""
-        runtime.prefault_heap(self.settings.prefault_mb)
+        process_tuning.prefault_heap(self.settings.prefault_mb)
         count_parameters(TransformerConfig(d_model=8, n_layers=1, n_heads=1, vocab_size=8, n_ctx=8))
 
     def warm_up(self) -> None:
@@ -247,7 +247,7 @@ class Service:
         return await self.engine.answer(key, resolved.key, resolved.model, inputs, None, build)
 
     def _tokens(self, resolved: Resolved, request: TextInput) -> Inputs:
-        """The request's tokens within the limits (app.inputs.encode), kept for the next request on the same text."""
+        """The request's tokens within the limits (app.tokenizing.encode), kept for the next request on that text."""
         key = (resolved.key, request.text, request.target_text)
         inputs = self.tokenized.get(key)
         if inputs is None:

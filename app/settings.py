@@ -47,7 +47,7 @@ class Settings(BaseSettings):
     max_response_cells: int = 2_000_000  # numbers in one answer (about 20 MB of JSON)
 
     cors_origins: list[str] = Field(default_factory=list)  # empty: CORS off
-    # slow or hostile clients (app.server): a request must arrive whole within this many seconds of its first
+    # slow or hostile clients (app.http_guard): a request must arrive whole within this many seconds of its first
     # byte, and an answer left unread this long drops the connection; a request head is at most this large
     client_timeout_s: float = Field(default=15.0, gt=0, le=600)
     max_head_bytes: int = Field(default=32 * 1024, ge=1024, le=1 << 20)

@@ -46,15 +46,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.answers.trace import build_trace, first_view  # noqa: E402
 from app.catalogue import build_registry  # noqa: E402
-from app.engine import compute_trace  # noqa: E402
 from app.errors import ApiJSONResponse  # noqa: E402
-from app.inputs import Inputs, encode_text  # noqa: E402
-from app.main import create_app  # noqa: E402
+from app.factory import create_app  # noqa: E402
+from app.inference_pool import compute_trace  # noqa: E402
 from app.resolve import Resolved  # noqa: E402
 from app.schemas import TraceRequest  # noqa: E402
 from app.settings import Settings  # noqa: E402
+from app.tokenizing import Inputs, encode_text  # noqa: E402
 from bench.load import free_port, start_server  # noqa: E402
-from model.checkpoint import LoadedModel  # noqa: E402
+from checkpoints import LoadedModel  # noqa: E402
 from model.config import TransformerConfig  # noqa: E402
 from model.tokenizer import CharTokenizer  # noqa: E402
 from model.transformer import Transformer  # noqa: E402

@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from model.checkpoint import load_checkpoint  # noqa: E402
+from checkpoints import load_checkpoint  # noqa: E402
 
 
 def main() -> int:

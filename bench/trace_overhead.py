@@ -15,7 +15,7 @@ import time
 
 import torch
 
-from app import runtime
+from app import process_tuning
 from model import Transformer, TransformerConfig
 
 MODELS = {
@@ -98,7 +98,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if not args.glibc_defaults:
-        print("allocator tuned to keep freed buffers:", runtime.keep_freed_memory())
+        print("allocator tuned to keep freed buffers:", process_tuning.keep_freed_memory())
     for name, cfg in MODELS.items():
         measure(name, cfg, args.tokens, args.repeats)
 

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 import torch
 
+from model.edits import Interventions
 from model.hooks import Trace
-from model.interventions import Interventions
 from model.kv_cache import KVCache
 from model.transformer import Transformer
 
@@ -42,6 +42,40 @@ def next_token_logits(
     else:
         logits = model(source, cache=cache)  # [batch, pos, d_vocab]
     return logits[:, -1]  # [batch, d_vocab]
+
+
+def sampling_distributions(logits: torch.Tensor, temperature: float, top_k: int | None,
+                           top_p: float | None) -> dict[str, torch.Tensor]:
+    """Each step of a sampler, from logits [d_vocab] to the distribution it draws from.
+
+    original softmax(logits); tempered softmax(logits / T); top_k keeps the k most likely
+    (renormalised); top_p then keeps the smallest most-likely set whose mass reaches p. [d_vocab] each.
+    """
+    if temperature <= 0:
+        raise ValueError("temperature must be positive")
+    original = torch.softmax(logits.double(), dim=-1)
+    tempered = torch.softmax(logits.double() / temperature, dim=-1)
+    kept = tempered.clone()
+    if top_k is not None and top_k < kept.shape[-1]:
+        threshold = torch.topk(kept, top_k).values[-1]
+        kept = torch.where(kept >= threshold, kept, torch.zeros_like(kept))
+        kept = kept / kept.sum()
+    after_k = kept.clone()
+    if top_p is not None and top_p < 1:
+        values, order = torch.sort(kept, descending=True)
+        before = values.cumsum(-1) - values  # mass of the tokens ranked above each one
+        keep_sorted = before < top_p  # the first token always stays
+        keep = torch.zeros_like(kept, dtype=torch.bool)
+        keep[order[keep_sorted]] = True
+        kept = torch.where(keep, kept, torch.zeros_like(kept))
+        kept = kept / kept.sum()
+    return {"original": original, "tempered": tempered, "top_k": after_k, "final": kept}
+
+
+def seeded_draws(probs: torch.Tensor, n: int, seed: int) -> list[int]:
+    """n independent draws from probs [d_vocab] with a generator seeded by `seed`: the same seed, the same ids."""
+    generator = torch.Generator().manual_seed(seed)
+    return torch.multinomial(probs.double(), n, replacement=True, generator=generator).tolist()
 
 
 def choose_token(logits: torch.Tensor, temperature: float, top_k: int | None, generator: torch.Generator) -> int:
@@ -75,7 +109,7 @@ def generate(
     Decoder-only models extend `ids`; encoder-decoder models extend `target_ids` (the decoder
     input) while the source `ids` stay fixed. Stops before appending `stop_id`, and when the
     sequence being extended reaches `max_len` (default: the model's context, cfg.n_ctx).
-    `edits` (model.interventions) change every step's forward pass the same way.
+    `edits` (model.edits) change every step's forward pass the same way.
     use_cache: reuse earlier positions' keys and values (same logits; ignored under edits).
     """
     if not model.cfg.lm_head or model.cfg.architecture == "encoder":
@@ -89,7 +123,7 @@ def generate(
     source = torch.tensor([list(ids)], dtype=torch.long, device=device)  # [1, pos]
     growing = list(target_ids) if enc_dec and target_ids is not None else list(ids)
     new_ids: list[int] = []
-    hooks, needed = edits.hooks(model) if edits else ({}, set())
+    hooks, needed = edits.hooks(model.trace_names, model.cfg.d_head) if edits else ({}, set())
     cache = KVCache() if use_cache and not edits else None
     for _ in range(max_new_tokens):
         if len(growing) >= limit:

@@ -11,7 +11,7 @@ so recording cannot change any output.
 
 A trace may also carry edits (TransformerLens-style hooks): name -> fn(value, trace) that
 returns the value the forward pass continues with. They live on the trace, never on the
-modules, so an edit changes one call and nothing else; `model/interventions.py` builds the
+modules, so an edit changes one call and nothing else; `model/edits.py` builds the
 named experiments (no scaling, no mask, ablated heads, ...) from them.
 """
 

@@ -21,10 +21,13 @@ def sinusoidal_table(n_pos: int, d_model: int) -> torch.Tensor:
     return table
 
 
-def rope_angles(n_pos: int, d_head: int, base: float = 10000.0) -> torch.Tensor:
-    """theta[pos, i] = pos * base^(-2i/d_head) for the d_head/2 rotated pairs.  [pos, d_head/2]"""
-    inv_freq = 1.0 / torch.pow(base, torch.arange(0, d_head, 2, dtype=torch.float32) / d_head)
-    position = torch.arange(n_pos, dtype=torch.float32)
+def rope_angles(n_pos: int, d_head: int, base: float = 10000.0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """theta[pos, i] = pos * base^(-2i/d_head) for the d_head/2 rotated pairs.  [pos, d_head/2]
+
+    The lab asks for float64: far positions (angles of hundreds of radians) then keep a 1e-5 equality visible.
+    """
+    inv_freq = 1.0 / torch.pow(base, torch.arange(0, d_head, 2, dtype=dtype) / d_head)
+    position = torch.arange(n_pos, dtype=dtype)
     return torch.outer(position, inv_freq)
 
 

@@ -9,18 +9,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from model.config import TransformerConfig
+from model.edits import Interventions
 from model.hooks import HookPoint, NamesFilter, Trace, select_names
 from model.kv_cache import KVCache
 from model.layers import Attention, Block, Embed, Norm
-
-if TYPE_CHECKING:
-    from model.interventions import Interventions
 
 
 def attention_allowed(
@@ -211,14 +208,14 @@ class Transformer(nn.Module):
     ) -> tuple[torch.Tensor, Trace]:
         """Forward pass under inference mode, recording the stages `names` selects (default: all).
 
-        `edits` (model.interventions) change this one call: the recorded stages and the output
+        `edits` (model.edits) change this one call: the recorded stages and the output
         are those of the changed model.
         """
         if any(layer.fused for layer in self.attention_layers):
             raise RuntimeError("cannot trace inside fused_attention(): the fused kernel records no stages")
         wanted, hooks = select_names(self.trace_names, names), None
         if edits is not None:
-            hooks, needed = edits.hooks(self)
+            hooks, needed = edits.hooks(self.trace_names, self.cfg.d_head)
             wanted = [n for n in self.trace_names if n in set(wanted) | needed]
         with torch.inference_mode(), Trace(wanted, hooks) as trace:
             output = self(tokens, **kwargs)

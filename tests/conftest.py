@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from model.checkpoint import LoadedModel, load_checkpoint
+from checkpoints import LoadedModel, load_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 WEIGHTS = ROOT / "model" / "weights"

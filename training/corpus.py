@@ -263,7 +263,7 @@ _SENTENCE_END = {
 
 def held_out_sentences(corpus: Corpus, lang: str, n: int = 24, min_chars: int = 12, max_chars: int = 90) -> list[str]:
     """n sentences of the held-out split, evenly spread over it: the natural-text induction probe
-    (each is typed twice, model.heads.natural_head_scores)."""
+    (each is typed twice, analysis.heads.natural_head_scores)."""
     text = " ".join(" ".join(doc.split()) for doc in corpus.val.get(lang, []))
     pieces = [p.strip().strip("“”\"'") for p in _SENTENCE_END[lang].split(text)]
     sentences = [p for p in pieces if min_chars <= len(p) <= max_chars and "_" not in p]

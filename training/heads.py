@@ -1,6 +1,6 @@
-"""Score every attention head of a checkpoint on the named patterns (model.heads) and print a table.
+"""Score every attention head of a checkpoint on the named patterns (analysis.heads) and print a table.
 
-Two probes (model/heads.py): random tokens typed twice, `[bos] r r` (always), and, when the
+Two probes (analysis/heads.py): random tokens typed twice, `[bos] r r` (always), and, when the
 checkpoint's meta lists `probe_sentences` ({language: [sentence, ...]}), real sentences typed
 twice, `[bos] s s`, one table per language. The `probe` column says which probe a row comes from.
 
@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from model.checkpoint import load_checkpoint
-from model.heads import PATTERNS, best_heads, bos_id_for, head_scores, natural_head_scores
+from analysis.heads import PATTERNS, best_heads, bos_id_for, head_scores, natural_head_scores
+from checkpoints import load_checkpoint
 
 RANDOM_PROBE = "random"  # the probe column for `[bos] r r`; real text reads "natural-<language>"
 

@@ -35,8 +35,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from model.checkpoint import LoadedModel, load_checkpoint
-from model.heads import bos_id_for
+from analysis.heads import bos_id_for
+from checkpoints import LoadedModel, load_checkpoint
 from model.transformer import Transformer
 from training.corpus import Corpus, bits_per_character, held_out_sentences, load_corpus
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from model.checkpoint import load_checkpoint
+from checkpoints import load_checkpoint
 from model.generate import generate
 from model.transformer import Transformer
 

@@ -23,10 +23,10 @@ from typing import Any
 
 import torch
 
-from model.checkpoint import save_checkpoint
+from analysis.heads import best_heads, head_scores, natural_head_scores
+from checkpoints import save_checkpoint
 from model.config import TransformerConfig
 from model.device import pick_device
-from model.heads import best_heads, head_scores, natural_head_scores
 from model.tokenizer import HubTokenizer, load_tokenizer
 from model.transformer import Transformer
 from training.checkpointing import load_training_state, rounded_copy, save_snapshot, save_training_state

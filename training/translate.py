@@ -20,10 +20,10 @@ from typing import Any
 
 import torch
 
-from model.checkpoint import save_checkpoint
+from analysis.heads import head_scores
+from checkpoints import save_checkpoint
 from model.config import TransformerConfig
 from model.generate import generate_greedy_batch
-from model.heads import head_scores
 from model.tokenizer import CharTokenizer
 from model.transformer import Transformer
 from training.checkpointing import load_training_state, save_training_state
@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
             resume=args.resume,
             checkpoint_interval=args.checkpoint_interval,
         )
-    from model.checkpoint import load_checkpoint
+    from checkpoints import load_checkpoint
 
     loaded = load_checkpoint(args.model_dir)
     for number in args.numbers:

@@ -3,7 +3,7 @@
 Every module here has `plan(resolved, request)`: it checks the request against the model
 (a bad layer or stage name costs no forward pass) and returns a builder that turns the
 recorded run into the JSON body (run in the engine's pool). Tensor math lives in
-`model.readouts`; these modules only pick, slice and serialize.
+`analysis.readouts`; these modules only pick, slice and serialize.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from app import errors
-from app.engine import TraceRun
+from app.inference_pool import TraceRun
 
 Builder = Callable[[TraceRun], dict[str, Any]]
 

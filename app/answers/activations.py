@@ -5,14 +5,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from analysis import readouts
 from app.answers import Budget, Builder
-from app.answers.select import check_layer, stack_prefix
-from app.engine import TraceRun
-from app.inputs import tokens_out
+from app.answers.request_checks import check_layer, stack_prefix
+from app.inference_pool import TraceRun
 from app.resolve import Resolved
 from app.schemas import ActivationsRequest
 from app.tensors import encode_tensor
-from model import readouts
+from app.tokenizing import tokens_out
 
 ATTENTION_INSIDE = re.compile(r"\.(attn|cross_attn)\.")  # attention internals have their own endpoints
 

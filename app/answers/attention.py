@@ -7,14 +7,14 @@ from typing import Any
 
 import torch
 
+from analysis import readouts
 from app.answers import Budget, Builder
-from app.answers.select import check_heads, check_layer, stack_prefix
-from app.engine import TraceRun
-from app.inputs import tokens_out
+from app.answers.request_checks import check_heads, check_layer, stack_prefix
+from app.inference_pool import TraceRun
 from app.resolve import Resolved
 from app.schemas import AttentionRequest, LayerRequest, QKVRequest
 from app.tensors import encode_tensor
-from model import readouts
+from app.tokenizing import tokens_out
 
 
 class Selection:

@@ -15,14 +15,15 @@ import torch
 from app import errors
 from app.answers import Budget, Builder
 from app.answers.predict import check_generative
-from app.answers.select import check_layer, stack_prefix
+from app.answers.request_checks import check_layer, stack_prefix
 from app.cache import LRU
-from app.engine import TraceRun
-from app.inputs import token_text, tokens_out
+from app.inference_pool import TraceRun
 from app.resolve import Resolved
 from app.schemas_lab import MasksLabRequest, SamplingLabRequest, ScalingLabRequest
 from app.tensors import encode_tensor
-from model import lab
+from app.tokenizing import token_text, tokens_out
+from lab import masks as mask_lab
+from lab import sampling, scaling
 
 MAX_SCALING_WORK = 1 << 25  # random numbers drawn for one variance curve: samples × Σ d_k × 2
 MAX_SOFTMAX_WORK = 1 << 24  # products for the softmax rows: rows × n_keys × Σ d_k
@@ -55,8 +56,8 @@ def synthetic_scaling(request: ScalingLabRequest) -> dict[str, Any]:
     key = (tuple(request.d_k), request.samples, request.n_keys, request.rows, request.seed)
     if (cached := _synthetic.get(key)) is not None:
         return cached
-    variance = lab.qk_variance(request.d_k, request.samples, request.seed)
-    sharp = lab.softmax_sharpness(request.d_k, request.n_keys, request.rows, request.seed)
+    variance = scaling.qk_variance(request.d_k, request.samples, request.seed)
+    sharp = scaling.softmax_sharpness(request.d_k, request.n_keys, request.rows, request.seed)
     out = {"d_k": list(request.d_k), "samples": request.samples, "n_keys": request.n_keys,
            **{k: rounded(v) for k, v in {**variance, **sharp}.items()},
            "entropy_uniform": round(float(torch.tensor(float(request.n_keys)).log()), 6)}
@@ -76,7 +77,7 @@ def plan_scaling(resolved: Resolved, request: ScalingLabRequest) -> Builder:
     def build(run: TraceRun) -> dict[str, Any]:
         raw = run.trace[attn + "hook_scores_raw"][0]  # [head, q_pos, k_pos]
         scores = run.trace[attn + "hook_attn_scores"][0]
-        stats = lab.head_statistics(raw, scores, resolved.cfg.d_head)
+        stats = scaling.head_statistics(raw, scores, resolved.cfg.d_head)
         heads = {"layer": request.layer, "d_head": resolved.cfg.d_head, "stack": stack,
                  **{k: rounded(v) for k, v in stats.items()}}
         return {**synthetic_scaling(request), "model": resolved.name, "tokens": tokens_out(run.tokens),
@@ -105,7 +106,7 @@ def plan_masks(resolved: Resolved, request: MasksLabRequest, budget: Budget) -> 
         cells = cfg.n_heads * (3 * n * n + 2 * n * n + 2 * n_target * n)  # the patterns, before any is run
         if cells > budget.max_cells:
             raise errors.response_too_large(cells, budget.max_cells)
-        masks = lab.mask_set(n, shorter, n_target, request.window, causal)
+        masks = mask_lab.mask_set(n, shorter, n_target, request.window, causal)
         ids = torch.tensor([[t.id for t in run.tokens]], device=model.device)  # [1, pos]
         target = (torch.tensor([[t.id for t in run.target_tokens]], device=model.device)
                   if run.target_tokens is not None else None)
@@ -114,12 +115,12 @@ def plan_masks(resolved: Resolved, request: MasksLabRequest, budget: Budget) -> 
         out: dict[str, Any] = {}
         for name in ("causal", "bidirectional", "sliding"):
             allowed = masks[name].to(model.device)
-            pattern = lab.patterns_under_mask(model, ids, allowed, prefix, request.layer, **kwargs)[0]
+            pattern = mask_lab.patterns_under_mask(model, ids, allowed, prefix, request.layer, **kwargs)[0]
             out[name] = {"mask": masks[name].int().tolist(),
                          "pattern": encode_tensor(name, pattern, dims, request.encoding)}
         pattern_name = f"{prefix}blocks.{request.layer}.attn.hook_pattern"
         cross_name = f"decoder.blocks.{min(request.layer, cfg.decoder_layers - 1)}.cross_attn.hook_pattern"
-        padded = lab.padded_run(model, ids, shorter, [pattern_name] + ([cross_name] if enc_dec else []), target)
+        padded = mask_lab.padded_run(model, ids, shorter, [pattern_name] + ([cross_name] if enc_dec else []), target)
         rows = ("row", "head", "q_pos", "k_pos")
         out["padding"] = {"mask": masks["padding"].int().tolist(),
                           "pattern": encode_tensor("padding", padded[pattern_name], rows, request.encoding)}
@@ -148,18 +149,18 @@ def plan_sampling(resolved: Resolved, request: SamplingLabRequest) -> Builder:
 
     def build(run: TraceRun) -> dict[str, Any]:
         logits = run.output[0, -1].float().cpu()  # [d_vocab] at the last position
-        steps = lab.sampling_distributions(logits, request.temperature, request.top_k, request.top_p)
+        steps = sampling.sampling_distributions(logits, request.temperature, request.top_k, request.top_p)
         order = torch.argsort(steps["original"], descending=True)[: request.show].tolist()
         rows = [{"id": i, "text": token_text(resolved.loaded, i), "logit": round(float(logits[i]), 4),
                  **{name: round(float(p[i]), 6) for name, p in steps.items()}} for i in order]
-        draws = lab.seeded_draws(steps["final"], request.draws, request.seed)
+        draws = sampling.seeded_draws(steps["final"], request.draws, request.seed)
         counts = Counter(draws)
         return {
             "model": resolved.name, "tokens": tokens_out(run.target_tokens or run.tokens),
             "temperature": request.temperature, "top_k": request.top_k, "top_p": request.top_p, "seed": request.seed,
             "rows": rows,
             "kept": {name: int((p > 0).sum()) for name, p in steps.items()},
-            "entropy": {name: round(lab.entropy(p), 6) for name, p in steps.items()},
+            "entropy": {name: round(sampling.entropy(p), 6) for name, p in steps.items()},
             "draws": draws[:MAX_DRAWS_SHOWN],
             "draw_text": [token_text(resolved.loaded, i) for i in draws[:MAX_DRAWS_SHOWN]],
             "counts": {str(i): c for i, c in counts.most_common(MAX_DRAWS_SHOWN)},

@@ -1,7 +1,7 @@
 """POST /api/lab/complexity, /flash, /generate and GET /api/lab/kv-cache: what attention costs.
 
 Each `plan_*` / `check_*` refuses too much work before any is done; the numbers come from
-model/complexity.py, model/flash.py and model/kv_cache.py. This module picks and serializes.
+lab/complexity.py, lab/flash.py and model/kv_cache.py. This module picks and serializes.
 """
 
 from __future__ import annotations
@@ -16,16 +16,17 @@ import torch
 from app import errors
 from app.answers import Budget, Builder
 from app.answers.predict import check_generative
-from app.answers.select import check_heads, check_layer, stack_prefix
-from app.engine import TraceRun
-from app.inputs import Inputs, token_text, tokens_out
+from app.answers.request_checks import check_heads, check_layer, stack_prefix
+from app.inference_pool import TraceRun
 from app.resolve import Resolved
 from app.schemas_lab2 import ComplexityLabRequest, FlashLabRequest, GenerateLabRequest, KVCacheQuery
 from app.tensors import encode_tensor
-from model import kv_cache
-from model.complexity import measure_complexity, naive_peak_bytes
-from model.flash import flash_attention, head_inputs, naive_attention
+from app.tokenizing import Inputs, token_text, tokens_out
+from lab import kv_cost
+from lab.complexity import measure_complexity, naive_peak_bytes
+from lab.flash import flash_attention, head_inputs, naive_attention
 from model.generate import next_token_logits
+from model.kv_cache import KVCache
 
 COMPLEXITY_SECONDS = 5.0  # a length whose predicted time would pass this is skipped, not run
 MAX_NAIVE_BYTES = 1 << 30  # the naive scores + softmax at the longest length
@@ -112,21 +113,21 @@ def plan_flash(resolved: Resolved, request: FlashLabRequest, budget: Budget) -> 
 # ---------------------------------------------------------------- kv cache
 
 
-def kv_rows(shapes: list[kv_cache.CacheShape], query: KVCacheQuery) -> list[dict[str, object]]:
-    return kv_cache.kv_cache_table(shapes, context=query.context, batch=query.batch, dtype=query.dtype)
+def kv_rows(shapes: list[kv_cost.CacheShape], query: KVCacheQuery) -> list[dict[str, object]]:
+    return kv_cost.kv_cache_table(shapes, context=query.context, batch=query.batch, dtype=query.dtype)
 
 
 def build_kv_cache(query: KVCacheQuery, models: list[Resolved]) -> dict[str, Any]:
     described = []
     for resolved in models:
-        shape = kv_cache.shape_of(resolved.name, resolved.cfg)
+        shape = kv_cost.shape_of(resolved.name, resolved.cfg)
         described.append({"model": resolved.name, "architecture": resolved.cfg.architecture,
                           "decodes": resolved.cfg.architecture != "encoder" and resolved.cfg.lm_head,
-                          "own": shape.attention, "variants": kv_rows(list(kv_cache.variants(shape).values()), query)})
+                          "own": shape.attention, "variants": kv_rows(list(kv_cost.variants(shape).values()), query)})
     return {"context": query.context, "batch": query.batch, "dtype": query.dtype,
-            "bytes_per_value": kv_cache.dtype_bytes(query.dtype),
+            "bytes_per_value": kv_cost.dtype_bytes(query.dtype),
             "formula": "2 · layers · kv_heads · d_head · bytes · min(context, window) · batch",
-            "published": kv_rows(list(kv_cache.PUBLISHED), query), "models": described}
+            "published": kv_rows(list(kv_cost.PUBLISHED), query), "models": described}
 
 
 # ---------------------------------------------------------------- generate with a cache
@@ -147,10 +148,10 @@ def build_generate(resolved: Resolved, request: GenerateLabRequest, inputs: Inpu
     read = inputs.target_tokens if enc_dec and inputs.target_tokens is not None else inputs.tokens
     growing = [t.id for t in read]
     prompt_len = len(growing)
-    shape = kv_cache.shape_of(resolved.name, cfg)
+    shape = kv_cost.shape_of(resolved.name, cfg)
     value_bytes = next(model.parameters()).element_size()
-    per_token = kv_cache.bytes_per_token(shape, TORCH_DTYPES.get(next(model.parameters()).dtype, "float32"))
-    cache = kv_cache.KVCache()
+    per_token = kv_cost.bytes_per_token(shape, TORCH_DTYPES.get(next(model.parameters()).dtype, "float32"))
+    cache = KVCache()
     steps: list[dict[str, Any]] = []
     for step in range(request.max_new_tokens):
         if len(growing) >= cfg.n_ctx:
@@ -169,7 +170,7 @@ def build_generate(resolved: Resolved, request: GenerateLabRequest, inputs: Inpu
             "step": step, "id": token, "text": token_text(resolved.loaded, token), "fed": int(unseen.shape[1]),
             "cache_positions": cache.length, "cache_bytes": cache.nbytes(), "formula_bytes": per_token * cache.length,
             "cached_cells": cache.score_cells,
-            "recomputed_cells": kv_cache.recomputed_score_cells(cfg, prompt_len, step + 1),
+            "recomputed_cells": kv_cost.recomputed_score_cells(cfg, prompt_len, step + 1),
             "max_diff": float((cached - full).abs().max()),
             "top_ids": top.indices.tolist(), "top_logits": top.values.tolist(),
         })

@@ -8,12 +8,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from analysis import readouts
 from app import errors
 from app.answers import Budget
 from app.resolve import Resolved
 from app.schemas_lab import PositionsLabRequest
 from app.tensors import encode_tensor
-from model import lab, readouts
+from lab import parameters, positions
 
 
 def plan_positions(request: PositionsLabRequest, resolved: Resolved | None,
@@ -48,9 +49,9 @@ def plan_positions(request: PositionsLabRequest, resolved: Resolved | None,
         def tensor(name: str, value: Any, dims: tuple[str, ...]) -> dict[str, Any]:
             return encode_tensor(name, value, dims, enc)
 
-        sin = lab.sinusoidal_similarity(length, d_model)
-        rope = lab.rope_relative_scores(length, d_head, base, request.seed)
-        pair = lab.rope_pair(length, d_head, base, request.pair)
+        sin = positions.sinusoidal_similarity(length, d_model)
+        rope = positions.rope_relative_scores(length, d_head, base, request.seed)
+        pair = positions.rope_pair(length, d_head, base, request.pair)
         alibi = readouts.alibi(n_heads, length, causal=cfg.causal if cfg else True)
         out: dict[str, Any] = {
             "model": resolved.name if resolved else None, "kind": cfg.pos_encoding if cfg else None,
@@ -70,7 +71,7 @@ def plan_positions(request: PositionsLabRequest, resolved: Resolved | None,
         }
         if learned and resolved is not None:
             table = readouts.learned_positions(resolved.model, length)["table"]
-            sim = lab.similarity(table)
+            sim = positions.similarity(table)
             out["learned"] = {"table": tensor("table", table, ("pos", "d_model")),
                               "similarity": tensor("similarity", sim["similarity"], ("pos", "pos")),
                               "by_distance": [round(float(v), 4) for v in sim["by_distance"]]}
@@ -81,8 +82,8 @@ def plan_positions(request: PositionsLabRequest, resolved: Resolved | None,
 
 def plan_parameters(resolved: Resolved) -> Callable[[], dict[str, Any]]:
     def build() -> dict[str, Any]:
-        report = lab.parameter_report(resolved.model)
+        report = parameters.parameter_report(resolved.model)
         return {"model": resolved.name, "config": resolved.cfg.to_dict(), **report,
-                "head_splits": lab.head_splits(resolved.cfg), "kv_sharing": lab.kv_sharing(resolved.cfg)}
+                "head_splits": parameters.head_splits(resolved.cfg), "kv_sharing": parameters.kv_sharing(resolved.cfg)}
 
     return build

@@ -1,6 +1,6 @@
 """POST /api/lab/logit-lens and /ablation: what each block would predict, and which heads a prediction needs.
 
-The numbers come from model/lens.py and model/ablation.py; this module checks, picks and serializes.
+The numbers come from analysis/lens.py and analysis/ablation.py; this module checks, picks and serializes.
 """
 
 from __future__ import annotations
@@ -10,16 +10,16 @@ from typing import Any
 
 import torch
 
+from analysis.ablation import MAX_ABLATED_HEADS, ablation_edits, head_ablation, logits_with_edits
+from analysis.lens import lm_stack, logit_lens
+from analysis.readouts import sequence_loss
 from app import errors
 from app.answers import Builder
 from app.answers.predict import check_generative
-from app.engine import TraceRun
-from app.inputs import Inputs, token_text, tokens_out
+from app.inference_pool import TraceRun
 from app.resolve import Resolved
 from app.schemas_lab2 import AblationLabRequest, LogitLensLabRequest
-from model.ablation import MAX_ABLATED_HEADS, ablation_edits, head_ablation, logits_with_edits
-from model.lens import lm_stack, logit_lens
-from model.readouts import sequence_loss
+from app.tokenizing import Inputs, token_text, tokens_out
 
 
 def plan_logit_lens(resolved: Resolved, request: LogitLensLabRequest) -> Builder:

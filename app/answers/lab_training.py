@@ -1,7 +1,7 @@
 """POST /api/lab/norm-placement: Pre-LN against Post-LN, trained here (the one place app/ reaches training/).
 
 The experiment needs an optimizer, which model/ never imports, so it lives in
-training/norm_placement.py. It is imported lazily, inside the builder: the server starts
+lab/norm_placement.py. It is imported lazily, inside the builder: the server starts
 without it and only this endpoint's first request loads it. The work is bounded before it
 starts (every field's range in the schema, their product here); the service caches results.
 """
@@ -32,7 +32,7 @@ def check_norm_placement(request: NormPlacementLabRequest) -> None:
 
 
 def build_norm_placement(request: NormPlacementLabRequest) -> dict[str, Any]:
-    from training import norm_placement  # lazy: see the module docstring
+    from lab import norm_placement  # lazy: see the module docstring
 
     settings = norm_placement.NormPlacementSettings(
         n_layers=request.n_layers, d_model=request.d_model, n_heads=request.n_heads, seq_len=request.seq_len,

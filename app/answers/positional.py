@@ -7,11 +7,11 @@ from typing import Any
 
 import torch
 
+from analysis import readouts
 from app import errors
 from app.resolve import Resolved
 from app.schemas import PositionalQuery
 from app.tensors import encode_tensor
-from model import readouts
 
 DIMS = {
     "table": ("pos", "d_model"), "angles": ("pos", "pair"), "cos": ("pos", "pair"), "sin": ("pos", "pair"),

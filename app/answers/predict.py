@@ -6,12 +6,12 @@ from typing import Any
 
 from app import errors
 from app.answers import Builder
-from app.answers.select import interventions_for
+from app.answers.request_checks import interventions_for
 from app.answers.trace import next_tokens, text_loss
-from app.engine import TraceRun
-from app.inputs import special_token, token_text, tokens_out
+from app.inference_pool import TraceRun
 from app.resolve import Resolved
 from app.schemas import PredictRequest
+from app.tokenizing import special_token, token_text, tokens_out
 from model.generate import generate
 from model.tokenizer import Token
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from analysis import readouts
 from app import errors
 from app.answers import Budget, Builder
-from app.answers.select import check_heads, check_layer
-from app.engine import TraceRun
-from app.inputs import Inputs, token_text, tokens_out
+from app.answers.request_checks import check_heads, check_layer
+from app.inference_pool import TraceRun
 from app.resolve import Resolved
 from app.schemas import TraceRequest
 from app.tensors import encode_tensor
-from model import readouts
+from app.tokenizing import Inputs, token_text, tokens_out
 from model.hooks import NoSuchStage, select_names
 
 LAYER_OF = re.compile(r"(?:^|\.)blocks\.(\d+)\.")

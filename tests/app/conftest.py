@@ -15,10 +15,10 @@ import pytest
 from fastapi.testclient import TestClient
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from app.main import create_app
+from app.factory import create_app
 from app.registry import Registry
 from app.settings import Settings
-from model.checkpoint import LoadedModel
+from checkpoints import LoadedModel
 from model.config import TransformerConfig
 from model.tokenizer import CharTokenizer, HubTokenizer
 from model.transformer import Transformer

@@ -11,7 +11,8 @@ ROOT = Path(__file__).resolve().parents[2]
 ROUTERS = sorted((ROOT / "app" / "routers").glob("*.py"))
 # pages and docs serve the page and the offline Swagger files: they touch no model
 FILE_SERVERS = {"pages.py", "docs.py", "__init__.py"}
-BELOW_THE_SERVICE = ("model", "torch", "app.engine", "app.registry", "app.resolve", "app.inputs", "app.answers",
+BELOW_THE_SERVICE = ("model", "torch", "analysis", "checkpoints", "lab", "app.inference_pool", "app.registry",
+                     "app.resolve", "app.tokenizing", "app.answers",
                      "app.tensors", "app.cache", "app.catalogue")
 
 
@@ -44,27 +45,3 @@ def test_each_route_is_parse_then_one_service_call(path: Path) -> None:
         call = call.value if isinstance(call, ast.Await) else call
         assert isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute), route.name
         assert isinstance(call.func.value, ast.Name) and call.func.value.id == "service", route.name
-
-
-def test_the_web_layer_and_the_model_import_in_one_direction() -> None:
-    for path in (ROOT / "model").rglob("*.py"):
-        wrong = {m for m in imported_modules(path) if m.startswith(("app", "fastapi", "starlette", "training"))}
-        assert not wrong, f"{path.relative_to(ROOT)} imports {sorted(wrong)}"
-    for path in (ROOT / "app").rglob("*.py"):
-        wrong = {m for m in imported_modules(path) if m.startswith("training")}
-        if path.name == "cli.py":  # the `train` command is started from the one CLI, lazily
-            continue
-        # /api/lab/norm-placement trains two small models (an optimizer), which model/ may not hold: this one
-        # answer module imports training.norm_placement, lazily, inside its builder; no other module may
-        if path.relative_to(ROOT).as_posix() == "app/answers/lab_training.py":
-            assert wrong <= {"training", "training.norm_placement"}, wrong
-            continue
-        assert not wrong, f"{path.relative_to(ROOT)} imports {sorted(wrong)}"
-
-
-def test_no_source_file_is_too_long_to_read_in_one_sitting() -> None:
-    sources = [*ROOT.glob("app/**/*.py"), *ROOT.glob("model/**/*.py"), *ROOT.glob("training/**/*.py"),
-               *ROOT.glob("tests/**/*.py"), *ROOT.glob("bench/*.py"), *ROOT.glob("static/js/**/*.js")]
-    lengths = {str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines()) for p in sources}
-    too_long = {name: n for name, n in lengths.items() if n > 400}
-    assert not too_long, too_long

@@ -143,7 +143,7 @@ def test_a_from_scratch_model_over_the_parameter_budget_is_refused_before_it_is_
 
 
 def test_an_answer_over_the_cell_budget_names_the_limit_and_the_filters(tmp_path) -> None:  # noqa: ANN001
-    from app.main import create_app
+    from app.factory import create_app
     from tests.app.conftest import make_registry, make_settings
 
     settings = make_settings(tmp_path, max_response_cells=5_000)

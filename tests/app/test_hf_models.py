@@ -10,7 +10,7 @@ import torch
 from fastapi.testclient import TestClient
 
 from app.catalogue import build_registry
-from app.main import create_app
+from app.factory import create_app
 from tests.app.conftest import make_settings, post
 
 transformers = pytest.importorskip("transformers")

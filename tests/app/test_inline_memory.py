@@ -24,15 +24,15 @@ import pytest
 from safetensors.torch import save_file
 
 import app.resolve as resolve
-from app import runtime
+from app import process_tuning
 from app.catalogue import add_directory
-from app.engine import Engine
 from app.errors import ApiError
-from app.main import create_app
+from app.factory import create_app
+from app.inference_pool import Engine
 from app.registry import Registry
 from app.resolve import ModelResolver
 from app.schemas import InlineConfig
-from model.checkpoint import save_checkpoint
+from checkpoints import save_checkpoint
 from model.config import TransformerConfig
 from model.tokenizer import CharTokenizer
 from model.transformer import Transformer
@@ -197,7 +197,7 @@ def test_training_snapshots_count_against_their_budget_too(tmp_path: Path) -> No
 def test_a_model_that_goes_releases_its_bytes_and_trims_the_heap_past_a_threshold(
         monkeypatch: pytest.MonkeyPatch) -> None:
     trimmed = threading.Event()
-    monkeypatch.setattr(runtime, "release_freed_memory", trimmed.set)
+    monkeypatch.setattr(process_tuning, "release_freed_memory", trimmed.set)
     live = resolve.LiveModels(max_bytes=1 << 20)
     config = TransformerConfig(d_model=8, n_layers=1, n_heads=1, vocab_size=8, n_ctx=8)
 
@@ -214,21 +214,21 @@ def test_a_model_that_goes_releases_its_bytes_and_trims_the_heap_past_a_threshol
 RELEASE_PROBE = textwrap.dedent(
     """
     import torch
-    from app import runtime
+    from app import process_tuning
     def rss_mb(): return int(open('/proc/self/statm').read().split()[1]) * 4096 >> 20
-    runtime.keep_freed_memory(keep_mb=256)
+    process_tuning.keep_freed_memory(keep_mb=256)
     weights = [torch.ones(256 * 256) for _ in range(400)]  # 100 MB of 256 KB tensors: heap, not mmap
     pin = torch.ones(1000)  # a live chunk above them: the freed space is inside the heap, not at its top
     del weights
     before = rss_mb()
-    released = runtime.release_freed_memory()
+    released = process_tuning.release_freed_memory()
     print(released, before - rss_mb())
     """
 )
 
 
 def test_release_freed_memory_answers_a_bool_and_gives_pages_back() -> None:
-    assert isinstance(runtime.release_freed_memory(), bool)
+    assert isinstance(process_tuning.release_freed_memory(), bool)
     if not sys.platform.startswith("linux"):
         return
     out = subprocess.run([sys.executable, "-c", RELEASE_PROBE], cwd=ROOT, capture_output=True, text=True,

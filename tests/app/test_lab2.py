@@ -181,7 +181,7 @@ def test_ablation_no_head_changes_nothing_and_each_head_is_lab_one(client: TestC
 
 
 def test_norm_placement_is_deterministic_for_a_seed(client: TestClient) -> None:
-    from training.norm_placement import NormPlacementSettings, compare_norm_placement
+    from lab.norm_placement import NormPlacementSettings, compare_norm_placement
 
     body = {"n_layers": 6, "d_model": 32, "n_heads": 2, "steps": 3, "batch": 4, "seq_len": 16, "seed": 5}
     out = post(client, "/api/lab/norm-placement", body).json()

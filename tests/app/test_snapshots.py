@@ -9,9 +9,9 @@ from fastapi.testclient import TestClient
 from safetensors.torch import save_file
 
 from app.catalogue import add_directory
-from app.main import create_app
+from app.factory import create_app
 from app.registry import Registry
-from model.checkpoint import save_checkpoint
+from checkpoints import save_checkpoint
 from model.config import TransformerConfig
 from model.tokenizer import CharTokenizer
 from model.transformer import Transformer
@@ -55,7 +55,7 @@ def test_unknown_snapshot_is_a_clear_422(client: TestClient) -> None:
 
 
 def test_snapshot_files_stay_inside_the_checkpoint(tmp_path: Path) -> None:
-    from model.checkpoint import CheckpointError, load_snapshot
+    from checkpoints import CheckpointError, load_snapshot
 
     with pytest.raises(CheckpointError, match="not a file inside"):
         load_snapshot(tmp_path, "../../etc/passwd", TransformerConfig(), "cpu")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from model.checkpoint import LoadedModel, save_checkpoint
+from checkpoints import LoadedModel, save_checkpoint
 from model.config import TransformerConfig
 from model.tokenizer import CharTokenizer, HubTokenizer
 from model.transformer import Transformer
@@ -171,7 +171,7 @@ class ServerThread:
         import uvicorn
 
         from app.catalogue import add_directory
-        from app.main import create_app
+        from app.factory import create_app
         from app.registry import Registry, RegistryError
         from app.settings import Settings
 

@@ -12,7 +12,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from model.checkpoint import save_checkpoint
+from checkpoints import save_checkpoint
 from model.config import TransformerConfig
 from model.tokenizer import CharTokenizer
 from model.transformer import Transformer

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import torch
 
-from model.checkpoint import LoadedModel
+from checkpoints import LoadedModel
 from model.config import TransformerConfig
 from model.positional import apply_rope, rope_angles
 from model.tokenizer import CharTokenizer

@@ -13,7 +13,7 @@ from fastapi import FastAPI
 
 from app.catalogue import build_registry
 from app.cli import server_options
-from app.main import create_app
+from app.factory import create_app
 from app.settings import Settings
 from tests.conftest import free_port
 

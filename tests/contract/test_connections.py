@@ -1,4 +1,4 @@
-"""Clients that send or read too slowly, or send too much head, cannot hold the server (app.server).
+"""Clients that send or read too slowly, or send too much head, cannot hold the server (app.http_guard).
 
 A real server with the production protocol and small limits (1 s, 4 KB), driven over raw sockets.
 """
@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from app.main import create_app
-from app.server import READING_BUDGET, ConnectionLimits, GuardedHttpProtocol
+from app.factory import create_app
+from app.http_guard import READING_BUDGET, ConnectionLimits, GuardedHttpProtocol
 from tests.app.conftest import make_registry, make_settings
 from tests.contract.conftest import LiveServer, shipped_app
 

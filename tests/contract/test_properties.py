@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.main import create_app
+from app.factory import create_app
 from tests.app.conftest import make_registry, make_settings
 
 TYPED_4XX = {"empty_text", "text_too_long"}

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from app.main import create_app
+from app.factory import create_app
 from tests.contract.conftest import LiveServer
 
 # Refusals of schema-valid input that depend on the model or the text, which a schema cannot state:

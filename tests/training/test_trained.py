@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from model.checkpoint import load_checkpoint
+from checkpoints import load_checkpoint
 from tests.conftest import CORPUS
 
 # ---------------------------------------------------------------- the shipped models, measured again

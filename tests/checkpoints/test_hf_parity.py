@@ -8,9 +8,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from checkpoints import load_checkpoint
+from checkpoints.hf import convert_hf
 from model import Transformer, TransformerConfig
-from model.checkpoint import load_checkpoint
-from model.hf import convert_hf
 
 transformers = pytest.importorskip("transformers")
 TOL = 1e-4
@@ -39,7 +39,7 @@ def _hf_state(hf_model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 
 def _ours(hf_model: torch.nn.Module) -> Transformer:
-    from model.checkpoint import build_model
+    from checkpoints import build_model
 
     cfg, state = convert_hf(hf_model.config.to_dict(), _hf_state(hf_model))
     return build_model(cfg, state)
@@ -163,7 +163,7 @@ def test_hf_directory_round_trip(tmp_path: Path) -> None:
 
 
 def test_hf_directory_errors_are_clear(tmp_path: Path) -> None:
-    from model.checkpoint import CheckpointError
+    from checkpoints import CheckpointError
 
     with pytest.raises(CheckpointError, match="no config.json"):
         load_checkpoint(tmp_path)

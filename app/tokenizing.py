@@ -13,7 +13,7 @@ from typing import Any
 from app import errors
 from app.schemas import TextInput
 from app.settings import Settings
-from model.checkpoint import LoadedModel
+from checkpoints import LoadedModel
 from model.tokenizer import Token
 
 

@@ -6,15 +6,13 @@ weight names; `load_hf_directory` opens a whole directory (safetensors only, nev
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from model.checkpoint import (
-    CONFIG_FILE,
+from checkpoints.base import (
     WEIGHTS_FILE,
     CheckpointError,
     LoadedModel,
@@ -251,9 +249,8 @@ def load_hf_tokenizer(directory: Path, model_type: str) -> HubTokenizer:
     raise CheckpointError(f"{directory} has no tokenizer (tokenizer.json, vocab.json + merges.txt, or vocab.txt)")
 
 
-def load_hf_directory(directory: Path, device: str | torch.device = "cpu") -> LoadedModel:
-    """A Hugging Face-format directory: config.json + model.safetensors + tokenizer files."""
-    hf_config = json.loads((directory / CONFIG_FILE).read_text(encoding="utf-8"))
+def load_hf_directory(directory: Path, hf_config: dict[str, Any], device: str | torch.device = "cpu") -> LoadedModel:
+    """A Hugging Face-format directory: config.json (already read: `hf_config`) + model.safetensors + tokenizer."""
     weights = directory / WEIGHTS_FILE
     if not weights.is_file():
         raise CheckpointError(f"{directory} has no {WEIGHTS_FILE} (only safetensors weights are loaded, never pickles)")

@@ -28,9 +28,9 @@ from starlette.responses import Response
 from app.cache import LRU
 from app.compression import Rendered, RenderedJSON
 from app.errors import ApiJSONResponse, busy
-from app.inputs import Inputs
+from app.tokenizing import Inputs
+from model.edits import Interventions
 from model.hooks import Trace
-from model.interventions import Interventions
 from model.tokenizer import Token
 from model.transformer import Transformer
 

@@ -1,7 +1,7 @@
 """What attention costs against sequence length: time and peak memory, naive against tiled, and the n² fit.
 
 Naive attention materialises the [head, q_pos, k_pos] scores and their softmax: n² memory and
-n² time. The tiled version (model/flash.py) does the same n² work but only ever holds one
+n² time. The tiled version (lab/flash.py) does the same n² work but only ever holds one
 block_q × block_k tile. Both are measured here on random q, k, v; the fits say how the cost grows:
 
     power law:  log t = log a + b · log n   (least squares; b ≈ 2 for quadratic cost)
@@ -23,7 +23,7 @@ from functools import partial
 
 import torch
 
-from model.flash import flash_attention, naive_attention
+from lab.flash import flash_attention, naive_attention
 
 MAX_LENGTH = 4096
 MAX_LENGTHS = 12

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 import torch
 
+from lab.flash import flash_attention, flash_for_head, head_inputs, head_stage_names, naive_attention
 from model import Transformer, TransformerConfig
-from model.flash import flash_attention, flash_for_head, head_inputs, head_stage_names, naive_attention
 
 TOL = 1e-5
 

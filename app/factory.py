@@ -16,15 +16,15 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.middleware.gzip import GZipMiddleware
 
-from app import runtime
+from app import process_tuning
 from app.catalogue import build_registry
 from app.compression import GZIP_LEVEL, GZIP_MIN_BYTES
 from app.errors import ApiJSONResponse, install_error_handlers
+from app.http_guard import STATE_KEY as CONNECTION_LIMITS
+from app.http_guard import ConnectionLimits
 from app.middleware import AccessLogMiddleware, BodyLimitMiddleware, HeadAsGetMiddleware, SecurityHeadersMiddleware
 from app.registry import Registry
 from app.routers import activations, attention, docs, health, lab, models, pages, positional, predict, trace
-from app.server import STATE_KEY as CONNECTION_LIMITS
-from app.server import ConnectionLimits
 from app.service import Service
 from app.settings import Settings
 
@@ -47,7 +47,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, ConnectionLimits]]:
-        runtime.configure(settings.torch_threads, keep_mb=settings.prefault_mb)  # once, before any inference
+        process_tuning.configure(settings.torch_threads, keep_mb=settings.prefault_mb)  # once, before any inference
         service = Service(registry if registry is not None else build_registry(settings), settings)
         app.state.service = service
         # the heap and the meta device first, before any request: in an inference worker, which no request needs
@@ -59,7 +59,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         warming = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warm-up")
         warm = asyncio.get_running_loop().run_in_executor(warming, service.warm_up)
         log.info("models: %s (default %s)", ", ".join(service.registry.names()), service.registry.default)
-        # the lifespan state reaches the server's connections (app.server), which guard with these limits
+        # the lifespan state reaches the server's connections (app.http_guard), which guard with these limits
         yield {CONNECTION_LIMITS: ConnectionLimits(settings.client_timeout_s, settings.max_head_bytes,
                                                    settings.max_body_bytes)}
         warm.cancel()

@@ -1,6 +1,6 @@
 """Head ablation: which heads a prediction needs, set beside where they look.
 
-Zero one head's z (Lab I's `ablate_heads`, model/interventions.py) and see how the loss and the
+Zero one head's z (Lab I's `ablate_heads`, model/edits.py) and see how the loss and the
 probability of the chosen next token move. Set beside that head's attention weights, it shows
 that a high weight is not the same as importance (misconception 6): a head may stare at a token
 and change nothing, and a head with diffuse weights may carry the answer.
@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import torch
 
+from analysis.lens import lm_stack
+from analysis.readouts import sequence_loss
+from model.edits import ablated
 from model.hooks import Edit, Trace
-from model.interventions import ablated
-from model.lens import lm_stack
-from model.readouts import sequence_loss
 from model.transformer import Transformer
 
 MAX_ABLATED_HEADS = 512  # one forward pass each

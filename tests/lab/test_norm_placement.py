@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from training.norm_placement import (
+from lab.norm_placement import (
     SAMPLE_TEXT,
     NormPlacementSettings,
     compare_norm_placement,

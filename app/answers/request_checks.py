@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from app import errors
-from app.inputs import Inputs
 from app.resolve import Resolved
 from app.schemas import InterventionsIn
-from model.interventions import Interventions
+from app.tokenizing import Inputs
+from model.edits import Interventions
 
 
 def stack_prefix(resolved: Resolved, stack: str | None, cross: bool) -> tuple[str, str | None, int]:

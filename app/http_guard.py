@@ -17,7 +17,7 @@ server. `GuardedHttpProtocol` bounds each of them:
 - the parser's own refusals (a malformed request line, a bad header) get the API's JSON error and the
   security headers, not uvicorn's plain text.
 
-The limits come from the app's settings through the lifespan state (`app.main`), so every server
+The limits come from the app's settings through the lifespan state (`app.factory`), so every server
 process, however started, guards with its own settings.
 """
 

@@ -1,4 +1,4 @@
-"""Process tuning (app.runtime): a fresh server's traces land in pre-touched heap, not fresh pages.
+"""Process tuning (app.process_tuning): a fresh server's traces land in pre-touched heap, not fresh pages.
 
 While the trace cache fills, each new trace stays alive beside the cached ones; without a
 pre-touched heap every one of them faults in fresh pages (~700 for a 32-token tiny-gpt trace).
@@ -20,14 +20,14 @@ ROOT = Path(__file__).resolve().parents[2]
 PROBE = textwrap.dedent(
     """
     import resource, sys, torch
-    from app import runtime
+    from app import process_tuning
     from model import Transformer, TransformerConfig
     torch.set_num_threads(1)
     model = Transformer(TransformerConfig(d_model=192, n_layers=4, n_heads=6, vocab_size=7000, n_ctx=64)).eval()
     ids = torch.randint(0, 7000, (1, 33))
     model.run_with_trace(ids)  # first-call costs out of the way
-    runtime.keep_freed_memory(keep_mb=int(sys.argv[1]))
-    runtime.prefault_heap(int(sys.argv[1]))
+    process_tuning.keep_freed_memory(keep_mb=int(sys.argv[1]))
+    process_tuning.prefault_heap(int(sys.argv[1]))
     kept = []
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for _ in range(10):

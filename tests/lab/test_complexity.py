@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from model.complexity import MAX_LENGTH, fit_power_law, measure_complexity, naive_peak_bytes, tiled_peak_bytes
+from lab.complexity import MAX_LENGTH, fit_power_law, measure_complexity, naive_peak_bytes, tiled_peak_bytes
 
 
 def test_fit_recovers_a_known_power_law() -> None:

@@ -17,15 +17,12 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 
 from model.hooks import Edit, Trace
-
-if TYPE_CHECKING:
-    from model.transformer import Transformer
 
 SELF_ATTENTION = re.compile(r"^(?P<prefix>(?:\w+\.)?blocks\.(?P<layer>\d+)\.attn\.)hook_scores_raw$")
 
@@ -42,12 +39,14 @@ class Interventions:
     def __bool__(self) -> bool:
         return self != Interventions()
 
-    def hooks(self, model: Transformer) -> tuple[dict[str, list[Edit]], set[str]]:
-        """(stage name -> edits in the order they apply, stages the edits read from the trace)."""
+    def hooks(self, trace_names: Iterable[str], d_head: int) -> tuple[dict[str, list[Edit]], set[str]]:
+        """(stage name -> edits in the order they apply, stages the edits read from the trace).
+
+        trace_names: the model's stage names (Transformer.trace_names); d_head: its head width.
+        """
         edits: dict[str, list[Edit]] = defaultdict(list)
         needed: set[str] = set()
-        d_head = model.cfg.d_head
-        for name in model.trace_names:
+        for name in trace_names:
             match = SELF_ATTENTION.match(name)
             if match is None:
                 continue

@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 import torch
 
+from analysis.ablation import ablation_edits, head_ablation, logits_with_edits
+from analysis.lens import lens_stage_names, logit_lens, run_logit_lens
+from analysis.readouts import sequence_loss
 from model import Transformer, TransformerConfig
-from model.ablation import ablation_edits, head_ablation, logits_with_edits
-from model.interventions import Interventions
-from model.lens import lens_stage_names, logit_lens, run_logit_lens
-from model.readouts import sequence_loss
+from model.edits import Interventions
 
 
 def make(**overrides: Any) -> Transformer:

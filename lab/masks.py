@@ -1,0 +1,86 @@
+"""Which keys a query may read: causal, bidirectional, sliding-window, padding and cross masks (the model's
+own `attention_allowed`), and the model's patterns when every layer uses one of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from model.hooks import Edit, Trace
+from model.transformer import Transformer, attention_allowed
+
+
+def mask_set(n: int, shorter: int, n_target: int, window: int, causal: bool) -> dict[str, torch.Tensor]:
+    """Boolean masks (True: the query may see the key), from the model's own `attention_allowed`.
+
+    causal, bidirectional, sliding [q_pos, k_pos] (n × n); padding [batch 2, q_pos, k_pos]
+    for a batch of the sentence and its first `shorter` tokens padded to n; cross [batch 2,
+    target q_pos, source k_pos]: every decoder position sees every real source token.
+    """
+    cpu = torch.device("cpu")
+    real = torch.zeros(2, n, dtype=torch.bool)  # [batch, pos]
+    real[0] = True
+    real[1, :shorter] = True
+
+    def square(**kw: Any) -> torch.Tensor:
+        allowed = attention_allowed(n, n, key_padding=None, device=cpu, **kw)
+        return torch.ones(n, n, dtype=torch.bool) if allowed is None else allowed[0, 0]
+
+    padding = attention_allowed(n, n, causal=causal, window=None, key_padding=real, device=cpu)
+    cross = attention_allowed(n_target, n, causal=False, window=None, key_padding=real, device=cpu)
+    assert padding is not None and cross is not None
+    return {
+        "causal": square(causal=True, window=None),
+        "bidirectional": square(causal=False, window=None),
+        "sliding": square(causal=causal, window=window),
+        "padding": padding[:, 0].expand(2, n, n),  # [batch, q_pos, k_pos]
+        "cross": cross[:, 0].expand(2, n_target, n),
+    }
+
+
+def self_attention_prefixes(model: Transformer, stack: str) -> list[str]:
+    """`{stack}blocks.{i}.attn.` for every layer of one stack ("" or "encoder." / "decoder.")."""
+    n = model.cfg.decoder_layers if stack == "decoder." else model.cfg.n_layers
+    return [f"{stack}blocks.{i}.attn." for i in range(n)]
+
+
+def patterns_under_mask(model: Transformer, tokens: torch.Tensor, allowed: torch.Tensor, stack: str,
+                        layer: int, **kwargs: torch.Tensor | None) -> torch.Tensor:
+    """Layer `layer`'s pattern when every self-attention layer of `stack` uses `allowed` as its mask.
+
+    tokens: [batch, pos]; allowed: bool [q_pos, k_pos] -> pattern [batch, head, q_pos, k_pos].
+    Each layer's softmax input becomes its scaled scores with the cells `allowed` hides set to -inf.
+    """
+    prefixes = self_attention_prefixes(model, stack)
+
+    def remasked(attn: str) -> Edit:
+        def edit(_: torch.Tensor, trace: Trace) -> torch.Tensor:
+            return trace[attn + "hook_scores_scaled"].masked_fill(~allowed, float("-inf"))
+
+        return edit
+
+    edits = {p + "hook_attn_scores": [remasked(p)] for p in prefixes}
+    wanted = [p + "hook_scores_scaled" for p in prefixes] + [prefixes[layer] + "hook_pattern"]
+    with torch.inference_mode(), Trace(wanted, edits) as trace:
+        model(tokens, **kwargs)
+    return trace[prefixes[layer] + "hook_pattern"]
+
+
+def padded_run(model: Transformer, tokens: torch.Tensor, shorter: int, names: Sequence[str],
+               target: torch.Tensor | None = None) -> Trace:
+    """The model on a batch of [sentence, its first `shorter` tokens padded to the same length].
+
+    tokens: [1, pos] (target: [1, target_pos] for encoder-decoders); records `names`, batch 2.
+    """
+    batch = tokens.repeat(2, 1)  # [2, pos]; the padded row keeps its ids, the mask hides them
+    real = torch.ones_like(batch, dtype=torch.bool)
+    real[1, shorter:] = False
+    kwargs: dict[str, torch.Tensor] = {"padding_mask": real}
+    if target is not None:
+        kwargs["target_tokens"] = target.repeat(2, 1)
+    with torch.inference_mode(), Trace(names) as trace:
+        model(batch, **kwargs)
+    return trace

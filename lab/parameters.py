@@ -1,0 +1,54 @@
+"""Parameters: counts per component; h heads of width d_model/h cost what one head of d_model costs;
+MHA, GQA and MQA K/V counts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from model.config import TransformerConfig
+from model.layers import Attention
+from model.transformer import Transformer, distinct_state_dict
+
+
+def parameter_report(model: Transformer) -> dict[str, Any]:
+    """Counts per component, and the sum of the saved state dict (every shared tensor once)."""
+    counts = model.parameter_counts()
+    state_total = sum(t.numel() for t in distinct_state_dict(model).values())
+    blocks = counts["attention"] + counts["mlp"]
+    return {"counts": counts, "state_dict_total": state_total,
+            "ffn_share": counts["mlp"] / counts["total"] if counts["total"] else 0.0,
+            "ffn_share_of_blocks": counts["mlp"] / blocks if blocks else 0.0}
+
+
+def attention_counts(cfg: TransformerConfig, n_heads: int, n_kv_heads: int | None = None) -> dict[str, int]:
+    """Parameters of one self-attention layer with n_heads heads of width d_model / n_heads.
+
+    Built on the meta device (nothing allocated). Positions are left out: RoPE and ALiBi have none.
+    """
+    changed = cfg.replace(n_heads=n_heads, n_kv_heads=n_kv_heads, pos_encoding="none", sliding_window=None)
+    with torch.device("meta"):
+        layer = Attention(changed, causal=cfg.causal)
+    count = {name: sum(p.numel() for p in getattr(layer, name).parameters()) for name in ("W_Q", "W_K", "W_V", "W_O")}
+    return {**count, "kv": count["W_K"] + count["W_V"], "total": sum(count.values())}
+
+
+def divisors(n: int, limit: int = 64) -> list[int]:
+    return [h for h in range(1, min(n, limit) + 1) if n % h == 0]
+
+
+def head_splits(cfg: TransformerConfig) -> list[dict[str, int]]:
+    """One layer's attention parameters for every head count h dividing d_model (width d_model / h each)."""
+    return [{"n_heads": h, "d_head": cfg.d_model // h, **attention_counts(cfg, h)}
+            for h in divisors(cfg.d_model) if h <= 64]
+
+
+def kv_sharing(cfg: TransformerConfig) -> list[dict[str, Any]]:
+    """MHA (a K/V head per query head), GQA (groups share one) and MQA (one K/V head): one layer's counts."""
+    rows = []
+    for kv in reversed(divisors(cfg.n_heads)):
+        kind = "MHA" if kv == cfg.n_heads else "MQA" if kv == 1 else "GQA"
+        rows.append({"kind": kind, "n_kv_heads": kv, **attention_counts(cfg, cfg.n_heads, kv)})
+    return rows

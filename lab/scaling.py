@@ -1,0 +1,74 @@
+"""Why ÷√d_k: Var(q·k) = d_k for unit-variance q, k, and softmax rows saturate without the scale.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+
+
+def qk_variance(d_ks: Sequence[int], samples: int, seed: int) -> dict[str, list[float]]:
+    """For q, k with unit-variance entries: Var(q·k) ≈ d_k, and Var(q·k / √d_k) ≈ 1."""
+    generator = torch.Generator().manual_seed(seed)
+    variance, scaled = [], []
+    for d_k in d_ks:
+        q = torch.randn(samples, d_k, generator=generator, dtype=torch.float64)  # [sample, d_k]
+        k = torch.randn(samples, d_k, generator=generator, dtype=torch.float64)
+        dots = (q * k).sum(-1)  # [sample]
+        variance.append(float(dots.var()))
+        scaled.append(float((dots / math.sqrt(d_k)).var()))
+    return {"variance": variance, "scaled_variance": scaled}
+
+
+def row_statistics(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(max weight, entropy in nats) of softmax over the last dim; -inf cells are hidden keys.
+
+    scores: [..., k_pos] -> two tensors [...]. A row with no visible key has weight 0, entropy 0.
+    """
+    weights = torch.softmax(scores.double(), dim=-1).nan_to_num(0.0)  # [..., k_pos]
+    logs = torch.where(weights > 0, weights.log(), torch.zeros_like(weights))
+    return weights.amax(-1), -(weights * logs).sum(-1)
+
+
+def softmax_sharpness(d_ks: Sequence[int], n_keys: int, rows: int, seed: int) -> dict[str, list[float]]:
+    """Mean max weight and entropy of softmax rows over n_keys random keys, with and without ÷√d_k.
+
+    A uniform row has max weight 1/n_keys and entropy ln(n_keys); a saturated one 1 and 0.
+    """
+    generator = torch.Generator().manual_seed(seed + 1)
+    out: dict[str, list[float]] = {"max_scaled": [], "max_unscaled": [], "entropy_scaled": [],
+                                   "entropy_unscaled": []}
+    for d_k in d_ks:
+        q = torch.randn(rows, d_k, generator=generator, dtype=torch.float64)  # [row, d_k]
+        k = torch.randn(n_keys, d_k, generator=generator, dtype=torch.float64)  # [key, d_k]
+        raw = q @ k.T  # [row, key]
+        for label, scores in (("scaled", raw / math.sqrt(d_k)), ("unscaled", raw)):
+            top, entropy = row_statistics(scores)
+            out[f"max_{label}"].append(float(top.mean()))
+            out[f"entropy_{label}"].append(float(entropy.mean()))
+    return out
+
+
+def head_statistics(raw: torch.Tensor, attn_scores: torch.Tensor, d_head: int) -> dict[str, list[float]]:
+    """The same statistics on a model's real scores, per head.
+
+    raw: [head, q_pos, k_pos] Q·Kᵀ; attn_scores: the same scaled, biased and masked (-inf hidden):
+    the softmax input. Without ÷√d_head the softmax sees attn_scores + raw·(1 − 1/√d_head) = raw + bias,
+    as the `no_scale` intervention does. Variances are over the visible cells; `entropy_uniform` is
+    the mean ln(visible keys), the entropy of a row that spreads evenly.
+    """
+    visible = torch.isfinite(attn_scores)  # [head, q_pos, k_pos]
+    unscaled = attn_scores.double() + raw.double() * (1 - 1 / math.sqrt(d_head))  # hidden cells stay -inf
+    max_s, ent_s = row_statistics(attn_scores)  # [head, q_pos]
+    max_u, ent_u = row_statistics(unscaled)
+    out: dict[str, list[float]] = {"var_raw": [], "var_scaled": []}
+    for head in range(raw.shape[0]):
+        cells = visible[head]
+        enough = int(cells.sum()) > 1
+        out["var_raw"].append(float(raw[head].double()[cells].var()) if enough else 0.0)
+        out["var_scaled"].append(float((raw[head].double() / math.sqrt(d_head))[cells].var()) if enough else 0.0)
+    return {**out, "max_scaled": max_s.mean(-1).tolist(), "max_unscaled": max_u.mean(-1).tolist(),
+            "entropy_scaled": ent_s.mean(-1).tolist(), "entropy_unscaled": ent_u.mean(-1).tolist(),
+            "entropy_uniform": visible.sum(-1).clamp(min=1).double().log().mean(-1).tolist()}
