@@ -6,6 +6,7 @@ import { categoryAxis, draw, fitMargins, heatmap, rawLabels, rowsHeight, tokenLa
 import { badge, drawGrid, fetchStages, keyTokensFor } from "./common.js";
 import { readingNote, workedExample } from "./reading.js";
 import { labelNote } from "../probes.js";
+import { drawHeadOverview } from "../head_overview.js";
 
 const WORKED_MAX_TOKENS = 5; // a sentence this short gets the worked example with every number
 
@@ -85,38 +86,18 @@ export default {
     const title = ctx.text.title;
 
     if (ctx.view === "layers") {
+      // every layer's maps on one canvas (head_overview.js): 270 heads of a 30-layer model at once
       const names = Object.keys(data.all);
       const first = data.all[names[0]];
-      const nHeads = first.size("head");
-      const cells = [];
-      const titles = [];
-      const layers = [];
-      names.forEach((name) => {
-        const layer = Number(name.match(/blocks\.(\d+)\./)[1]);
-        for (let hd = 0; hd < nHeads; hd += 1) {
-          cells.push({ z: data.all[name].matrix("q_pos", "k_pos", { head: hd }) });
-          titles.push(`L${layer} H${hd}`);
-          layers.push([layer, hd]);
-        }
-      });
-      const plot = board.card("layers", {
+      const layers = names.map((name) => ({ layer: Number(name.match(/blocks\.(\d+)\./)[1]), tensor: data.all[name] }));
+      const plot = board.card("overview", {
         title: `${title} — ${t("view_layers")}`,
         badges: [badge(ctx, `×${names.length}`, first)],
-        exportData: () => ({ names, cells: cells.map((c, i) => ({ title: titles[i], z: c.z })) }),
+        exportData: () => ({ names, cells: layers.flatMap(({ layer, tensor }) => Array.from({ length: tensor.size("head") }, (_, hd) => ({ title: `L${layer} H${hd}`, z: tensor.matrix("q_pos", "k_pos", { head: hd }) }))) }),
         filename: `${ctx.fname}_layers`,
         note: t("overview_hint"),
       });
-      drawGrid(plot, ctx, cells, {
-        rows: names.length,
-        cols: nHeads,
-        x,
-        y,
-        signed: !probs,
-        zmin: probs ? 0 : undefined,
-        zmax: probs ? 1 : undefined,
-        titles,
-        onPick: (i) => ctx.go({ layer: layers[i][0], head: layers[i][1], view: "head" }),
-      });
+      drawHeadOverview(plot, ctx, layers, { probs });
       return;
     }
 
