@@ -114,6 +114,11 @@ class TextInput(ModelChoice):
     target_text: str | None = Field(
         None, description="Encoder-decoder only: the decoder input so far (omitted: just the start token). "
                           "Ignored by other models.")
+    chat: Bool = Field(
+        False, description="Read the text as a chat model does: one user message wrapped in the model's chat "
+                           "template (meta `chat_template`, from a GGUF file's tokenizer.chat_template), the "
+                           "assistant's turn opened; the template's special tokens are tokens. A model without a "
+                           "template refuses it (422 invalid_option).")
 
 
 class Intervenable(TextInput):
@@ -214,7 +219,8 @@ class PositionalQuery(BaseModel):
 class TokenOut(BaseModel):
     id: int
     text: str
-    start: int = Field(description="Character span [start, end) of the input; special tokens have start == end.")
+    start: int = Field(description="Character span [start, end) of the input (with `chat`: of the rendered chat text); "
+                                   "a start token added before the text has start == end.")
     end: int
 
 
@@ -282,6 +288,8 @@ class TokenizeOut(BaseModel):
     model: str
     tokens: list[TokenOut]
     target_tokens: list[TokenOut] | None = None
+    chat_text: str | None = Field(None, description="With `chat`: the text as the chat template wrote it (the "
+                                                    "tokens' spans point into it).")
 
 
 class Prediction(BaseModel):

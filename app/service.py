@@ -248,7 +248,7 @@ class Service:
 
     def _tokens(self, resolved: Resolved, request: TextInput) -> Inputs:
         """The request's tokens within the limits (app.tokenizing.encode), kept for the next request on that text."""
-        key = (resolved.key, request.text, request.target_text)
+        key = (resolved.key, request.text, request.target_text, request.chat)
         inputs = self.tokenized.get(key)
         if inputs is None:
             inputs = self.tokenized.put(key, encode(resolved.loaded, request, self.settings))

@@ -2,7 +2,8 @@
 
 Decoders get the start token their meta names (`bos_token`) before the text;
 encoder-decoder models get it before the decoder input, never before the source.
-Any Unicode string is valid input, lone surrogates included.
+Any Unicode string is valid input, lone surrogates included. With `chat`, a decoder reads the text
+as one user message in its chat template (app.chat), special tokens as tokens.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from app import errors
+from app import chat, errors
 from app.schemas import TextInput
 from app.settings import Settings
 from checkpoints import LoadedModel
@@ -23,6 +24,7 @@ class Inputs:
 
     tokens: list[Token]
     target_tokens: list[Token] | None = None
+    chat_text: str | None = None  # with `chat`: the rendered template the tokens' spans point into
 
     def key(self) -> tuple[Any, ...]:
         """Tokens, not text: a short key, and two texts that tokenize the same share a trace. Plain tuples of each
@@ -46,13 +48,17 @@ def encode(loaded: LoadedModel, request: TextInput, settings: Settings) -> Input
     """The request's tokens (and decoder tokens for encoder-decoder models), within the length limits."""
     check_chars(request.text, "text", settings)
     limit = min(settings.max_tokens, loaded.model.cfg.n_ctx)
-    tokens = encode_text(loaded, request.text)
+    chat_text = None
+    if request.chat:
+        tokens, chat_text = encode_chat(loaded, request.text)
+    else:
+        tokens = encode_text(loaded, request.text)
     if not tokens:
         raise errors.no_tokens()
     if len(tokens) > limit:
         raise errors.too_many_tokens("text", len(tokens), limit)
     if loaded.model.cfg.architecture != "encoder-decoder":
-        return Inputs(tokens)  # target_text means nothing to a single-stack model
+        return Inputs(tokens, chat_text=chat_text)  # target_text means nothing to a single-stack model
     target = request.target_text or ""
     if len(target) > settings.max_chars:
         raise errors.text_too_long("target_text", settings.max_chars)
@@ -78,6 +84,45 @@ def encode_text(loaded: LoadedModel, text: str, *, as_target: bool = False) -> l
     wants_bos = as_target if architecture == "encoder-decoder" else architecture == "decoder"
     bos = special_token(loaded, "bos_token") if wants_bos and loaded.meta.get("prepend_bos", True) else None
     return ([bos] if bos is not None else []) + tokens
+
+
+def encode_chat(loaded: LoadedModel, text: str) -> tuple[list[Token], str]:
+    """The tokens of `text` as one user message in the model's chat template, and the rendered text."""
+    template = loaded.meta.get("chat_template")
+    name = loaded.meta.get("name") or "this model"
+    if loaded.model.cfg.architecture != "decoder":
+        raise errors.invalid_option("chat", f"{name} is not a decoder: chat templates are for models that write a "
+                                            "reply. Send the text without `chat`.")
+    if not isinstance(template, str) or not template.strip():
+        raise errors.invalid_option("chat", f"{name} has no chat template (its checkpoint names no "
+                                            "tokenizer.chat_template). Send the text without `chat`.")
+    names = {key: loaded.meta.get(key) if isinstance(loaded.meta.get(key), str) else "" for key in ("bos_token",
+                                                                                                   "eos_token")}
+    try:
+        pieces = chat.pieces(template, text, names, lambda piece: special_id(loaded, piece) is not None)
+    except chat.ChatTemplateError as error:
+        raise errors.invalid_option("chat", f"{name}: {error}") from error
+    tokens: list[Token] = []
+    at = 0
+    for piece in pieces:
+        if piece.special:
+            tokens.append(Token(int(special_id(loaded, piece.text) or 0), piece.text, at, at + len(piece.text)))
+        else:
+            tokens += [Token(t.id, t.text, t.start + at, t.end + at) for t in loaded.tokenizer.encode(piece.text)]
+        at += len(piece.text)
+    bos = special_token(loaded, "bos_token") if loaded.meta.get("prepend_bos", True) else None
+    if bos is not None and not (tokens and tokens[0].id == bos.id):  # a template that writes {{ bos_token }} has it
+        tokens.insert(0, bos)
+    return tokens, "".join(piece.text for piece in pieces)
+
+
+def special_id(loaded: LoadedModel, text: str) -> int | None:
+    """The id of a token written as `text` (a special token's name), or None when the vocabulary has none."""
+    try:
+        token_id = loaded.tokenizer.token_id(text)
+    except (KeyError, ValueError):
+        return None
+    return None if token_id is None else int(token_id)
 
 
 def special_token(loaded: LoadedModel, key: str) -> Token | None:

@@ -23,6 +23,8 @@ def tokenized(resolved: Resolved, inputs: Inputs) -> dict[str, Any]:
     out: dict[str, Any] = {"model": resolved.name, "tokens": tokens_out(inputs.tokens)}
     if inputs.target_tokens is not None:
         out["target_tokens"] = tokens_out(inputs.target_tokens)
+    if inputs.chat_text is not None:
+        out["chat_text"] = inputs.chat_text
     return out
 
 
