@@ -5,6 +5,7 @@ import { PANELS } from "./panels/index.js";
 import { PARAM_VARS, trim } from "./params.js";
 import { namesFor } from "./stages.js";
 import { activeAt } from "./intervene.js";
+import { hasChatTemplate } from "./model_menu.js";
 import { headLabel as probeLabel, sentenceLang } from "./probes.js";
 
 /**
@@ -67,6 +68,7 @@ export function requestBody(s) {
   const body = { model: s.model, text: s.text };
   if (s.info && s.info.architecture === "encoder-decoder" && s.target) body.target_text = s.target;
   if (s.snapshot !== null && s.snapshot !== undefined) body.snapshot = s.snapshot;
+  if (s.chat && hasChatTemplate(s.info)) body.chat = true;
   return body;
 }
 

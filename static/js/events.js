@@ -76,6 +76,7 @@ export function bindEvents() {
   });
   $("fill-target").addEventListener("click", () => go({ ...inputs(), complete: true }));
   $("model").addEventListener("change", (event) => go({ model: event.target.value }));
+  $("chat").addEventListener("change", (event) => go({ ...inputs(), chat: event.target.checked }));
   $("prev").addEventListener("click", () => stepBy(-1));
   $("next").addEventListener("click", () => stepBy(1));
   $("layer").addEventListener("change", (event) => go({ layer: Number(event.target.value) }));

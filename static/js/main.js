@@ -31,6 +31,7 @@ async function start() {
     model: url.model,
     text: url.text ?? document.getElementById("text").value,
     target: url.target,
+    chat: url.chat,
     stage: url.stage,
     layer: url.layer ?? 0,
     head: url.head ?? 0,

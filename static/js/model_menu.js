@@ -1,21 +1,53 @@
 // The model chooser's entries, for the explorer and the lab: the models on their own first, then
 // each family of trained look-alikes (a checkpoint whose meta carries `pe_family`: the
 // positional-encoding family, training/pe_family.py) in one <optgroup>, so six pe-* models do not
-// push tiny-gpt out of sight. The default model is chosen by the caller, not by the order here.
+// push tiny-gpt out of sight. A model whose meta lists the sentence's language under `first_for`
+// (smollm2: ["en"]) comes first for a sentence in that language; tiny-gpt keeps its place for the
+// others. The default model is chosen by the caller (the server's default), not by the order here.
+// Also here: what the page offers for a model of its own (English examples, its chat template).
 
 import { h } from "./plot.js";
+import { sentenceLang } from "./probes.js";
 
 /** The family a model belongs to ("pe_family"), or null. */
 export function familyOf(model) {
   return model && model.meta && model.meta.pe_family ? "pe_family" : null;
 }
 
-/** <option>s for the lone models, then an <optgroup label=familyLabel> with the family members. */
-export function modelOptions(models, familyLabel) {
+/** Whether the model comes first in the menu for a sentence in `lang` (meta first_for). */
+function firstFor(model, lang) {
+  const listed = model && model.meta && model.meta.first_for;
+  return Array.isArray(listed) && listed.includes(lang);
+}
+
+/** <option>s for the lone models (those first for `text`'s language at the top), then an <optgroup label=familyLabel> with the family members. */
+export function modelOptions(models, familyLabel, text = "") {
   const option = (m) => h("option", { value: m.name, text: m.name });
+  const lang = sentenceLang(text);
   const family = models.filter((m) => familyOf(m));
+  const lone = models.filter((m) => !familyOf(m));
   return [
-    ...models.filter((m) => !familyOf(m)).map(option),
+    ...lone.filter((m) => firstFor(m, lang)).map(option),
+    ...lone.filter((m) => !firstFor(m, lang)).map(option),
     ...(family.length ? [h("optgroup", { label: familyLabel }, family.map(option))] : []),
   ];
+}
+
+/** The model reads chat-formatted text (its checkpoint carries a chat template: `chat: true` works). */
+export function hasChatTemplate(info) {
+  const template = info && info.meta && info.meta.chat_template;
+  return typeof template === "string" && template.trim() !== "";
+}
+
+/** Sentences worth a lesson that the model's meta offers (`example_sentences`), e.g. "The capital of France is". */
+export function exampleSentences(info) {
+  const listed = info && info.meta && info.meta.example_sentences;
+  return Array.isArray(listed) ? listed.filter((s) => typeof s === "string" && s) : [];
+}
+
+/** Which warning the page shows for an English model: its vocabulary lacks Chinese ([UNK]), or it only learned English. */
+export function englishNote(info) {
+  const meta = (info && info.meta) || {};
+  if (!Array.isArray(meta.language) || meta.language.includes("zh")) return null;
+  return meta.english_only ? "english_only" : "english_model";
 }

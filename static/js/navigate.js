@@ -13,6 +13,7 @@ import { plotlyReady } from "./plotly_loader.js";
 import { buildPlan, indexOf } from "./stages.js";
 import { activeAt, loadIntervention, TEMPS, WINDOWS } from "./intervene.js";
 import { loadArch } from "./archview.js";
+import { hasChatTemplate } from "./model_menu.js";
 
 /** The stage index the next state shows: an explicit index, a stage id (+ layer), or the same stop. */
 function resolveIndex(next, patch, planChanged) {
@@ -56,7 +57,8 @@ async function prepare(next, patch) {
     next.target += answer.generated && answer.generated.text ? answer.generated.text : "";
     showInputs({ target: next.target });
   }
-  if (planChanged || next.text !== state.text || (encdec && next.target !== state.target) || !next.tokens.length) {
+  if (!hasChatTemplate(next.info)) next.chat = false;
+  if (planChanged || next.text !== state.text || next.chat !== state.chat || (encdec && next.target !== state.target) || !next.tokens.length) {
     const answer = await api.tokenize(requestBody(next));
     next.tokens = answer.tokens;
     next.targetTokens = answer.target_tokens || null;

@@ -10,7 +10,7 @@ import { state } from "./state.js";
 import { labPanel, labURL } from "./lessons.js";
 import { exampleOffer, renderLesson, renderSheet } from "./teach.js";
 import { drawIntervention } from "./intervene.js";
-import { modelOptions } from "./model_menu.js";
+import { englishNote, exampleSentences, hasChatTemplate, modelOptions } from "./model_menu.js";
 import { shortLabel } from "./probes.js";
 import { drawLossCurve } from "./progress.js";
 
@@ -123,7 +123,7 @@ function renderSelectors(ctx) {
 function renderModelInfo(ctx) {
   const { t } = ctx;
   const select = $("model");
-  select.replaceChildren(...modelOptions(state.models, t("pe_family_group")));
+  select.replaceChildren(...modelOptions(state.models, t("pe_family_group"), state.text));
   select.value = state.model;
   const info = state.info;
   const cfg = info.config;
@@ -144,10 +144,12 @@ function renderModelInfo(ctx) {
     }),
   ];
   if (info.description) lines.push(h("p", { class: "description", text: info.description }));
-  const languages = info.meta && info.meta.language;
-  if (Array.isArray(languages) && !languages.includes("zh")) lines.push(h("p", { class: "warning english-only", text: t("english_only") }));
+  const english = englishNote(info);
+  if (english) lines.push(h("p", { class: "warning english-only", text: t(english) }));
   $("model-info").replaceChildren(...lines);
   $("target-row").hidden = info.architecture !== "encoder-decoder";
+  $("chat-row").hidden = !hasChatTemplate(info);
+  $("chat").checked = Boolean(state.chat);
   renderModelExamples(info);
   renderSnapshots(ctx);
 }
@@ -189,6 +191,8 @@ function renderModelExamples(info) {
   const buttons = pairs.map(([source, target]) =>
     h("button", { type: "button", class: "example small", "data-text": source, "data-target": String(target), text: `${source} → ${target}` }),
   );
+  // a model's own lesson-worthy sentences (smollm2: "The capital of France is", a sentence typed twice)
+  for (const text of exampleSentences(info)) buttons.push(h("button", { type: "button", class: "example small model-example", "data-text": text, text }));
   $("model-examples").replaceChildren(...buttons);
 }
 

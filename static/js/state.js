@@ -12,6 +12,7 @@ export const state = {
   plan: null, // the stepper's stages (stages.js)
   text: "",
   target: "",
+  chat: false, // the sentence wrapped in the model's chat template (models that have one)
   tokens: [],
   targetTokens: null,
   index: 0,
@@ -45,6 +46,7 @@ export function readURL() {
     model: p.get("model") || undefined,
     text: p.has("text") ? p.get("text") : undefined,
     target: p.get("target") || "",
+    chat: p.get("chat") === "1",
     stage: p.get("stage") || undefined,
     layer: int("layer"),
     head: int("head"),
@@ -68,6 +70,7 @@ export function writeURL(s) {
   p.set("model", s.model);
   p.set("text", s.text);
   if (s.target) p.set("target", s.target);
+  if (s.chat) p.set("chat", "1");
   p.set("stage", at.id);
   if (at.layer !== null) p.set("layer", String(at.layer));
   p.set("head", String(s.head));
