@@ -31,10 +31,14 @@ lint: setup-dev
 	$(BIN)/ruff check model training app tests bench checkpoints analysis lab
 	$(BIN)/mypy
 
-# every figure in README's "Performance" and "Under load", each printed beside its goal (about 9 minutes)
+# every figure in README's "Performance" and "Under load", each printed beside its goal (about 9 minutes;
+# smollm2's figures, printed after tiny-gpt's, add about 10 more; trace_overhead.py runs smollm2 beside transformers)
 bench: setup-dev
 	$(BIN)/python bench/trace_overhead.py
 	$(BIN)/python bench/api_latency.py
 	$(BIN)/python bench/load.py
 	$(BIN)/python bench/worst_case.py
 	$(BIN)/python bench/page_speed.py
+	$(BIN)/python bench/api_latency.py --model smollm2 --repeats 20 --tokens 24
+	$(BIN)/python bench/page_speed.py --model smollm2 --steps 60
+	$(BIN)/python bench/server_memory.py

