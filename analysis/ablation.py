@@ -15,7 +15,7 @@ import torch
 
 from analysis.lens import lm_stack
 from analysis.readouts import sequence_loss
-from model.edits import ablated
+from model.edits import ablated, ablated_per_row
 from model.hooks import Edit, Trace
 from model.transformer import Transformer
 
@@ -61,6 +61,16 @@ def logits_with_edits(
     return logits[0].float(), trace  # [pos, d_vocab]
 
 
+@torch.inference_mode()
+def batched_logits(
+    model: Transformer, tokens: torch.Tensor, target: torch.Tensor | None, edits: Mapping[str, Sequence[Edit]]
+) -> torch.Tensor:
+    """Logits [batch, pos, d_vocab] of a batch of copies, with edits that may differ by row."""
+    with Trace((), edits):
+        logits = model(tokens, target_tokens=target) if target is not None else model(tokens)
+    return logits.float()
+
+
 def head_ablation(
     model: Transformer,
     tokens: torch.Tensor,
@@ -97,8 +107,14 @@ def head_ablation(
     effects = []
     for layer in range(n_layers):
         pattern = trace[patterns[layer]][0, :, position]  # [head, k_pos]
-        for head in range(n_heads):
-            logits, _ = logits_with_edits(model, tokens, target, ablation_edits(prefix, layer, [head]))
+        # one forward pass per layer: copy b of the text loses head b (the same numbers as one pass per head,
+        # with a ninth of the passes for a 9-head model)
+        rows = list(range(n_heads))
+        edits = {f"{prefix}blocks.{layer}.attn.hook_z": [ablated_per_row(rows)]}
+        batch = tokens.expand(n_heads, -1)
+        all_logits = batched_logits(model, batch, None if target is None else target.expand(n_heads, -1), edits)
+        for head in rows:
+            logits = all_logits[head]  # [pos, d_vocab]
             loss, prob = sequence_loss(logits, ids), float(torch.softmax(logits[position], -1)[chosen])
             effects.append(
                 HeadEffect(

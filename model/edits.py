@@ -107,3 +107,13 @@ def ablated(heads: list[int]) -> Edit:
         return z * keep[:, None]  # z: [batch, pos, head, d_head]
 
     return edit
+
+
+def ablated_per_row(heads: list[int]) -> Edit:
+    """Row b of the batch loses head heads[b] (one forward pass ablates a different head in each copy)."""
+    def edit(z: torch.Tensor, _: Trace) -> torch.Tensor:
+        keep = torch.ones(z.shape[0], z.shape[2], dtype=z.dtype, device=z.device)  # [batch, head]
+        keep[torch.arange(len(heads)), torch.tensor(heads)] = 0
+        return z * keep[:, None, :, None]  # z: [batch, pos, head, d_head]
+
+    return edit
