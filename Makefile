@@ -31,7 +31,7 @@ lint: setup-dev
 	$(BIN)/ruff check model training app tests bench checkpoints analysis lab
 	$(BIN)/mypy
 
-# every figure in README's "Performance" and "Under load", each printed beside its goal (about 9 minutes)
+# every figure in docs/PERFORMANCE.md's "Trace overhead and API latency" and "Under load", each printed beside its goal (about 9 minutes)
 bench: setup-dev
 	$(BIN)/python bench/trace_overhead.py
 	$(BIN)/python bench/api_latency.py
