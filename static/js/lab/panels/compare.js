@@ -2,8 +2,9 @@
 // by side: another registered model, or the same config with one setting changed (POST /api/trace).
 // Any stage both record can be chosen; equal shapes share one colour scale, different ones say why.
 
-import { api, decodeStages } from "../../api.js";
-import { draw, h, heatmap, indexLabels, tokenLabels } from "../../plot.js";
+import { api, decodeStages } from "../../shared/api.js";
+import { draw, heatmap, indexLabels, tokenLabels } from "../../shared/plot.js";
+import { h } from "../../shared/dom.js";
 import { SETTINGS } from "../state.js";
 import { fmt, range, selectField } from "../ui.js";
 import { changedConfig, commonStages, hasHead, inlineOf, isPos, maxDifference, shapeDiff, sharedScale, sideInfo, sliceOf } from "./compare-stages.js";
@@ -32,7 +33,6 @@ async function trace(choice, s, stage, head) {
 }
 
 export default {
-  id: "compare",
   async load(s, info) {
     if (!s.variant) return null;
     let sides;

@@ -1,16 +1,14 @@
 // Which keys each query may see: causal, bidirectional, sliding window, padding and cross masks,
 // and the model's pattern when every layer uses that mask (POST /api/lab/masks).
 
-import { Tensor } from "../../api.js";
-import { draw, heatmap, tokenLabels } from "../../plot.js";
-import { labApi } from "../api.js";
+import { api, Tensor } from "../../shared/api.js";
+import { draw, heatmap, tokenLabels } from "../../shared/plot.js";
 import { numberField, range, selectField } from "../ui.js";
 
 const MASKS = ["causal", "bidirectional", "sliding", "padding", "cross"];
 
 export default {
-  id: "masks",
-  load: (s) => labApi.masks({ model: s.model, text: s.text, window: s.window, layer: s.maskLayer }),
+  load: (s) => api.lab("masks", { model: s.model, text: s.text, window: s.window, layer: s.maskLayer }),
 
   controls(s, say, info) {
     return [

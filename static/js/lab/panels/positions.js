@@ -2,26 +2,25 @@
 // past the trained length (POST /api/lab/positions); then, when a member of the positional-encoding
 // family is served, its table and a live shuffled-sentence demo (pe_family.js).
 
-import { Tensor } from "../../api.js";
-import { draw, h, heatmap, indexLabels } from "../../plot.js";
-import { labApi } from "../api.js";
+import { api, Tensor } from "../../shared/api.js";
+import { draw, heatmap, indexLabels } from "../../shared/plot.js";
+import { h } from "../../shared/dom.js";
 import { fmt, lineLayout, numberField } from "../ui.js";
 import { demoBlock, familyBlock, familyTable, loadDemo } from "./pe_family.js";
 
 export default {
-  id: "positions",
   async load(s, info) {
     const family = familyTable(s.models);
     // the demo fails in its own place: the formulas above it still show
     const demo = family ? loadDemo(s, family).then((value) => ({ value }), (error) => ({ error })) : null;
     const body = { model: s.model, length: s.length, pair: s.pair };
     try {
-      return { answer: await labApi.positions(body), refused: null, family, demo: await demo };
+      return { answer: await api.lab("positions", body), refused: null, family, demo: await demo };
     } catch (error) {
       if (error.code !== "beyond_context") throw error;
       // learned positions stop at n_ctx: the formulas still run at the model's sizes
       const sizes = { length: s.length, pair: s.pair, d_model: info.config.d_model, n_heads: info.n_heads };
-      return { answer: await labApi.positions(sizes), refused: error.message, family, demo: await demo };
+      return { answer: await api.lab("positions", sizes), refused: error.message, family, demo: await demo };
     }
   },
 

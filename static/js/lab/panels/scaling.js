@@ -1,7 +1,8 @@
 // Why ÷√d_k: Var(q·k) grows like d_k, and an unscaled softmax saturates (POST /api/lab/scaling).
 
-import { draw, h } from "../../plot.js";
-import { labApi } from "../api.js";
+import { draw } from "../../shared/plot.js";
+import { h } from "../../shared/dom.js";
+import { api } from "../../shared/api.js";
 import { fmt, lineLayout, numberField, selectField } from "../ui.js";
 
 function dks(s) {
@@ -9,8 +10,7 @@ function dks(s) {
 }
 
 export default {
-  id: "scaling",
-  load: (s) => labApi.scaling({ model: s.model, text: s.text, d_k: dks(s), layer: s.maskLayer }),
+  load: (s) => api.lab("scaling", { model: s.model, text: s.text, d_k: dks(s), layer: s.maskLayer }),
 
   controls(s, say, info) {
     const layers = Array.from({ length: info.n_layers }, (_, i) => [i, String(i)]);
