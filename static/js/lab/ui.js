@@ -48,12 +48,13 @@ export function fmt(value, digits = 3) {
 
 /**
  * A line or bar chart's layout. The legend sits above the plot, anchored at its bottom edge, so a
- * legend of two rows grows upwards (Plotly widens the top margin for it) and never covers a curve.
+ * legend of two rows grows upwards (Plotly widens the top margin for it) and never covers a curve;
+ * the axes widen their margins for long tick labels (automargin).
  */
 export function lineLayout(xTitle, yTitle, extra = {}) {
   return {
-    xaxis: { title: { text: xTitle }, ...(extra.xaxis || {}) },
-    yaxis: { title: { text: yTitle }, ...(extra.yaxis || {}) },
+    xaxis: { title: { text: xTitle }, automargin: true, ...(extra.xaxis || {}) },
+    yaxis: { title: { text: yTitle }, automargin: true, ...(extra.yaxis || {}) },
     legend: { orientation: "h", x: 0, xanchor: "left", y: 1.02, yanchor: "bottom" },
     height: 320,
     margin: { l: 70, r: 70, t: 40, b: 60 },

@@ -1,5 +1,6 @@
 // The one intervention builder, for the explorer's toggles and the lab's: each kind has one name,
-// the one POST /api/trace's `interventions` uses (shuffle, not "reverse"), and one request shape.
+// the one POST /api/trace's `interventions` uses (shuffle; the explorer used to say reverse), and one
+// request shape.
 
 export const KINDS = ["no_scale", "no_mask", "window", "temperature", "ablate", "shuffle"];
 

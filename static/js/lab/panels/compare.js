@@ -94,10 +94,10 @@ export default {
       if (slice.kind === "heatmap") {
         const [rows, cols] = slice.shape;
         draw(plot, [heatmap({ z: slice.z, x: axis(slice.colDim, cols), y: axis(slice.rowDim, rows), ...own, annotate: false, valueLabel: say("cmp_value_label") })],
-          { height: 360, xaxis: { type: "category", title: { text: slice.colDim }, tickfont: { size: 10 } }, yaxis: { type: "category", title: { text: slice.rowDim }, autorange: "reversed", tickfont: { size: 10 } } }, `compare_${i}`);
+          { height: 360, xaxis: { type: "category", title: { text: slice.colDim }, tickfont: { size: 10 }, automargin: true }, yaxis: { type: "category", title: { text: slice.rowDim }, autorange: "reversed", tickfont: { size: 10 }, automargin: true } }, `compare_${i}`);
       } else {
         draw(plot, [{ type: "bar", x: axis(slice.colDim, slice.shape[0]), y: slice.y, marker: { color: "#4a90c8" }, hovertemplate: `%{x}<br>${say("cmp_value_label")} = %{y:.4f}<extra></extra>` }],
-          { height: 300, xaxis: { type: "category", title: { text: slice.colDim } }, yaxis: { title: { text: name.split(".").pop() }, range: [Math.min(own.zmin, 0), own.zmax] } }, `compare_${i}`);
+          { height: 300, xaxis: { type: "category", title: { text: slice.colDim }, automargin: true }, yaxis: { title: { text: name.split(".").pop() }, range: [Math.min(own.zmin, 0), own.zmax], automargin: true } }, `compare_${i}`);
       }
     }
     const shapeNote = diff ? say("cmp_shapes_differ", { diff }) : say("cmp_shapes_match", { shape: slices[0].shape.join(" × "), max: fmt(maxDifference(slices[0], slices[1]), 4) });

@@ -3,7 +3,7 @@
 // family is served, its table and a live shuffled-sentence demo (pe_family.js).
 
 import { api, Tensor } from "../../shared/api.js";
-import { draw, heatmap, indexLabels } from "../../shared/plot.js";
+import { draw, fitMargins, heatmap, indexLabels } from "../../shared/plot.js";
 import { h } from "../../shared/dom.js";
 import { fmt, lineLayout, numberField } from "../ui.js";
 import { demoBlock, familyBlock, familyTable, loadDemo } from "./pe_family.js";
@@ -60,9 +60,10 @@ export default {
       { height: 340, xaxis: { title: { text: "n" } }, yaxis: { title: { text: "m" }, autorange: "reversed" } }, "rope_scores");
     const bias = new Tensor(a.alibi.bias);
     const slopes = a.alibi.slopes.map((v) => fmt(v, 4)).join(", ");
-    draw(board.card("pos-alibi", { title: say("alibi_title", { n_heads: a.n_heads }), note: say("alibi_note", { slopes }) }),
-      a.alibi.slopes.map((_, head) => ({ ...heatmap({ z: bias.matrix("q_pos", "k_pos", { head }), x: pos, y: pos, signed: true, annotate: false, showscale: head === 0 }), xaxis: `x${head + 1}`, yaxis: `y${head + 1}` })),
-      { height: 300, grid: { rows: 1, columns: a.n_heads, pattern: "independent" }, margin: { l: 40, r: 10, t: 30, b: 40 } }, "alibi");
+    const alibi = board.card("pos-alibi", { title: say("alibi_title", { n_heads: a.n_heads }), note: say("alibi_note", { slopes }) });
+    const maps = a.alibi.slopes.map((_, head) => ({ ...heatmap({ z: bias.matrix("q_pos", "k_pos", { head }), x: pos, y: pos, signed: true, annotate: false, showscale: head === 0 }), xaxis: `x${head + 1}`, yaxis: `y${head + 1}` }));
+    const r = fitMargins(alibi, { colorbar: [maps[0].zmin, maps[0].zmax] }).r; // the first map's colour bar, right of the last
+    draw(alibi, maps, { height: 300, grid: { rows: 1, columns: a.n_heads, pattern: "independent" }, margin: { l: 40, r, t: 30, b: 40 } }, "alibi");
     if (data.family) {
       board.block("pe-family", familyBlock(data.family, c.s, say));
       board.block("pe-demo", demoBlock(data.family, data.demo, c.s, say));
