@@ -4,7 +4,7 @@
 
 import { bestHead, CHAPTERS, labPanel, labURL } from "./lessons.js";
 import { blockParts, count, componentShares, fullAttention } from "./params.js";
-import { h } from "./plot.js";
+import { h } from "./shared/dom.js";
 import { state } from "./state.js";
 import { drawArch } from "./archview.js";
 

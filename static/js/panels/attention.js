@@ -2,7 +2,7 @@
 // matrices of the layer, so every cell's hover shows its dot product, scaled value and weight.
 // "Without ÷√d_k" and the other interventions are server runs beside the chart (intervene.js).
 
-import { categoryAxis, draw, fitMargins, heatmap, rawLabels, rowsHeight, tokenLabels } from "../plot.js";
+import { categoryAxis, draw, fitMargins, heatmap, rawLabels, rowsHeight, tokenLabels } from "../shared/plot.js";
 import { badge, drawGrid, fetchStages, keyTokensFor } from "./common.js";
 import { readingNote, workedExample } from "./reading.js";
 import { labelNote } from "../probes.js";

@@ -1,7 +1,7 @@
 // Shared pieces of the stage panels.
 
-import { api, decodeStages } from "../api.js";
-import { absMax, categoryAxis, draw, fitMargins, heatmap, indexLabels, rawLabels, rowsHeight, shapeBadge, tokenLabels } from "../plot.js";
+import { api, decodeStages } from "../shared/api.js";
+import { absMax, categoryAxis, draw, fitMargins, heatmap, indexLabels, rawLabels, rowsHeight, shapeBadge, tokenLabels } from "../shared/plot.js";
 
 /** Fetch some trace stages (exact names) for the current text; cached per request. */
 export async function fetchStages(ctx, names, extra = {}) {

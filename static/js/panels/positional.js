@@ -1,7 +1,8 @@
 // Stage: positional encoding, drawn the way this model does it (sinusoidal, learned, RoPE, ALiBi).
 
-import { api, Tensor } from "../api.js";
-import { categoryAxis, draw, fitMargins, fitTurned, fontSize, h, heatmap, legendTop, numberLabel, rawLabels, tokenLabels } from "../plot.js";
+import { api, Tensor } from "../shared/api.js";
+import { categoryAxis, draw, fitMargins, fitTurned, fontSize, heatmap, legendTop, numberLabel, rawLabels, tokenLabels } from "../shared/plot.js";
+import { h } from "../shared/dom.js";
 import { badge, drawTokenMatrix, fetchStages } from "./common.js";
 
 function curves(board, ctx, table, rowDim, colDim, title, pickCols, smooth = true) {

@@ -2,7 +2,7 @@
 // pattern puts its largest weight, and the worked example (Q·Kᵀ, ÷√d_k, softmax, weighted sum)
 // for a short sentence, every number read from the model's trace. Nothing here is asserted.
 
-import { h } from "../plot.js";
+import { h } from "../shared/dom.js";
 
 /** For each query row: is its largest weight on itself, the previous token, the first token, or elsewhere? */
 export function readRows(weights) {

@@ -3,7 +3,7 @@
 // positional-encoding family, training/pe_family.py) in one <optgroup>, so six pe-* models do not
 // push tiny-gpt out of sight. The default model is chosen by the caller, not by the order here.
 
-import { h } from "./plot.js";
+import { h } from "./dom.js";
 
 /** The family a model belongs to ("pe_family"), or null. */
 export function familyOf(model) {
