@@ -7,6 +7,7 @@ import { blockParts, count, componentShares, fullAttention } from "./params.js";
 import { h } from "./plot.js";
 import { state } from "./state.js";
 import { drawArch } from "./archview.js";
+import { stageVars } from "./context.js";
 
 const $ = (id) => document.getElementById(id);
 const pct = (x) => `${(100 * x).toFixed(1)}%`;
@@ -14,12 +15,16 @@ const pct = (x) => `${(100 * x).toFixed(1)}%`;
 /** The lesson bar above the stage (hidden while exploring freely). */
 export function renderLesson(t) {
   const bar = $("lesson");
-  if (state.chapter === null || state.chapter === undefined) {
+  const on = state.chapter !== null && state.chapter !== undefined;
+  document.body.classList.toggle("in-lesson", on);
+  if (!on) {
     bar.hidden = true;
     bar.replaceChildren();
     return;
   }
   const c = CHAPTERS[state.chapter];
+  const vars = lessonVars(state.info, state.tokens || []);
+  const say = (field) => t(lessonKey(c.id, field), vars);
   bar.hidden = false;
   bar.dataset.chapter = c.id;
   bar.replaceChildren(
@@ -27,7 +32,7 @@ export function renderLesson(t) {
       "div",
       { class: "lesson-head" },
       h("span", { class: "lesson-kicker", text: t("lesson_of", { n: state.chapter + 1, total: CHAPTERS.length }) }),
-      h("strong", { class: "lesson-title", text: t(`lesson.${c.id}.title`) }),
+      h("strong", { class: "lesson-title", text: say("title") }),
       h(
         "span",
         { class: "lesson-nav" },
@@ -36,20 +41,39 @@ export function renderLesson(t) {
         h("button", { type: "button", id: "lesson-exit", "data-chapter": "exit", text: t("lesson_exit") }),
       ),
     ),
-    h("p", { class: "lesson-body", text: t(`lesson.${c.id}.body`) }),
-    pickLine(t, c),
-    h("p", { class: "lesson-look" }, h("strong", { text: `${t("look_at")} ` }), t(`lesson.${c.id}.look`), ...labLink(t)),
+    h("p", { class: "lesson-body", text: say("body") }),
+    ...pickLine(t, c),
+    h("p", { class: "lesson-look" }, h("strong", { text: `${t("look_at")} ` }), say("look"), ...labLink(t)),
   );
+}
+
+/**
+ * The text key of a chapter's field for the model on screen: a variant for its norm placement
+ * (lesson.<id>.<field>.post / .pre) or architecture (.decoder, .encoder, .encoder-decoder) when
+ * the text file has one, else the plain key.
+ */
+function lessonKey(id, field) {
+  const texts = state.texts && state.texts[state.lang];
+  const info = state.info || { config: {} };
+  const base = `lesson.${id}.${field}`;
+  const variants = [`${base}.${info.config.norm_placement === "post" ? "post" : "pre"}`, `${base}.${info.architecture}`];
+  return (texts && variants.find((k) => texts.has(k))) || base;
+}
+
+/** The numbers a chapter's text may state, from the model and the sentence on screen. */
+function lessonVars(info, tokens) {
+  if (!info) return {};
+  return { ...stageVars(info, tokens), model: state.model };
 }
 
 /** A chapter that picks "the previous-token head" (lessons.js): which head, and which probe measured it. */
 function pickLine(t, c) {
   const picked = c.pick ? bestHead(state.info, c.pick, state.text) : null;
-  if (!picked) return null;
+  if (!picked) return [];
   const language = t(`lang_name_${picked.lang === "zh" ? "zh" : "en"}`);
   const score = typeof picked.score === "number" ? picked.score.toFixed(2) : "?";
   const text = t(`lesson_pick_${picked.probe}`, { layer: picked.layer, head: picked.head, pattern: t(`pat_${c.pick}`), score, language });
-  return h("p", { class: "lesson-pick", "data-probe": picked.probe, text });
+  return [h("p", { class: "lesson-pick", "data-probe": picked.probe, text })];
 }
 
 function labLink(t) {
@@ -71,7 +95,8 @@ function table(head, rows, className = "") {
 function paramsSheet(t) {
   const info = state.info;
   const total = info.parameters ? info.parameters.total : 0;
-  const comps = componentShares(info).map((c) => [t(`param_${c.name}`), count(c.count), pct(c.share)]);
+  const norms = info.config.norm === "rmsnorm" ? "param_norms_rms" : "param_norms";
+  const comps = componentShares(info).map((c) => [t(c.name === "norms" ? norms : `param_${c.name}`), count(c.count), pct(c.share)]);
   const stacks = Object.keys(state.plan.layers);
   const blocks = stacks.map((stack) => {
     const p = blockParts(info, stack, state.plan.layers[stack][0]);
