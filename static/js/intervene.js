@@ -42,7 +42,8 @@ export function interventionsOf(ctx) {
     case "temperature":
       return { temperature: ctx.ivTemp };
     case "ablate":
-      return { ablate_heads: [[ctx.layer, ctx.head]] };
+      // an encoder-decoder's head is named by its stack too: only the stack on screen loses it
+      return { ablate_heads: [[ctx.layer, ctx.head]], ...(ctx.info.architecture === "encoder-decoder" ? { ablate_stack: ctx.step.stack === "decoder" ? "decoder" : "encoder" } : {}) };
     case "reverse":
       return { shuffle: reversedOrder(ctx.sourceTokens) };
     default:
@@ -74,7 +75,7 @@ function explainKey(kind, ctx) {
     if (arch === "encoder-decoder" && ctx.step.stack === "encoder") return "iv_explain_no_mask.encdec_encoder";
     return ctx.cfg.sliding_window ? "iv_explain_no_mask.window" : "iv_explain_no_mask.decoder";
   }
-  if (kind === "ablate" && arch === "encoder-decoder") return "iv_explain_ablate.encdec";
+  if (kind === "ablate" && arch === "encoder-decoder") return `iv_explain_ablate.encdec_${ctx.step.stack === "decoder" ? "decoder" : "encoder"}`;
   return `iv_explain_${kind}`;
 }
 

@@ -23,6 +23,7 @@ export function renderLesson(t) {
     return;
   }
   const c = CHAPTERS[state.chapter];
+  const opened = bar.dataset.chapter !== c.id || bar.hidden;
   const vars = lessonVars(state.info, state.tokens || []);
   const say = (field) => t(lessonKey(c.id, field), vars);
   bar.hidden = false;
@@ -45,6 +46,8 @@ export function renderLesson(t) {
     ...pickLine(t, c),
     h("p", { class: "lesson-look" }, h("strong", { text: `${t("look_at")} ` }), say("look"), ...labLink(t)),
   );
+  // a chapter just opened starts at its lesson bar, so the chart is on the first screen (1280×720)
+  if (opened && !state.present) requestAnimationFrame(() => bar.scrollIntoView({ block: "start" })); // after the chart is drawn below
 }
 
 /**
@@ -143,12 +146,15 @@ function archSheet(t) {
 
 export function renderSheet(t, archData = null) {
   const sheet = $("sheet");
+  const opened = Boolean(state.sheet) && sheet.dataset.sheet !== state.sheet;
   sheet.hidden = !state.sheet;
   sheet.dataset.sheet = state.sheet || "";
   if (!state.sheet) return sheet.replaceChildren();
   const body = state.sheet === "params" ? paramsSheet(t) : archSheet(t);
   sheet.replaceChildren(h("button", { type: "button", class: "small sheet-close", "data-sheet": "", text: t("close") }), ...body);
   if (state.sheet === "arch") drawArch(sheet, archData, t); // live charts: drawn once their divs are in the page
+  // the sheet sits below the stage (a chapter's chart comes first); opened by its button, it is brought into view
+  if (opened && (state.chapter === null || state.chapter === undefined)) requestAnimationFrame(() => sheet.scrollIntoView({ block: "start" }));
   return sheet;
 }
 
