@@ -20,7 +20,7 @@ const titleByPlacement = (key) => (m) => [`${key}.title.${post(m) ? "post" : "pr
 const normKind = (m) => (m.norm === "rmsnorm" ? "norm.explain.rms" : "norm.explain.layer");
 const normChart = (m) => (m.norm === "rmsnorm" ? "norm.chart.rms" : "norm.chart.layer");
 const normAgain = (m) => (m.norm === "rmsnorm" ? "norm.again.rms" : "norm.again.layer");
-const byPlacement = (key) => (m) => [`${key}.${post(m) ? "post" : "pre"}`];
+const byPlacement = (stage, field) => (m) => [`${stage}.${field}.${post(m) ? "post" : "pre"}`];
 // the decoder stack of an encoder-decoder: self-attention, cross-attention and the FFN in each block
 const withCross = (m) => m.arch === "encoder-decoder" && m.causal;
 const multi = (m) => (m.kv === "mha" ? "mha" : m.kv);
@@ -56,8 +56,8 @@ const CHOICES = {
     explain: (m) => [`mask.explain.${m.causal ? "causal" : "bidirectional"}`, ...when(m.window, "mask.explain.window")],
   },
   attn_out: { explain: (m) => [`attn_out.explain.${multi(m) === "mha" ? "mha" : "shared"}`, "attn_out.explain.heads"] },
-  resid_mid: { formula: byPlacement("resid_mid.formula"), explain: byPlacement("resid_mid.explain") },
-  resid_cross: { formula: byPlacement("resid_cross.formula") },
+  resid_mid: { formula: byPlacement("resid_mid", "formula"), explain: byPlacement("resid_mid", "explain") },
+  resid_cross: { formula: byPlacement("resid_cross", "formula") },
   ffn_in: {
     formula: (m) => [`ffn_in.formula.${m.act === "swiglu" ? "swiglu" : m.bias ? "linear" : "linear_nobias"}`],
     explain: (m) => ["ffn_in.explain", m.act === "swiglu" ? "ffn_in.explain.swiglu" : "ffn_in.explain.width"],
@@ -65,7 +65,7 @@ const CHOICES = {
   ffn_act: { formula: (m) => [`ffn_act.formula.${ACTIVATIONS.includes(m.act) ? m.act : "other"}`] },
   ffn_out: { formula: (m) => [`ffn_out.formula.${m.act === "swiglu" ? "swiglu" : m.bias ? "bias" : "nobias"}`] },
   resid_post: {
-    formula: byPlacement("resid_post.formula"),
+    formula: byPlacement("resid_post", "formula"),
     explain: (m) => [
       withCross(m) ? "resid_post.explain.three" : "resid_post.explain.two",
       `resid_post.explain.${post(m) ? "post_" : ""}${m.last ? "last" : "next"}`,
