@@ -24,8 +24,8 @@ export function renderLesson(t) {
   }
   const c = CHAPTERS[state.chapter];
   const opened = bar.dataset.chapter !== c.id || bar.hidden;
-  const vars = lessonVars(state.info, state.tokens || []);
-  const say = (field) => t(lessonKey(c.id, field), vars);
+  const words = lessonText(state.texts[state.lang], state.info, state.tokens || [], state.model, c.id);
+  const say = (field) => words[field];
   bar.hidden = false;
   bar.dataset.chapter = c.id;
   bar.replaceChildren(
@@ -51,22 +51,21 @@ export function renderLesson(t) {
 }
 
 /**
- * The text key of a chapter's field for the model on screen: a variant for its norm placement
- * (lesson.<id>.<field>.post / .pre) or architecture (.decoder, .encoder, .encoder-decoder) when
- * the text file has one, else the plain key.
+ * A chapter's title, body and "what to look at" for the model on screen: each field's variant for
+ * its norm placement (lesson.<id>.<field>.post / .pre) or architecture (.decoder, .encoder,
+ * .encoder-decoder) or positional encoding (.rope, .alibi, ...) when the text file has one, else the plain key; numbers from the model and the
+ * sentence's `tokens` ({n_tokens}, {d_model}, ...), and {model}: its name.
  */
-function lessonKey(id, field) {
-  const texts = state.texts && state.texts[state.lang];
-  const info = state.info || { config: {} };
-  const base = `lesson.${id}.${field}`;
-  const variants = [`${base}.${info.config.norm_placement === "post" ? "post" : "pre"}`, `${base}.${info.architecture}`];
-  return (texts && variants.find((k) => texts.has(k))) || base;
-}
-
-/** The numbers a chapter's text may state, from the model and the sentence on screen. */
-function lessonVars(info, tokens) {
-  if (!info) return {};
-  return { ...stageVars(info, tokens), model: state.model };
+export function lessonText(texts, info, tokens, model, id) {
+  const placement = info && info.config.norm_placement === "post" ? "post" : "pre";
+  const vars = info ? { ...stageVars(info, tokens), model } : { model };
+  const out = {};
+  for (const field of ["title", "body", "look"]) {
+    const base = `lesson.${id}.${field}`;
+    const variants = info ? [`${base}.${placement}`, `${base}.${info.architecture}`, `${base}.${info.config.pos_encoding}`] : [];
+    out[field] = texts.t(variants.find((k) => texts.has(k)) || base, vars);
+  }
+  return out;
 }
 
 /** A chapter that picks "the previous-token head" (lessons.js): which head, and which probe measured it. */

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,24 +19,26 @@ TEXT_DIR = ROOT / "static" / "text"
 GLOSSARY = ROOT / "docs" / "GLOSSARY.md"
 PAIRS = [("en.json", "zh.json"), ("lab.en.json", "lab.zh.json")]
 PLACEHOLDER = re.compile(r"\{\w+\}")
-# 第 followed by a number that counts from 0: a literal 0, or a placeholder that holds a layer, block, head or pair index
+# 第 before a number counted from 0: a literal 0, or a placeholder holding a layer, block, head or pair index
 ZERO_COUNTED = re.compile(r"第\s*(?:0(?!\.)|\{(?:layer|head|h|kvh|kv|pair|block)\}|\{n\}\s*(?:个块|层|个头))")
 
 
-def rows() -> list[dict[str, object]]:
+@dataclass(frozen=True)
+class Row:
+    en: str
+    zh: list[str]
+    avoid: list[str]
+    paired: bool
+
+
+def rows() -> list[Row]:
     out = []
     for line in GLOSSARY.read_text(encoding="utf-8").splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) != 4 or cells[0] in ("English", "") or set(cells[0]) <= {"-"}:
             continue
-        out.append(
-            {
-                "en": cells[0],
-                "zh": [z.strip() for z in cells[1].split(",")],
-                "avoid": re.findall(r"`([^`]+)`", cells[2]),
-                "paired": cells[3] == "paired",
-            }
-        )
+        zh = [z.strip() for z in cells[1].split(",")]
+        out.append(Row(cells[0], zh, re.findall(r"`([^`]+)`", cells[2]), cells[3] == "paired"))
     return out
 
 
@@ -48,16 +51,16 @@ def strings(name: str) -> dict[str, str]:
     return out
 
 
-def english_term(row: dict[str, object]) -> re.Pattern[str]:
+def english_term(row: Row) -> re.Pattern[str]:
     """The row's English word (before any parenthesis or slash), as a whole word, plural allowed."""
-    word = re.split(r"[(/]", str(row["en"]))[0].strip()
+    word = re.split(r"[(/]", row.en)[0].strip()
     return re.compile(rf"(?<![\w-]){re.escape(word)}(?:s|es)?(?![\w-])", re.I)
 
 
 def test_the_glossary_has_its_rows() -> None:
     table = rows()
     assert len(table) >= 30
-    words = {str(r["en"]).split(" ")[0] for r in table}
+    words = {r.en.split(" ")[0] for r in table}
     assert {"token", "query", "key", "value", "nats", "ablate"} <= words, words
 
 
@@ -66,14 +69,14 @@ def test_chinese_texts_use_the_glossary(pair: tuple[str, str]) -> None:
     en, zh = strings(pair[0]), strings(pair[1])
     problems = []
     for row in rows():
-        for variant in row["avoid"]:  # type: ignore[union-attr]
-            problems += [f"{key}: uses {variant!r} (glossary: {row['zh']})" for key, text in zh.items() if variant in text]
-        if row["paired"]:
+        for variant in row.avoid:
+            problems += [f"{key}: uses {variant!r} (glossary: {row.zh})" for key, text in zh.items() if variant in text]
+        if row.paired:
             term = english_term(row)
             for key, text in en.items():
                 theirs = zh.get(key, "")
-                if term.search(PLACEHOLDER.sub("", text)) and not any(z in theirs for z in row["zh"]):  # type: ignore[union-attr]
-                    problems.append(f"{key}: English says {row['en']!r}, Chinese lacks {row['zh']}: {theirs}")
+                if term.search(PLACEHOLDER.sub("", text)) and not any(z in theirs for z in row.zh):
+                    problems.append(f"{key}: English says {row.en!r}, Chinese lacks {row.zh}: {theirs}")
     assert not problems, "\n".join(problems)
 
 
