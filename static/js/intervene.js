@@ -25,7 +25,9 @@ export function activeAt(s, step) {
 
 /** The request's `interventions` for context `ctx` (its iv on). */
 export function interventionsOf(ctx) {
-  const params = { window: ctx.ivWindow, temperature: ctx.ivTemp, layer: ctx.layer, head: ctx.head, tokens: ctx.sourceTokens };
+  const params = { window: ctx.ivWindow, temperature: ctx.ivTemp, layer: ctx.layer, head: ctx.head, tokens: ctx.sourceTokens,
+    // an encoder-decoder's head is named by its stack too: only the stack on screen loses it
+    stack: ctx.info.architecture === "encoder-decoder" ? (ctx.step.stack === "decoder" ? "decoder" : "encoder") : null };
   return ctx.iv ? buildInterventions([ctx.iv], params) : null;
 }
 
@@ -53,7 +55,7 @@ function explainKey(kind, ctx) {
     if (arch === "encoder-decoder" && ctx.step.stack === "encoder") return "iv_explain_no_mask.encdec_encoder";
     return ctx.cfg.sliding_window ? "iv_explain_no_mask.window" : "iv_explain_no_mask.decoder";
   }
-  if (kind === "ablate" && arch === "encoder-decoder") return "iv_explain_ablate.encdec";
+  if (kind === "ablate" && arch === "encoder-decoder") return `iv_explain_ablate.encdec_${ctx.step.stack === "decoder" ? "decoder" : "encoder"}`;
   return `iv_explain_${kind}`;
 }
 

@@ -22,7 +22,8 @@ export function sentenceStack(info) {
 
 /**
  * The request's `interventions` for the kinds in `on` (null: none on). `p`: window (W), temperature
- * (T), layer and head (the head ablate switches off), tokens (the sentence's, which shuffle reverses).
+ * (T), layer and head (the head ablate switches off; stack: "encoder"/"decoder" to name one stack's), tokens
+ * (the sentence's, which shuffle reverses).
  */
 export function interventionsOf(on, p) {
   const out = {};
@@ -31,7 +32,10 @@ export function interventionsOf(on, p) {
     else if (kind === "no_mask") out.no_mask = true;
     else if (kind === "window") out.window = p.window;
     else if (kind === "temperature") out.temperature = p.temperature;
-    else if (kind === "ablate") out.ablate_heads = [[p.layer, p.head]];
+    else if (kind === "ablate") {
+      out.ablate_heads = [[p.layer, p.head]];
+      if (p.stack) out.ablate_stack = p.stack;  // encoder-decoder: only that stack's head
+    }
     else if (kind === "shuffle") out.shuffle = reversedOrder(p.tokens);
   }
   return Object.keys(out).length ? out : null;
