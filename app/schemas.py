@@ -8,11 +8,20 @@ f2, so decode it to a Float32Array in the page first; masked cells are NaN).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 
 from model.config import TransformerConfig
+from model.positional import KINDS
+
+# the kinds come from the one registry (model/positional.py); Literal of a tuple lists each name in the schema
+if TYPE_CHECKING:  # a Literal built at run time is no type to mypy
+    PosKind = str
+    ShownPosKind = str
+else:
+    PosKind = Literal[tuple(KINDS)]
+    ShownPosKind = Literal[tuple(k for k, kind in KINDS.items() if kind.where != "nowhere")]
 
 Encoding = Literal["list", "base64"]
 DType = Literal["float32", "float16"]
@@ -59,7 +68,7 @@ class InlineConfig(BaseModel):
     n_heads: Int = Field(4, ge=1, le=LIMITS["n_heads"])
     n_kv_heads: Annotated[int, Field(ge=1, le=LIMITS["n_heads"]), INTEGER] | None = Field(None)
     d_mlp: Annotated[int, Field(ge=1, le=LIMITS["d_mlp"]), INTEGER] | None = Field(None)
-    pos_encoding: Literal["sinusoidal", "learned", "rope", "alibi", "none"] = "sinusoidal"
+    pos_encoding: PosKind = "sinusoidal"
     norm: Literal["layernorm", "rmsnorm"] = "layernorm"
     norm_placement: Literal["pre", "post"] = "pre"
     activation: Literal["relu", "gelu", "gelu_tanh", "swiglu"] = "gelu"
@@ -198,10 +207,19 @@ class PredictRequest(Intervenable):
     max_new_tokens: Int = Field(8, ge=0, le=64)
 
 
+class PositionalKindOut(BaseModel):
+    name: str
+    where: Literal["embedding", "q_k", "scores", "nowhere"] = Field(
+        description="What the kind changes: the token vectors, q and k (a rotation), the attention scores, or nothing.")
+    learned: bool = Field(description="A table trained with the model: it has no row past the trained context.")
+    extrapolates: bool = Field(description="Defined at positions past the longest training sequence.")
+    paper: str
+
+
 class PositionalQuery(BaseModel):
     """GET /api/positional-encoding's query: a scheme, its sizes, or a model to take them from."""
 
-    kind: Literal["sinusoidal", "learned", "rope", "alibi"] | None = Field(
+    kind: ShownPosKind | None = Field(
         None, description="Default: the model's own kind, else sinusoidal.")
     length: int = Field(32, ge=1, le=512, description="Number of positions.")
     d_model: int | None = Field(None, ge=2, le=1024)

@@ -122,6 +122,9 @@ class Service:
     async def model_info(self, name: str) -> Response:
         return ApiJSONResponse(models.describe(await self.models.named(name), self.registry))
 
+    def positional_kinds(self) -> list[dict[str, object]]:
+        return positional.kinds()
+
     async def positional_encoding(self, query: PositionalQuery) -> Response:
         resolved = await self.models.named(query.model) if query.model is not None else None
         return await self.engine.respond(None, positional.plan(query, resolved))

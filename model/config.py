@@ -7,14 +7,16 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from model.positional import KINDS
+
 Architecture = Literal["decoder", "encoder", "encoder-decoder"]
-PosEncoding = Literal["sinusoidal", "learned", "rope", "alibi", "none"]
+PosEncoding = str  # a name in model.positional.KINDS (checked in __post_init__)
 NormKind = Literal["layernorm", "rmsnorm"]
 NormPlacement = Literal["pre", "post"]
 Activation = Literal["relu", "gelu", "gelu_tanh", "swiglu"]
 
 ARCHITECTURES: tuple[str, ...] = ("decoder", "encoder", "encoder-decoder")
-POS_ENCODINGS: tuple[str, ...] = ("sinusoidal", "learned", "rope", "alibi", "none")
+POS_ENCODINGS: tuple[str, ...] = tuple(KINDS)  # model/positional.py: the one registry
 NORMS: tuple[str, ...] = ("layernorm", "rmsnorm")
 NORM_PLACEMENTS: tuple[str, ...] = ("pre", "post")
 ACTIVATIONS: tuple[str, ...] = ("relu", "gelu", "gelu_tanh", "swiglu")

@@ -15,7 +15,7 @@ from torch import nn
 from model.config import TransformerConfig
 from model.hooks import HookPoint
 from model.kv_cache import LayerKV
-from model.positional import alibi_bias, apply_rope, rope_angles, sinusoidal_table
+from model.positional import KINDS, alibi_bias, apply_rope, rope_angles, sinusoidal_table
 
 
 class Embed(nn.Module):
@@ -33,7 +33,7 @@ class Embed(nn.Module):
             self.W_pos = nn.Embedding(cfg.n_ctx, cfg.d_model)
         elif cfg.pos_encoding == "sinusoidal":
             self.register_buffer("pe_table", sinusoidal_table(cfg.n_ctx, cfg.d_model), persistent=False)
-        if cfg.pos_encoding in ("learned", "sinusoidal"):
+        if KINDS[cfg.pos_encoding].where == "embedding":
             self.hook_pos_embed = HookPoint(("pos", "d_model"))
         if cfg.n_token_types:
             self.W_token_type = nn.Embedding(cfg.n_token_types, cfg.d_model)

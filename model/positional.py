@@ -1,13 +1,45 @@
-"""Positional information: sinusoidal and learned tables, RoPE rotations, ALiBi biases.
+"""Positional information: the one registry of kinds, and each kind's formula.
 
-Each function reads like its formula; the explorer's positional view calls the same code.
+Sinusoidal and learned tables are added to the token vectors; RoPE rotates q and k; ALiBi adds a
+bias to the scores. Each function reads like its formula; the explorer's positional view calls the
+same code. KINDS is the only list of kinds: the config, the API's schemas and the page read it.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import asdict, dataclass
+from typing import Literal
 
 import torch
+
+Where = Literal["embedding", "q_k", "scores", "nowhere"]
+
+
+@dataclass(frozen=True)
+class PositionalKind:
+    """One way of telling a Transformer where each token is."""
+
+    name: str
+    where: Where  # what it changes: the token vectors, q and k, the attention scores, or nothing
+    learned: bool  # a table trained with the model (it has no row past the trained context)
+    extrapolates: bool  # defined at positions past the longest training sequence
+    paper: str  # where it comes from
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+KINDS: dict[str, PositionalKind] = {
+    kind.name: kind
+    for kind in (
+        PositionalKind("sinusoidal", "embedding", learned=False, extrapolates=True, paper="Vaswani et al. 2017"),
+        PositionalKind("learned", "embedding", learned=True, extrapolates=False, paper="GPT-2, BERT"),
+        PositionalKind("rope", "q_k", learned=False, extrapolates=True, paper="Su et al. 2021 (RoFormer)"),
+        PositionalKind("alibi", "scores", learned=False, extrapolates=True, paper="Press et al. 2022"),
+        PositionalKind("none", "nowhere", learned=False, extrapolates=True, paper="NoPE: causal masks alone"),
+    )
+}
 
 
 def sinusoidal_table(n_pos: int, d_model: int) -> torch.Tensor:

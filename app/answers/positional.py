@@ -12,11 +12,16 @@ from app import errors
 from app.resolve import Resolved
 from app.schemas import PositionalQuery
 from app.tensors import encode_tensor
+from model.positional import KINDS
 
 DIMS = {
     "table": ("pos", "d_model"), "angles": ("pos", "pair"), "cos": ("pos", "pair"), "sin": ("pos", "pair"),
     "rotated": ("pos", "d_head"), "slopes": ("head",), "bias": ("head", "q_pos", "k_pos"),
 }
+
+
+def kinds() -> list[dict[str, object]]:
+    return [kind.to_dict() for kind in KINDS.values()]
 
 
 def plan(query: PositionalQuery, resolved: Resolved | None) -> Callable[[], dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""The explorer page: the HTML shell, its static files and a vendored Plotly.
+"""The two pages (the explorer at /, the lab at /lab): their HTML shells, static files and a vendored Plotly.
 
 Everything the page needs is served by this app, so it works offline (no CDN). The page
 gets a strict Content-Security-Policy: scripts only from this origin, no inline script.
@@ -7,7 +7,9 @@ Plotly injects <style> rules at run time, so styles keep 'unsafe-inline'.
 
 from __future__ import annotations
 
+import json
 import mimetypes
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -16,14 +18,17 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 
+from app.lab_panels import LAB_PANELS, lab_panel_names
+
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES_DIR = ROOT / "templates"
 STATIC_DIR = ROOT / "static"
 PLOTLY_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
-# The explorer draws only heatmaps, bars and lines: plotly.js's own "cartesian" bundle (the same
+# Both pages draw only heatmaps, bars and lines: plotly.js's own "cartesian" bundle (the same
 # version, 4.1.1, from npm's plotly.js-cartesian-dist-min) is 1.5 MB instead of 4.8 MB and parses
-# in about half the time. The lab page keeps the full bundle.
+# in about half the time. The full bundle stays served at /static/vendor/plotly.min.js.
 PLOTLY_CARTESIAN = "/static/vendor/plotly-cartesian.min.js"
+LANGS = ("en", "zh")
 
 CONTENT_SECURITY_POLICY = "; ".join(
     [
@@ -54,34 +59,69 @@ mimetypes.add_type("text/javascript", ".js")
 mimetypes.add_type("text/css", ".css")
 
 
-@lru_cache(maxsize=1)
-def explorer_modules() -> list[str]:
-    """Every module of the explorer (not the lab's), so the page asks for them all at once
-    (<link rel=modulepreload>) instead of discovering them import by import."""
+IMPORT = re.compile(r'^import\s[^"\n]*?"(\.{1,2}/[^"]+)";', re.M)
+
+
+@lru_cache(maxsize=4)
+def page_modules(entry: str) -> list[str]:
+    """Every module page script `entry` (under static/js) imports, itself included, so the page asks
+    for them all at once (<link rel=modulepreload>) instead of discovering them import by import."""
     js = STATIC_DIR / "js"
-    files = [p for p in sorted(js.rglob("*.js")) if "lab" not in p.relative_to(js).parts]
-    return [f"/static/{p.relative_to(STATIC_DIR).as_posix()}" for p in files]
+    seen: list[Path] = []
+    todo = [js / entry]
+    while todo:
+        path = todo.pop()
+        if path in seen or not path.is_file():
+            continue
+        seen.append(path)
+        todo += [(path.parent / target).resolve() for target in IMPORT.findall(path.read_text(encoding="utf-8"))]
+    return sorted(f"/static/{p.relative_to(STATIC_DIR).as_posix()}" for p in seen)
 
 
-@router.get("/", response_class=HTMLResponse, include_in_schema=False)
-def index(request: Request) -> Response:
-    context = {"examples": EXAMPLES, "modules": explorer_modules(), "plotly": PLOTLY_CARTESIAN}
-    response = templates.TemplateResponse(request, "index.html", context)
+def _secured(response: Response) -> Response:
     response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY  # the rest: SecurityHeadersMiddleware
     response.headers["Cache-Control"] = "no-cache"
     return response
 
 
-LAB_PANELS = ["interventions", "scaling", "masks", "positions", "parameters", "sampling", "compare"]
+@router.get("/", response_class=HTMLResponse, include_in_schema=False)
+def index(request: Request) -> Response:
+    context = {"examples": EXAMPLES, "modules": page_modules("main.js"), "plotly": PLOTLY_CARTESIAN}
+    return _secured(templates.TemplateResponse(request, "index.html", context))
+
+
+@lru_cache(maxsize=len(LANGS))
+def _lab_words(lang: str) -> dict[str, str]:
+    data = json.loads((STATIC_DIR / "text" / f"lab.{lang}.json").read_text(encoding="utf-8"))
+    return dict(data["ui"])
+
+
+def _page_lang(request: Request) -> str:
+    """The language the page opens in: ?lang=, else the browser's first choice (as the page script picks it)."""
+    asked = request.query_params.get("lang")
+    if asked in LANGS:
+        return asked
+    return "zh" if request.headers.get("accept-language", "").lower().startswith("zh") else "en"
 
 
 @router.get("/lab", response_class=HTMLResponse, include_in_schema=False)
 def lab(request: Request) -> Response:
-    """The lab: one panel per /api/lab endpoint, the interventions side by side, and a variant to compare."""
-    response = templates.TemplateResponse(request, "lab.html", {"examples": EXAMPLES, "panels": LAB_PANELS})
-    response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
-    response.headers["Cache-Control"] = "no-cache"
-    return response
+    """The lab: one panel at a time (?panel=<name>, app/lab_panels.py), with a table of contents.
+    Its words are in the HTML already, in the page's language, so it reads while the script loads."""
+    lang = _page_lang(request)
+    words = _lab_words(lang)
+    names = lab_panel_names()
+    asked = request.query_params.get("panel")
+    context = {
+        "examples": EXAMPLES,
+        "panels": LAB_PANELS,
+        "shown": asked if asked in names else names[0],
+        "lang": lang,
+        "say": words.__getitem__,  # a missing key fails the page (and its tests), never shows empty
+        "modules": page_modules("lab/main.js"),
+        "plotly": PLOTLY_CARTESIAN,
+    }
+    return _secured(templates.TemplateResponse(request, "lab.html", context))
 
 
 @lru_cache(maxsize=1)

@@ -3,8 +3,9 @@
 // for one layer and head, where the translator's cross-attention reads from (its source tokens), and
 // each training objective. A kind with no model loaded (minilm is optional) says so in its column.
 
-import { api, decodeStages } from "./api.js";
-import { categoryAxis, draw, h, heatmap, rowsHeight, tokenLabels } from "./plot.js";
+import { api, decodeStages } from "./shared/api.js";
+import { categoryAxis, draw, heatmap, rowsHeight, tokenLabels } from "./shared/plot.js";
+import { h } from "./shared/dom.js";
 import { modelFor } from "./lessons.js";
 
 export const ARCHS = ["encoder", "decoder", "encoder-decoder"];

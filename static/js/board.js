@@ -1,7 +1,8 @@
 // The panel area: chart cards kept by key between renders, so a redraw calls Plotly.react on
 // the same div (fast updates when only the layer or head changes) instead of rebuilding.
 
-import { exportButtons, h, purge } from "./plot.js";
+import { exportButtons, purge } from "./shared/plot.js";
+import { h } from "./shared/dom.js";
 
 export class Board {
   constructor(root) {

@@ -3,9 +3,10 @@
 
 import { PANELS } from "./panels/index.js";
 import { PARAM_VARS, trim } from "./params.js";
-import { namesFor } from "./stages.js";
+import { stageKeys, STAGE_FIELDS } from "./stage_text.js";
+import { namesFor, PANEL_OF } from "./stages.js";
 import { activeAt } from "./intervene.js";
-import { hasChatTemplate } from "./model_menu.js";
+import { hasChatTemplate } from "./shared/model_menu.js";
 import { headLabel as probeLabel, sentenceLang } from "./probes.js";
 
 /**
@@ -78,6 +79,20 @@ export function snapshotsOf(info) {
   return Array.isArray(listed) ? listed.filter((x) => Number.isInteger(x.step)).sort((a, b) => a.step - b.step) : [];
 }
 
+/**
+ * A stage's {title, short, formula, explain} in `texts`: `model` (stageChoices) picks the entries
+ * (norm kind, placement, positional kind, ...: see stage_text.js); `vars` fills their numbers.
+ */
+export function stageWords(texts, key, model, vars) {
+  const known = Object.hasOwn(PANEL_OF, key) ? key : "unknown";
+  const out = {};
+  for (const field of STAGE_FIELDS) {
+    const parts = stageKeys(known, field, model).map((k) => texts.entry("stages", k, vars));
+    out[field] = parts.filter(Boolean).join(texts.separator);
+  }
+  return out;
+}
+
 /** What the checkpoint's head scores say about one self-attention head (probes.js), if anything. */
 function headLabel(info, step, layer, head, lang) {
   if (layer === null || step.key.startsWith("cross_") || !step.block) return null;
@@ -98,7 +113,7 @@ export function makeContext(s, go) {
   const texts = s.texts[s.lang];
   const choices = stageChoices(s, step, at);
   const vars = stageVars(s.info, toks, { stack: step.stack, layer: at.layer });
-  const stageText = (key) => texts.stage(key, choices, vars);
+  const stageText = (key) => stageWords(texts, key, choices, vars);
   const layerPart = at.layer === null ? "" : `_L${at.layer}`;
   return {
     model: s.model,

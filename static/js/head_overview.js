@@ -4,7 +4,8 @@
 // the checkpoint's probes labelled (probes.js) carries its pattern's letter; hovering names the
 // head and its score, a click (or Enter on the focused canvas) opens that head.
 
-import { DIVERGING, SEQUENTIAL, h } from "./plot.js";
+import { h } from "./shared/dom.js";
+import { DIVERGING, SEQUENTIAL } from "./shared/plot.js";
 import { headLabel, sentenceLang } from "./probes.js";
 
 const LEFT = 34; // px for the head labels

@@ -3,15 +3,16 @@
 // stage's chart, the next-token table and the loss of the sentence. The intervention is state.iv
 // (+ ivWindow, ivTemp), in the URL, changed only through go(). Every number shown comes from the API.
 
-import { api, decodeStages } from "./api.js";
-import { absMax, categoryAxis, draw, h, heatmap, indexLabels, rawLabels, rowsHeight, safe, tokenLabels, visible } from "./plot.js";
+import { api, decodeStages } from "./shared/api.js";
+import { h, visible } from "./shared/dom.js";
+import { interventionsOf as buildInterventions, sentenceStack } from "./shared/interventions.js";
+import { absMax, categoryAxis, draw, heatmap, indexLabels, rawLabels, rowsHeight, safe, tokenLabels } from "./shared/plot.js";
 
-export const KINDS = ["no_scale", "no_mask", "window", "temperature", "ablate", "reverse"];
 export const WINDOWS = [1, 2, 3, 4, 6, 8, 16];
 export const TEMPS = [0.25, 0.5, 2, 4];
 
 /** Which toggles sit beside a stage (self-attention only: cross-attention keeps its source as trained). */
-const AT = { scale: ["no_scale"], softmax: ["no_scale", "temperature"], mask: ["no_mask", "window"], z: ["ablate"], attn_out: ["ablate"], tokens: ["reverse"], pos: ["reverse"] };
+const AT = { scale: ["no_scale"], softmax: ["no_scale", "temperature"], mask: ["no_mask", "window"], z: ["ablate"], attn_out: ["ablate"], tokens: ["shuffle"], pos: ["shuffle"] };
 
 export function togglesAt(step) {
   return step.key.startsWith("cross_") ? [] : AT[step.key] || [];
@@ -22,38 +23,18 @@ export function activeAt(s, step) {
   return s.iv && togglesAt(step).includes(s.iv) ? s.iv : null;
 }
 
-/** The source tokens reversed; zero-width specials ([CLS], [SEP], a start token) keep their places. */
-export function reversedOrder(tokens) {
-  const special = tokens.map((tk) => tk.start === tk.end);
-  const words = tokens.map((_, i) => i).filter((i) => !special[i]);
-  const back = [...words].reverse();
-  return tokens.map((_, i) => (special[i] ? i : back[words.indexOf(i)]));
-}
-
 /** The request's `interventions` for context `ctx` (its iv on). */
 export function interventionsOf(ctx) {
-  switch (ctx.iv) {
-    case "no_scale":
-      return { no_scale: true };
-    case "no_mask":
-      return { no_mask: true };
-    case "window":
-      return { window: ctx.ivWindow };
-    case "temperature":
-      return { temperature: ctx.ivTemp };
-    case "ablate":
-      return { ablate_heads: [[ctx.layer, ctx.head]] };
-    case "reverse":
-      return { shuffle: reversedOrder(ctx.sourceTokens) };
-    default:
-      return null;
-  }
+  const params = { window: ctx.ivWindow, temperature: ctx.ivTemp, layer: ctx.layer, head: ctx.head, tokens: ctx.sourceTokens,
+    // an encoder-decoder's head is named by its stack too: only the stack on screen loses it
+    stack: ctx.info.architecture === "encoder-decoder" ? (ctx.step.stack === "decoder" ? "decoder" : "encoder") : null };
+  return ctx.iv ? buildInterventions([ctx.iv], params) : null;
 }
 
 /** The trace stage the comparison charts: this stage's own, or (tokens, positions) layer 0's pattern. */
 function chartStage(ctx) {
-  if (ctx.iv !== "reverse") return ctx.names.main;
-  return `${ctx.info.architecture === "encoder-decoder" ? "encoder." : ""}blocks.0.attn.hook_pattern`;
+  if (ctx.iv !== "shuffle") return ctx.names.main;
+  return `${sentenceStack(ctx.info)}blocks.0.attn.hook_pattern`;
 }
 
 /** Both runs (original, intervened) of the chart's stage, with the next-token table and the loss. */
@@ -74,7 +55,7 @@ function explainKey(kind, ctx) {
     if (arch === "encoder-decoder" && ctx.step.stack === "encoder") return "iv_explain_no_mask.encdec_encoder";
     return ctx.cfg.sliding_window ? "iv_explain_no_mask.window" : "iv_explain_no_mask.decoder";
   }
-  if (kind === "ablate" && arch === "encoder-decoder") return "iv_explain_ablate.encdec";
+  if (kind === "ablate" && arch === "encoder-decoder") return `iv_explain_ablate.encdec_${ctx.step.stack === "decoder" ? "decoder" : "encoder"}`;
   return `iv_explain_${kind}`;
 }
 
@@ -126,7 +107,7 @@ function matrixOf(tensor, answer, ctx) {
   const rowDim = ["q_pos", "pos"].find((d) => tensor.has(d)) || tensor.dims[0];
   const colDim = tensor.has("k_pos") ? "k_pos" : tensor.dims[tensor.dims.length - 1];
   const z = tensor.matrix(rowDim, colDim, tensor.has("head") ? { head: ctx.head } : {});
-  const onDecoder = ctx.info.architecture === "encoder-decoder" && ctx.step.stack !== "encoder" && ctx.iv !== "reverse";
+  const onDecoder = ctx.info.architecture === "encoder-decoder" && ctx.step.stack !== "encoder" && ctx.iv !== "shuffle";
   const toks = onDecoder ? answer.target_tokens || [] : answer.tokens;
   const y = tokenLabels(toks).slice(0, z.length);
   const x = colDim === "k_pos" ? tokenLabels(toks).slice(0, (z[0] || []).length) : indexLabels((z[0] || []).length);
@@ -200,7 +181,7 @@ export function drawIntervention(board, data, ctx) {
   const probs = /hook_pattern$/.test(data.name);
   const diff = difference(before.z, after.z);
   const what = ivLabel(t, ctx.iv, ctx);
-  const where = ctx.iv === "reverse" ? t("iv_reverse_chart", { head: ctx.head }) : `${ctx.text.title} · ${t("head")} ${ctx.head}`;
+  const where = ctx.iv === "shuffle" ? t("iv_shuffle_chart", { head: ctx.head }) : `${ctx.text.title} · ${t("head")} ${ctx.head}`;
   [
     ["iv-before", before, t("iv_original", { where }), ""],
     ["iv-after", after, t("iv_changed", { what, where }), diff.n || diff.flips ? t("iv_diff", { n: diff.n, flips: diff.flips, total: diff.total, most: diff.most >= 0.001 || !diff.most ? diff.most.toFixed(3) : diff.most.toExponential(1) }) : t("iv_same")],

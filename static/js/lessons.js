@@ -1,6 +1,6 @@
 // The lesson path: chapters in the seed texts' order. Each chapter is a go() patch (which model
 // kind, sentence, stage, layer, head, view) plus text keys lesson.<id>.title / lesson.<id>.look
-// in static/text/<lang>.json. The URL carries the chapter (?chapter=<id>).
+// in static/text/<lang>.json. The URL carries the chapter (?chapter=<id>; a number from 1 opens the same).
 
 import { bestHead as bestProbeHead, sentenceLang } from "./probes.js";
 
@@ -43,7 +43,15 @@ export function labURL(panel, s) {
   return `/lab?${p}#panel-${panel}`;
 }
 
-export const chapterIndex = (id) => CHAPTERS.findIndex((c) => c.id === id);
+/** A chapter by id ("softmax") or by its number as the lesson bar shows it, from 1 ("6"); -1 when neither. */
+export function chapterIndex(id) {
+  const text = String(id ?? "").trim();
+  if (/^\d+$/.test(text)) {
+    const n = Number(text);
+    return n >= 1 && n <= CHAPTERS.length ? n - 1 : -1;
+  }
+  return CHAPTERS.findIndex((c) => c.id === text);
+}
 
 /** The go() patch that opens chapter `index` (the model is picked by architecture in navigate.js). */
 export function chapterPatch(index) {

@@ -1,11 +1,12 @@
 // Start-up: bind the controls, then show the view the URL asks for with one go().
-// state.js holds the state, navigate.js changes it (go), render.js draws it, events.js binds input.
+// state.js holds the state, navigate.js changes it (go, the loop of shared/page.js), render.js
+// draws it, events.js binds input.
 
-import { api } from "./api.js";
+import { api } from "./shared/api.js";
 import { bindEvents } from "./events.js";
 import { go } from "./navigate.js";
 import { chapterIndex } from "./lessons.js";
-import { plotlyReady } from "./plotly_loader.js";
+import { plotlyReady } from "./shared/plotly_loader.js";
 import { curveDrawn } from "./progress.js";
 import { readURL } from "./state.js";
 
@@ -20,7 +21,7 @@ async function start() {
   const chapter = url.chapter ? chapterIndex(url.chapter) : -1;
   if (chapter >= 0 && !url.stage) {
     // a chapter link: the chapter opens its own view
-    await go({ chapter, lang: wanted === "zh" ? "zh" : "en", present: url.present });
+    await go({ chapter, lang: wanted === "zh" ? "zh" : "en", present: url.present ?? false });
     await curveDrawn(document.getElementById("loss-curve")); // the page is ready with its loss curve
     document.body.dataset.ready = "1";
     return;
@@ -30,18 +31,18 @@ async function start() {
     lang: wanted === "zh" ? "zh" : "en",
     model: url.model,
     text: url.text ?? document.getElementById("text").value,
-    target: url.target,
+    target: url.target ?? "",
     chat: url.chat,
     stage: url.stage,
     layer: url.layer ?? 0,
     head: url.head ?? 0,
-    view: url.view,
-    present: url.present,
-    iv: url.iv,
+    view: url.view ?? "head",
+    present: url.present ?? false,
+    iv: url.iv ?? null,
     ...(url.ivWindow ? { ivWindow: url.ivWindow } : {}),
     ...(url.ivTemp ? { ivTemp: url.ivTemp } : {}),
-    snapshot: url.snapshot,
-    sheet: url.sheet,
+    snapshot: url.snapshot ?? null,
+    sheet: url.sheet ?? null,
   });
   await curveDrawn(document.getElementById("loss-curve")); // the page is ready with its loss curve
   document.body.dataset.ready = "1";

@@ -1,19 +1,18 @@
-// Navigation: every change of view is one call to go(patch). It builds the next state, loads
-// what that view needs (cached), and only then commits it, renders it and writes the URL; if
-// anything fails, a message appears and the last good view stays on screen.
+// Navigation: every change of view is one call to go(patch), the page loop of shared/page.js with
+// what the explorer loads (cached) and draws; stepBy, layerBy, headBy and chapterBy are go() calls.
 
-import { api, ApiError } from "./api.js";
+import { api, ApiError } from "./shared/api.js";
+import { LANGS, loadTexts } from "./shared/i18n.js";
+import { pageLoop } from "./shared/page.js";
+import { plotlyReady } from "./shared/plotly_loader.js";
 import { makeContext, requestBody, snapshotsOf } from "./context.js";
-import { LANGS, loadTexts } from "./i18n.js";
-import { hideMessage, showError } from "./messages.js";
-import { render, renderStatic, setBusy, showInputs } from "./render.js";
-import { state, writeURL } from "./state.js";
+import { render, renderStatic, showInputs } from "./render.js";
+import { FIELDS, state } from "./state.js";
 import { bestHead, chapterPatch, CHAPTERS, modelFor } from "./lessons.js";
-import { plotlyReady } from "./plotly_loader.js";
 import { buildPlan, indexOf } from "./stages.js";
 import { activeAt, loadIntervention, TEMPS, WINDOWS } from "./intervene.js";
 import { loadArch } from "./archview.js";
-import { hasChatTemplate } from "./model_menu.js";
+import { hasChatTemplate } from "./shared/model_menu.js";
 
 /** The stage index the next state shows: an explicit index, a stage id (+ layer), or the same stop. */
 function resolveIndex(next, patch, planChanged) {
@@ -76,47 +75,45 @@ async function prepare(next, patch) {
   if (!TEMPS.includes(next.ivTemp)) next.ivTemp = 2;
 }
 
-/**
- * The one way the view changes. `patch`: the fields of the state to change, plus `stage` (a stage
- * id), `complete` (let the decoder write the target first). preview and note last one view only.
- */
-export async function go(request) {
-  const mine = ++state.generation;
-  // a chapter of the lesson path is a patch of its own (model kind, sentence, stage, ...)
+/** The next state before loading: a chapter of the lesson path is a patch of its own (model kind, sentence, stage, ...). */
+function begin(request) {
   const patch = typeof request.chapter === "number" ? { ...chapterPatch(request.chapter), ...request } : request;
   const { stage, complete, arch, pick, ...fields } = patch; // eslint-disable-line no-unused-vars
-  const next = { ...state, preview: null, note: null, ...fields };
   if ("text" in patch || "target" in patch) showInputs(patch);
-  setBusy(true);
-  const t0 = performance.now(); // go:load / go:render measures: where a step's time goes (bench/page_speed.py --phases)
-  try {
-    await prepare(next, patch);
-    const ctx = makeContext(next, go);
-    const [data, ivData, archData] = await Promise.all([
-      ctx.panel.load(ctx),
-      loadIntervention(ctx),
-      next.sheet === "arch" ? loadArch(next) : null,
-      plotlyReady(),
-    ]);
-    if (mine !== state.generation) return;
-    const t1 = performance.now();
-    Object.assign(state, next);
-    hideMessage();
-    render(ctx, data, ivData, archData);
-    performance.measure(`go:load:${mine}`, { start: t0, end: t1 });
-    performance.measure(`go:render:${mine}`, { start: t1, end: performance.now() });
-    writeURL(state);
-    prefetchNeighbours(mine);
-  } catch (error) {
-    if (mine !== state.generation) return;
-    const shown = state.info ? state.texts[state.lang] : next.texts[next.lang];
-    if (!state.info && shown) renderStatic(shown, next.present, next.explainOpen); // nothing on screen yet: at least its own language
-    showError(error, shown);
-    console.warn("view not changed:", error); // eslint-disable-line no-console
-  } finally {
-    if (mine === state.generation) setBusy(false);
-  }
+  return { next: { ...state, preview: null, note: null, ...fields }, patch };
 }
+
+/** Everything the next view draws: the panel's data, both runs of an intervention, the architectures sheet. */
+async function load(next, patch) {
+  await prepare(next, patch);
+  const ctx = makeContext(next, go);
+  const [data, ivData, archData] = await Promise.all([
+    ctx.panel.load(ctx),
+    loadIntervention(ctx),
+    next.sheet === "arch" ? loadArch(next) : null,
+    plotlyReady(),
+  ]);
+  return { ctx, data, ivData, archData };
+}
+
+function draw({ ctx, data, ivData, archData }) {
+  render(ctx, data, ivData, archData);
+  prefetchNeighbours(state.generation);
+}
+
+/** The Texts to report a failure in (before any view is on screen, the page's words in that language first). */
+function fail(error, next) {
+  const shown = state.info ? state.texts[state.lang] : next.texts[next.lang];
+  if (!state.info && shown) renderStatic(shown, next.present, next.explainOpen);
+  return shown;
+}
+
+/**
+ * The one way the view changes. `patch`: the fields of the state to change, plus `stage` (a stage
+ * id), `complete` (let the decoder write the target first), `arch` (a model of that architecture),
+ * `pick` (the head that best shows a pattern). preview and note last one view only.
+ */
+export const go = pageLoop({ state, fields: FIELDS, begin, prepare: load, draw, fail });
 
 /**
  * After a view is drawn, load (into api.js's cache) what the stages before and after it need, so

@@ -67,7 +67,16 @@ export const PARAM_VARS = {
   wq_shape: (info, _t, at) => projShape(info, at.stack, at.layer, "W_Q"),
   wk_shape: (info, _t, at) => projShape(info, at.stack, at.layer, "W_K"),
   total_params: (info) => count(info.parameters ? info.parameters.total : 0),
+  window_hidden: (info, tokens) => windowHidden(tokens.length, info.config.sliding_window),
 };
+
+/** Cells a sliding window of `w` hides beyond the causal mask on n tokens: keys i − j ≥ w, j ≤ i. */
+export function windowHidden(n, w) {
+  if (!w) return 0;
+  let hidden = 0;
+  for (let i = 0; i < n; i += 1) hidden += Math.max(0, i - w + 1);
+  return hidden;
+}
 
 /** The parameters panel's numbers: per component (GET parameters) with shares of the total. */
 export function componentShares(info) {

@@ -5,7 +5,7 @@
 // the page shows. Only numbers the meta holds are drawn; a model without history shows nothing.
 
 import { snapshotsOf } from "./context.js";
-import { baseLayout, plotConfig, purge, safe } from "./plot.js";
+import { baseLayout, plotConfig, purge, safe } from "./shared/plot.js";
 
 const drawn = new WeakMap(); // element -> what it shows (its traces and layout, as JSON)
 const waiting = new WeakMap(); // element -> its first drawing, one frame after the stage's charts (a Promise)

@@ -3,23 +3,17 @@
 
 import { Board } from "./board.js";
 import { snapshotsOf } from "./context.js";
-import { showNote } from "./messages.js";
-import { tokenChips } from "./panels/tokens.js";
-import { h } from "./plot.js";
+import { showNote } from "./shared/messages.js";
+import { $, h, tokenChips } from "./shared/dom.js";
 import { state } from "./state.js";
 import { labPanel, labURL } from "./lessons.js";
 import { exampleOffer, renderLesson, renderSheet } from "./teach.js";
 import { drawIntervention } from "./intervene.js";
-import { englishNote, exampleSentences, hasChatTemplate, modelOptions } from "./model_menu.js";
+import { englishNote, exampleSentences, hasChatTemplate, modelOptions } from "./shared/model_menu.js";
 import { shortLabel } from "./probes.js";
 import { drawLossCurve } from "./progress.js";
 
-const $ = (id) => document.getElementById(id);
 const board = new Board($("panel")); // chart cards kept between renders (Plotly.react on the same div)
-
-export function setBusy(busy) {
-  document.body.classList.toggle("busy", busy);
-}
 
 /** Put a patch's sentence / decoder input into the input fields. */
 export function showInputs({ text, target }) {

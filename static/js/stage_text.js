@@ -18,6 +18,11 @@ const placement = (m) => (post(m) ? "norm.placement.post" : "norm.placement.pre"
 const titleByPlacement = (key) => (m) => [`${key}.title.${post(m) ? "post" : "pre"}`];
 
 const normKind = (m) => (m.norm === "rmsnorm" ? "norm.explain.rms" : "norm.explain.layer");
+const normChart = (m) => (m.norm === "rmsnorm" ? "norm.chart.rms" : "norm.chart.layer");
+const normAgain = (m) => (m.norm === "rmsnorm" ? "norm.again.rms" : "norm.again.layer");
+const byPlacement = (stage, field) => (m) => [`${stage}.${field}.${post(m) ? "post" : "pre"}`];
+// the decoder stack of an encoder-decoder: self-attention, cross-attention and the FFN in each block
+const withCross = (m) => m.arch === "encoder-decoder" && m.causal;
 const multi = (m) => (m.kv === "mha" ? "mha" : m.kv);
 
 const CHOICES = {
@@ -27,28 +32,32 @@ const CHOICES = {
   },
   embed_norm: { formula: normFormula, explain: (m) => ["embed_norm.explain", normKind(m)] },
   pos: {
-    formula: (m) => when(POS_KINDS.includes(m.pos), `pos.formula.${m.pos}`),
+    formula: (m) => when(POS_KINDS.includes(m.pos), `pos.formula.${m.pos}${m.pos === "alibi" && m.causal ? ".causal" : ""}`),
     explain: (m) => ["pos.explain", ...when(POS_KINDS.includes(m.pos), `pos.explain.${m.pos}`)],
   },
-  ln1: { title: titleByPlacement("ln1"), formula: normFormula, explain: (m) => ["ln1.explain", normKind(m), "norm.chart", placement(m)] },
+  ln1: { title: titleByPlacement("ln1"), formula: normFormula, explain: (m) => ["ln1.explain", normKind(m), normChart(m), placement(m)] },
   ln2: {
     title: titleByPlacement("ln2"),
     formula: normFormula,
-    explain: (m) => [...when(m.arch === "decoder" && !post(m), "ln2.explain.decoder"), "ln2.explain", "norm.chart", placement(m)],
+    explain: (m) => [...when(m.arch === "decoder" && !post(m), "ln2.explain.decoder"), normAgain(m), normChart(m), placement(m)],
   },
-  ln_cross: { title: titleByPlacement("ln_cross"), formula: normFormula, explain: (m) => ["ln_cross.explain", "norm.chart", placement(m)] },
+  ln_cross: { title: titleByPlacement("ln_cross"), formula: normFormula, explain: (m) => [`ln_cross.explain.${post(m) ? "post" : "pre"}`, normAgain(m), normChart(m), placement(m)] },
   ln_final: { formula: normFormula, explain: (m) => ["ln_final.explain", normKind(m)] },
   qkv: {
     formula: (m) => [m.kv === "mha" ? "qkv.formula" : "qkv.formula.shared"],
     explain: (m) => ["qkv.explain", ...when(m.kv !== "mha", `qkv.explain.${m.kv}`)],
   },
-  scale: { explain: (m) => ["scale.explain", ...when(m.pos === "alibi", "scale.explain.alibi")] },
+  scale: {
+    formula: (m) => [m.pos === "alibi" ? "scale.formula.alibi" : "scale.formula"],
+    explain: (m) => ["scale.explain", ...when(m.pos === "alibi", "scale.explain.alibi")],
+  },
   mask: {
     formula: (m) => [`mask.formula.${m.causal ? "causal" : "bidirectional"}`, ...when(m.window, "mask.formula.window")],
     explain: (m) => [`mask.explain.${m.causal ? "causal" : "bidirectional"}`, ...when(m.window, "mask.explain.window")],
   },
   attn_out: { explain: (m) => [`attn_out.explain.${multi(m) === "mha" ? "mha" : "shared"}`, "attn_out.explain.heads"] },
-  resid_mid: { explain: (m) => ["resid_mid.explain", post(m) ? "resid_mid.explain.post" : "resid_mid.explain.pre"] },
+  resid_mid: { formula: byPlacement("resid_mid", "formula"), explain: byPlacement("resid_mid", "explain") },
+  resid_cross: { formula: byPlacement("resid_cross", "formula") },
   ffn_in: {
     formula: (m) => [`ffn_in.formula.${m.act === "swiglu" ? "swiglu" : m.bias ? "linear" : "linear_nobias"}`],
     explain: (m) => ["ffn_in.explain", m.act === "swiglu" ? "ffn_in.explain.swiglu" : "ffn_in.explain.width"],
@@ -56,7 +65,11 @@ const CHOICES = {
   ffn_act: { formula: (m) => [`ffn_act.formula.${ACTIVATIONS.includes(m.act) ? m.act : "other"}`] },
   ffn_out: { formula: (m) => [`ffn_out.formula.${m.act === "swiglu" ? "swiglu" : m.bias ? "bias" : "nobias"}`] },
   resid_post: {
-    explain: (m) => ["resid_post.explain", `resid_post.explain.${post(m) ? "post_" : ""}${m.last ? "last" : "next"}`],
+    formula: byPlacement("resid_post", "formula"),
+    explain: (m) => [
+      withCross(m) ? "resid_post.explain.three" : "resid_post.explain.two",
+      `resid_post.explain.${post(m) ? "post_" : ""}${m.last ? "last" : "next"}`,
+    ],
   },
   logits: { explain: (m) => ["logits.explain", ...when(m.tied, "logits.explain.tied")] },
 };

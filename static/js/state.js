@@ -1,7 +1,10 @@
-// The page's one state object, and its form in the URL. Only go() (navigate.js) changes it:
-// it builds the next state, loads what that view needs, and commits it whole.
+// The explorer's one state object, and its form in the URL (the fields shared/page.js reads and
+// writes). Only go() (navigate.js, through shared/page.js) changes it: it builds the next state,
+// loads what that view needs, and commits it whole.
 
 import { CHAPTERS } from "./lessons.js";
+import { ALIASES, KINDS } from "./shared/interventions.js";
+import { readURL as readFields } from "./shared/page.js";
 
 export const state = {
   lang: "en",
@@ -19,7 +22,7 @@ export const state = {
   layer: 0,
   head: 0,
   view: "head",
-  iv: null, // the intervention shown beside this stage (intervene.js KINDS), or null
+  iv: null, // the intervention shown beside this stage (shared/interventions.js KINDS), or null
   ivWindow: 2, // its W (window) and T (attention temperature)
   ivTemp: 2,
   token: null,
@@ -34,54 +37,31 @@ export const state = {
   generation: 0, // counts go() calls; only the latest one may commit
 };
 
-const VIEWS = ["head", "heads", "layers"];
-const SHEETS = ["params", "arch"];
-const IV_KINDS = ["no_scale", "no_mask", "window", "temperature", "ablate", "reverse"];
+const at = (s) => s.plan.order[s.index];
 
-/** The view a URL asks for (missing parameters are undefined). */
+/** The URL form of the state, in the order the parameters are written. */
+export const FIELDS = [
+  { key: "model", field: "model", kind: "str", initial: null, always: true },
+  { key: "text", field: "text", kind: "str", initial: "", always: true },
+  { key: "target", field: "target", kind: "str", initial: "" },
+  { key: "chat", field: "chat", kind: "flag", initial: false },
+  { key: "stage", field: "stage", kind: "str", initial: null, always: true, get: (s) => at(s).id },
+  { key: "layer", field: "layer", kind: "int", min: 0, initial: null, always: true, get: (s) => at(s).layer },
+  { key: "head", field: "head", kind: "int", min: 0, initial: 0, always: true },
+  { key: "view", field: "view", kind: "choice", values: ["head", "heads", "layers"], initial: "head" },
+  { key: "lang", field: "lang", kind: "str", initial: "en", always: true },
+  { key: "present", field: "present", kind: "flag", initial: false },
+  { key: "iv", field: "iv", kind: "choice", values: KINDS, aliases: ALIASES, initial: null, always: true },
+  { key: "ivw", field: "ivWindow", kind: "int", min: 0, initial: 2, always: true, when: (s) => s.iv === "window" },
+  { key: "ivt", field: "ivTemp", kind: "num", above: 0, initial: 2, always: true, when: (s) => s.iv === "temperature" },
+  { key: "snap", field: "snapshot", kind: "int", min: 0, initial: null, always: true },
+  { key: "chapter", field: "chapter", kind: "str", initial: null, always: true, get: (s) => (s.chapter === null || s.chapter === undefined ? null : CHAPTERS[s.chapter].id) },
+  { key: "sheet", field: "sheet", kind: "choice", values: ["params", "arch"], initial: null, always: true },
+];
+
+/** The view a URL asks for (missing parameters are undefined); cmp=1, the older link to "softmax without ÷√d_k", opens no_scale. */
 export function readURL() {
-  const p = new URLSearchParams(location.search);
-  const int = (key) => (p.has(key) && /^\d+$/.test(p.get(key)) ? Number(p.get(key)) : undefined);
-  return {
-    model: p.get("model") || undefined,
-    text: p.has("text") ? p.get("text") : undefined,
-    target: p.get("target") || "",
-    chat: p.get("chat") === "1",
-    stage: p.get("stage") || undefined,
-    layer: int("layer"),
-    head: int("head"),
-    view: VIEWS.includes(p.get("view")) ? p.get("view") : "head",
-    lang: p.get("lang") || undefined,
-    present: p.get("present") === "1",
-    // cmp=1: the older link to "softmax without ÷√d_k", now the no_scale intervention
-    iv: IV_KINDS.includes(p.get("iv")) ? p.get("iv") : p.get("cmp") === "1" ? "no_scale" : null,
-    ivWindow: int("ivw"),
-    ivTemp: p.has("ivt") && Number(p.get("ivt")) > 0 ? Number(p.get("ivt")) : undefined,
-    snapshot: int("snap") ?? null,
-    chapter: p.get("chapter") || undefined,
-    sheet: SHEETS.includes(p.get("sheet")) ? p.get("sheet") : null,
-  };
-}
-
-/** The URL of a committed state (replaces the current history entry). */
-export function writeURL(s) {
-  const at = s.plan.order[s.index];
-  const p = new URLSearchParams();
-  p.set("model", s.model);
-  p.set("text", s.text);
-  if (s.target) p.set("target", s.target);
-  if (s.chat) p.set("chat", "1");
-  p.set("stage", at.id);
-  if (at.layer !== null) p.set("layer", String(at.layer));
-  p.set("head", String(s.head));
-  if (s.view !== "head") p.set("view", s.view);
-  p.set("lang", s.lang);
-  if (s.present) p.set("present", "1");
-  if (s.iv) p.set("iv", s.iv);
-  if (s.iv === "window") p.set("ivw", String(s.ivWindow));
-  if (s.iv === "temperature") p.set("ivt", String(s.ivTemp));
-  if (s.snapshot !== null && s.snapshot !== undefined) p.set("snap", String(s.snapshot));
-  if (s.chapter !== null && s.chapter !== undefined) p.set("chapter", CHAPTERS[s.chapter].id);
-  if (s.sheet) p.set("sheet", s.sheet);
-  history.replaceState(null, "", `${location.pathname}?${p}`);
+  const url = readFields(FIELDS);
+  if (url.iv === undefined && new URLSearchParams(location.search).get("cmp") === "1") url.iv = "no_scale";
+  return url;
 }

@@ -4,9 +4,10 @@
 
 import { bestHead, CHAPTERS, labPanel, labURL } from "./lessons.js";
 import { blockParts, count, componentShares, fullAttention } from "./params.js";
-import { h } from "./plot.js";
+import { h } from "./shared/dom.js";
 import { state } from "./state.js";
 import { drawArch } from "./archview.js";
+import { stageVars } from "./context.js";
 
 const $ = (id) => document.getElementById(id);
 const pct = (x) => `${(100 * x).toFixed(1)}%`;
@@ -14,12 +15,17 @@ const pct = (x) => `${(100 * x).toFixed(1)}%`;
 /** The lesson bar above the stage (hidden while exploring freely). */
 export function renderLesson(t) {
   const bar = $("lesson");
-  if (state.chapter === null || state.chapter === undefined) {
+  const on = state.chapter !== null && state.chapter !== undefined;
+  document.body.classList.toggle("in-lesson", on);
+  if (!on) {
     bar.hidden = true;
     bar.replaceChildren();
     return;
   }
   const c = CHAPTERS[state.chapter];
+  const opened = bar.dataset.chapter !== c.id || bar.hidden;
+  const words = lessonText(state.texts[state.lang], state.info, state.tokens || [], state.model, c.id);
+  const say = (field) => words[field];
   bar.hidden = false;
   bar.dataset.chapter = c.id;
   bar.replaceChildren(
@@ -27,7 +33,7 @@ export function renderLesson(t) {
       "div",
       { class: "lesson-head" },
       h("span", { class: "lesson-kicker", text: t("lesson_of", { n: state.chapter + 1, total: CHAPTERS.length }) }),
-      h("strong", { class: "lesson-title", text: t(`lesson.${c.id}.title`) }),
+      h("strong", { class: "lesson-title", text: say("title") }),
       h(
         "span",
         { class: "lesson-nav" },
@@ -36,20 +42,40 @@ export function renderLesson(t) {
         h("button", { type: "button", id: "lesson-exit", "data-chapter": "exit", text: t("lesson_exit") }),
       ),
     ),
-    h("p", { class: "lesson-body", text: t(`lesson.${c.id}.body`) }),
-    pickLine(t, c),
-    h("p", { class: "lesson-look" }, h("strong", { text: `${t("look_at")} ` }), t(`lesson.${c.id}.look`), ...labLink(t)),
+    h("p", { class: "lesson-body", text: say("body") }),
+    ...pickLine(t, c),
+    h("p", { class: "lesson-look" }, h("strong", { text: `${t("look_at")} ` }), say("look"), ...labLink(t)),
   );
+  // a chapter just opened starts at its lesson bar, so the chart is on the first screen (1280×720)
+  if (opened && !state.present) requestAnimationFrame(() => bar.scrollIntoView({ block: "start" })); // after the chart is drawn below
+}
+
+/**
+ * A chapter's title, body and "what to look at" for the model on screen: each field's variant for
+ * its norm placement (lesson.<id>.<field>.post / .pre) or architecture (.decoder, .encoder,
+ * .encoder-decoder) or positional encoding (.rope, .alibi, ...) when the text file has one, else the plain key; numbers from the model and the
+ * sentence's `tokens` ({n_tokens}, {d_model}, ...), and {model}: its name.
+ */
+export function lessonText(texts, info, tokens, model, id) {
+  const placement = info && info.config.norm_placement === "post" ? "post" : "pre";
+  const vars = info ? { ...stageVars(info, tokens), model } : { model };
+  const out = {};
+  for (const field of ["title", "body", "look"]) {
+    const base = `lesson.${id}.${field}`;
+    const variants = info ? [`${base}.${placement}`, `${base}.${info.architecture}`, `${base}.${info.config.pos_encoding}`] : [];
+    out[field] = texts.t(variants.find((k) => texts.has(k)) || base, vars);
+  }
+  return out;
 }
 
 /** A chapter that picks "the previous-token head" (lessons.js): which head, and which probe measured it. */
 function pickLine(t, c) {
   const picked = c.pick ? bestHead(state.info, c.pick, state.text) : null;
-  if (!picked) return null;
+  if (!picked) return [];
   const language = t(`lang_name_${picked.lang === "zh" ? "zh" : "en"}`);
   const score = typeof picked.score === "number" ? picked.score.toFixed(2) : "?";
   const text = t(`lesson_pick_${picked.probe}`, { layer: picked.layer, head: picked.head, pattern: t(`pat_${c.pick}`), score, language });
-  return h("p", { class: "lesson-pick", "data-probe": picked.probe, text });
+  return [h("p", { class: "lesson-pick", "data-probe": picked.probe, text })];
 }
 
 function labLink(t) {
@@ -71,7 +97,8 @@ function table(head, rows, className = "") {
 function paramsSheet(t) {
   const info = state.info;
   const total = info.parameters ? info.parameters.total : 0;
-  const comps = componentShares(info).map((c) => [t(`param_${c.name}`), count(c.count), pct(c.share)]);
+  const norms = info.config.norm === "rmsnorm" ? "param_norms_rms" : "param_norms";
+  const comps = componentShares(info).map((c) => [t(c.name === "norms" ? norms : `param_${c.name}`), count(c.count), pct(c.share)]);
   const stacks = Object.keys(state.plan.layers);
   const blocks = stacks.map((stack) => {
     const p = blockParts(info, stack, state.plan.layers[stack][0]);
@@ -118,12 +145,15 @@ function archSheet(t) {
 
 export function renderSheet(t, archData = null) {
   const sheet = $("sheet");
+  const opened = Boolean(state.sheet) && sheet.dataset.sheet !== state.sheet;
   sheet.hidden = !state.sheet;
   sheet.dataset.sheet = state.sheet || "";
   if (!state.sheet) return sheet.replaceChildren();
   const body = state.sheet === "params" ? paramsSheet(t) : archSheet(t);
   sheet.replaceChildren(h("button", { type: "button", class: "small sheet-close", "data-sheet": "", text: t("close") }), ...body);
   if (state.sheet === "arch") drawArch(sheet, archData, t); // live charts: drawn once their divs are in the page
+  // the sheet sits below the stage (a chapter's chart comes first); opened by its button, it is brought into view
+  if (opened && (state.chapter === null || state.chapter === undefined)) requestAnimationFrame(() => sheet.scrollIntoView({ block: "start" }));
   return sheet;
 }
 

@@ -24,8 +24,8 @@ TOGGLES = [
     ("temperature", "softmax", 0, 3),
     ("ablate", "z", 1, 2),
     ("ablate", "attn_out", 0, 0),
-    ("reverse", "tokens", 0, 1),
-    ("reverse", "pos", 0, 0),
+    ("shuffle", "tokens", 0, 1),
+    ("shuffle", "pos", 0, 0),
 ]
 
 ALL_PLOTS = """() => [...document.querySelectorAll('#panel .plot')].map(

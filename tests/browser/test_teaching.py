@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import torch
 
+from app.catalogue import add_directory, add_minilm
 from checkpoints import LoadedModel
 from model.config import TransformerConfig
 from model.positional import apply_rope, rope_angles
@@ -31,7 +32,19 @@ from tests.conftest import free_port
 
 pytestmark = pytest.mark.browser
 
-SHIPPED = ["tiny-gpt", "tiny-translator"]
+SHIPPED = [
+    "tiny-gpt",
+    "tiny-translator",
+    "minilm",
+    "pe-alibi",
+    "pe-learned",
+    "pe-none",
+    "pe-rope",
+    "pe-rope-window",
+    "pe-sinusoidal",
+]
+# a rendered text never shows these: a missing value, a failed lookup, an unfilled placeholder
+BROKEN = re.compile(r"⟦|\bnull\b|\bundefined\b|\bNaN\b|\{\w+\}")
 
 CONFIGS: dict[str, dict[str, Any]] = {
     # Post-LN LayerNorm, learned positions, GELU, MHA with biases
@@ -85,6 +98,50 @@ CONFIGS: dict[str, dict[str, Any]] = {
         bias=False,
         scale_embeddings=True,
     ),
+    # encoder-only, Pre-LN RMSNorm, RoPE, GELU
+    "cfg-encoder-pre-rope": dict(
+        architecture="encoder",
+        d_model=32,
+        n_layers=1,
+        n_heads=4,
+        norm="rmsnorm",
+        pos_encoding="rope",
+        activation="gelu",
+        lm_head=False,
+    ),
+    # encoder-decoder, Post-LN LayerNorm, learned positions, ReLU, GQA
+    "cfg-encdec-post-learned-gqa": dict(
+        architecture="encoder-decoder",
+        d_model=32,
+        n_layers=1,
+        n_decoder_layers=1,
+        n_heads=4,
+        n_kv_heads=2,
+        norm_placement="post",
+        pos_encoding="learned",
+        activation="relu",
+    ),
+    # decoder-only, Pre-LN LayerNorm, sinusoidal, GELU, MHA with biases
+    "cfg-pre-sinusoidal-gelu": dict(
+        architecture="decoder",
+        d_model=32,
+        n_layers=2,
+        n_heads=4,
+        pos_encoding="sinusoidal",
+        activation="gelu",
+        bias=True,
+    ),
+    # decoder-only without positions, Post-LN RMSNorm
+    "cfg-post-none-rms": dict(
+        architecture="decoder",
+        d_model=16,
+        n_layers=1,
+        n_heads=2,
+        norm="rmsnorm",
+        norm_placement="post",
+        pos_encoding="none",
+        activation="relu",
+    ),
     # encoder-only, learned positions, Post-LN, ReLU, MHA
     "cfg-encoder-learned-relu": dict(
         architecture="encoder",
@@ -100,6 +157,36 @@ CONFIGS: dict[str, dict[str, Any]] = {
 }
 
 
+HF_NAME = "hf-llama-30"
+
+
+def llama_30(path: Path) -> Path | None:
+    """A Llama-format directory (config.json, safetensors, tokenizer.json) with random weights."""
+    transformers = pytest.importorskip("transformers")
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        vocab_size=300,
+        hidden_size=36,
+        intermediate_size=96,
+        num_hidden_layers=30,
+        num_attention_heads=9,
+        num_key_value_heads=3,
+        max_position_embeddings=64,
+    )
+    transformers.LlamaForCausalLM(config).eval().save_pretrained(path, safe_serialization=True)
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=300, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+    )
+    tok.train_from_iterator(["the cat sat on the mat", "我爱北京天安门"] * 5, trainer)
+    tok.save(str(path / "tokenizer.json"))
+    return path
+
+
 @pytest.fixture(scope="module")
 def teach_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     srv = ServerThread(free_port(), tmp_path_factory.mktemp("teach"), extra_models=True)
@@ -113,6 +200,11 @@ def teach_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         )
     for name, loaded in models.items():
         registry.add(name, loaded, source="test")
+    # a Hugging Face directory as a user adds one: a 30-layer Llama (RMSNorm, RoPE, SwiGLU, GQA 9/3)
+    hf_dir = llama_30(tmp_path_factory.mktemp("hf-llama"))
+    if hf_dir is not None:
+        add_directory(registry, HF_NAME, hf_dir, source="test")
+    add_minilm(registry)  # when its package is installed
     srv.torch_models = {name: loaded.model for name, loaded in models.items()}
     yield srv.start()
     srv.stop()
@@ -178,7 +270,7 @@ def fmt(n: int) -> str:
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-@pytest.mark.parametrize("name", SHIPPED + list(CONFIGS))
+@pytest.mark.parametrize("name", SHIPPED + [HF_NAME] + list(CONFIGS))
 def test_every_explanation_states_the_models_numbers(teach_server: Any, watched: Any, name: str, lang: str) -> None:
     page = watched.page
     models = [m["name"] for m in api(teach_server, "/api/models")]
@@ -187,15 +279,43 @@ def test_every_explanation_states_the_models_numbers(teach_server: Any, watched:
     open_page(page, teach_server.url, model="gpt", text="ab")
     info = api(teach_server, f"/api/models/{name}")
     cfg = info["config"]
-    stages = page.evaluate(
-        RENDER_ALL, {"name": name, "lang": lang, "text": "123 45" if "translator" in name else "我爱你 ab"}
-    )
+    text = "123 45" if "translator" in name else "我爱你 ab"
+    stages = page.evaluate(RENDER_ALL, {"name": name, "lang": lang, "text": text})
+    body = {"model": name, "text": text, **({"target_text": text} if info["architecture"] == "encoder-decoder" else {})}
+    tokens = api(teach_server, "/api/tokenize", body)["tokens"]
     model = torch_model(teach_server, name)
     assert stages, "no stages rendered"
     checked: set[str] = set()
+    placement = cfg["norm_placement"]
+    layernorm = cfg["norm"] == "layernorm"
     for st in stages:
         whole = " ".join(st["text"].values())
-        assert not re.search(r"⟦|undefined|NaN|\{\w+\}", whole), (st["id"], whole)
+        assert not BROKEN.search(whole), (st["id"], whole)
+        assert "第 0" not in whole, (st["id"], whole)
+        decoder_of_encdec = info["architecture"] == "encoder-decoder" and st["stack"] == "decoder"
+        if st["key"] in ("ln2", "ln_cross"):  # the norm's own parameters and its divisor, named
+            assert ("β" in st["text"]["explain"]) == layernorm, st["text"]["explain"]
+            assert ("σ = √(" in st["text"]["explain"]) == layernorm and (
+                "RMS = √(" in st["text"]["explain"]
+            ) != layernorm
+        if st["key"] == "ln_cross" and lang == "en":
+            assert ("before cross-attention" if placement == "pre" else "after the cross-attention result") in whole
+        if st["key"] in ("resid_mid", "resid_post", "resid_cross"):  # the formula says where the norm sits
+            formula = st["text"]["formula"]
+            assert ("Norm(x +" in formula) == (placement == "post") and ("(Norm(x)" in formula) == (placement == "pre")
+        if st["key"] == "resid_post" and lang == "en":
+            assert ("three sub-layers" in whole) == decoder_of_encdec, whole
+            assert "second residual addition" not in whole
+            assert ("This addition ends the block" in whole) == (placement == "pre"), whole
+            if placement == "post":
+                assert "The norm in the next stage ends the block" in whole
+        if st["key"] == "resid_mid" and lang == "en":
+            assert ("the residual stream is a running sum" in whole) == (placement == "pre"), whole
+        if st["key"] in ("scale", "pos") and cfg["pos_encoding"] == "alibi" and st["key"] == "scale":
+            assert "m_h" in st["text"]["formula"], st["text"]["formula"]
+        if st["key"] == "pos" and cfg["pos_encoding"] == "alibi":
+            causal = info["architecture"] != "encoder"
+            assert ("j ≤ i" in st["text"]["formula"]) == causal and ("|i − j|" in st["text"]["formula"]) != causal
         owner = st["stack"] or ("encoder" if info["architecture"] == "encoder-decoder" else "stack")
         counts = block_counts(model, f"{owner}.blocks.{st['layer'] or 0}.")
         explain = st["text"]["explain"]
@@ -231,7 +351,15 @@ def test_every_explanation_states_the_models_numbers(teach_server: Any, watched:
             if cfg["scale_embeddings"]:
                 assert f"{math.sqrt(cfg['d_model']):.2f}" in st["text"]["formula"]
         if st["key"] == "mask" and cfg.get("sliding_window"):
-            assert str(cfg["sliding_window"]) in explain and str(cfg["sliding_window"] - 1) in explain
+            w = cfg["sliding_window"]
+            assert str(w) in explain and str(w - 1) in explain
+            n = len(tokens)
+            hidden = sum(max(0, i - w + 1) for i in range(n))  # keys i − j ≥ w with j ≤ i
+            assert (
+                f"({n} " in explain and f"hides {hidden} cells" in explain
+                if lang == "en"
+                else f"{hidden} 个格子" in explain
+            )
             checked.add("window")
         if st["key"] == "scale":
             assert f"{math.sqrt(info['d_head']):.2f}" in explain
@@ -337,4 +465,107 @@ def test_presentation_chart_fills_a_projector(server: Any, watched: Any, artifac
     page.keyboard.press("e")
     page.wait_for_function("() => document.body.classList.contains('explain-open')")
     assert page.is_visible("#explain")
+    assert not watched.errors, watched.errors
+
+
+RENDER_CHAPTERS = """async ({name, lang, text}) => {
+  const { CHAPTERS } = await import('/static/js/lessons.js');
+  const { lessonText } = await import('/static/js/teach.js');
+  const { loadTexts } = await import('/static/js/i18n.js');
+  const texts = await loadTexts(lang);
+  const info = await (await fetch(`/api/models/${encodeURIComponent(name)}`)).json();
+  const tok = await (await fetch('/api/tokenize', {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ model: name, text }) })).json();
+  return { n: tok.tokens.length,
+           chapters: CHAPTERS.map((c) => ({ id: c.id, ...lessonText(texts, info, tok.tokens, name, c.id) })) };
+}"""
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("name", SHIPPED + [HF_NAME] + list(CONFIGS))
+def test_every_chapter_states_the_models_numbers(teach_server: Any, watched: Any, name: str, lang: str) -> None:
+    """Each chapter's title, body and 'what to look at', written for this model, with its numbers."""
+    if name not in [m["name"] for m in api(teach_server, "/api/models")]:
+        pytest.skip(f"{name} is not in this checkout's weights")
+    page = watched.page
+    open_page(page, teach_server.url, model="gpt", text="ab")
+    info = api(teach_server, f"/api/models/{name}")
+    cfg = info["config"]
+    out = page.evaluate(RENDER_CHAPTERS, {"name": name, "lang": lang, "text": "我爱你"})
+    n = out["n"]
+    by_id = {c["id"]: c for c in out["chapters"]}
+    assert list(by_id) == CHAPTER_IDS
+    for c in out["chapters"]:
+        whole = " ".join(c[f] for f in ("title", "body", "look"))
+        assert all(c[f].strip() for f in ("title", "body", "look")), c
+        assert not BROKEN.search(whole), (c["id"], whole)
+        assert "第 0" not in whole, (c["id"], whole)
+    d, heads, d_head = cfg["d_model"], info["n_heads"], info["d_head"]
+    qkv, scores, residual = by_id["qkv"]["body"], by_id["scores"]["body"], by_id["residual"]["body"]
+    if lang == "en":
+        assert f"{n} tokens, d_model {d} = {heads} heads × {d_head}" in qkv, qkv
+        assert f"its table is {n} × {n}" in scores and f"each of the {heads} heads" in scores, scores
+        placement = "Post-Norm" if cfg["norm_placement"] == "post" else "Pre-Norm"
+        assert f"{name} is {placement}" in residual, residual
+        assert (
+            "O(n²·d)" in by_id["efficiency"]["body"] and "memory for the table as O(n²)" in by_id["efficiency"]["body"]
+        )
+    else:
+        assert f"{n} 个 Token，d_model {d} = {heads} 个头 × {d_head} 维" in qkv, qkv
+        assert f"{n} × {n}" in scores, scores
+        assert ("后置归一化" if cfg["norm_placement"] == "post" else "前置归一化") in residual.split("：")[0] + residual
+        assert f"{name} 和" in residual, residual
+    assert not watched.errors, watched.errors
+
+
+@pytest.mark.parametrize("chapter", ["6", "softmax"])
+def test_a_chapter_opens_by_number_or_by_id(server: Any, watched: Any, chapter: str) -> None:
+    page = watched.page
+    open_page(page, server.url, chapter=chapter)
+    assert page.get_attribute("#lesson", "data-chapter") == "softmax"
+    assert page.inner_text("#lesson .lesson-kicker").startswith("Lesson · chapter 6 of")
+    assert "chapter=softmax" in page.url
+    assert not watched.errors, watched.errors
+
+
+def test_lesson_bar_never_prints_null(server: Any, watched: Any) -> None:
+    """A chapter without a picked head has no pick line at all (it printed 'null' before)."""
+    page = watched.page
+    for cid in ("why", "scores", "softmax"):
+        open_page(page, server.url, chapter=cid)
+        assert not BROKEN.search(page.inner_text("#lesson")), page.inner_text("#lesson")
+        texts = page.eval_on_selector_all("#lesson p", "els => els.map(e => e.textContent.trim())")
+        assert all(texts), texts
+    assert not watched.errors, watched.errors
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_chapter_shows_its_chart_on_the_first_screen(server: Any, watched: Any, lang: str) -> None:
+    """At 1280×720, outside presentation mode, at least 200 px of each chapter's chart is on screen."""
+    page = watched.page
+    page.set_viewport_size({"width": 1280, "height": 720})
+    for cid in CHAPTER_IDS:
+        open_page(page, server.url, chapter=cid, lang=lang)
+        page.wait_for_timeout(50)  # the chapter scrolls to its lesson bar on the next frame
+        top = page.eval_on_selector("#panel .plot", "e => e.getBoundingClientRect().top")
+        assert top <= 720 - 200, (cid, top)
+        links = page.locator("a.lab-link:visible").count()
+        assert links <= 1, (cid, links)  # "try it in the lab" once per chapter
+    assert not watched.errors, watched.errors
+
+
+def test_presentation_shows_the_chapter_text_on_e(server: Any, watched: Any) -> None:
+    page = watched.page
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_page(page, server.url, chapter="softmax", present=1)
+    assert page.is_hidden("#lesson .lesson-body")
+    assert "POST" not in page.inner_text("body") and "/api/" not in page.inner_text("body")
+    page.keyboard.press("e")
+    page.wait_for_function("() => document.body.classList.contains('explain-open')")
+    assert page.is_visible("#lesson .lesson-body") and page.is_visible("#explain")
+    size = page.eval_on_selector(
+        "#panel .plot .textpoint text, #panel .plot g.hm text", "e => parseFloat(getComputedStyle(e).fontSize)"
+    )
+    assert size >= 14, size  # cell numbers of an 11-token heatmap, read from the back of a room
     assert not watched.errors, watched.errors

@@ -1,4 +1,4 @@
-"""The n-gram yardstick: a proper distribution, and the figures README quotes, re-measured."""
+"""The n-gram yardstick: a proper distribution, and the figures docs/MODELS.md quotes, re-measured."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def test_every_context_gets_a_distribution_that_sums_to_one(order: int) -> None:
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="needs ../shared/corpus")
 def test_the_readme_figures() -> None:
-    """README, "A classical yardstick": held-out bits per character of Kneser-Ney 3- and 5-grams."""
+    """docs/MODELS.md, "A classical yardstick": held-out bits per character of Kneser-Ney 3- and 5-grams."""
     expected = {3: {"en": 2.774, "zh": 6.499}, 5: {"en": 1.913, "zh": 6.552}}
     for order, figures in expected.items():
         measured = held_out_bits([CORPUS], order)

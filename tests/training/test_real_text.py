@@ -1,6 +1,6 @@
 """tiny-gpt v2 and the positional-encoding family, re-measured from the shipped weights.
 
-Every figure the meta (and README) states is measured again here, within 2%: the tokenizer's
+Every figure the meta (and docs/MODELS.md) states is measured again here, within 2%: the tokenizer's
 whole characters and whole words, bits per character on the held-out split, head scores on
 held-out sentences typed twice, and the positional-encoding family's table.
 """
@@ -84,7 +84,7 @@ def test_bits_per_character_re_measured(tiny_gpt, corpus):
 
 
 def test_where_the_chinese_bits_go(tiny_gpt, corpus):
-    """README, "A classical yardstick": the held-out Chinese characters seen 3-300 times in training are
+    """docs/MODELS.md, "A classical yardstick": the held-out Chinese characters seen 3-300 times in training are
     about a third of the tokens and carry half of the bits; the rarer, the dearer."""
     from training.corpus import BOS, bits_by_training_frequency
 

@@ -1,25 +1,30 @@
-// Draws the committed lab state: the fixed words, the model list, and each panel (controls, lead
-// text and charts). Nothing here changes the state; events.js turns input into go() calls.
+// Draws the committed lab state: the fixed words, the model list, the table of contents and the
+// one panel shown (its controls and charts). Nothing here changes the state; events.js turns input
+// into go() calls.
 
 import { Board } from "../board.js";
-import { tokenChips } from "../panels/tokens.js";
-import { modelOptions } from "../model_menu.js";
-import { PANELS } from "./panels/index.js";
+import { $, tokenChips } from "../shared/dom.js";
+import { modelOptions } from "../shared/model_menu.js";
+import { urlOf } from "../shared/page.js";
+import { MODULES, pageOrder } from "./panels/index.js";
+import { FIELDS } from "./state.js";
 import { failure } from "./ui.js";
 
-const $ = (id) => document.getElementById(id);
-const boards = new Map(PANELS.map((panel) => [panel.id, new Board($(`board-${panel.id}`))])); // kept between renders
+const boards = new Map(pageOrder().map((name) => [name, new Board($(`board-${name}`))])); // kept between renders
 
-export function setBusy(busy) {
-  document.body.classList.toggle("busy", busy);
-}
-
-/** The fixed words of the page (data-lab-i18n) and its language. */
-export function renderStatic(texts) {
+/** The fixed words of the page (data-lab-i18n), its language, and which panel is shown. */
+export function renderStatic(texts, s) {
   const say = texts.t;
   document.documentElement.lang = texts.htmlLang;
   for (const el of document.querySelectorAll("[data-lab-i18n]")) el.textContent = say(el.dataset.labI18n);
-  document.title = say("page_title");
+  for (const section of document.querySelectorAll("#panels > [data-panel]")) section.hidden = section.dataset.panel !== s.panel;
+  for (const link of document.querySelectorAll("#toc a[data-panel-link]")) {
+    const here = link.dataset.panelLink === s.panel;
+    if (here) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+    if (s.info) link.href = urlOf(FIELDS, { ...s, panel: link.dataset.panelLink }); // the same sentence and model, that panel
+  }
+  document.title = `${say(`${s.panel}_title`)} · ${say("page_title")}`;
 }
 
 function renderInputs(s, say) {
@@ -27,25 +32,22 @@ function renderInputs(s, say) {
   select.replaceChildren(...modelOptions(s.models, say("pe_group")));
   select.value = s.model;
   if (document.activeElement !== $("text")) $("text").value = s.text;
-  const ids = s.data.interventions && s.data.interventions.value;
-  $("tokens").replaceChildren(ids ? tokenChips(ids.original.tokens) : "");
+  $("tokens").replaceChildren(tokenChips(s.tokens));
 }
 
 export function render(s) {
   const texts = s.texts[s.lang];
   const say = texts.t;
-  renderStatic(texts);
+  renderStatic(texts, s);
   renderInputs(s, say);
-  for (const panel of PANELS) {
-    const entry = s.data[panel.id] || {};
-    const controls = $(`controls-${panel.id}`);
-    controls.replaceChildren(...panel.controls(s, say, s.info, s.models));
-    const board = boards.get(panel.id);
-    board.begin(`${panel.id}:${s.model}`, say);
-    if (entry.error) board.block(`${panel.id}-error`, failure(entry.error, say));
-    else panel.draw(board, entry.value, { say, s, info: s.info });
-    board.end();
-    $(`panel-${panel.id}`).dataset.rendered = String(s.generation);
-  }
+  const name = s.panel;
+  const panel = MODULES[name];
+  $(`controls-${name}`).replaceChildren(...panel.controls(s, say, s.info, s.models));
+  const board = boards.get(name);
+  board.begin(`${name}:${s.model}`, say);
+  if (s.data.error) board.block(`${name}-error`, failure(s.data.error, say));
+  else panel.draw(board, s.data.value, { say, s, info: s.info });
+  board.end();
+  $(`panel-${name}`).dataset.rendered = String(s.generation);
   $("explorer-link").href = `/?${new URLSearchParams({ model: s.model, text: s.text, lang: s.lang })}`;
 }

@@ -1,99 +1,85 @@
-// The lab page's one state object and its form in the URL. Only go() (go.js) changes it.
-// Each panel's controls are fields here, so a link reproduces every experiment on the page.
+// The lab page's one state object and its form in the URL (the fields shared/page.js reads and
+// writes). Only go() (lab/navigate.js) changes it. Each panel's controls are fields here, so a link
+// reproduces the experiment on screen; `panel` names the one panel shown (/lab?panel=masks).
 
-/** URL key -> [state field, kind, default]. Kinds: int, num, str, bool, list (comma-separated words). */
-export const FIELDS = Object.freeze({
-  model: ["model", "str", ""],
-  text: ["text", "str", "我爱北京天安门广场。"],
-  lang: ["lang", "str", "en"],
-  dk: ["dks", "str", "4,8,16,32,64,128,256,512,1024"],
-  w: ["window", "int", 3],
-  ml: ["maskLayer", "int", 0],
-  mh: ["maskHead", "int", 0],
-  len: ["length", "int", 32],
-  pair: ["pair", "int", 0],
-  T: ["temperature", "num", 1],
-  k: ["topK", "int", 0],
-  p: ["topP", "num", 1],
-  seed: ["seed", "int", 0],
-  n: ["draws", "int", 20],
-  iv: ["toggles", "list", ""],
-  ivw: ["ivWindow", "int", 2],
-  ivt: ["ivTemperature", "num", 3],
-  ivl: ["layer", "int", -1],
-  ivh: ["head", "int", 0],
-  abl: ["ablateLayer", "int", 0],
-  vs: ["variant", "str", ""],
-  set: ["setting", "str", "n_heads"],
-  val: ["value", "str", "1"],
-  cst: ["cmpStage", "str", ""], // the compare panel's stage (a trace name both sides record; "" = the attention pattern)
-  cmh: ["cmpHead", "int", 0],
-  cxn: ["cxMax", "int", 2048],
-  cxh: ["cxHeads", "int", 1],
-  fl: ["flLayer", "int", 0],
-  fh: ["flHead", "int", 0],
-  fbq: ["flBq", "int", 4],
-  fbk: ["flBk", "int", 4],
-  ft: ["flTile", "int", 0],
-  kvc: ["kvContext", "int", 4096],
-  kvb: ["kvBatch", "int", 1],
-  kvd: ["kvDtype", "str", "float16"],
-  gn: ["genSteps", "int", 12],
-  nl: ["nlLayers", "int", 12],
-  nd: ["nlWidth", "int", 64],
-  ns: ["nlSteps", "int", 8],
-  nseed: ["nlSeed", "int", 0],
-  ap: ["ablPos", "int", -1],
-  pem: ["peModel", "str", ""], // the positional-encoding family member the shuffle demo runs ("" = the lab's model or the first)
-  pss: ["peSeed", "int", 0], // the demo's shuffle
-  panel: ["panel", "str", ""], // the panel a link from the explorer or a lesson points at
-});
+import { ALIASES, KINDS } from "../shared/interventions.js";
 
-export const TOGGLES = ["no_scale", "no_mask", "window", "temperature", "ablate", "shuffle"];
+const int = (key, field, initial) => ({ key, field, kind: "int", initial });
+const num = (key, field, initial) => ({ key, field, kind: "num", initial });
+const str = (key, field, initial) => ({ key, field, kind: "str", initial });
+
+/** The URL form of the state, in the order the parameters are written. */
+export const FIELDS = [
+  { ...str("panel", "panel", ""), always: true }, // the panel shown ("": the page's first)
+  { ...str("model", "model", ""), always: true },
+  { ...str("text", "text", "我爱北京天安门广场。"), always: true },
+  { ...str("lang", "lang", "en"), always: true },
+  str("dk", "dks", "4,8,16,32,64,128,256,512,1024"),
+  int("w", "window", 3),
+  int("ml", "maskLayer", 0),
+  int("mh", "maskHead", 0),
+  int("len", "length", 32),
+  int("pair", "pair", 0),
+  num("T", "temperature", 1),
+  int("k", "topK", 0),
+  num("p", "topP", 1),
+  int("seed", "seed", 0),
+  int("n", "draws", 20),
+  { key: "iv", field: "toggles", kind: "list", values: KINDS, aliases: ALIASES, initial: "" }, // the interventions on
+  int("ivw", "ivWindow", 2),
+  num("ivt", "ivTemperature", 3),
+  int("ivl", "layer", -1),
+  int("ivh", "head", 0),
+  int("abl", "ablateLayer", 0),
+  str("vs", "variant", ""),
+  str("set", "setting", "n_heads"),
+  str("val", "value", "1"),
+  str("cst", "cmpStage", ""), // the compare panel's stage (a trace name both sides record; "" = the attention pattern)
+  int("cmh", "cmpHead", 0),
+  int("cxn", "cxMax", 2048),
+  int("cxh", "cxHeads", 1),
+  int("fl", "flLayer", 0),
+  int("fh", "flHead", 0),
+  int("fbq", "flBq", 4),
+  int("fbk", "flBk", 4),
+  int("ft", "flTile", 0),
+  int("kvc", "kvContext", 4096),
+  int("kvb", "kvBatch", 1),
+  str("kvd", "kvDtype", "float16"),
+  int("gn", "genSteps", 12),
+  int("nl", "nlLayers", 12),
+  int("nd", "nlWidth", 64),
+  int("ns", "nlSteps", 8),
+  int("nseed", "nlSeed", 0),
+  int("ap", "ablPos", -1),
+  str("pem", "peModel", ""), // the positional-encoding family member the shuffle demo runs ("" = the lab's model or the first)
+  int("pss", "peSeed", 0), // the demo's shuffle
+];
+
 export const SETTINGS = ["n_heads", "d_head", "pos_encoding", "norm_placement", "activation", "sliding_window"];
 
 export const lab = {
   texts: {}, // language -> Texts (static/text/lab.<lang>.json)
   models: [],
   info: null, // GET /api/models/{model}
-  data: {}, // panel id -> what its load() returned (or {error})
+  tokens: [], // the sentence's tokens (POST /api/tokenize)
+  data: null, // what the shown panel's load() returned, or {error}
   generation: 0, // counts go() calls; only the latest may commit
-  ...Object.fromEntries(Object.values(FIELDS).map(([field, , initial]) => [field, initial])),
+  ...Object.fromEntries(FIELDS.map(({ field, initial }) => [field, initial])),
 };
 
-function parse(kind, raw, initial) {
-  if (kind === "int") return /^-?\d+$/.test(raw) ? Number(raw) : initial;
-  if (kind === "num") return Number.isFinite(Number(raw)) && raw !== "" ? Number(raw) : initial;
-  if (kind === "list") return raw.split(",").filter((x) => TOGGLES.includes(x)).join(",");
-  return raw;
-}
-
-/** The fields a URL sets (missing ones are left out). */
-export function readURL() {
-  const p = new URLSearchParams(location.search);
-  const out = {};
-  for (const [key, [field, kind, initial]] of Object.entries(FIELDS)) {
-    if (p.has(key)) out[field] = parse(kind, p.get(key), initial);
-  }
-  return out;
-}
-
-/** The URL of a committed state: only fields that differ from their default. */
-export function writeURL(s) {
-  const p = new URLSearchParams();
-  for (const [key, [field, , initial]] of Object.entries(FIELDS)) {
-    if (key === "model" || key === "text" || key === "lang" || s[field] !== initial) p.set(key, String(s[field]));
-  }
-  history.replaceState(null, "", `${location.pathname}?${p}`);
+/** The interventions switched on, as a list of kinds. */
+export function toggledOn(s) {
+  return s.toggles.split(",").filter(Boolean);
 }
 
 export function toggled(s, name) {
-  return s.toggles.split(",").includes(name);
+  return toggledOn(s).includes(name);
 }
 
 export function withToggle(s, name, on) {
-  const set = new Set(s.toggles.split(",").filter(Boolean));
+  const set = new Set(toggledOn(s));
   if (on) set.add(name);
   else set.delete(name);
-  return TOGGLES.filter((x) => set.has(x)).join(",");
+  return KINDS.filter((x) => set.has(x)).join(",");
 }

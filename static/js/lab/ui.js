@@ -1,7 +1,7 @@
 // Controls and small blocks the lab panels share. A control carries data-field (a state field)
 // and data-kind; events.js turns its change into one go({field: value}). No state lives here.
 
-import { h } from "../plot.js";
+import { h } from "../shared/dom.js";
 
 export function numberField(field, value, label, { min, max, step = 1, kind = "int" } = {}) {
   return h(
@@ -46,6 +46,17 @@ export function fmt(value, digits = 3) {
   return Number(value).toFixed(digits);
 }
 
+/**
+ * A line or bar chart's layout. The legend sits above the plot, anchored at its bottom edge, so a
+ * legend of two rows grows upwards (Plotly widens the top margin for it) and never covers a curve;
+ * the axes widen their margins for long tick labels (automargin).
+ */
 export function lineLayout(xTitle, yTitle, extra = {}) {
-  return { xaxis: { title: { text: xTitle }, ...(extra.xaxis || {}) }, yaxis: { title: { text: yTitle }, ...(extra.yaxis || {}) }, legend: { orientation: "h", y: 1.12 }, height: 320, margin: { l: 70, r: 70, t: 40, b: 60 } };
+  return {
+    xaxis: { title: { text: xTitle }, automargin: true, ...(extra.xaxis || {}) },
+    yaxis: { title: { text: yTitle }, automargin: true, ...(extra.yaxis || {}) },
+    legend: { orientation: "h", x: 0, xanchor: "left", y: 1.02, yanchor: "bottom" },
+    height: 320,
+    margin: { l: 70, r: 70, t: 40, b: 60 },
+  };
 }

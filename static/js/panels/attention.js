@@ -2,7 +2,7 @@
 // matrices of the layer, so every cell's hover shows its dot product, scaled value and weight.
 // "Without ÷√d_k" and the other interventions are server runs beside the chart (intervene.js).
 
-import { categoryAxis, draw, fitMargins, heatmap, rawLabels, rowsHeight, tokenLabels } from "../plot.js";
+import { categoryAxis, draw, fitMargins, heatmap, rawLabels, rowsHeight, tokenLabels } from "../shared/plot.js";
 import { badge, drawGrid, fetchStages, keyTokensFor } from "./common.js";
 import { readingNote, workedExample } from "./reading.js";
 import { labelNote } from "../probes.js";
@@ -21,13 +21,18 @@ function kindOf(ctx) {
   return ctx.step.key.replace(/^cross_/, "");
 }
 
+/** hook_scores_scaled is S/√d_k, and with ALiBi also − m·distance (self-attention only). */
+export function scaledLabel(ctx) {
+  return ctx.cfg.pos_encoding === "alibi" && !ctx.step.key.startsWith("cross_") ? "hover_scaled_alibi" : "hover_scaled";
+}
+
 function matrixChart(plot, ctx, { z, x, y, customdata, probs, masked, filename }) {
   const { t } = ctx;
   const hiddenText = probs ? "0" : "−∞";
   const fmt = (i) => `%{customdata[${i}]:.3f}`;
   const hovertemplate =
     `${t("ax_query")}: %{y}<br>${t("ax_key")}: %{x}<br>` +
-    `${t("hover_dot")} = ${fmt(0)}<br>${t("hover_scaled")} = ${fmt(1)}<br>${t("hover_weight")} = ${fmt(2)}<extra></extra>`;
+    `${t("hover_dot")} = ${fmt(0)}<br>${t(scaledLabel(ctx))} = ${fmt(1)}<br>${t("hover_weight")} = ${fmt(2)}<extra></extra>`;
   const traces = [
     heatmap({ z, x, y, signed: !probs, zmin: probs ? 0 : undefined, zmax: probs ? 1 : undefined, customdata, hovertemplate }),
   ];
@@ -58,6 +63,7 @@ function matrixChart(plot, ctx, { z, x, y, customdata, probs, masked, filename }
   const xaxis = categoryAxis(t("ax_key"), { side: "bottom", tickangle: x.length > 8 ? -45 : 0, automargin: false });
   const yaxis = categoryAxis(t("ax_query"), { autorange: "reversed", automargin: false });
   const margin = fitMargins(plot, { y, x, xSize: xaxis.tickfont.size, xAngle: xaxis.tickangle, colorbar: [traces[0].zmin, traces[0].zmax] });
+  if (traces[0].textfont && document.body.classList.contains("present")) traces[0].textfont = { size: z.length <= 6 ? 20 : 15 }; // read from the back of a room
   draw(plot, traces, { height: side, margin, xaxis, yaxis }, filename);
 }
 

@@ -1,7 +1,7 @@
 // Shared pieces of the stage panels.
 
-import { api, decodeStages } from "../api.js";
-import { absMax, categoryAxis, draw, fitMargins, heatmap, indexLabels, rawLabels, rowsHeight, shapeBadge, tokenLabels } from "../plot.js";
+import { api, decodeStages } from "../shared/api.js";
+import { absMax, categoryAxis, draw, fitMargins, heatmap, indexLabels, rawLabels, rowsHeight, shapeBadge, tokenLabels } from "../shared/plot.js";
 
 /** Fetch some trace stages (exact names) for the current text; cached per request. */
 export async function fetchStages(ctx, names, extra = {}) {
@@ -27,7 +27,7 @@ export function dimTitle(t, dim) {
  * A [pos × dim] heatmap of `tensor` (fixed: other dims), token labels on y, dims on x.
  * Returns the export function.
  */
-export function drawTokenMatrix(board, key, ctx, tensor, { title, label = "", fixed = {}, tokens, colTokens, colDim, badges, note, signed = true, className }) {
+export function drawTokenMatrix(board, key, ctx, tensor, { title, label = "", fixed = {}, tokens, colTokens, colDim, badges, note, signed = true, zmax: top = 1, className }) {
   const { t } = ctx;
   const rowDim = ["pos", "q_pos"].find((d) => tensor.has(d)) || tensor.dims[0];
   colDim = colDim || tensor.dims[tensor.dims.length - 1];
@@ -45,7 +45,7 @@ export function drawTokenMatrix(board, key, ctx, tensor, { title, label = "", fi
     note,
     className,
   });
-  const trace = heatmap({ z, x, y, signed, zmin: signed ? undefined : 0, zmax: signed ? undefined : 1, valueLabel: t("hover_cell") });
+  const trace = heatmap({ z, x, y, signed, zmin: signed ? undefined : 0, zmax: signed ? undefined : top, valueLabel: t("hover_cell") });
   const height = rowsHeight(z.length);
   const showX = x.length <= 64;
   draw(

@@ -1,6 +1,7 @@
 // Stages: the feed-forward network's wide hidden layer and its activation.
 
-import { draw, visible } from "../plot.js";
+import { draw } from "../shared/plot.js";
+import { visible } from "../shared/dom.js";
 import { badge, drawTokenMatrix, fetchStages } from "./common.js";
 
 function baseOf(name) {

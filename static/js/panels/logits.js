@@ -1,9 +1,9 @@
 // Stage: logits and the next-token probabilities (the probabilities come from /api/predict).
 
-import { api } from "../api.js";
-import { categoryAxis, draw, h, safe, visible } from "../plot.js";
+import { api } from "../shared/api.js";
+import { categoryAxis, draw, safe } from "../shared/plot.js";
+import { h, visible, tokenChips } from "../shared/dom.js";
 import { badge, fetchStages } from "./common.js";
-import { tokenChips } from "./tokens.js";
 
 export default {
   async load(ctx) {

@@ -1,7 +1,7 @@
 // Stages: LayerNorm / RMSNorm — the normalised vectors and the per-token statistics. hook_scale
 // (model/layers.py) is the divisor √(var + ε) or √(mean(x²) + ε), so the bars are labelled σ / RMS.
 
-import { categoryAxis, draw, fitTurned, fontSize, legendTop, numberLabel, rawLabels, tokenLabels } from "../plot.js";
+import { categoryAxis, draw, fitTurned, fontSize, legendTop, numberLabel, rawLabels, tokenLabels } from "../shared/plot.js";
 import { badge, drawTokenMatrix, fetchStages } from "./common.js";
 
 export default {

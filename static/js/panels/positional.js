@@ -1,7 +1,8 @@
 // Stage: positional encoding, drawn the way this model does it (sinusoidal, learned, RoPE, ALiBi).
 
-import { api, Tensor } from "../api.js";
-import { categoryAxis, draw, fitMargins, fitTurned, fontSize, h, heatmap, legendTop, numberLabel, rawLabels, tokenLabels } from "../plot.js";
+import { api, Tensor } from "../shared/api.js";
+import { categoryAxis, draw, fitMargins, fitTurned, fontSize, heatmap, legendTop, numberLabel, rawLabels, tokenLabels } from "../shared/plot.js";
+import { h } from "../shared/dom.js";
 import { badge, drawTokenMatrix, fetchStages } from "./common.js";
 
 function curves(board, ctx, table, rowDim, colDim, title, pickCols, smooth = true) {
@@ -11,10 +12,13 @@ function curves(board, ctx, table, rowDim, colDim, title, pickCols, smooth = tru
   const cols = pickCols(n);
   const x = tokenLabels(ctx.tokens).slice(0, z.length);
   const series = {};
-  const traces = cols.map((c) => {
+  // curves can coincide (the slow pairs stay near cos 0 = 1): each has its own dash and marker, and
+  // the first ones are drawn wider, so one lying on another still shows around it
+  const traces = cols.map((c, k) => {
     const y = z.map((row) => row[c]);
     series[`${colDim} ${c}`] = y;
-    return { type: "scatter", mode: "lines+markers", name: `${colDim === "pair" ? "i" : "dim"} ${c}`, x, y, line: { shape: smooth ? "spline" : "linear" } };
+    const style = { dash: DASHES[k % DASHES.length], width: Math.max(1.5, 5 - 1.2 * k), shape: smooth ? "spline" : "linear" };
+    return { type: "scatter", mode: "lines+markers", name: `${colDim === "pair" ? "i" : "dim"} ${c}`, x, y, line: style, marker: { symbol: SYMBOLS[k % SYMBOLS.length], size: Math.max(5, 11 - 2 * k) } };
   });
   const plot = board.card("curves", {
     title,
@@ -40,6 +44,8 @@ function curves(board, ctx, table, rowDim, colDim, title, pickCols, smooth = tru
   draw(plot, traces, layout, `${ctx.fname}_curves`);
 }
 
+const DASHES = ["solid", "dash", "dot", "dashdot", "longdash"];
+const SYMBOLS = ["circle", "square", "diamond", "x", "triangle-up"];
 const spread = (n) => [...new Set([0, 1, Math.floor(n / 4) * 2, Math.floor(n / 2) * 2 - 2, n - 2].filter((c) => c >= 0 && c < n))];
 const pairs = (n) => [...new Set([0, 1, Math.floor(n / 2), n - 1].filter((c) => c >= 0 && c < n))];
 
@@ -68,14 +74,18 @@ export default {
     }
     if (kind === "rope") {
       const angles = data.tensors.angles;
-      drawTokenMatrix(board, "angles", ctx, angles, { title: "θ(pos, i)", colDim: "pair", badges: [badge(ctx, "θ", angles)] });
+      // every angle is ≥ 0 (pos · ω): a one-sided colour scale from 0 to the largest angle
+      const largest = Math.max(0, ...angles.matrix("pos", "pair").flat().filter((v) => v !== null));
+      drawTokenMatrix(board, "angles", ctx, angles, { title: "θ(pos, i)", colDim: "pair", badges: [badge(ctx, "θ", angles)], signed: false, zmax: largest || 1 });
       curves(board, ctx, data.tensors.cos, "pos", "pair", "cos θ(pos, i)", pairs);
       return;
     }
     if (kind === "alibi") {
       const bias = data.tensors.bias;
       const head = Math.min(ctx.head, bias.size("head") - 1);
-      const z = bias.matrix("q_pos", "k_pos", { head });
+      const causal = ctx.info.architecture !== "encoder";
+      // a causal model's later keys are masked before the bias could matter: blank, not a bias of 0
+      const z = bias.matrix("q_pos", "k_pos", { head }).map((row, i) => row.map((v, j) => (causal && j > i ? null : v)));
       const x = tokenLabels(ctx.tokens);
       const slopes = data.tensors.slopes.vector("head");
       const plot = board.card("bias", {
@@ -83,6 +93,7 @@ export default {
         badges: [badge(ctx, "bias", bias)],
         exportData: () => ({ head, rows: rawLabels(ctx.tokens), cols: rawLabels(ctx.tokens), z }),
         filename: `${ctx.fname}_alibi_h${head}`,
+        note: causal ? t("alibi_blank") : "",
       });
       const trace = heatmap({ z, x, y: x, signed: true, valueLabel: t("hover_cell") });
       const xaxis = categoryAxis(t("ax_key"), { automargin: false });

@@ -1,6 +1,6 @@
 // Stages with a head dimension and one vector per token: Q/K/V, their RoPE rotation, z = A·V.
 
-import { indexLabels, tokenLabels } from "../plot.js";
+import { indexLabels, tokenLabels } from "../shared/plot.js";
 import { badge, drawGrid, drawTokenMatrix, fetchStages, keyTokensFor } from "./common.js";
 
 function moduleBase(name) {

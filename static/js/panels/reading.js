@@ -2,7 +2,7 @@
 // pattern puts its largest weight, and the worked example (Q·Kᵀ, ÷√d_k, softmax, weighted sum)
 // for a short sentence, every number read from the model's trace. Nothing here is asserted.
 
-import { h } from "../plot.js";
+import { h } from "../shared/dom.js";
 
 /** For each query row: is its largest weight on itself, the previous token, the first token, or elsewhere? */
 export function readRows(weights) {
@@ -66,7 +66,7 @@ export function workedExample(ctx, { raw, scaled, masked, weights, v, z }, label
       "div",
       { class: "worked-grid" },
       table(t("worked_raw"), cols, rowsOf(raw)),
-      table(t("worked_scaled", { sqrt_d_head: ctx.vars.sqrt_d_head }), cols, rowsOf(scaled)),
+      table(t(ctx.cfg.pos_encoding === "alibi" ? "worked_scaled_alibi" : "worked_scaled", { sqrt_d_head: ctx.vars.sqrt_d_head }), cols, rowsOf(scaled)),
       table(t("worked_masked"), cols, rowsOf(masked)),
       table(t("worked_softmax"), cols, rowsOf(weights)),
     ),

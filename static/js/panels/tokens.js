@@ -1,22 +1,8 @@
 // Stage: tokenize — the chips with ids, and the ids as a bar chart.
 
-import { categoryAxis, draw, fitTurned, fontSize, h, numberLabel, rawLabels, tokenLabels, visible } from "../plot.js";
+import { categoryAxis, draw, fitTurned, fontSize, numberLabel, rawLabels, tokenLabels } from "../shared/plot.js";
+import { h, tokenChips } from "../shared/dom.js";
 import { badge, fetchStages } from "./common.js";
-
-export function tokenChips(tokens, className = "") {
-  return h(
-    "ol",
-    { class: `chips ${className}`.trim() },
-    tokens.map((tok, i) =>
-      h(
-        "li",
-        { class: "chip", title: `#${i} · id ${tok.id}` },
-        h("span", { class: "chip-text", text: visible(tok.text) }),
-        h("span", { class: "chip-id", text: String(tok.id) }),
-      ),
-    ),
-  );
-}
 
 export default {
   async load(ctx) {

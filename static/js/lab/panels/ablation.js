@@ -1,7 +1,8 @@
 // Attention weight is not importance: each head's weight against the effect of ablating it (POST /api/lab/ablation).
 
-import { draw, h, visible } from "../../plot.js";
-import { labApi } from "../api.js";
+import { draw } from "../../shared/plot.js";
+import { h, visible } from "../../shared/dom.js";
+import { api } from "../../shared/api.js";
 import { fmt, lineLayout, numberField } from "../ui.js";
 
 function median(values) {
@@ -10,12 +11,11 @@ function median(values) {
 }
 
 export default {
-  id: "ablation",
   load(s, info) {
     if (info.architecture === "encoder") return Promise.resolve(null);
     const body = { model: s.model, text: s.text };
     if (s.ablPos >= 0) body.position = s.ablPos;
-    return labApi.ablation(body);
+    return api.lab("ablation", body);
   },
 
   controls(s, say) {

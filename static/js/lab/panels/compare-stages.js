@@ -1,7 +1,7 @@
 // The compare panel's data side: which stages both models record, and the 2-D or 1-D slice of one
 // stage that each side draws (with one shared colour scale when the shapes match).
 
-import { api } from "../../api.js";
+import { api } from "../../shared/api.js";
 
 const INLINE_FIELDS = ["architecture", "d_model", "n_layers", "n_decoder_layers", "n_heads", "n_kv_heads", "d_mlp", "pos_encoding", "norm", "norm_placement", "activation", "bias", "sliding_window"];
 const HEAD_DIMS = ["head", "kv_head"];

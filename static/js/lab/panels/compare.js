@@ -2,8 +2,9 @@
 // by side: another registered model, or the same config with one setting changed (POST /api/trace).
 // Any stage both record can be chosen; equal shapes share one colour scale, different ones say why.
 
-import { api, decodeStages } from "../../api.js";
-import { draw, h, heatmap, indexLabels, tokenLabels } from "../../plot.js";
+import { api, decodeStages } from "../../shared/api.js";
+import { draw, heatmap, indexLabels, tokenLabels } from "../../shared/plot.js";
+import { h } from "../../shared/dom.js";
 import { SETTINGS } from "../state.js";
 import { fmt, range, selectField } from "../ui.js";
 import { changedConfig, commonStages, hasHead, inlineOf, isPos, maxDifference, shapeDiff, sharedScale, sideInfo, sliceOf } from "./compare-stages.js";
@@ -32,7 +33,6 @@ async function trace(choice, s, stage, head) {
 }
 
 export default {
-  id: "compare",
   async load(s, info) {
     if (!s.variant) return null;
     let sides;
@@ -94,10 +94,10 @@ export default {
       if (slice.kind === "heatmap") {
         const [rows, cols] = slice.shape;
         draw(plot, [heatmap({ z: slice.z, x: axis(slice.colDim, cols), y: axis(slice.rowDim, rows), ...own, annotate: false, valueLabel: say("cmp_value_label") })],
-          { height: 360, xaxis: { type: "category", title: { text: slice.colDim }, tickfont: { size: 10 } }, yaxis: { type: "category", title: { text: slice.rowDim }, autorange: "reversed", tickfont: { size: 10 } } }, `compare_${i}`);
+          { height: 360, xaxis: { type: "category", title: { text: slice.colDim }, tickfont: { size: 10 }, automargin: true }, yaxis: { type: "category", title: { text: slice.rowDim }, autorange: "reversed", tickfont: { size: 10 }, automargin: true } }, `compare_${i}`);
       } else {
         draw(plot, [{ type: "bar", x: axis(slice.colDim, slice.shape[0]), y: slice.y, marker: { color: "#4a90c8" }, hovertemplate: `%{x}<br>${say("cmp_value_label")} = %{y:.4f}<extra></extra>` }],
-          { height: 300, xaxis: { type: "category", title: { text: slice.colDim } }, yaxis: { title: { text: name.split(".").pop() }, range: [Math.min(own.zmin, 0), own.zmax] } }, `compare_${i}`);
+          { height: 300, xaxis: { type: "category", title: { text: slice.colDim }, automargin: true }, yaxis: { title: { text: name.split(".").pop() }, range: [Math.min(own.zmin, 0), own.zmax], automargin: true } }, `compare_${i}`);
       }
     }
     const shapeNote = diff ? say("cmp_shapes_differ", { diff }) : say("cmp_shapes_match", { shape: slices[0].shape.join(" × "), max: fmt(maxDifference(slices[0], slices[1]), 4) });

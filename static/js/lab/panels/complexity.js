@@ -1,7 +1,7 @@
 // O(n²): time and peak memory of naive against tiled attention, on log axes (POST /api/lab/complexity).
 
-import { draw } from "../../plot.js";
-import { labApi } from "../api.js";
+import { draw } from "../../shared/plot.js";
+import { api } from "../../shared/api.js";
 import { fmt, lineLayout, selectField } from "../ui.js";
 
 export function lengthsUpTo(max) {
@@ -15,8 +15,7 @@ function mib(bytes) {
 }
 
 export default {
-  id: "complexity",
-  load: (s) => labApi.complexity({ lengths: lengthsUpTo(s.cxMax), d_model: 64 * s.cxHeads, n_heads: s.cxHeads }),
+  load: (s) => api.lab("complexity", { lengths: lengthsUpTo(s.cxMax), d_model: 64 * s.cxHeads, n_heads: s.cxHeads }),
 
   controls(s, say) {
     const maxes = [512, 1024, 2048, 4096].map((n) => [n, String(n)]);

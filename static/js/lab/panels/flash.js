@@ -1,15 +1,14 @@
 // FlashAttention step by step: the tiles, and the running max m and sum l after each (POST /api/lab/flash).
 
-import { draw, heatmap, tokenLabels } from "../../plot.js";
-import { labApi } from "../api.js";
+import { draw, heatmap, tokenLabels } from "../../shared/plot.js";
+import { api } from "../../shared/api.js";
 import { lineLayout, numberField, range, selectField } from "../ui.js";
 
 export default {
-  id: "flash",
   load(s, info) {
     const body = { model: s.model, text: s.text, layer: s.flLayer, head: s.flHead, block_q: s.flBq, block_k: s.flBk };
     if (info.architecture === "encoder-decoder") body.stack = "encoder";
-    return labApi.flash(body);
+    return api.lab("flash", body);
   },
 
   controls(s, say, info) {

@@ -1,14 +1,14 @@
 // Decoding with a KV cache: the cache grows one position per step, and the scores it saves (POST /api/lab/generate).
 
-import { draw, h, visible } from "../../plot.js";
-import { labApi } from "../api.js";
+import { draw } from "../../shared/plot.js";
+import { h, visible } from "../../shared/dom.js";
+import { api } from "../../shared/api.js";
 import { lineLayout, numberField } from "../ui.js";
 
 export default {
-  id: "generate",
   load(s, info) {
     if (info.architecture === "encoder") return Promise.resolve(null);
-    return labApi.generate({ model: s.model, text: s.text, max_new_tokens: s.genSteps });
+    return api.lab("generate", { model: s.model, text: s.text, max_new_tokens: s.genSteps });
   },
 
   controls(s, say) {

@@ -1,4 +1,7 @@
-// The lab's panels, in page order: each has id, load(state, info), controls(...) and draw(board, data, c).
+// Each lab panel's module, by its name in the page's one list of panels (app/lab_panels.py, which
+// the server renders into templates/lab.html as <section data-panel=name>, in page order). Neither
+// the order nor the titles are written here. A module has load(state, info), controls(state, say,
+// info, models) and draw(board, data, {say, s, info}).
 
 import ablation from "./ablation.js";
 import compare from "./compare.js";
@@ -15,8 +18,24 @@ import positions from "./positions.js";
 import sampling from "./sampling.js";
 import scaling from "./scaling.js";
 
-export const PANELS = Object.freeze([interventions, scaling, masks, positions, parameters, sampling, compare,
-  complexity, flash, kvcache, generate, norms, lens, ablation]);
+export const MODULES = Object.freeze({
+  ablation,
+  compare,
+  complexity,
+  flash,
+  generate,
+  interventions,
+  kvcache,
+  lens,
+  masks,
+  norms,
+  parameters,
+  positions,
+  sampling,
+  scaling,
+});
 
-/** Lab II's panels (what attention costs, what the model uses): the page lists them after Lab I's. */
-export const LAB2 = Object.freeze(["complexity", "flash", "kvcache", "generate", "norms", "lens", "ablation"]);
+/** The names of the panels the page lists, in its order. */
+export function pageOrder() {
+  return [...document.querySelectorAll("#panels > [data-panel]")].map((el) => el.dataset.panel);
+}

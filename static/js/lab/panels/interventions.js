@@ -1,10 +1,11 @@
 // Change one thing and see why: the original run beside the intervened one (POST /api/trace twice):
 // the pattern, the next-token table and the loss of the sentence.
 
-import { api, decodeStages } from "../../api.js";
-import { draw, h, heatmap, safe, tokenLabels, visible } from "../../plot.js";
-import { selfPrefix } from "../api.js";
-import { TOGGLES, toggled } from "../state.js";
+import { api, decodeStages } from "../../shared/api.js";
+import { draw, heatmap, safe, tokenLabels } from "../../shared/plot.js";
+import { h, visible } from "../../shared/dom.js";
+import { interventionsOf, KINDS, sentenceStack } from "../../shared/interventions.js";
+import { toggled, toggledOn } from "../state.js";
 import { fmt, lineLayout, numberField, range, selectField, toggle } from "../ui.js";
 
 /** The layer shown: the state's, or the last one (-1). */
@@ -12,36 +13,23 @@ export function shownLayer(s, info) {
   return s.layer < 0 || s.layer >= info.n_layers ? info.n_layers - 1 : s.layer;
 }
 
-/** The request's `interventions` from the toggles (null: none on). */
-export function interventionsOf(s, tokens) {
-  const out = {};
-  if (toggled(s, "no_scale")) out.no_scale = true;
-  if (toggled(s, "no_mask")) out.no_mask = true;
-  if (toggled(s, "window")) out.window = s.ivWindow;
-  if (toggled(s, "temperature")) out.temperature = s.ivTemperature;
-  if (toggled(s, "ablate")) out.ablate_heads = [[s.ablateLayer, s.head]];
-  if (toggled(s, "shuffle")) {
-    // reverse the words, keep a start token (an empty span) where it is
-    const keep = tokens.length && tokens[0].start === tokens[0].end ? 1 : 0;
-    out.shuffle = [...Array(keep).keys(), ...Array.from({ length: tokens.length - keep }, (_, i) => tokens.length - 1 - i)];
-  }
-  return Object.keys(out).length ? out : null;
+/** The request's `interventions` for the toggles that are on (null: none). */
+function changesOf(s, tokens) {
+  return interventionsOf(toggledOn(s), { window: s.ivWindow, temperature: s.ivTemperature, layer: s.ablateLayer, head: s.head, tokens });
 }
 
 export default {
-  id: "interventions",
   async load(s, info) {
     const layer = shownLayer(s, info);
-    const base = { model: s.model, text: s.text, stages: [`${selfPrefix(info)}blocks.${layer}.attn.hook_pattern`], top_k: 8 };
-    const tokens = (await api.tokenize({ model: s.model, text: s.text })).tokens;
-    const changes = interventionsOf(s, tokens);
+    const base = { model: s.model, text: s.text, stages: [`${sentenceStack(info)}blocks.${layer}.attn.hook_pattern`], top_k: 8 };
+    const changes = changesOf(s, s.tokens);
     const [original, changed] = await Promise.all([api.trace(base), changes ? api.trace({ ...base, interventions: changes }) : null]);
     return { layer, original, changed: changed || original, changes, name: base.stages[0] };
   },
 
   controls(s, say, info) {
     return [
-      ...TOGGLES.map((name) => toggle(name, toggled(s, name), say(`iv_${name}`))),
+      ...KINDS.map((name) => toggle(name, toggled(s, name), say(`iv_${name}`))),
       numberField("ivWindow", s.ivWindow, say("iv_window_w"), { min: 1, max: 64 }),
       numberField("ivTemperature", s.ivTemperature, say("iv_temperature_t"), { min: 0.05, max: 100, step: 0.5, kind: "num" }),
       selectField("ablateLayer", range(info.n_layers), s.ablateLayer, say("iv_ablate_layer"), "int"),

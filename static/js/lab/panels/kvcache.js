@@ -1,7 +1,8 @@
 // KV cache bytes: published shapes and every model here under MHA, GQA and MQA (GET /api/lab/kv-cache).
 
-import { draw, h } from "../../plot.js";
-import { labApi } from "../api.js";
+import { draw } from "../../shared/plot.js";
+import { h } from "../../shared/dom.js";
+import { api } from "../../shared/api.js";
 import { lineLayout, numberField, selectField } from "../ui.js";
 
 const GIB = 2 ** 30;
@@ -14,8 +15,7 @@ export function bytesText(bytes) {
 }
 
 export default {
-  id: "kvcache",
-  load: (s) => labApi.kvCache({ context: s.kvContext, batch: s.kvBatch, dtype: s.kvDtype }),
+  load: (s) => api.labQuery("kv-cache", { context: s.kvContext, batch: s.kvBatch, dtype: s.kvDtype }),
 
   controls(s, say) {
     const dtypes = ["float32", "float16", "bfloat16", "int8", "fp8"].map((d) => [d, d]);

@@ -1,13 +1,13 @@
 // Logit lens: the top next token after every block at every position (POST /api/lab/logit-lens).
 
-import { draw, h, heatmap, tokenLabels, visible } from "../../plot.js";
-import { labApi } from "../api.js";
+import { draw, heatmap, tokenLabels } from "../../shared/plot.js";
+import { h, visible } from "../../shared/dom.js";
+import { api } from "../../shared/api.js";
 
 export default {
-  id: "lens",
   load(s, info) {
     if (info.architecture === "encoder") return Promise.resolve(null);
-    return labApi.logitLens({ model: s.model, text: s.text, k: 5 });
+    return api.lab("logit-lens", { model: s.model, text: s.text, k: 5 });
   },
 
   controls() {

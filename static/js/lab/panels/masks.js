@@ -1,16 +1,14 @@
 // Which keys each query may see: causal, bidirectional, sliding window, padding and cross masks,
 // and the model's pattern when every layer uses that mask (POST /api/lab/masks).
 
-import { Tensor } from "../../api.js";
-import { draw, heatmap, tokenLabels } from "../../plot.js";
-import { labApi } from "../api.js";
+import { api, Tensor } from "../../shared/api.js";
+import { draw, fitMargins, heatmap, tokenLabels } from "../../shared/plot.js";
 import { numberField, range, selectField } from "../ui.js";
 
 const MASKS = ["causal", "bidirectional", "sliding", "padding", "cross"];
 
 export default {
-  id: "masks",
-  load: (s) => labApi.masks({ model: s.model, text: s.text, window: s.window, layer: s.maskLayer }),
+  load: (s) => api.lab("masks", { model: s.model, text: s.text, window: s.window, layer: s.maskLayer }),
 
   controls(s, say, info) {
     return [
@@ -37,7 +35,10 @@ export default {
       const traces = [heatmap({ z: mask, x: source, y: rows, signed: false, zmin: 0, zmax: 1, showscale: false, annotate: false, valueLabel: say("mask_value") })];
       traces[0].xaxis = "x";
       traces[0].yaxis = "y";
-      const layout = { height: 300, grid: { rows: 1, columns: 2, pattern: "independent" }, margin: { l: 70, r: 10, t: 30, b: 70 } };
+      const note = entry.pattern ? say(`mask_${name}_note`, this.vars(data)) : say("mask_no_cross");
+      const plot = board.card(`mask-${name}`, { title: say(`mask_${name}`), className: "half", note });
+      const bar = entry.pattern ? fitMargins(plot, { colorbar: [0, 1] }).r : 10; // the pattern's colour bar, right of the second map
+      const layout = { height: 300, grid: { rows: 1, columns: 2, pattern: "independent", xgap: 0.08 }, margin: { l: 70, r: bar, t: 30, b: 70 } };
       if (entry.pattern) {
         const tensor = new Tensor(entry.pattern);
         const fixed = padded ? { row: 1, head } : { head };
@@ -48,9 +49,9 @@ export default {
         traces.push(pattern);
       }
       const axes = { type: "category", automargin: true, tickfont: { size: 10 } };
-      Object.assign(layout, { xaxis: axes, yaxis: { ...axes, autorange: "reversed" }, xaxis2: axes, yaxis2: { ...axes, autorange: "reversed" } });
-      const note = entry.pattern ? say(`mask_${name}_note`, this.vars(data)) : say("mask_no_cross");
-      draw(board.card(`mask-${name}`, { title: say(`mask_${name}`), className: "half", note }), traces, layout, `mask_${name}`);
+      // both maps have the same rows: their tokens are named once, left of the mask
+      Object.assign(layout, { xaxis: axes, yaxis: { ...axes, autorange: "reversed" }, xaxis2: axes, yaxis2: { ...axes, autorange: "reversed", showticklabels: false } });
+      draw(plot, traces, layout, `mask_${name}`);
     }
   },
 };

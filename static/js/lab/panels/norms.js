@@ -1,12 +1,11 @@
 // Pre-LN against Post-LN: gradient norms per layer at init and the first training steps (POST /api/lab/norm-placement).
 
-import { draw } from "../../plot.js";
-import { labApi } from "../api.js";
+import { draw } from "../../shared/plot.js";
+import { api } from "../../shared/api.js";
 import { fmt, lineLayout, numberField, selectField } from "../ui.js";
 
 export default {
-  id: "norms",
-  load: (s) => labApi.normPlacement({ n_layers: s.nlLayers, d_model: s.nlWidth, n_heads: 4, steps: s.nlSteps, seed: s.nlSeed }),
+  load: (s) => api.lab("norm-placement", { n_layers: s.nlLayers, d_model: s.nlWidth, n_heads: 4, steps: s.nlSteps, seed: s.nlSeed }),
 
   controls(s, say) {
     const widths = [32, 64, 128].map((n) => [n, String(n)]);

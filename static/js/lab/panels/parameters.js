@@ -1,15 +1,15 @@
 // Where the parameters are: per component, h heads against one head, MHA/GQA/MQA, the FFN's share
 // (POST /api/lab/parameters).
 
-import { draw, h } from "../../plot.js";
-import { labApi } from "../api.js";
+import { draw } from "../../shared/plot.js";
+import { h } from "../../shared/dom.js";
+import { api } from "../../shared/api.js";
 import { fmt, lineLayout } from "../ui.js";
 
 const PARTS = ["embedding", "positional", "attention", "mlp", "norms", "unembedding"];
 
 export default {
-  id: "parameters",
-  load: (s) => labApi.parameters({ model: s.model }),
+  load: (s) => api.lab("parameters", { model: s.model }),
   controls: () => [],
 
   vars(data) {

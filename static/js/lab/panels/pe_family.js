@@ -4,9 +4,9 @@
 // all but the last shuffled (POST /api/trace with the `shuffle` intervention). No member served:
 // nothing is shown.
 
-import { api, decodeStages } from "../../api.js";
-import { h, visible } from "../../plot.js";
-import { familyOf } from "../../model_menu.js";
+import { api, decodeStages } from "../../shared/api.js";
+import { h, visible } from "../../shared/dom.js";
+import { familyOf } from "../../shared/model_menu.js";
 import { numberField, selectField } from "../ui.js";
 
 const FIRST = "blocks.0.hook_resid_mid"; // the residual stream after layer 0's attention, as the table measures

@@ -2,26 +2,25 @@
 // past the trained length (POST /api/lab/positions); then, when a member of the positional-encoding
 // family is served, its table and a live shuffled-sentence demo (pe_family.js).
 
-import { Tensor } from "../../api.js";
-import { draw, h, heatmap, indexLabels } from "../../plot.js";
-import { labApi } from "../api.js";
+import { api, Tensor } from "../../shared/api.js";
+import { draw, fitMargins, heatmap, indexLabels } from "../../shared/plot.js";
+import { h } from "../../shared/dom.js";
 import { fmt, lineLayout, numberField } from "../ui.js";
 import { demoBlock, familyBlock, familyTable, loadDemo } from "./pe_family.js";
 
 export default {
-  id: "positions",
   async load(s, info) {
     const family = familyTable(s.models);
     // the demo fails in its own place: the formulas above it still show
     const demo = family ? loadDemo(s, family).then((value) => ({ value }), (error) => ({ error })) : null;
     const body = { model: s.model, length: s.length, pair: s.pair };
     try {
-      return { answer: await labApi.positions(body), refused: null, family, demo: await demo };
+      return { answer: await api.lab("positions", body), refused: null, family, demo: await demo };
     } catch (error) {
       if (error.code !== "beyond_context") throw error;
       // learned positions stop at n_ctx: the formulas still run at the model's sizes
       const sizes = { length: s.length, pair: s.pair, d_model: info.config.d_model, n_heads: info.n_heads };
-      return { answer: await labApi.positions(sizes), refused: error.message, family, demo: await demo };
+      return { answer: await api.lab("positions", sizes), refused: error.message, family, demo: await demo };
     }
   },
 
@@ -61,9 +60,10 @@ export default {
       { height: 340, xaxis: { title: { text: "n" } }, yaxis: { title: { text: "m" }, autorange: "reversed" } }, "rope_scores");
     const bias = new Tensor(a.alibi.bias);
     const slopes = a.alibi.slopes.map((v) => fmt(v, 4)).join(", ");
-    draw(board.card("pos-alibi", { title: say("alibi_title", { n_heads: a.n_heads }), note: say("alibi_note", { slopes }) }),
-      a.alibi.slopes.map((_, head) => ({ ...heatmap({ z: bias.matrix("q_pos", "k_pos", { head }), x: pos, y: pos, signed: true, annotate: false, showscale: head === 0 }), xaxis: `x${head + 1}`, yaxis: `y${head + 1}` })),
-      { height: 300, grid: { rows: 1, columns: a.n_heads, pattern: "independent" }, margin: { l: 40, r: 10, t: 30, b: 40 } }, "alibi");
+    const alibi = board.card("pos-alibi", { title: say("alibi_title", { n_heads: a.n_heads }), note: say("alibi_note", { slopes }) });
+    const maps = a.alibi.slopes.map((_, head) => ({ ...heatmap({ z: bias.matrix("q_pos", "k_pos", { head }), x: pos, y: pos, signed: true, annotate: false, showscale: head === 0 }), xaxis: `x${head + 1}`, yaxis: `y${head + 1}` }));
+    const r = fitMargins(alibi, { colorbar: [maps[0].zmin, maps[0].zmax] }).r; // the first map's colour bar, right of the last
+    draw(alibi, maps, { height: 300, grid: { rows: 1, columns: a.n_heads, pattern: "independent" }, margin: { l: 40, r, t: 30, b: 40 } }, "alibi");
     if (data.family) {
       board.block("pe-family", familyBlock(data.family, c.s, say));
       board.block("pe-demo", demoBlock(data.family, data.demo, c.s, say));

@@ -1,17 +1,17 @@
 // From logits to a token: temperature, top-k, top-p, and seeded draws (POST /api/lab/sampling).
 
-import { draw, h, safe, visible } from "../../plot.js";
-import { labApi } from "../api.js";
+import { draw, safe } from "../../shared/plot.js";
+import { h, visible } from "../../shared/dom.js";
+import { api } from "../../shared/api.js";
 import { fmt, lineLayout, numberField } from "../ui.js";
 
 export default {
-  id: "sampling",
   load(s, info) {
     if (info.architecture === "encoder") return Promise.resolve(null);
     const body = { model: s.model, text: s.text, temperature: s.temperature, seed: s.seed, draws: s.draws, show: 15 };
     if (s.topK > 0) body.top_k = s.topK;
     if (s.topP < 1) body.top_p = s.topP;
-    return labApi.sampling(body);
+    return api.lab("sampling", body);
   },
 
   controls(s, say) {

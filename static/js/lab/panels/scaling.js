@@ -1,7 +1,8 @@
 // Why ÷√d_k: Var(q·k) grows like d_k, and an unscaled softmax saturates (POST /api/lab/scaling).
 
-import { draw, h } from "../../plot.js";
-import { labApi } from "../api.js";
+import { draw } from "../../shared/plot.js";
+import { h } from "../../shared/dom.js";
+import { api } from "../../shared/api.js";
 import { fmt, lineLayout, numberField, selectField } from "../ui.js";
 
 function dks(s) {
@@ -9,8 +10,7 @@ function dks(s) {
 }
 
 export default {
-  id: "scaling",
-  load: (s) => labApi.scaling({ model: s.model, text: s.text, d_k: dks(s), layer: s.maskLayer }),
+  load: (s) => api.lab("scaling", { model: s.model, text: s.text, d_k: dks(s), layer: s.maskLayer }),
 
   controls(s, say, info) {
     const layers = Array.from({ length: info.n_layers }, (_, i) => [i, String(i)]);
@@ -54,7 +54,7 @@ export default {
         { x, y: data.entropy_unscaled, mode: "lines+markers", name: say("entropy_unscaled"), yaxis: "y2", line: { dash: "dot" } },
         { x, y: data.entropy_scaled, mode: "lines+markers", name: say("entropy_scaled"), yaxis: "y2", line: { dash: "dot" } },
       ],
-      { ...lineLayout("d_k", say("max_weight"), { xaxis: log, yaxis: { range: [0, 1.05] } }), yaxis2: { title: { text: say("entropy") }, overlaying: "y", side: "right" } },
+      { ...lineLayout("d_k", say("max_weight"), { xaxis: log, yaxis: { range: [0, 1.05] } }), yaxis2: { title: { text: say("entropy") }, overlaying: "y", side: "right", rangemode: "nonnegative" } },
       "scaling_softmax",
     );
     if (!data.heads) return;
@@ -71,7 +71,7 @@ export default {
         { type: "scatter", mode: "markers", x: heads, y: hd.entropy_scaled, name: say("entropy_scaled"), yaxis: "y2", marker: { size: 11 } },
         { type: "scatter", mode: "markers", x: heads, y: hd.entropy_unscaled, name: say("entropy_unscaled"), yaxis: "y2", marker: { size: 11, symbol: "x" } },
       ],
-      { ...lineLayout("", say("max_weight"), { yaxis: { range: [0, 1.05] } }), barmode: "group", yaxis2: { title: { text: say("entropy") }, overlaying: "y", side: "right" } },
+      { ...lineLayout("", say("max_weight"), { yaxis: { range: [0, 1.05] } }), barmode: "group", yaxis2: { title: { text: say("entropy") }, overlaying: "y", side: "right", rangemode: "nonnegative" } },
       "scaling_heads",
     );
     board.block("scaling-tokens", h("p", { class: "lab-note", text: say("scaling_model_note") }));

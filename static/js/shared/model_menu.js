@@ -6,12 +6,18 @@
 // others. The default model is chosen by the caller (the server's default), not by the order here.
 // Also here: what the page offers for a model of its own (English examples, its chat template).
 
-import { h } from "./plot.js";
-import { sentenceLang } from "./probes.js";
+import { h } from "./dom.js";
 
 /** The family a model belongs to ("pe_family"), or null. */
 export function familyOf(model) {
   return model && model.meta && model.meta.pe_family ? "pe_family" : null;
+}
+
+/** The language a sentence is mostly written in: "zh" when Han characters outnumber Latin letters, else "en" (as probes.js). */
+function sentenceLang(text) {
+  const han = (String(text || "").match(/\p{Script=Han}/gu) || []).length;
+  const latin = (String(text || "").match(/\p{Script=Latin}/gu) || []).length;
+  return han > latin ? "zh" : "en";
 }
 
 /** Whether the model comes first in the menu for a sentence in `lang` (meta first_for). */

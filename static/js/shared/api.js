@@ -1,5 +1,5 @@
-// Talking to the API: one fetch wrapper, a cache keyed by request, and typed-array decoding.
-// The browser never recomputes the model; it only asks for the stages it is about to show.
+// Talking to the API, for both pages: one fetch wrapper, a cache keyed by request, and typed-array
+// decoding. The browser never recomputes the model; it only asks for the stages it is about to show.
 
 export class ApiError extends Error {
   constructor(status, code, message) {
@@ -69,6 +69,9 @@ export const api = {
   trace: (body) => cached("POST", "/api/trace", { encoding: "base64", dtype: "float16", ...body }),
   predict: (body) => cached("POST", "/api/predict", body),
   positional: (params) => cached("GET", `/api/positional-encoding?${new URLSearchParams(params)}`),
+  /** One lab experiment: POST /api/lab/<path> with `body`, or GET /api/lab/<path>?<query> (kv-cache). */
+  lab: (path, body) => cached("POST", `/api/lab/${path}`, body),
+  labQuery: (path, query) => cached("GET", `/api/lab/${path}?${new URLSearchParams(query)}`),
   cacheSize: () => cache.size,
 };
 

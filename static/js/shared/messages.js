@@ -2,7 +2,7 @@
 // `texts` is the Texts of the language on screen; before any text file loaded, the raw error shows.
 
 import { ApiError } from "./api.js";
-import { h } from "./plot.js";
+import { h } from "./dom.js";
 
 const box = () => document.getElementById("message");
 

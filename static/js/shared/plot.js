@@ -2,6 +2,8 @@
 // Plotly reads pseudo-HTML (<b>, <a href>, <br>, entities) and $…$ (LaTeX) in labels, so every
 // piece of user text that reaches a chart passes through `safe()` first.
 
+import { h, visible } from "./dom.js";
+
 /** Escape text for a Plotly label: &, <, > as entities; $ as &#36; so it never opens LaTeX. */
 export function safe(text) {
   return String(text)
@@ -9,12 +11,6 @@ export function safe(text) {
     .replace(/</g, "&lt;")
     .replace(/>/g, "&gt;")
     .replace(/\$/g, "&#36;");
-}
-
-/** How a token reads on screen: visible whitespace, never empty. */
-export function visible(text) {
-  const shown = String(text).replace(/ /g, "␣").replace(/\n/g, "↵").replace(/\t/g, "⇥").replace(/\r/g, "␍");
-  return shown === "" ? "∅" : shown;
 }
 
 const MAX_LABEL = 20;
@@ -249,23 +245,7 @@ export function purge(el) {
   if (el && el.data) window.Plotly.purge(el);
 }
 
-// ------------------------------------------------------------------ DOM helpers
-
-export function h(tag, attrs = {}, ...children) {
-  const el = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (value === undefined || value === null || value === false) continue;
-    if (key === "class") el.className = value;
-    else if (key === "text") el.textContent = value;
-    else if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
-    else el.setAttribute(key, value === true ? "" : value);
-  }
-  for (const child of children.flat()) {
-    if (child === null || child === undefined || child === false) continue;
-    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
-  return el;
-}
+// ------------------------------------------------------------------ shape badges
 
 /** "[seq 10, heads 8, d_head 64]" from a tensor's named dims and shape; `word(dim)` names a dim. */
 export function shapeText(dims, shape, word = (dim) => dim) {

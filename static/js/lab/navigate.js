@@ -1,0 +1,47 @@
+// The lab's go(patch): the page loop of shared/page.js with what the lab loads. Only the panel on
+// screen loads (answers are cached by request, so coming back to a panel costs no round trip); a
+// panel that fails shows why in its own place, and the rest of the page stays.
+
+import { api, ApiError } from "../shared/api.js";
+import { LANGS, loadTexts } from "../shared/i18n.js";
+import { pageLoop } from "../shared/page.js";
+import { plotlyReady } from "../shared/plotly_loader.js";
+import { MODULES, pageOrder } from "./panels/index.js";
+import { render, renderStatic } from "./render.js";
+import { FIELDS, lab } from "./state.js";
+
+async function prepare(next) {
+  if (!LANGS.includes(next.lang)) next.lang = "en";
+  if (!next.texts[next.lang]) next.texts = { ...next.texts, [next.lang]: await loadTexts(`lab.${next.lang}`) };
+  const order = pageOrder();
+  if (!order.includes(next.panel)) next.panel = order[0];
+  if (!next.models.length) next.models = await api.models();
+  const names = next.models.map((m) => m.name);
+  if (!names.includes(next.model)) next.model = (next.models.find((m) => m.default) || next.models[0]).name;
+  if (!next.info || next.info.name !== next.model) next.info = await api.model(next.model);
+  if (!next.text || !next.text.trim()) throw new ApiError(0, "empty_client", "");
+  next.tokens = (await api.tokenize({ model: next.model, text: next.text })).tokens;
+  const panel = MODULES[next.panel];
+  const [data] = await Promise.all([
+    Promise.resolve().then(() => panel.load(next, next.info)).then((value) => ({ value }), (error) => ({ error })),
+    plotlyReady(),
+  ]);
+  next.data = data;
+}
+
+/** The Texts to report a failure in (the page's words in that language first). */
+function fail(error, next) {
+  const texts = next.texts[next.lang] || lab.texts[lab.lang];
+  if (texts) renderStatic(texts, next);
+  return texts;
+}
+
+/** The one way the lab changes: `patch` sets fields of the state (panel, model, text, a control's field). */
+export const go = pageLoop({
+  state: lab,
+  fields: FIELDS,
+  prepare,
+  draw: () => render(lab),
+  fail,
+  push: (before, after) => Boolean(before.info) && before.panel !== after.panel, // Back returns to the panel before
+});

@@ -1,0 +1,59 @@
+// Text lookup. Every word a page shows lives in static/text/<file>.json (the explorer's <lang>.json,
+// the lab's lab.<lang>.json; edited by translators); this module only finds a key and fills its
+// {placeholders}. It keeps no language of its own: the language is the page state's `lang`, and
+// one Texts object is made per loaded file.
+
+export const LANGS = ["en", "zh"];
+
+/** Fetch one text file (`name`: "en", "lab.zh", ...) from this origin. */
+export async function loadTexts(name) {
+  const response = await fetch(`/static/text/${encodeURIComponent(name)}.json`);
+  if (!response.ok) throw new Error(`text file for "${name}": HTTP ${response.status}`);
+  return new Texts(await response.json());
+}
+
+/** A problem in the text data: reported on the console (the browser tests fail on it). */
+function report(message) {
+  console.error(`text: ${message}`); // eslint-disable-line no-console
+}
+
+/** Replace each {name} with params[name]. A missing value shows as ⟦name?⟧ on the page and is reported. */
+export function fill(text, params, where = "") {
+  return text.replace(/\{(\w+)\}/g, (whole, name) => {
+    const value = params ? params[name] : undefined;
+    if (value !== undefined && value !== null) return String(value);
+    report(`no value for {${name}} in ${where || JSON.stringify(text)}`);
+    return `⟦${name}?⟧`;
+  });
+}
+
+export class Texts {
+  /** `data`: the parsed text file, {language, html_lang, separator, ui: {...}, and other sections (stages: {...})}. */
+  constructor(data) {
+    this.lang = data.language;
+    this.htmlLang = data.html_lang || data.language;
+    this.separator = data.separator ?? " ";
+    this.data = data;
+    this.ui = data.ui;
+    this.t = this.t.bind(this);
+  }
+
+  has(key) {
+    return Object.hasOwn(this.ui, key);
+  }
+
+  /** A UI string, its {placeholders} filled from `params`. */
+  t(key, params) {
+    return this.entry("ui", key, params);
+  }
+
+  /** The entry `key` of section `section` ("ui", "stages"), filled from `params`; a missing one shows as ⟦key⟧ and is reported. */
+  entry(section, key, params) {
+    const entries = this.data[section] || {};
+    if (!Object.hasOwn(entries, key)) {
+      report(`no ${{ ui: "UI", stages: "stage" }[section] || section} text "${key}" for ${this.lang}`);
+      return `⟦${key}⟧`;
+    }
+    return fill(entries[key], params, `${this.lang}:${key}`);
+  }
+}

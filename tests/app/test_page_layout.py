@@ -1,0 +1,138 @@
+"""The front end's layout rules, without a browser:
+
+- one list of lab panels (app/lab_panels.py): the page the server renders, the JS panel index and
+  the lab's texts follow it, and the page is readable before its script runs (titles, not ids);
+- both pages run the shared modules (static/js/shared): one page loop, one URL writer, one fetch
+  wrapper, one intervention builder; the lab reaches into no explorer panel;
+- no inline CSS (no style attribute or <style> in a template, no style set from a script);
+- every relative import names a file and an export that exist.
+"""
+
+from __future__ import annotations
+
+import html as markup
+import json
+import posixpath
+import re
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.lab_panels import LAB_PANELS, lab_panel_names
+
+ROOT = Path(__file__).resolve().parents[2]
+JS = ROOT / "static" / "js"
+SCRIPTS = sorted(JS.rglob("*.js"))
+IMPORT = re.compile(r'^import\s+(?:\{([^}]*)\}|(\w+))\s+from\s+"(\.{1,2}/[^"]+)";', re.M)
+EXPORT = re.compile(r"^export (?:async )?(?:function\*?|const|let|class) ([\w$]+)", re.M)
+
+
+def rel(path: Path) -> str:
+    return path.relative_to(JS).as_posix()
+
+
+def imports(path: Path) -> list[tuple[list[str], Path]]:
+    """(names, target file) of each relative import; a default import is named "default"."""
+    out = []
+    for names, default, target in IMPORT.findall(path.read_text(encoding="utf-8")):
+        listed = [n.split(" as ")[0].strip() for n in names.split(",") if n.strip()] if names else ["default"]
+        out.append((listed, Path(posixpath.normpath(posixpath.join(path.parent.as_posix(), target)))))
+    return out
+
+
+def lab_words(lang: str) -> dict[str, str]:
+    return dict(json.loads((ROOT / "static" / "text" / f"lab.{lang}.json").read_text(encoding="utf-8"))["ui"])
+
+
+def test_the_js_panel_index_maps_exactly_the_python_list() -> None:
+    index = (JS / "lab" / "panels" / "index.js").read_text(encoding="utf-8")
+    block = re.search(r"MODULES = Object\.freeze\(\{([^}]*)\}\)", index)
+    assert block, "lab/panels/index.js: MODULES = Object.freeze({...})"
+    mapped = [name.strip() for name in block.group(1).split(",") if name.strip()]
+    assert sorted(mapped) == sorted(lab_panel_names())
+    assert mapped == sorted(mapped), "the index lists modules by name only (the order is the Python list's)"
+    for name in mapped:
+        assert f'import {name} from "./{name}.js";' in index
+    for panel in LAB_PANELS:  # each has its words in both languages
+        for lang in ("en", "zh"):
+            words = lab_words(lang)
+            assert words.get(panel.title_key) and words.get(panel.lead_key), (lang, panel.name)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_lab_page_lists_the_python_list_in_its_language_and_shows_one_panel(client: TestClient, lang: str) -> None:
+    html = client.get(f"/lab?lang={lang}&panel=masks").text
+    words = lab_words(lang)
+    sections = re.findall(r'<section id="panel-(\w+)" class="lab-panel" data-panel="(\w+)"( hidden)?>', html)
+    assert [name for name, _, _ in sections] == lab_panel_names()
+    assert [name for name, _, hidden in sections if not hidden] == ["masks"]
+    links = re.findall(r'<a href="/lab\?panel=(\w+)" data-panel-link="\w+"[^>]*>([^<]*)</a>', html)
+    assert [(n, markup.unescape(t)) for n, t in links] == [(p.name, words[p.title_key]) for p in LAB_PANELS], "the table of contents reads as titles"
+    assert f'<html lang="{lang}">' in html
+    assert f"<title>{words['masks_title']} · {words['page_title']}</title>" in markup.unescape(html)
+    assert words["masks_lead"] in markup.unescape(html)
+    # readable before the script runs: every data-lab-i18n element already holds its words
+    for key, shown in re.findall(r'data-lab-i18n="(\w+)"[^>]*>([^<]*)<', html):
+        assert markup.unescape(shown) == words[key], key
+    # an unknown panel opens the first
+    other = client.get("/lab?panel=nope").text
+    assert re.findall(r'data-panel="(\w+)">', other) == [LAB_PANELS[0].name]
+
+
+def test_every_relative_import_names_a_file_and_an_export() -> None:
+    bad = []
+    for path in SCRIPTS:
+        for names, target in imports(path):
+            if not target.is_file():
+                bad.append(f"{rel(path)}: {target} is missing")
+                continue
+            text = target.read_text(encoding="utf-8")
+            exported = set(EXPORT.findall(text)) | ({"default"} if "export default" in text else set())
+            bad += [f"{rel(path)}: {target.name} exports no {name}" for name in names if name not in exported]
+    assert not bad, bad
+
+
+def test_the_pages_share_one_loop_one_fetch_one_url_and_one_intervention_builder() -> None:
+    shared = {rel(p) for p in (JS / "shared").glob("*.js")}
+    assert {"shared/api.js", "shared/dom.js", "shared/plot.js", "shared/i18n.js", "shared/page.js",
+            "shared/interventions.js"} <= shared
+    for entry in ("navigate.js", "lab/navigate.js"):
+        assert any(t == JS / "shared" / "page.js" and "pageLoop" in names for names, t in imports(JS / entry)), entry
+    one_place = {  # what only one module may do
+        r"\bhistory\.(replaceState|pushState)\(": "shared/page.js",
+        r"\bfetch\(": {"shared/api.js", "shared/i18n.js"},
+        r"\bablate_heads:": "shared/interventions.js",
+        r"\bclassList\.toggle\(\"busy\"": "shared/page.js",
+    }
+    for pattern, allowed in one_place.items():
+        found = {rel(p) for p in SCRIPTS if re.search(pattern, p.read_text(encoding="utf-8"))}
+        assert found <= ({allowed} if isinstance(allowed, str) else allowed), (pattern, found)
+    assert not (JS / "lab" / "state.js").read_text(encoding="utf-8").count("URLSearchParams")
+    # one name per intervention, the API's (`shuffle`), everywhere; "reverse" only as an older link's alias
+    kinds = re.search(r"export const KINDS = \[([^\]]*)\]", (JS / "shared" / "interventions.js").read_text())
+    assert kinds and re.findall(r'"(\w+)"', kinds.group(1)) == ["no_scale", "no_mask", "window", "temperature",
+                                                              "ablate", "shuffle"]
+    for path in SCRIPTS:
+        text = re.sub(r"ALIASES = \{[^}]*\}", "", path.read_text(encoding="utf-8"))
+        assert not re.search(r"[\"'`]reverse[\"'`]|iv_reverse", text), rel(path)
+
+
+def test_the_lab_reaches_into_no_explorer_module() -> None:
+    allowed = {JS / "board.js"}  # the chart cards: shared by both pages, kept where the explorer's teaching code edits it
+    for path in (JS / "lab").rglob("*.js"):
+        for _, target in imports(path):
+            inside = target.is_relative_to(JS / "lab") or target.is_relative_to(JS / "shared")
+            assert inside or target in allowed, f"{rel(path)} imports {target.relative_to(JS)}"
+    for path in (JS / "shared").glob("*.js"):
+        for _, target in imports(path):
+            assert target.is_relative_to(JS / "shared"), f"{rel(path)} imports {target.relative_to(JS)}"
+
+
+def test_no_inline_css() -> None:
+    for template in (ROOT / "templates").glob("*.html"):
+        html = template.read_text(encoding="utf-8")
+        assert "<style" not in html and not re.search(r"\sstyle=", html), template.name
+    for path in SCRIPTS:
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"\.style\.|\.style\s*=|setAttribute\(\s*\"style\"|\"style\":|\bstyle:\s", text), rel(path)

@@ -1,0 +1,39 @@
+"""One registry of positional-encoding kinds (model/positional.py KINDS): the config, the API and the layers read it."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from fastapi.testclient import TestClient
+
+from app.schemas import InlineConfig, PositionalQuery
+from model.config import POS_ENCODINGS, TransformerConfig
+from model.positional import KINDS
+from model.transformer import Transformer
+
+
+def test_config_and_schemas_list_exactly_the_registry() -> None:
+    assert POS_ENCODINGS == tuple(KINDS)
+    assert InlineConfig.model_json_schema()["properties"]["pos_encoding"]["enum"] == list(KINDS)
+    shown = PositionalQuery.model_json_schema()["properties"]["kind"]["anyOf"][0]["enum"]
+    assert shown == [name for name, kind in KINDS.items() if kind.where != "nowhere"]
+
+
+@pytest.mark.parametrize("name", list(KINDS))
+def test_each_kind_changes_what_the_registry_says(name: str) -> None:
+    """A kind that adds to the embedding records hook_pos_embed; RoPE rotates q, k; ALiBi changes the scores."""
+    cfg = TransformerConfig(d_model=16, n_layers=1, n_heads=2, n_ctx=8, pos_encoding=name, vocab_size=11)
+    model = Transformer(cfg).eval()
+    _, trace = model.run_with_trace(torch.tensor([[1, 2, 3, 4]]))
+    kind = KINDS[name]
+    assert ("hook_pos_embed" in trace) == (kind.where == "embedding")
+    assert ("blocks.0.attn.hook_rot_q" in trace) == (kind.where == "q_k")
+    learned = any(n.endswith("W_pos.weight") for n, _ in model.named_parameters())
+    assert learned == kind.learned
+
+
+def test_the_api_serves_the_registry(client: TestClient) -> None:
+    answer = client.get("/api/positional-encoding/kinds")
+    assert answer.status_code == 200
+    assert [k["name"] for k in answer.json()] == list(KINDS)
+    assert answer.json()[2] == KINDS["rope"].to_dict()
