@@ -41,6 +41,7 @@ REQUESTS: list[tuple[str, str, dict[str, Any]]] = [
     ("GET", "/api/positional-encoding", {"kind": "rope", "length": 6, "d_model": 16, "n_heads": 2}),
     ("GET", "/api/positional-encoding", {"kind": "alibi", "length": 5, "n_heads": 2, "causal": False}),
     ("GET", "/api/positional-encoding", {"model": "bert", "length": 6}),
+    ("GET", "/api/positional-encoding/kinds", {}),
     ("POST", "/api/tokenize", GPT),
     ("POST", "/api/tokenize", {"model": "bert", "text": "我爱北京"}),
     ("POST", "/api/tokenize", PAIR),
