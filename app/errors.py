@@ -7,44 +7,18 @@ Messages never echo the submitted text back (pydantic's validation errors carry 
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import typing
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.compression import ApiJSONResponse
+
 log = logging.getLogger("transformer_explorer")
-
-
-class ApiJSONResponse(JSONResponse):
-    """Compact UTF-8 JSON that never writes NaN/Infinity and survives lone surrogates.
-
-    orjson writes the body (a trace's thousands of floats in a tenth of the time `json` takes;
-    it writes NaN and Infinity as null). What orjson refuses (a string holding a lone surrogate,
-    valid in JSON as "\\ud800" but not as UTF-8; an integer past 64 bits) falls back to `json`
-    with ASCII escapes, which is still valid JSON.
-    """
-
-    def render(self, content: Any) -> bytes:
-        try:
-            return orjson.dumps(content, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
-        except orjson.JSONEncodeError:
-            return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":"),
-                              default=_as_lists).encode("ascii")
-
-
-def _as_lists(value: object) -> object:
-    """What `json` cannot write itself: the numpy arrays a tensor's data travels in (app.tensors)."""
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 class ApiError(Exception):
@@ -274,18 +248,19 @@ def _model_in(annotation: object) -> object:
 
 @functools.cache
 def _field_names() -> frozenset[str]:
-    """Every field name of the API's request models (pydantic's locations also hold its own labels and keys a
-    client made up; only these are shown)."""
+    """Every field name of the API's models (pydantic's locations also hold its own labels and keys a client made
+    up; only these are shown). The models are every pydantic model defined in app/ (app.schemas, app.lab.*): the
+    app has imported them all by the time it answers its first request."""
     from pydantic import BaseModel
 
-    from app import schemas, schemas_lab, schemas_lab2
-
     names: set[str] = set()
-    for module in (schemas, schemas_lab, schemas_lab2):
-        for value in vars(module).values():
-            if isinstance(value, type) and issubclass(value, BaseModel):
-                names.update(value.model_fields)
-                names.update(f.alias for f in value.model_fields.values() if f.alias)
+    todo: list[type[BaseModel]] = [BaseModel]
+    while todo:
+        model = todo.pop()
+        todo += model.__subclasses__()
+        if model.__module__.startswith("app."):
+            names.update(model.model_fields)
+            names.update(f.alias for f in model.model_fields.values() if f.alias)
     return frozenset(names)
 
 

@@ -18,8 +18,8 @@ from fastapi.middleware.gzip import GZipMiddleware
 
 from app import process_tuning
 from app.catalogue import build_registry
-from app.compression import GZIP_LEVEL, GZIP_MIN_BYTES
-from app.errors import ApiJSONResponse, install_error_handlers
+from app.compression import GZIP_LEVEL, GZIP_MIN_BYTES, ApiJSONResponse
+from app.errors import install_error_handlers
 from app.http_guard import STATE_KEY as CONNECTION_LIMITS
 from app.http_guard import ConnectionLimits
 from app.middleware import AccessLogMiddleware, BodyLimitMiddleware, HeadAsGetMiddleware, SecurityHeadersMiddleware

@@ -26,8 +26,8 @@ import torch
 from starlette.responses import Response
 
 from app.cache import LRU
-from app.compression import Rendered, RenderedJSON
-from app.errors import ApiJSONResponse, busy
+from app.compression import ApiJSONResponse, Rendered, RenderedJSON
+from app.errors import busy
 from app.tokenizing import Inputs
 from model.edits import Interventions
 from model.hooks import Trace
@@ -135,11 +135,15 @@ class Engine:
         return None if body is None else RenderedJSON(body)
 
     async def respond(self, key: Hashable | None, build: Callable[[], Any]) -> Response:
-        """Build, render and compress a JSON body in the pool; with a key, identical requests share the work
-        and the bytes."""
+        """The cached body of an identical request, else `render`."""
         cached = self.cached_body(key)
         if cached is not None:
             return cached
+        return await self.render(key, build)
+
+    async def render(self, key: Hashable | None, build: Callable[[], Any]) -> Response:
+        """Build, render and compress a JSON body in the pool; with a key, identical requests share the work
+        and the bytes. The caller has looked up the body cache already (cached_body)."""
 
         def work() -> Rendered:
             rendered = Rendered.of(ApiJSONResponse(None).render(build()))
@@ -152,5 +156,6 @@ class Engine:
 
     async def answer(self, key: Hashable | None, model_key: str, model: Transformer, inputs: Inputs,
                      edits: Interventions | None, build: Callable[[TraceRun], Any]) -> Response:
-        """Trace (or reuse the cached trace), then build and render the answer: one hop to the pool."""
-        return await self.respond(key, lambda: build(self.trace_sync(model_key, model, inputs, edits)))
+        """Trace (or reuse the cached trace), then build and render the answer: one hop to the pool.
+        The caller has looked up the body cache already (cached_body)."""
+        return await self.render(key, lambda: build(self.trace_sync(model_key, model, inputs, edits)))

@@ -1,4 +1,4 @@
-"""The lab page's panels, in page order: the one list the page follows.
+"""The lab page's panels, in page order, made from the one list of lab experiments (app/lab: EXPERIMENTS).
 
 `app/routers/pages.py` renders it into `templates/lab.html` (the table of contents and one
 `<section data-panel=name>` per panel, in this order); `static/js/lab/panels/index.js` maps each
@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.lab import EXPERIMENTS
+
 
 @dataclass(frozen=True)
 class LabPanel:
     """One panel: `name` (its module, its link /lab?panel=<name>, its text keys) and the API path it asks."""
 
     name: str
-    api: str  # the endpoint its numbers come from: /api/lab/<experiment>, or /api/trace for the two that run the model twice
+    api: str  # where its numbers come from: /api/lab/<experiment>, or /api/trace for the two that run the model twice
 
     @property
     def title_key(self) -> str:
@@ -27,22 +29,18 @@ class LabPanel:
         return f"{self.name}_lead"
 
 
-LAB_PANELS: tuple[LabPanel, ...] = (
-    LabPanel("interventions", "/api/trace"),
-    LabPanel("scaling", "/api/lab/scaling"),
-    LabPanel("masks", "/api/lab/masks"),
-    LabPanel("positions", "/api/lab/positions"),
-    LabPanel("parameters", "/api/lab/parameters"),
-    LabPanel("sampling", "/api/lab/sampling"),
-    LabPanel("compare", "/api/trace"),
-    LabPanel("complexity", "/api/lab/complexity"),
-    LabPanel("flash", "/api/lab/flash"),
-    LabPanel("kvcache", "/api/lab/kv-cache"),
-    LabPanel("generate", "/api/lab/generate"),
-    LabPanel("norms", "/api/lab/norm-placement"),
-    LabPanel("lens", "/api/lab/logit-lens"),
-    LabPanel("ablation", "/api/lab/ablation"),
-)
+def _in_page_order() -> tuple[LabPanel, ...]:
+    """A panel per lab experiment, in the order of app/lab's EXPERIMENTS (the one list of experiments), and the
+    two that read /api/trace: the interventions side by side first, a variant to compare after sampling."""
+    panels = [LabPanel("interventions", "/api/trace")]
+    for experiment in EXPERIMENTS:
+        panels.append(LabPanel(experiment.panel, experiment.route))
+        if experiment.name == "sampling":
+            panels.append(LabPanel("compare", "/api/trace"))
+    return tuple(panels)
+
+
+LAB_PANELS: tuple[LabPanel, ...] = _in_page_order()
 
 
 def lab_panel_names() -> list[str]:

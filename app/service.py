@@ -15,28 +15,17 @@ from typing import Annotated, Any, TypeVar
 
 import torch
 from fastapi import Depends, Request
+from pydantic import BaseModel
 from starlette.responses import Response
 
 from app import process_tuning
-from app.answers import (
-    Budget,
-    Builder,
-    activations,
-    attention,
-    lab,
-    lab_cost,
-    lab_formulas,
-    lab_reading,
-    lab_training,
-    models,
-    positional,
-    predict,
-    trace,
-)
+from app.answers import Budget, Builder, activations, attention, models, positional, predict, trace
 from app.answers.request_checks import interventions_for, shuffled
 from app.cache import LRU
-from app.errors import ApiJSONResponse
+from app.compression import ApiJSONResponse
 from app.inference_pool import Engine
+from app.lab import EXPERIMENTS
+from app.lab.common import Experiment, LabContext, LabRun, Uses
 from app.registry import Registry
 from app.resolve import ModelResolver, Resolved, count_parameters
 from app.schemas import (
@@ -44,6 +33,7 @@ from app.schemas import (
     AttentionRequest,
     HealthOut,
     Intervenable,
+    ModelChoice,
     PositionalQuery,
     PredictRequest,
     QKVRequest,
@@ -51,28 +41,11 @@ from app.schemas import (
     TokenizeRequest,
     TraceRequest,
 )
-from app.schemas_lab import (
-    MasksLabRequest,
-    ParametersLabRequest,
-    PositionsLabRequest,
-    SamplingLabRequest,
-    ScalingLabRequest,
-)
-from app.schemas_lab2 import (
-    AblationLabRequest,
-    ComplexityLabRequest,
-    FlashLabRequest,
-    GenerateLabRequest,
-    KVCacheQuery,
-    LogitLensLabRequest,
-    NormPlacementLabRequest,
-)
 from app.settings import Settings
 from app.tokenizing import Inputs, check_lengths, encode
 from model.config import TransformerConfig
 
 R = TypeVar("R", bound=Intervenable)
-T = TypeVar("T", bound=TextInput)
 
 
 def body_key(endpoint: str, resolved: Resolved, request: TextInput) -> Hashable:
@@ -158,96 +131,46 @@ class Service:
         # an unseeded request wants fresh samples: its answer is never cached
         return await self._answer("predict", request, plan, cache=request.seed is not None)
 
-    # ------------------------------------------------------------ the lab: claims, measured
+    # ------------------------------------------------------------ the lab: every experiment, one way
 
-    async def lab_scaling(self, request: ScalingLabRequest) -> Response:
-        if not request.text:  # random vectors only: no model, no text
-            if request.model is not None:
-                await self.models.named(request.model)  # a model that does not exist is still an error
-            lab.check_scaling(request)
-            key = ("lab.scaling", repr(request.model_dump(exclude={"model", "config", "snapshot", "text", "layer"})))
-            return await self.engine.respond(key, lambda: lab.build_synthetic_scaling(request))
-        return await self._lab_traced("lab.scaling", request, lambda resolved: lab.plan_scaling(resolved, request))
+    def lab_experiments(self) -> Response:
+        return ApiJSONResponse([experiment.describe() for experiment in EXPERIMENTS])
 
-    async def lab_masks(self, request: MasksLabRequest) -> Response:
-        return await self._lab_traced("lab.masks", request,
-                                      lambda resolved: lab.plan_masks(resolved, request, self.budget))
-
-    async def lab_sampling(self, request: SamplingLabRequest) -> Response:
-        return await self._lab_traced("lab.sampling", request, lambda resolved: lab.plan_sampling(resolved, request))
-
-    async def lab_positions(self, request: PositionsLabRequest) -> Response:
-        chosen = request.model is not None or request.config is not None
-        resolved = await self.models.resolve(request) if chosen else None
-        build = lab_formulas.plan_positions(request, resolved, self.budget)
-        key = ("lab.positions", resolved.key if resolved else None,
-               repr(request.model_dump(exclude={"model", "config", "snapshot"})))
-        return await self.engine.respond(key, build)
-
-    async def lab_parameters(self, request: ParametersLabRequest) -> Response:
-        resolved = await self.models.resolve(request)
-        return await self.engine.respond(("lab.parameters", resolved.key), lab_formulas.plan_parameters(resolved))
-
-    # ------------------------------------------------------------ the lab, part II: cost and use
-
-    async def lab_complexity(self, request: ComplexityLabRequest) -> Response:
-        d_head = lab_cost.check_complexity(request)
+    async def lab(self, experiment: Experiment[Any], request: BaseModel) -> Response:
+        """Any lab experiment (app/lab/): what it uses (a text, a model, every model or nothing), the body cache,
+        its plan (the checks: a bad layer or too much work costs nothing) and its build, in one hop to the pool."""
+        uses = experiment.uses_for(request)
+        resolved = await self._lab_model(uses, request)
+        every = [await self.models.named(name) for name in self.registry.names()] if uses == "every_model" else []
         device = self.registry.device
-        return await self._lab_measured(("lab.complexity", device, repr(request.model_dump())),
-                                        lambda: lab_cost.build_complexity(request, d_head, device))
+        key = ("lab", experiment.name, resolved.key if resolved else None, tuple(r.key for r in every), device,
+               repr(request.model_dump(exclude={"model", "config", "snapshot"})))  # repr: any str
+        cached = self.engine.cached_body(key)
+        if cached is not None:
+            return cached
+        build = experiment.plan(LabContext(resolved, every, self.budget, device), request)
+        run = LabRun(None)
+        if uses == "text" and resolved is not None and isinstance(request, TextInput):
+            inputs = self._tokens(resolved, request)
+            run = LabRun(inputs, lambda: self.engine.trace_sync(resolved.key, resolved.model, inputs))
+        if experiment.measured:
+            return await self.engine.render(key, lambda: self._measured(key, lambda: build(run)))
+        return await self.engine.render(key, lambda: build(run))
 
-    async def lab_norm_placement(self, request: NormPlacementLabRequest) -> Response:
-        lab_training.check_norm_placement(request)
-        return await self._lab_measured(("lab.norm-placement", repr(request.model_dump())),
-                                        lambda: lab_training.build_norm_placement(request))
+    async def _lab_model(self, uses: Uses, request: BaseModel) -> Resolved | None:
+        """The model an experiment uses; a text's lengths are checked first (before any model is built or loaded)."""
+        if not isinstance(request, ModelChoice) or uses in ("every_model", "nothing"):
+            return None
+        if uses == "text" and isinstance(request, TextInput):
+            check_lengths(request, self.settings)
+        if uses == "chosen_model" and request.model is None and request.config is None:
+            return None
+        return await self.models.resolve(request)
 
-    async def lab_flash(self, request: FlashLabRequest) -> Response:
-        return await self._lab_traced("lab.flash", request,
-                                      lambda resolved: lab_cost.plan_flash(resolved, request, self.budget))
-
-    async def lab_kv_cache(self, query: KVCacheQuery) -> Response:
-        resolved = [await self.models.named(name) for name in self.registry.names()]
-        key = ("lab.kv-cache", tuple(r.key for r in resolved), repr(query.model_dump()))
-        return await self.engine.respond(key, lambda: lab_cost.build_kv_cache(query, resolved))
-
-    async def lab_generate(self, request: GenerateLabRequest) -> Response:
-        return await self._lab_run("lab.generate", request, lambda resolved: lab_cost.plan_generate(resolved, request))
-
-    async def lab_logit_lens(self, request: LogitLensLabRequest) -> Response:
-        return await self._lab_traced("lab.logit-lens", request,
-                                      lambda resolved: lab_reading.plan_logit_lens(resolved, request))
-
-    async def lab_ablation(self, request: AblationLabRequest) -> Response:
-        return await self._lab_run("lab.ablation", request,
-                                   lambda resolved: lab_reading.plan_ablation(resolved, request))
-
-    async def _lab_measured(self, key: Hashable, compute: Callable[[], dict[str, Any]]) -> Response:
+    def _measured(self, key: Hashable, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """Work that costs seconds (timings, training): its result kept in the service's LRU, computed once."""
-
-        def build() -> dict[str, Any]:
-            found = self.measured.get(key)
-            return found if found is not None else self.measured.put(key, compute())
-
-        return await self.engine.respond(key, build)
-
-    async def _lab_run(self, endpoint: str, request: T,
-                       plan: Callable[[Resolved], Callable[[Inputs], dict[str, Any]]]) -> Response:
-        """Lab requests that run the model their own way (many passes): checked, tokenized, then one hop."""
-        resolved, key, cached = await self._admit(endpoint, request)
-        if cached is not None:
-            return cached
-        build = plan(resolved)
-        inputs = self._tokens(resolved, request)
-        return await self.engine.respond(key, lambda: build(inputs))
-
-    async def _lab_traced(self, endpoint: str, request: T, plan: Callable[[Resolved], Builder]) -> Response:
-        """Like _answer, for lab requests: the plain trace of the text (cached), then the experiment."""
-        resolved, key, cached = await self._admit(endpoint, request)
-        if cached is not None:
-            return cached
-        build = plan(resolved)
-        inputs = self._tokens(resolved, request)
-        return await self.engine.answer(key, resolved.key, resolved.model, inputs, None, build)
+        found = self.measured.get(key)
+        return found if found is not None else self.measured.put(key, compute())
 
     def _tokens(self, resolved: Resolved, request: TextInput) -> Inputs:
         """The request's tokens within the limits (app.tokenizing.encode), kept for the next request on that text."""

@@ -45,8 +45,9 @@ def check_lengths(request: TextInput, settings: Settings) -> None:
 
 
 def encode(loaded: LoadedModel, request: TextInput, settings: Settings) -> Inputs:
-    """The request's tokens (and decoder tokens for encoder-decoder models), within the length limits."""
-    check_chars(request.text, "text", settings)
+    """The request's tokens (and decoder tokens for encoder-decoder models), within the token limits.
+
+    The request has passed check_lengths (its characters) already: the service checks them once, first."""
     limit = min(settings.max_tokens, loaded.model.cfg.n_ctx)
     chat_text = None
     if request.chat:
@@ -59,10 +60,7 @@ def encode(loaded: LoadedModel, request: TextInput, settings: Settings) -> Input
         raise errors.too_many_tokens("text", len(tokens), limit)
     if loaded.model.cfg.architecture != "encoder-decoder":
         return Inputs(tokens, chat_text=chat_text)  # target_text means nothing to a single-stack model
-    target = request.target_text or ""
-    if len(target) > settings.max_chars:
-        raise errors.text_too_long("target_text", settings.max_chars)
-    target_tokens = encode_text(loaded, target, as_target=True)
+    target_tokens = encode_text(loaded, request.target_text or "", as_target=True)
     if not target_tokens:
         raise errors.no_start_token()
     if len(target_tokens) > limit:

@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.answers.trace import build_trace, first_view  # noqa: E402
 from app.catalogue import build_registry  # noqa: E402
-from app.errors import ApiJSONResponse  # noqa: E402
+from app.compression import ApiJSONResponse  # noqa: E402
 from app.factory import create_app  # noqa: E402
 from app.inference_pool import compute_trace  # noqa: E402
 from app.resolve import Resolved  # noqa: E402

@@ -1,6 +1,7 @@
 """A class at once: mixed explorer traffic from many clients, then a burst, against a live server on loopback.
 
     python bench/load.py [--clients 50] [--seconds 60] [--processes 1 2] [--burst 200]
+    python bench/load.py --url http://127.0.0.1:8080    # a server already running (deploy/compose.yaml's proxy)
 
 For each process count it starts `transformer-explorer serve` (shipped models, no minilm) on a free
 loopback port and runs:
@@ -14,7 +15,8 @@ loopback port and runs:
   refused at once with 503 + Retry-After; none may time out.
 
 Goals printed beside the measurements: zero errors, p95 <= 800 ms, RSS flat, the burst without timeouts.
-Every request loop is bounded in count and time and only targets 127.0.0.1.
+Every request loop is bounded in count and time and only targets 127.0.0.1, or the server named by --url
+(then nothing is started, and the server's RSS is not sampled: it may be in containers or on another machine).
 """
 
 from __future__ import annotations
@@ -117,16 +119,16 @@ async def one_client(client: httpx.AsyncClient, until: float, rng: random.Random
         await asyncio.sleep(rng.uniform(0.2, 1.0))
 
 
-async def mixed(url: str, clients: int, seconds: float, server_pid: int) -> dict[str, object]:
+async def mixed(url: str, clients: int, seconds: float, server_pid: int | None) -> dict[str, object]:
     log: list[tuple[float, int, float]] = []  # latency, status, when it was sent
-    rss: list[float] = [rss_mb(server_pid)]
+    rss: list[float] = [rss_mb(server_pid)] if server_pid else []
     until = time.monotonic() + seconds
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(base_url=url, timeout=30, limits=limits) as client:
         info = (await client.get("/api/models/tiny-gpt")).json()  # layers and heads of the model on the server
         shape = (int(info["n_layers"]), int(info["n_heads"]))
         async def sample_rss() -> None:
-            while time.monotonic() < until:
+            while server_pid and time.monotonic() < until:
                 await asyncio.sleep(10)
                 rss.append(rss_mb(server_pid))
 
@@ -170,20 +172,26 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--burst", type=int, default=200)
+    parser.add_argument("--url", help="run against this running server instead of starting one (no RSS samples)")
     args = parser.parse_args()
     print(f"{os.cpu_count()} cores; {args.clients} clients for {args.seconds:.0f} s; burst {args.burst}")
-    for processes in args.processes:
-        port = free_port()
-        server = start_server(port, processes)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            mix = asyncio.run(mixed(url, args.clients, args.seconds, server.pid))
-            shot = asyncio.run(burst(url, args.burst))
-        finally:
-            os.killpg(server.pid, signal.SIGTERM)
-            server.wait(timeout=30)
-        rss = ", ".join(f"{r:.0f}" for r in mix["rss"])  # type: ignore[attr-defined]
-        print(f"\n== {processes} process(es)")
+    runs: list[int | None] = [None] if args.url else args.processes  # None: the server at --url
+    for processes in runs:
+        if processes is None:
+            mix = asyncio.run(mixed(args.url, args.clients, args.seconds, None))
+            shot = asyncio.run(burst(args.url, args.burst))
+        else:
+            port = free_port()
+            server = start_server(port, processes)
+            url = f"http://127.0.0.1:{port}"
+            try:
+                mix = asyncio.run(mixed(url, args.clients, args.seconds, server.pid))
+                shot = asyncio.run(burst(url, args.burst))
+            finally:
+                os.killpg(server.pid, signal.SIGTERM)
+                server.wait(timeout=30)
+        rss = ", ".join(f"{r:.0f}" for r in mix["rss"]) or "not sampled"  # type: ignore[attr-defined]
+        print(f"\n== {args.url if processes is None else f'{processes} process(es)'}")
         errors = f"{mix['errors']} errors {mix['error_statuses'] or ''}"
         if mix["errors"]:
             errors += f" sent at {mix['errors_at_s']} s"

@@ -252,3 +252,12 @@ def flash_for_head(
         scale=inputs.scale, alibi_slope=inputs.alibi_slope, window=inputs.window,
     )
     return result, inputs
+
+
+def differences(result: FlashResult, inputs: HeadInputs) -> tuple[float, float]:
+    """max |tiled output − the model's hook_z| and max |tiled output − naive softmax(QKᵀ)V| (0 with no query)."""
+    if inputs.q.shape[0] == 0:
+        return 0.0, 0.0
+    naive = naive_attention(inputs.q, inputs.k, inputs.v, causal=inputs.causal, scale=inputs.scale,
+                            alibi_slope=inputs.alibi_slope, window=inputs.window)
+    return float((result.output - inputs.z).abs().max()), float((result.output - naive).abs().max())

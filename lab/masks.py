@@ -84,3 +84,32 @@ def padded_run(model: Transformer, tokens: torch.Tensor, shorter: int, names: Se
     with torch.inference_mode(), Trace(names) as trace:
         model(batch, **kwargs)
     return trace
+
+
+def masks_with_patterns(model: Transformer, ids: Sequence[int], target_ids: Sequence[int] | None, *, shorter: int,
+                        window: int, layer: int, prefix: str, causal: bool,
+                        ) -> dict[str, tuple[torch.Tensor, torch.Tensor | None]]:
+    """Each mask and the model's pattern at `layer` of the stack at `prefix` under it.
+
+    causal, bidirectional, sliding: mask [q_pos, k_pos], pattern [head, q_pos, k_pos] when every
+    self-attention layer uses that mask; padding: mask and pattern [row, (head,) q_pos, k_pos] of the
+    sentence batched with its first `shorter` tokens; cross (encoder-decoder only, else no pattern):
+    the decoder's cross-attention in that batch. ids: the source; target_ids: the decoder input.
+    """
+    cfg = model.cfg
+    enc_dec = cfg.architecture == "encoder-decoder"
+    n = len(ids)
+    masks = mask_set(n, shorter, len(target_ids) if target_ids is not None else n, window, causal)
+    tokens = torch.tensor([list(ids)], device=model.device)  # [1, pos]
+    target = torch.tensor([list(target_ids)], device=model.device) if target_ids is not None else None
+    kwargs = {"target_tokens": target} if enc_dec else {}
+    out: dict[str, tuple[torch.Tensor, torch.Tensor | None]] = {}
+    for name in ("causal", "bidirectional", "sliding"):
+        allowed = masks[name].to(model.device)
+        out[name] = masks[name], patterns_under_mask(model, tokens, allowed, prefix, layer, **kwargs)[0]
+    pattern_name = f"{prefix}blocks.{layer}.attn.hook_pattern"
+    cross_name = f"decoder.blocks.{min(layer, cfg.decoder_layers - 1)}.cross_attn.hook_pattern"
+    padded = padded_run(model, tokens, shorter, [pattern_name] + ([cross_name] if enc_dec else []), target)
+    out["padding"] = masks["padding"], padded[pattern_name]
+    out["cross"] = masks["cross"], padded[cross_name] if enc_dec else None
+    return out

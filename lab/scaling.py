@@ -72,3 +72,8 @@ def head_statistics(raw: torch.Tensor, attn_scores: torch.Tensor, d_head: int) -
     return {**out, "max_scaled": max_s.mean(-1).tolist(), "max_unscaled": max_u.mean(-1).tolist(),
             "entropy_scaled": ent_s.mean(-1).tolist(), "entropy_unscaled": ent_u.mean(-1).tolist(),
             "entropy_uniform": visible.sum(-1).clamp(min=1).double().log().mean(-1).tolist()}
+
+
+def uniform_entropy(n_keys: int) -> float:
+    """ln(n_keys): the entropy of a row that spreads its weight evenly (float32, as the curves were reported)."""
+    return float(torch.tensor(float(n_keys)).log())

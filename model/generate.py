@@ -12,7 +12,8 @@ an unmasked pattern reads the whole sequence's scores, which a cached step never
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import torch
 
@@ -89,6 +90,18 @@ def choose_token(logits: torch.Tensor, temperature: float, top_k: int | None, ge
     return int(idx[choice].item())
 
 
+@dataclass(frozen=True)
+class Step:
+    """One decoding step as `generate(on_step=...)` sees it: after the forward pass, before the token is kept."""
+
+    index: int  # 0, 1, ...
+    sequence: list[int]  # the ids being extended (decoder input for encoder-decoders), without this step's token
+    fed: int  # positions this step's forward pass read: the whole prompt, then 1 (all of them without a cache)
+    logits: torch.Tensor  # [d_vocab], the step's next-token logits
+    cache: KVCache | None  # the cache after this step's forward pass (it holds `sequence`)
+    token: int  # the token chosen
+
+
 @torch.inference_mode()
 def generate(
     model: Transformer,
@@ -103,6 +116,7 @@ def generate(
     stop_id: int | None = None,
     edits: Interventions | None = None,
     use_cache: bool = True,
+    on_step: Callable[[Step], None] | None = None,
 ) -> list[int]:
     """Up to max_new_tokens new ids (the new ones only), seeded so the same call gives the same text.
 
@@ -111,6 +125,7 @@ def generate(
     sequence being extended reaches `max_len` (default: the model's context, cfg.n_ctx).
     `edits` (model.edits) change every step's forward pass the same way.
     use_cache: reuse earlier positions' keys and values (same logits; ignored under edits).
+    on_step: called with every step (model.generate.Step), to watch the loop (the lab's KV-cache decoding).
     """
     if not model.cfg.lm_head or model.cfg.architecture == "encoder":
         raise ValueError("only decoder and encoder-decoder models with an lm_head generate")
@@ -125,7 +140,7 @@ def generate(
     new_ids: list[int] = []
     hooks, needed = edits.hooks(model.trace_names, model.cfg.d_head) if edits else ({}, set())
     cache = KVCache() if use_cache and not edits else None
-    for _ in range(max_new_tokens):
+    for index in range(max_new_tokens):
         if len(growing) >= limit:
             break
         unseen = growing[cache.length :] if cache is not None else growing  # what the cache lacks: all, then 1
@@ -137,6 +152,8 @@ def generate(
             else:
                 logits = next_token_logits(model, sequence, cache=cache)
         token = choose_token(logits[0].cpu(), temperature, top_k, generator)
+        if on_step is not None:
+            on_step(Step(index, list(growing), len(unseen), logits[0], cache, token))
         if stop_id is not None and token == stop_id:
             break
         new_ids.append(token)

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 
-from app.errors import ApiJSONResponse
+from app.compression import ApiJSONResponse
 
 
 def render(content: object) -> object:

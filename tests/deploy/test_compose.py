@@ -45,3 +45,15 @@ def test_proxy_forwards_to_the_replicas():
     listen = re.search(r"listen (\d+);", conf)
     assert listen and proxy["ports"] == [f"{listen.group(1)}:{listen.group(1)}"]
     assert conf.count("{") == conf.count("}")
+
+
+def test_the_proxy_is_debians_nginx_on_the_apps_base():
+    """The proxy image is built here (no registry needed beyond the base), from the same base as the app's."""
+    compose = _compose()
+    proxy, explorer = compose["services"]["proxy"], compose["services"]["explorer"]
+    dockerfile = DEPLOY / proxy["build"]["context"] / proxy["build"]["dockerfile"]
+    text = dockerfile.read_text(encoding="utf-8")
+    assert proxy["build"]["args"]["BASE_IMAGE"] == explorer["build"]["args"]["BASE_IMAGE"]
+    assert re.search(r"^FROM \$\{BASE_IMAGE\}$", text, re.M) and "apt-get install" in text and "nginx" in text
+    assert "COPY nginx.conf /etc/nginx/nginx.conf" in text
+    assert (dockerfile.parent / "nginx.conf").is_file()

@@ -1,25 +1,59 @@
-"""POST /api/lab/positions and /parameters: experiments on formulas and configs, no text needed.
-
-The numbers come from model/lab.py; this module checks the options, picks and serializes.
-"""
+"""POST /api/lab/positions: sinusoidal, RoPE, ALiBi (and a model's learned table), alone or at a model's sizes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from analysis import readouts
 from app import errors
-from app.answers import Budget
-from app.resolve import Resolved
-from app.schemas_lab import PositionsLabRequest
+from app.lab.common import Build, Experiment, LabContext, LabRun
+from app.schemas import INTEGER, NUMBER, Encoding, Int, ModelChoice
 from app.tensors import encode_tensor
-from lab import parameters, positions
+from lab import positions
 
 
-def plan_positions(request: PositionsLabRequest, resolved: Resolved | None,
-                   budget: Budget) -> Callable[[], dict[str, Any]]:
+class PositionsLabRequest(ModelChoice):
+    """Positional schemes on their own (no model) or at a model's sizes; `length` may pass its n_ctx."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"length": 32, "d_model": 64, "n_heads": 4},
+        {"model": "tiny-gpt", "length": 64, "pair": 0},
+    ]})
+
+    length: Int = Field(32, ge=2, le=1024, description="Positions to compute (past the model's n_ctx too).")
+    d_model: Annotated[int, Field(ge=2, le=1024), INTEGER] | None = Field(
+        None, description="Default: the model's, else 64.")
+    n_heads: Annotated[int, Field(ge=1, le=16), INTEGER] | None = Field(
+        None, description="Default: the model's, else 4.")
+    base: Annotated[float, Field(gt=1, le=1e7), NUMBER] | None = Field(
+        None, description="RoPE base (theta). Default: the model's, else 10000.")
+    pair: Int = Field(0, ge=0, le=512, description="The RoPE dimension pair (i, i + d_head/2) to draw.")
+    seed: Int = Field(0, ge=0, le=2**31 - 1, description="Seed of the random q, k for the RoPE scores.")
+    encoding: Encoding = "list"
+
+
+class PositionsLabOut(BaseModel):
+    model: str | None
+    kind: str | None = Field(description="The model's own positional encoding, if a model was given.")
+    n_ctx: int | None
+    length: int
+    beyond_context: bool = Field(description="length > n_ctx: only the formulas (sinusoidal, RoPE, ALiBi) go there.")
+    d_model: int
+    n_heads: int
+    d_head: int
+    base: float
+    pair: int
+    sinusoidal: dict[str, Any]
+    rope: dict[str, Any]
+    alibi: dict[str, Any]
+    learned: dict[str, Any] | None
+
+
+def plan(context: LabContext, request: PositionsLabRequest) -> Build:
     """Sizes from the request, else the model, else 64 wide with 4 heads; checked before any work."""
+    resolved = context.resolved
     cfg = resolved.cfg if resolved is not None else None
     d_model = request.d_model or (cfg.d_model if cfg else 64)
     n_heads = request.n_heads or (cfg.n_heads if cfg else 4)
@@ -40,10 +74,10 @@ def plan_positions(request: PositionsLabRequest, resolved: Resolved | None,
         raise errors.beyond_context(resolved.name, length, resolved.cfg.n_ctx)
     cells = length * d_model + 2 * length * length + n_heads * length * length + (
         length * (d_model + length) if learned else 0)
-    if cells > budget.max_cells:
-        raise errors.too_much_work("length", cells, budget.max_cells, "numbers in the answer")
+    if cells > context.budget.max_cells:
+        raise errors.too_much_work("length", cells, context.budget.max_cells, "numbers in the answer")
 
-    def build() -> dict[str, Any]:
+    def build(_: LabRun) -> dict[str, Any]:
         enc = request.encoding
 
         def tensor(name: str, value: Any, dims: tuple[str, ...]) -> dict[str, Any]:
@@ -80,10 +114,9 @@ def plan_positions(request: PositionsLabRequest, resolved: Resolved | None,
     return build
 
 
-def plan_parameters(resolved: Resolved) -> Callable[[], dict[str, Any]]:
-    def build() -> dict[str, Any]:
-        report = parameters.parameter_report(resolved.model)
-        return {"model": resolved.name, "config": resolved.cfg.to_dict(), **report,
-                "head_splits": parameters.head_splits(resolved.cfg), "kv_sharing": parameters.kv_sharing(resolved.cfg)}
-
-    return build
+EXPERIMENT = Experiment(
+    name="positions", path="/positions", method="POST", request=PositionsLabRequest, response=PositionsLabOut,
+    panel="positions", plan=plan, uses="chosen_model",
+    summary="Sinusoidal PE and PE·PEᵀ; RoPE's rotation of one pair and q_m·k_n for random q, k (equal where\n"
+            "m − n is equal); ALiBi biases per head. Learned positions past the model's n_ctx: 422.",
+)

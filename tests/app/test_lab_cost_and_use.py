@@ -1,5 +1,6 @@
-"""Lab II through the API: FlashAttention = hook_z, KV-cache bytes = the closed form, cached decoding = recomputation,
-the logit lens's last layer = the logits, ablating no head changes nothing, norm placement deterministic, limits."""
+"""What attention costs and what the model uses, through the API: FlashAttention = hook_z, KV-cache bytes = the
+closed form, cached decoding = recomputation, the logit lens's last layer = the logits, ablating no head changes
+nothing, norm placement deterministic, limits."""
 
 from __future__ import annotations
 

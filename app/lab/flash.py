@@ -1,0 +1,126 @@
+"""POST /api/lab/flash: one head of the model tile by tile with the online softmax (lab/flash.py's flash_for_head)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from app import errors
+from app.answers.request_checks import check_heads, check_layer, stack_prefix
+from app.lab.common import Build, Experiment, LabContext, LabRun
+from app.schemas import Bool, Encoding, Int, StackName, TensorOut, TextInput, TokenOut
+from app.tensors import encode_tensor
+from app.tokenizing import tokens_out
+from lab.flash import differences, flash_for_head
+
+
+class FlashLabRequest(TextInput):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"model": "tiny-gpt", "text": "我爱北京天安门广场。", "layer": 0, "head": 0, "block_q": 4, "block_k": 4},
+    ]})
+
+    layer: Int = Field(0, ge=0, le=64)
+    head: Int = Field(0, ge=0, le=64)
+    block_q: Int = Field(4, ge=1, le=128, description="Query rows per tile.")
+    block_k: Int = Field(4, ge=1, le=128, description="Keys per tile.")
+    stack: StackName | None = Field(None, description="Encoder-decoder only: 'encoder' (default) or 'decoder'.")
+    cross: Bool = Field(False, description="The decoder's cross-attention (encoder-decoder only).")
+    encoding: Encoding = Field("list", description="'base64': the output and hook_z at full float32 precision.")
+
+
+class TileOut(BaseModel):
+    q_block: int
+    k_block: int
+    q_range: list[int]
+    k_range: list[int]
+    m: list[float | None] = Field(description="Running max per query row (None: no visible key yet, −∞).")
+    l: list[float] = Field(description="Running Σ exp(score − m) per query row.")  # noqa: E741
+    acc: list[list[float]] = Field(description="Σ exp(score − m)·v [block_q, d_head]; acc / l: the output so far.")
+
+
+class FlashLabOut(BaseModel):
+    model: str
+    tokens: list[TokenOut]
+    query_tokens: list[TokenOut]
+    key_tokens: list[TokenOut]
+    stack: str | None
+    layer: int
+    head: int
+    kv_head: int
+    d_head: int
+    causal: bool
+    window: int | None
+    alibi_slope: float | None
+    block_q: int
+    block_k: int
+    q_tiles: int
+    k_tiles: int
+    computed_tiles: int
+    skipped_tiles: int = Field(description="Tiles wholly hidden by the mask: never computed.")
+    largest_bytes: int = Field(description="The largest tensor the tiled run ever held.")
+    n_squared_bytes: int = Field(description="What the q_pos × k_pos score matrix would take.")
+    tiles: list[TileOut]
+    output: TensorOut = Field(description="The tiled result [q_pos, d_head].")
+    hook_z: TensorOut = Field(description="The model's own output of this head [q_pos, d_head].")
+    max_diff_z: float = Field(description="max |output − hook_z|.")
+    max_diff_naive: float = Field(description="max |output − naive softmax(QKᵀ)V|.")
+
+
+def _finite(values: list[float]) -> list[float | None]:
+    return [v if math.isfinite(v) else None for v in values]
+
+
+def plan(context: LabContext, request: FlashLabRequest) -> Build:
+    resolved = context.model
+    cfg = resolved.cfg
+    _, stack, n_layers = stack_prefix(resolved, request.stack, request.cross)
+    check_layer(request.layer, n_layers)
+    check_heads([request.head], cfg.n_heads)
+
+    def build(run: LabRun) -> dict[str, Any]:
+        inputs = run.tokens
+        queries = inputs.target_tokens if stack == "decoder" else inputs.tokens
+        keys = inputs.tokens if request.cross else queries
+        n_q, n_k = len(queries or []), len(keys or [])
+        q_tiles, k_tiles = math.ceil(n_q / request.block_q), math.ceil(n_k / request.block_k)
+        cells = q_tiles * k_tiles * request.block_q * (cfg.d_head + 2)
+        if cells > context.budget.max_cells:
+            raise errors.response_too_large(cells, context.budget.max_cells)
+        device = resolved.model.device
+        tokens = torch.tensor([[t.id for t in inputs.tokens]], device=device)  # [1, pos]
+        target = (torch.tensor([[t.id for t in inputs.target_tokens]], device=device)
+                  if inputs.target_tokens is not None else None)
+        result, head = flash_for_head(resolved.model, tokens, request.layer, request.head, block_q=request.block_q,
+                                      block_k=request.block_k, stack=stack, cross=request.cross,
+                                      target_tokens=target)
+        max_diff_z, max_diff_naive = differences(result, head)
+        tiles = [{"q_block": t.q_block, "k_block": t.k_block, "q_range": list(t.q_range), "k_range": list(t.k_range),
+                  "m": _finite(t.m.cpu().tolist()), "l": t.l.cpu().tolist(),
+                  "acc": [[round(x, 6) for x in row] for row in t.acc.cpu().tolist()]} for t in result.tiles]
+        dims = ("q_pos", "d_head")
+        return {
+            "model": resolved.name, "tokens": tokens_out(inputs.tokens), "query_tokens": tokens_out(queries),
+            "key_tokens": tokens_out(keys), "stack": stack,
+            "layer": request.layer, "head": request.head, "kv_head": request.head // (cfg.n_heads // cfg.kv_heads),
+            "d_head": head.q.shape[1], "causal": head.causal, "window": head.window, "alibi_slope": head.alibi_slope,
+            "block_q": request.block_q, "block_k": request.block_k, "q_tiles": q_tiles, "k_tiles": k_tiles,
+            "computed_tiles": result.computed_tiles, "skipped_tiles": result.skipped_tiles,
+            "largest_bytes": result.largest_bytes, "n_squared_bytes": result.n_squared_bytes, "tiles": tiles,
+            "output": encode_tensor("flash output", result.output.cpu(), dims, request.encoding),
+            "hook_z": encode_tensor("hook_z", head.z.cpu(), dims, request.encoding),
+            "max_diff_z": max_diff_z, "max_diff_naive": max_diff_naive,
+        }
+
+    return build
+
+
+EXPERIMENT = Experiment(
+    name="flash", path="/flash", method="POST", request=FlashLabRequest, response=FlashLabOut, panel="flash",
+    plan=plan,
+    summary="One head of the model, tile by tile with the online softmax: the running max m, sum l and rescaled\n"
+            "partial output after every tile; the result against the model's own hook_z; the largest tensor held\n"
+            "against the n × n matrix.",
+)

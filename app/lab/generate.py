@@ -1,0 +1,82 @@
+"""POST /api/lab/generate: greedy decoding with a KV cache, each step against a full recomputation (lab/generate.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.answers.predict import check_generative
+from app.lab.common import Build, Experiment, LabContext, LabRun
+from app.schemas import Int, TextInput, TokenOut
+from app.tokenizing import token_text, tokens_out
+from lab.generate import cached_decoding
+
+
+class GenerateLabRequest(TextInput):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"model": "tiny-gpt", "text": "我爱北京", "max_new_tokens": 12},
+    ]})
+
+    max_new_tokens: Int = Field(12, ge=1, le=64, description="Greedy steps (fewer when the context is full).")
+
+
+class GenerateStep(BaseModel):
+    step: int
+    id: int
+    text: str
+    fed: int = Field(description="Tokens this step's forward pass read: the prompt, then 1.")
+    cache_positions: int = Field(description="Positions in the cache after this step.")
+    cache_bytes: int = Field(description="Bytes the cache's K and V tensors hold (measured).")
+    formula_bytes: int = Field(description="2·layers·kv_heads·d_head·bytes·positions.")
+    cached_cells: int = Field(description="Attention scores computed so far with the cache (cumulative).")
+    recomputed_cells: int = Field(description="... and without it: each step scores the whole sequence again.")
+    max_diff: float = Field(description="max |cached logits − full recomputation's logits| at this step.")
+    top_ids: list[int] = Field(description="The cached step's 5 highest logits' ids ...")
+    top_logits: list[float] = Field(description="... and values (full precision).")
+
+
+class GenerateLabOut(BaseModel):
+    model: str
+    tokens: list[TokenOut]
+    stack: str | None
+    layers: int
+    kv_heads: int
+    d_head: int
+    bytes_per_value: int
+    steps: list[GenerateStep]
+    text: str = Field(description="The new tokens, joined.")
+    saved_fraction: float = Field(description="1 − cached / recomputed score cells.")
+
+
+def plan(context: LabContext, request: GenerateLabRequest) -> Build:
+    resolved = context.model
+    check_generative(resolved)
+    enc_dec = resolved.cfg.architecture == "encoder-decoder"
+
+    def build(run: LabRun) -> dict[str, Any]:
+        inputs = run.tokens
+        target = inputs.target_tokens if enc_dec else None
+        read = target if target is not None else inputs.tokens
+        decoded = cached_decoding(resolved.model, resolved.name, [t.id for t in inputs.tokens],
+                                  [t.id for t in target] if target is not None else None, request.max_new_tokens)
+        steps = [{"step": s["step"], "id": s["id"], "text": token_text(resolved.loaded, s["id"]),
+                  **{k: v for k, v in s.items() if k not in ("step", "id")}} for s in decoded.steps]
+        shape = decoded.shape
+        return {
+            "model": resolved.name, "tokens": tokens_out(read), "stack": "decoder" if enc_dec else None,
+            "layers": shape.layers, "kv_heads": shape.kv_heads, "d_head": shape.d_head,
+            "bytes_per_value": decoded.bytes_per_value, "steps": steps, "text": "".join(s["text"] for s in steps),
+            "saved_fraction": decoded.saved_fraction,
+        }
+
+    return build
+
+
+EXPERIMENT = Experiment(
+    name="generate", path="/generate", method="POST", request=GenerateLabRequest, response=GenerateLabOut,
+    panel="generate", plan=plan,
+    summary="Greedy decoding with a KV cache: the cache growing step by step (bytes measured and by formula),\n"
+            "the attention scores computed against recomputing every step, and each step's logits against a full\n"
+            "recomputation.",
+)

@@ -1,0 +1,79 @@
+"""GET /api/lab/kv-cache: KV-cache bytes for published shapes and every registered model, under MHA, GQA and MQA."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from app.lab.common import Build, Experiment, LabContext, LabRun
+from lab import kv_cost
+
+CacheDType = Literal["float32", "float16", "bfloat16", "int8", "fp8"]
+
+
+class KVCacheQuery(BaseModel):
+    """GET /api/lab/kv-cache's query: how long a context, how many sequences, how many bytes per value."""
+
+    context: int = Field(4096, ge=1, le=1_048_576, description="Tokens held per sequence.")
+    batch: int = Field(1, ge=1, le=1024, description="Sequences decoded together.")
+    dtype: CacheDType = Field("float16", description="How each cached number is stored.")
+
+
+class KVShapeRow(BaseModel):
+    name: str
+    attention: str
+    layers: int
+    q_heads: int
+    kv_heads: int
+    d_head: int
+    sliding_window: int | None
+    cached_positions: int
+    bytes_per_token: int
+    total_bytes: int
+    note: str
+
+
+class KVModelRows(BaseModel):
+    model: str
+    architecture: str
+    decodes: bool = Field(description="False for an encoder: it reads the text at once and keeps no cache.")
+    own: str = Field(description="The attention the model itself uses: MHA, GQA or MQA.")
+    variants: list[KVShapeRow]
+
+
+class KVCacheLabOut(BaseModel):
+    context: int
+    batch: int
+    dtype: str
+    bytes_per_value: int
+    formula: str
+    published: list[KVShapeRow]
+    models: list[KVModelRows]
+
+
+def plan(context: LabContext, query: KVCacheQuery) -> Build:
+    def rows(shapes: list[kv_cost.CacheShape]) -> list[dict[str, object]]:
+        return kv_cost.kv_cache_table(shapes, context=query.context, batch=query.batch, dtype=query.dtype)
+
+    def build(_: LabRun) -> dict[str, Any]:
+        described = []
+        for resolved in context.every_model:
+            shape = kv_cost.shape_of(resolved.name, resolved.cfg)
+            described.append({"model": resolved.name, "architecture": resolved.cfg.architecture,
+                              "decodes": resolved.cfg.architecture != "encoder" and resolved.cfg.lm_head,
+                              "own": shape.attention, "variants": rows(list(kv_cost.variants(shape).values()))})
+        return {"context": query.context, "batch": query.batch, "dtype": query.dtype,
+                "bytes_per_value": kv_cost.dtype_bytes(query.dtype),
+                "formula": "2 · layers · kv_heads · d_head · bytes · min(context, window) · batch",
+                "published": rows(list(kv_cost.PUBLISHED)), "models": described}
+
+    return build
+
+
+EXPERIMENT = Experiment(
+    name="kv_cost", path="/kv-cache", method="GET", request=KVCacheQuery, response=KVCacheLabOut, panel="kvcache",
+    plan=plan, uses="every_model",
+    summary="KV-cache bytes per token and in total for published shapes (GPT-3, Llama-2/3, Mistral) and every\n"
+            "registered model under MHA, GQA and MQA: 2 · layers · kv_heads · d_head · bytes · context · batch.",
+)

@@ -1,0 +1,47 @@
+"""POST /api/lab/parameters: where a model's parameters are, per component, per head split, per K/V sharing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from app.lab.common import Build, Experiment, LabContext, LabRun
+from app.schemas import ModelChoice
+from lab import parameters
+
+
+class ParametersLabRequest(ModelChoice):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"model": "tiny-gpt"}, {"config": {"d_model": 512, "n_heads": 8, "n_layers": 6}},
+    ]})
+
+
+class ParametersLabOut(BaseModel):
+    model: str
+    config: dict[str, Any]
+    counts: dict[str, int]
+    state_dict_total: int
+    ffn_share: float
+    ffn_share_of_blocks: float
+    head_splits: list[dict[str, int]]
+    kv_sharing: list[dict[str, Any]]
+
+
+def plan(context: LabContext, _: ParametersLabRequest) -> Build:
+    resolved = context.model
+
+    def build(_: LabRun) -> dict[str, Any]:
+        report = parameters.parameter_report(resolved.model)
+        return {"model": resolved.name, "config": resolved.cfg.to_dict(), **report,
+                "head_splits": parameters.head_splits(resolved.cfg), "kv_sharing": parameters.kv_sharing(resolved.cfg)}
+
+    return build
+
+
+EXPERIMENT = Experiment(
+    name="parameters", path="/parameters", method="POST", request=ParametersLabRequest, response=ParametersLabOut,
+    panel="parameters", plan=plan, uses="model",
+    summary="Parameters per component (equal to the state dict's sum); one head of width d_model against h heads\n"
+            "of width d_model/h; MHA, GQA and MQA K/V counts; the FFN's share.",
+)
