@@ -88,6 +88,7 @@ export function drawHeadOverview(el, ctx, layers, { probs }) {
   const cssH = TOP + nHeads * (cell + GAP);
   const ratio = window.devicePixelRatio || 1;
   const canvas = h("canvas", { class: "head-overview", tabindex: "0", role: "img", "aria-label": t("view_layers") });
+  canvas.dataset.cell = String(cell + GAP); // px from one map to the next (tests click by it)
   canvas.width = Math.round(cssW * ratio);
   canvas.height = Math.round(cssH * ratio);
   canvas.style.width = `${cssW}px`;
