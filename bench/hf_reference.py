@@ -20,13 +20,14 @@ def llama_for_causal_lm(model: Transformer, attn_implementation: str = "sdpa") -
         raise ValueError("only a Llama-style decoder (RoPE, RMSNorm, SwiGLU) has a LlamaForCausalLM twin")
     if cfg.use_qkv_bias or cfg.bias or cfg.sliding_window:
         raise ValueError("biases and sliding windows are not part of LlamaForCausalLM")
-    hf_cfg = transformers.LlamaConfig(
-        vocab_size=cfg.vocab_size, hidden_size=cfg.d_model, intermediate_size=cfg.mlp_width,
-        num_hidden_layers=cfg.n_layers, num_attention_heads=cfg.n_heads, num_key_value_heads=cfg.kv_heads,
-        max_position_embeddings=cfg.n_ctx, rms_norm_eps=cfg.norm_eps, rope_theta=cfg.rope_base,
-        tie_word_embeddings=cfg.tied_embeddings, attention_bias=False, mlp_bias=False,
-        attn_implementation=attn_implementation,
-    )
+    options: dict[str, Any] = {  # rope_theta and attn_implementation are taken through **kwargs
+        "vocab_size": cfg.vocab_size, "hidden_size": cfg.d_model, "intermediate_size": cfg.mlp_width,
+        "num_hidden_layers": cfg.n_layers, "num_attention_heads": cfg.n_heads, "num_key_value_heads": cfg.kv_heads,
+        "max_position_embeddings": cfg.n_ctx, "rms_norm_eps": cfg.norm_eps, "rope_theta": cfg.rope_base,
+        "tie_word_embeddings": cfg.tied_embeddings, "attention_bias": False, "mlp_bias": False,
+        "attn_implementation": attn_implementation,
+    }
+    hf_cfg = transformers.LlamaConfig(**options)
     ours = model.state_dict()
     state = {"model.embed_tokens.weight": ours["stack.embed.W_E.weight"], "model.norm.weight": ours["stack.ln_final.w"]}
     for layer in range(cfg.n_layers):
