@@ -161,11 +161,12 @@ def main() -> None:
     parser.add_argument("--glibc-defaults", action="store_true", help="skip the allocator tuning the server applies")
     parser.add_argument("--no-smollm2", action="store_true", help="skip smollm2 against transformers")
     parser.add_argument("--smollm2-tokens", type=int, default=24)
+    parser.add_argument("--only-smollm2", action="store_true", help="skip the random models")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if not args.glibc_defaults:
         print("allocator tuned to keep freed buffers:", process_tuning.keep_freed_memory())
-    for name, cfg in MODELS.items():
+    for name, cfg in MODELS.items() if not args.only_smollm2 else ():
         measure(name, cfg, args.tokens, args.repeats)
     if not args.no_smollm2:
         measure_smollm2(args.smollm2_tokens, args.repeats)
