@@ -75,8 +75,11 @@ class Service:
         count_parameters(TransformerConfig(d_model=8, n_layers=1, n_heads=1, vocab_size=8, n_ctx=8))
 
     def warm_up(self) -> None:
-        """In the background after startup: load lazy models (minilm), so their first use does not wait long."""
+        """In the background after startup: load lazy models (minilm, smollm2), so their first use does not wait
+        long; then give the loading's freed buffers back to the OS (dequantizing smollm2's GGUF file passes
+        through copies of its weights that the tuned allocator would otherwise keep)."""
         self.registry.warm_up()
+        process_tuning.release_freed_memory()
 
     def shutdown(self) -> None:
         self.engine.shutdown()
