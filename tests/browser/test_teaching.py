@@ -220,7 +220,7 @@ def api(server: Any, path: str, body: dict[str, Any] | None = None) -> Any:
 RENDER_ALL = """async ({name, lang, text}) => {
   const { makeContext } = await import('/static/js/context.js');
   const { buildPlan } = await import('/static/js/stages.js');
-  const { loadTexts } = await import('/static/js/i18n.js');
+  const { loadTexts } = await import('/static/js/shared/i18n.js');
   const texts = await loadTexts(lang);
   const info = await (await fetch(`/api/models/${encodeURIComponent(name)}`)).json();
   const body = { model: name, text };

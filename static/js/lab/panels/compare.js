@@ -52,7 +52,7 @@ export default {
     return { common, stage, maxHeads: Math.max(...infos.map((x) => x.nHeads)), sides: sides.map((x, i) => ({ ...x, nHeads: infos[i].nHeads, head: heads[i], answer: answers[i] })) };
   },
 
-  controls(s, say, info, models) {
+  controls(s, say, info, models, loaded) {
     const options = [["", say("cmp_none")], ["set", say("cmp_setting")], ...models.filter((m) => m.name !== s.model).map((m) => [`model:${m.name}`, say("cmp_model", { name: m.name })])];
     const out = [selectField("variant", options, s.variant, say("cmp_variant"))];
     if (s.variant === "set") {
@@ -60,7 +60,7 @@ export default {
       const values = CHOICES[s.setting] || [];
       out.push(selectField("value", values.map((v) => [v, v]), values.includes(s.value) ? s.value : values[0], say("cmp_value")));
     }
-    const data = s.variant && s.data.compare && s.data.compare.value;
+    const data = s.variant && loaded;
     if (data && data.stage) {
       out.push(selectField("cmpStage", data.common.map((x) => [x.name, `${x.name} (${x.dims.join(" × ")})`]), data.stage.name, say("cmp_stage")));
       if (hasHead(data.stage.dims)) out.push(selectField("cmpHead", range(data.maxHeads), Math.min(s.cmpHead, data.maxHeads - 1), say("cmp_head"), "int"));
