@@ -616,3 +616,21 @@ def test_chinese_axis_title_fits_its_chart_in_presentation(server: Any, watched:
     )
     assert svg[0] <= box[0] and box[1] <= svg[1], (box, svg)
     assert not watched.errors, watched.errors
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_why_chapter_counts_rnn_against_attention_on_the_sentence(server: Any, watched: Any, lang: str) -> None:
+    """The counts follow from the formulas on the sentence's own tokens, and the caption says so."""
+    page = watched.page
+    open_page(page, server.url, chapter="why", lang=lang)
+    model, text = page.input_value("#model"), page.input_value("#text")
+    n = len(api(server, "/api/tokenize", {"model": model, "text": text})["tokens"])
+    info = api(server, f"/api/models/{model}")
+    cells = page.eval_on_selector_all(
+        "#lesson .lesson-demo tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.textContent))"
+    )
+    assert [row[1:] for row in cells[:3]] == [[str(n), "1"], [str(n - 1), "1"], ["0", str(n * (n + 1) // 2)]], cells
+    assert str(info["config"]["d_model"]) in cells[3][1] and str(n) in cells[3][2], cells
+    caption = page.inner_text("#lesson .lesson-demo caption")
+    assert str(n) in caption and ("not measured" in caption if lang == "en" else "不是实测" in caption), caption
+    assert not watched.errors, watched.errors
