@@ -32,7 +32,7 @@ def load_checkpoint(path: Path, device: str | torch.device = "cpu") -> LoadedMod
     if directory.is_file() and (is_gguf(directory) or directory.suffix.lower() == ".gguf"):
         return load_gguf(directory, device)
     if not directory.is_dir():
-        raise CheckpointError(f"{directory} is neither a checkpoint directory nor a GGUF file")
+        raise CheckpointError(f"{directory} is not a directory (nor a GGUF file)")
     config_path = directory / CONFIG_FILE
     if not config_path.is_file():
         raise CheckpointError(f"{directory} has no {CONFIG_FILE}")

@@ -203,6 +203,29 @@ def convert_gpt2(cfg: TransformerConfig, source: ModelTensors) -> StateDict:
     return out
 
 
+def inspect_gguf(path: Path) -> dict[str, Any]:
+    """Check, without dequantizing the whole file, that load_gguf would load it (CheckpointError naming the
+    problem otherwise); returns its architecture and parameter count. For registering many files cheaply."""
+    path = Path(path)
+    reader = open_reader(path)
+    metadata = read_metadata(reader, path.name)
+    check_understood(metadata)
+    tensor_names = {tensor.name for tensor in reader.tensors}
+    try:
+        gguf_config(metadata, tied="output.weight" not in tensor_names)
+    except (ConfigError, TypeError, ValueError) as error:
+        raise CheckpointError(f"unsupported configuration in {path.name}: {error}") from error
+    gguf_tokenizer(metadata)
+    smallest: dict[Any, Any] = {}  # one tensor of each storage type, dequantized to prove the type is readable
+    for tensor in reader.tensors:
+        if tensor.tensor_type not in smallest or tensor.n_elements < smallest[tensor.tensor_type].n_elements:
+            smallest[tensor.tensor_type] = tensor
+    for tensor in smallest.values():
+        dequantize(tensor)
+    return {"architecture": metadata["general.architecture"],
+            "parameters": sum(int(tensor.n_elements) for tensor in reader.tensors)}
+
+
 def load_gguf(path: Path, device: str | torch.device = "cpu") -> LoadedModel:
     """A .gguf file (or an Ollama blob) as this project's decoder, tokenizer and meta."""
     path = Path(path)
