@@ -80,8 +80,8 @@ def gguf_name(hf_name: str) -> str:
 
 
 def write_gguf(path: Path, hf: torch.nn.Module, arch: str, qtype: Any, *, pre: str = "qwen2",
-               extra: dict[str, Any] | None = None, skip: tuple[str, ...] = (), add: dict[str, np.ndarray] | None = None
-               ) -> dict[str, torch.Tensor]:
+               extra: dict[str, Any] | None = None, skip: tuple[str, ...] = (),
+               add: dict[str, tuple[np.ndarray, Any]] | None = None) -> dict[str, torch.Tensor]:
     """Write hf as llama.cpp would (permuted Q/K for llama/mistral, 2-D weights in qtype, norms and biases F32).
 
     Returns the reference state dict for transformers: what the file holds, dequantized by gguf.quants and
@@ -89,26 +89,25 @@ def write_gguf(path: Path, hf: torch.nn.Module, arch: str, qtype: Any, *, pre: s
     """
     cfg = hf.config
     writer = gguf.GGUFWriter(str(path), arch)
-    writer.add_block_count(cfg.num_hidden_layers)
-    writer.add_context_length(cfg.max_position_embeddings)
-    writer.add_embedding_length(cfg.hidden_size)
-    writer.add_feed_forward_length(cfg.intermediate_size)
-    writer.add_head_count(cfg.num_attention_heads)
-    writer.add_head_count_kv(cfg.num_key_value_heads)
-    writer.add_rope_freq_base(cfg.rope_theta if hasattr(cfg, "rope_theta") else cfg.rope_parameters["rope_theta"])
-    writer.add_layer_norm_rms_eps(cfg.rms_norm_eps)
-    writer.add_rope_dimension_count(cfg.hidden_size // cfg.num_attention_heads)
+    rope_theta = cfg.rope_theta if hasattr(cfg, "rope_theta") else cfg.rope_parameters["rope_theta"]
     tokens, merges, types = byte_level_vocab()
-    writer.add_tokenizer_model("gpt2")
-    writer.add_tokenizer_pre(pre)
+    metadata: dict[str, Any] = {
+        f"{arch}.block_count": cfg.num_hidden_layers, f"{arch}.context_length": cfg.max_position_embeddings,
+        f"{arch}.embedding_length": cfg.hidden_size, f"{arch}.feed_forward_length": cfg.intermediate_size,
+        f"{arch}.attention.head_count": cfg.num_attention_heads,
+        f"{arch}.attention.head_count_kv": cfg.num_key_value_heads, f"{arch}.rope.freq_base": float(rope_theta),
+        f"{arch}.attention.layer_norm_rms_epsilon": float(cfg.rms_norm_eps),
+        f"{arch}.rope.dimension_count": cfg.hidden_size // cfg.num_attention_heads,
+        "tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": pre, "tokenizer.ggml.bos_token_id": 1,
+        "tokenizer.ggml.eos_token_id": 2, "tokenizer.ggml.add_bos_token": False,
+        **(extra or {}),
+    }
+    for key, value in metadata.items():
+        if value is not None:  # None: leave the key out
+            writer.add_key_value(key, value, _value_type(value))
     writer.add_token_list(tokens)
     writer.add_token_types(types)
     writer.add_token_merges(merges)
-    writer.add_bos_token_id(1)
-    writer.add_eos_token_id(2)
-    writer.add_add_bos_token(False)
-    for key, value in (extra or {}).items():
-        writer.add_key_value(key, value, _value_type(value))
     reference: dict[str, torch.Tensor] = {}
     permuted = arch in ("llama", "mistral")
     for hf_name, tensor in hf.state_dict().items():
@@ -128,8 +127,8 @@ def write_gguf(path: Path, hf: torch.nn.Module, arch: str, qtype: Any, *, pre: s
         if permuted and heads:
             back = llama_cpp_unpermute(back, heads)
         reference[hf_name] = back
-    for name, array in (add or {}).items():
-        writer.add_tensor(name, array)
+    for name, (array, raw_dtype) in (add or {}).items():  # extra tensors, as stored (raw_dtype None: from the dtype)
+        writer.add_tensor(name, array, raw_dtype=raw_dtype)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
