@@ -65,8 +65,12 @@ def reference_state(path: Any) -> tuple[dict[str, Any], dict[str, torch.Tensor]]
 
 @pytest.fixture(scope="session")
 def reference(smollm2: LoadedModel) -> torch.nn.Module:
+    return llama_reference(pretrained.smollm2_path())
+
+
+def llama_reference(path: Any) -> torch.nn.Module:
     """transformers' LlamaForCausalLM (eager attention) from a config written from the GGUF metadata."""
-    fields, state = reference_state(pretrained.smollm2_path())
+    fields, state = reference_state(path)
     config = transformers.LlamaConfig(
         vocab_size=int(fields["llama.vocab_size"]), hidden_size=int(fields["llama.embedding_length"]),
         intermediate_size=int(fields["llama.feed_forward_length"]),
