@@ -146,3 +146,68 @@ def _value_type(value: Any) -> Any:
     if isinstance(value, float):
         return gguf.GGUFValueType.FLOAT32
     return gguf.GGUFValueType.STRING
+
+
+GPT2_NAMES = {"attn.c_attn": "attn_qkv", "attn.c_proj": "attn_output", "mlp.c_fc": "ffn_up",
+              "mlp.c_proj": "ffn_down", "ln_1": "attn_norm", "ln_2": "ffn_norm"}
+
+
+def tiny_gpt2(seed: int = 0) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    config = transformers.GPT2Config(vocab_size=len(byte_level_vocab()[0]), n_positions=64, n_embd=64, n_layer=2,
+                                     n_head=4, attn_implementation="eager")
+    model = transformers.GPT2LMHeadModel(config)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if ".ln_" in name or name.endswith(".bias"):
+                param.add_(0.2 * torch.randn_like(param))
+    return model.eval()
+
+
+def write_gpt2_gguf(path: Path, hf: torch.nn.Module, qtype: Any) -> dict[str, torch.Tensor]:
+    """hf as llama.cpp's GPT2Model converter writes it: Conv1D weights transposed to [out, in], lm_head kept
+    as output.weight. Returns transformers' state dict as the file holds it (dequantized)."""
+    cfg = hf.config
+    writer = gguf.GGUFWriter(str(path), "gpt2")
+    writer.add_block_count(cfg.n_layer)
+    writer.add_context_length(cfg.n_positions)
+    writer.add_embedding_length(cfg.n_embd)
+    writer.add_feed_forward_length(4 * cfg.n_embd)
+    writer.add_head_count(cfg.n_head)
+    writer.add_layer_norm_eps(cfg.layer_norm_epsilon)
+    tokens, merges, types = byte_level_vocab()
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("gpt-2")
+    writer.add_token_list(tokens)
+    writer.add_token_types(types)
+    writer.add_token_merges(merges)
+    reference: dict[str, torch.Tensor] = {}
+    for hf_name, tensor in hf.state_dict().items():
+        if hf_name.endswith((".attn.bias", ".attn.masked_bias")):
+            continue
+        conv1d = hf_name.endswith((".c_attn.weight", ".c_proj.weight", ".c_fc.weight"))
+        data = tensor.detach().float().T.contiguous() if conv1d else tensor.detach().float()
+        if hf_name == "transformer.wte.weight":
+            name = "token_embd.weight"
+        elif hf_name == "transformer.wpe.weight":
+            name = "position_embd.weight"
+        elif hf_name == "lm_head.weight":
+            name = "output.weight"
+        elif hf_name.startswith("transformer.ln_f."):
+            name = "output_norm." + hf_name.rsplit(".", 1)[1]
+        else:
+            _, _, layer, rest = hf_name.split(".", 3)
+            module, kind = rest.rsplit(".", 1)
+            name = f"blk.{layer}.{GPT2_NAMES[module]}.{kind}"
+        array = data.numpy()
+        kind_q = qtype if array.ndim == 2 and name != "position_embd.weight" else gguf.GGMLQuantizationType.F32
+        stored = gguf.quants.quantize(array, kind_q)
+        writer.add_tensor(name, stored, raw_dtype=kind_q)
+        back = torch.from_numpy(np.array(gguf.quants.dequantize(stored, kind_q), dtype=np.float32))
+        back = back.reshape(array.shape)
+        reference[hf_name] = back.T.contiguous() if conv1d else back
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return reference
