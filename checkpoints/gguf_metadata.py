@@ -1,0 +1,196 @@
+"""A GGUF file's metadata: read it, refuse what the loader does not implement, map it to a TransformerConfig.
+
+Policy: a key under `{arch}.` is either used (it sets a config field), or checked to hold the one value
+that changes nothing (`rope.scaling.type = "none"`, `expert_count = 0`, ...), or refused by name. A model
+never loads with silently different numbers.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from checkpoints.base import CheckpointError
+from model.config import TransformerConfig
+
+SUPPORTED_ARCHITECTURES = ("llama", "mistral", "qwen2", "gpt2")
+PERMUTED_ARCHITECTURES = frozenset({"llama", "mistral"})  # llama.cpp's converter permutes attn_q / attn_k rows
+LONGEST_CONTEXT = 4096  # RoPE tables are built for at most this many positions (as for Hugging Face checkpoints)
+
+# keys (after "{arch}.") that set a config field
+USED_KEYS: dict[str, frozenset[str]] = {
+    "llama": frozenset({
+        "vocab_size", "context_length", "embedding_length", "block_count", "feed_forward_length",
+        "attention.head_count", "attention.head_count_kv", "attention.layer_norm_rms_epsilon", "rope.freq_base",
+    }),
+    "gpt2": frozenset({
+        "vocab_size", "context_length", "embedding_length", "block_count", "feed_forward_length",
+        "attention.head_count", "attention.head_count_kv", "attention.layer_norm_epsilon",
+    }),
+}
+USED_KEYS["mistral"] = USED_KEYS["qwen2"] = USED_KEYS["llama"]
+
+# keys accepted only with the value that leaves the computation as implemented; what each one would change
+NEUTRAL_VALUES: dict[str, tuple[tuple[Any, ...], str]] = {
+    "rope.scaling.type": (("none",), "RoPE scaling"),
+    "rope.scaling.factor": ((0.0, 1.0), "RoPE scaling"),
+    "rope.scaling.attn_factor": ((1.0,), "RoPE attention factor"),
+    "expert_count": ((0,), "mixture of experts"),
+    "expert_used_count": ((0,), "mixture of experts"),
+    "attention.causal": ((True,), "non-causal attention"),
+    "logit_scale": ((1.0,), "final logit scaling"),
+    "attn_logit_softcapping": ((0.0,), "attention logit soft-capping"),
+    "final_logit_softcapping": ((0.0,), "final logit soft-capping"),
+    "embedding_scale": ((1.0,), "embedding scaling"),
+    "residual_scale": ((1.0,), "residual scaling"),
+    "use_parallel_residual": ((False,), "parallel attention/MLP residual"),
+}
+# keys whose value must equal the head size: anything else is partial rotary or a separate head size
+HEAD_SIZE_KEYS = {
+    "rope.dimension_count": "partial rotary embedding (RoPE on part of each head)",
+    "attention.key_length": "a key/query head size other than embedding_length / head_count",
+    "attention.value_length": "a value head size other than embedding_length / head_count",
+}
+# only informative while RoPE is not scaled
+ROPE_SCALING_INFO = ("rope.scaling.original_context_length", "rope.scaling.finetuned")
+# what some refused keys are, for the message
+REFUSED_WHAT = {
+    "attention.sliding_window": "sliding-window attention",
+    "attention.sliding_window_pattern": "sliding-window attention",
+    "rope.freq_base_swa": "sliding-window attention",
+    "attention.scale": "attention scaling",
+    "attention.clamp_kqv": "clamped Q/K/V",
+    "attention.max_alibi_bias": "ALiBi",
+    "rope.dimension_sections": "multimodal RoPE sections",
+    "expert_shared_count": "mixture of experts",
+    "expert_feed_forward_length": "mixture of experts",
+}
+IGNORED_PREFIXES = ("general.", "tokenizer.", "quantize.", "GGUF.")
+
+
+def read_metadata(reader: Any, file_name: str) -> dict[str, Any]:
+    """Every key/value of the file as Python values (strings, numbers, lists)."""
+    metadata: dict[str, Any] = {}
+    for name, field in reader.fields.items():
+        try:
+            metadata[name] = field.contents()
+        except (UnicodeDecodeError, ValueError, IndexError) as error:
+            raise CheckpointError(f"{file_name}: metadata key {name!r} is unreadable: {error}") from error
+    if "general.architecture" not in metadata:
+        raise CheckpointError(f"{file_name} has no general.architecture: not a model file")
+    return metadata
+
+
+def architecture(metadata: dict[str, Any]) -> str:
+    arch = str(metadata.get("general.architecture"))
+    if arch not in SUPPORTED_ARCHITECTURES:
+        raise CheckpointError(
+            f"unsupported architecture general.architecture = {arch!r}; supported: {', '.join(SUPPORTED_ARCHITECTURES)}"
+        )
+    kind = metadata.get("general.type", "model")
+    if kind != "model":
+        raise CheckpointError(f"general.type = {kind!r}: only model files are loaded (not adapters or projectors)")
+    return arch
+
+
+def check_understood(metadata: dict[str, Any]) -> None:
+    """Refuse, naming the key, every metadata key that would change the computation and is not implemented."""
+    arch = architecture(metadata)
+    prefix = arch + "."
+    head_size = _head_size(metadata, arch)
+    scaled = metadata.get(prefix + "rope.scaling.type", "none") != "none"
+    for key, value in metadata.items():
+        if key.startswith(IGNORED_PREFIXES):
+            continue
+        if key.startswith("split."):
+            raise CheckpointError(f"{key} = {value!r}: split GGUF files (one model in several files) are not supported")
+        if not key.startswith(prefix):
+            raise CheckpointError(f"metadata key {key} = {_shown(value)} is not understood by this loader")
+        name = key[len(prefix):]
+        if name in USED_KEYS[arch]:
+            continue
+        if name in NEUTRAL_VALUES:
+            allowed, what = NEUTRAL_VALUES[name]
+            if value not in allowed:
+                raise CheckpointError(f"{key} = {_shown(value)} ({what}) is not implemented")
+            continue
+        if name in HEAD_SIZE_KEYS:
+            if int(value) != head_size:
+                raise CheckpointError(
+                    f"{key} = {value}, but the head size is {head_size}: {HEAD_SIZE_KEYS[name]} is not implemented"
+                )
+            continue
+        if name in ROPE_SCALING_INFO and not scaled:
+            continue
+        what = REFUSED_WHAT.get(name, "a setting this loader does not implement")
+        raise CheckpointError(f"{key} = {_shown(value)} ({what}) changes the computation and is not implemented")
+
+
+def gguf_config(metadata: dict[str, Any], tied: bool) -> TransformerConfig:
+    """The TransformerConfig the metadata describes (after check_understood)."""
+    arch = architecture(metadata)
+
+    def get(name: str, default: Any = None) -> Any:
+        key = f"{arch}.{name}"
+        if key in metadata:
+            return metadata[key]
+        if default is None:
+            raise CheckpointError(f"the metadata has no {key}")
+        return default
+
+    d_model, n_heads = int(get("embedding_length")), int(get("attention.head_count"))
+    tokens = metadata.get("tokenizer.ggml.tokens") or []
+    common: dict[str, Any] = {
+        "architecture": "decoder",
+        "vocab_size": int(get("vocab_size", len(tokens) or None)),
+        "d_model": d_model,
+        "n_layers": int(get("block_count")),
+        "n_heads": n_heads,
+        "n_kv_heads": int(get("attention.head_count_kv", n_heads)),
+        "n_ctx": int(get("context_length")),
+        "norm_placement": "pre",
+        "tied_embeddings": tied,
+    }
+    if arch == "gpt2":
+        return TransformerConfig(
+            **common, d_mlp=int(get("feed_forward_length", 4 * d_model)), pos_encoding="learned", norm="layernorm",
+            norm_eps=float(get("attention.layer_norm_epsilon")), activation="gelu_tanh", bias=True,
+        )
+    common["n_ctx"] = min(common["n_ctx"], LONGEST_CONTEXT)
+    return TransformerConfig(
+        **common, d_mlp=int(get("feed_forward_length")), pos_encoding="rope",
+        rope_base=float(get("rope.freq_base", 10000.0)), norm="rmsnorm",
+        norm_eps=float(get("attention.layer_norm_rms_epsilon")), activation="swiglu", bias=False,
+        qkv_bias=True if arch == "qwen2" else None,
+    )
+
+
+def model_meta(metadata: dict[str, Any], path: Path, tensor_types: Counter[str]) -> dict[str, Any]:
+    """What the explorer shows about the file: its name, architecture, license, quantization."""
+    arch = str(metadata["general.architecture"])
+    name = str(metadata.get("general.name") or path.stem)
+    types = ", ".join(f"{count} {kind}" for kind, count in tensor_types.most_common())
+    meta: dict[str, Any] = {
+        "description": f"{name}: a {arch} GGUF file ({path.name}), dequantized to float32 (tensors: {types}).",
+        "source": f"gguf:{path}",
+        "gguf_architecture": arch,
+        "tensor_types": dict(tensor_types),
+    }
+    for key, meta_key in (("general.license", "license"), ("general.languages", "language"),
+                          ("general.name", "model_name"), ("general.size_label", "size_label")):
+        if key in metadata:
+            meta[meta_key] = metadata[key]
+    return meta
+
+
+def _head_size(metadata: dict[str, Any], arch: str) -> int:
+    try:
+        return int(metadata[f"{arch}.embedding_length"]) // int(metadata[f"{arch}.attention.head_count"])
+    except (KeyError, TypeError, ValueError, ZeroDivisionError) as error:
+        raise CheckpointError(f"the metadata lacks a usable {arch}.embedding_length / head_count: {error}") from error
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
