@@ -12,11 +12,15 @@ import { changedConfig, commonStages, hasHead, inlineOf, isPos, maxDifference, s
 const CHOICES = {
   n_heads: ["1", "2", "4", "8", "16"],
   d_head: ["4", "8", "16", "32", "64", "128"],
-  pos_encoding: ["sinusoidal", "learned", "rope", "alibi", "none"],
+  pos_encoding: [],  // filled from the server's one registry (model/positional.py) below
   norm_placement: ["pre", "post"],
   activation: ["relu", "gelu", "gelu_tanh", "swiglu"],
   sliding_window: ["none", "1", "2", "3", "4", "8"],
 };
+
+api.positionalKinds().then((kinds) => {
+  CHOICES.pos_encoding = kinds.map((kind) => kind.name);
+});
 
 /** The stage shown when none is chosen (or the chosen one is not common): the self-attention pattern. */
 function defaultStage(s, infos, common) {
