@@ -42,9 +42,9 @@ def llama_cpp_unpermute(weights: torch.Tensor, n_head: int) -> torch.Tensor:
             .reshape(weights.shape))
 
 
-def tiny_hf(arch: str, tied: bool = False, seed: int = 0) -> torch.nn.Module:
+def tiny_hf(arch: str, tied: bool = False, seed: int = 0, vocab: int | None = None) -> torch.nn.Module:
     torch.manual_seed(seed)
-    vocab = len(byte_level_vocab()[0])
+    vocab = vocab or len(byte_level_vocab()[0])
     common: dict[str, Any] = dict(vocab_size=vocab, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
                                   rms_norm_eps=1e-6, tie_word_embeddings=tied, attn_implementation="eager")
@@ -81,9 +81,11 @@ def gguf_name(hf_name: str) -> str:
 
 def write_gguf(path: Path, hf: torch.nn.Module, arch: str, qtype: Any, *, pre: str = "qwen2",
                extra: dict[str, Any] | None = None, skip: tuple[str, ...] = (),
-               add: dict[str, tuple[np.ndarray, Any]] | None = None) -> dict[str, torch.Tensor]:
+               add: dict[str, tuple[np.ndarray, Any]] | None = None,
+               spm: dict[str, Any] | None = None) -> dict[str, torch.Tensor]:
     """Write hf as llama.cpp would (permuted Q/K for llama/mistral, 2-D weights in qtype, norms and biases F32).
 
+    spm: SentencePiece tokenizer metadata to write instead of the byte-level BPE.
     Returns the reference state dict for transformers: what the file holds, dequantized by gguf.quants and
     un-permuted by the test's own inverse.
     """
@@ -102,12 +104,19 @@ def write_gguf(path: Path, hf: torch.nn.Module, arch: str, qtype: Any, *, pre: s
         "tokenizer.ggml.eos_token_id": 2, "tokenizer.ggml.add_bos_token": False,
         **(extra or {}),
     }
+    if spm is not None:
+        del metadata["tokenizer.ggml.pre"], metadata["tokenizer.ggml.add_bos_token"]
+        metadata["tokenizer.ggml.model"] = "llama"
+        tokens, types = spm["tokenizer.ggml.tokens"], spm["tokenizer.ggml.token_type"]
     for key, value in metadata.items():
         if value is not None:  # None: leave the key out
             writer.add_key_value(key, value, _value_type(value))
     writer.add_token_list(tokens)
     writer.add_token_types(types)
-    writer.add_token_merges(merges)
+    if spm is not None:
+        writer.add_token_scores(spm["tokenizer.ggml.scores"])
+    else:
+        writer.add_token_merges(merges)
     reference: dict[str, torch.Tensor] = {}
     permuted = arch in ("llama", "mistral")
     for hf_name, tensor in hf.state_dict().items():

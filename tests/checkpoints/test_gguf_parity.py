@@ -90,3 +90,23 @@ def test_gpt2_gguf_matches_transformers(tmp_path: Path, qtype: str) -> None:
     assert (logits.log_softmax(-1) - expected.logits.log_softmax(-1)).abs().max().item() <= TOL
     for layer in range(2):
         assert (trace[f"blocks.{layer}.attn.hook_pattern"] - expected.attentions[layer]).abs().max() <= TOL
+
+
+def test_sentencepiece_llama_file(tmp_path: Path) -> None:
+    """A llama file with a SentencePiece tokenizer (Llama 2, TinyLlama): the tokens llama.cpp would make,
+    the start token the file asks for (app.tokenizing adds it from the meta), and the numbers of transformers."""
+    from app.tokenizing import encode_text
+    from tests.checkpoints.test_gguf_tokenizer import llama_cpp_spm, spm_metadata
+
+    spm = spm_metadata()
+    hf = tiny_hf("llama", vocab=len(spm["tokenizer.ggml.tokens"]))
+    path = tmp_path / "spm.gguf"
+    hf = hf_reference(hf, write_gguf(path, hf, "llama", gguf.GGMLQuantizationType.Q8_0, spm=spm))
+    loaded = load_checkpoint(path)
+    assert loaded.tokenizer.kind == "sentencepiece" and loaded.meta["prepend_bos"]
+    tokens = encode_text(loaded, "the cats sat 世界")
+    ids = [t.id for t in tokens]
+    assert ids == [1, *llama_cpp_spm(spm, "the cats sat 世界")]  # <s> first
+    with torch.inference_mode():
+        got, expected = loaded.model(torch.tensor([ids])), hf(torch.tensor([ids])).logits
+    assert (got.log_softmax(-1) - expected.log_softmax(-1)).abs().max().item() <= TOL
