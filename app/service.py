@@ -1,10 +1,11 @@
 """The one object between HTTP and the model.
 
-A router parses the request and makes one call here. The service resolves the model,
-tokenizes and checks the limits, answers a repeated request from the cache, runs or
-fetches the trace (cache + single-flight, in the engine's pool) and slices the answer.
+A router parses the request and makes one call here. The service checks the text's length,
+resolves the model, answers a repeated request from the body cache, tokenizes, runs or
+fetches the trace (cache + single-flight, in the inference pool) and slices the answer.
+Every lab experiment (app/lab/) goes through one method, `lab`.
 
-    router -> Service -> resolve (which model) -> inputs (tokens) -> engine (trace) -> model
+    router -> Service -> resolve (which model) -> tokenizing (tokens) -> inference_pool (trace) -> model
 """
 
 from __future__ import annotations

@@ -57,7 +57,9 @@ make_debian_base() {
   rm -rf "$root"
 }
 
-if [ -z "$BASE" ]; then
+if [ "$BUILD" = 0 ]; then
+  BASE="(not built here)"
+elif [ -z "$BASE" ]; then
   if have_image python:3.11-slim || timeout 60 docker pull -q python:3.11-slim >/dev/null 2>&1; then
     BASE=python:3.11-slim
   else

@@ -29,6 +29,7 @@ from checkpoints.gguf_tokenizer import gguf_tokenizer
 from model.config import ConfigError, TransformerConfig
 
 GGUF_MAGIC = b"GGUF"
+TENSOR_WHAT = {"rope_freqs.weight": "per-dimension RoPE frequency factors: Llama 3.1+ RoPE scaling"}
 
 
 def is_gguf(path: Path) -> bool:
@@ -146,7 +147,8 @@ class ModelTensors:
     def check_all_used(self) -> None:
         unused = sorted(set(self.tensors) - self.used)
         if unused:
-            shown = ", ".join(unused[:5]) + (" ..." if len(unused) > 5 else "")
+            shown = ", ".join(f"{name} ({TENSOR_WHAT[name]})" if name in TENSOR_WHAT else name for name in unused[:5])
+            shown += " ..." if len(unused) > 5 else ""
             raise CheckpointError(
                 f"the file has tensors this loader does not implement (refused rather than ignored): {shown}"
             )

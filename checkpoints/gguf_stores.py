@@ -24,9 +24,16 @@ Found = list[tuple[str, Path]]
 Skipped = list[tuple[str, str]]
 
 
+LINUX_SERVICE_STORE = Path("/usr/share/ollama/.ollama/models")  # Ollama's install script runs it as user `ollama`
+
+
 def ollama_root() -> Path:
+    """$OLLAMA_MODELS, else ~/.ollama/models, else the Linux system service's store when only that exists."""
     env = os.environ.get("OLLAMA_MODELS")
-    return Path(env).expanduser() if env else Path.home() / ".ollama" / "models"
+    if env:
+        return Path(env).expanduser()
+    home = Path.home() / ".ollama" / "models"
+    return LINUX_SERVICE_STORE if not home.is_dir() and LINUX_SERVICE_STORE.is_dir() else home
 
 
 def lmstudio_root() -> Path:

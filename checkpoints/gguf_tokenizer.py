@@ -89,6 +89,8 @@ def gguf_tokenizer(metadata: dict[str, Any]) -> tuple[HubTokenizer, dict[str, An
     if not tokens:
         raise CheckpointError("the file has no tokenizer.ggml.tokens: no tokenizer to read")
     if kind == "gpt2":
+        if metadata.get("tokenizer.ggml.add_space_prefix"):
+            raise CheckpointError("tokenizer.ggml.add_space_prefix = True on a byte-level BPE is not implemented")
         pre = pre_tokenizer(metadata)
         tokenizer = byte_level_bpe(metadata, pre.regexes, pre.ignore_merges)
         add_bos_default = pre.add_bos

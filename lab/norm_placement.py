@@ -102,9 +102,11 @@ class PlacementRun:
     losses: list[float] = field(default_factory=list)  # training loss at steps 1..steps
 
 
-def corpus_text(directory: Path | None = CORPUS) -> bytes:
-    """The first bytes of the shared English corpus, or the built-in sample when it is absent."""
-    if directory is not None and directory.is_dir():
+def corpus_text(directory: Path | None = None) -> bytes:
+    """The first bytes of the shared English corpus (default: CORPUS, read at call time), or the built-in sample
+    when it is absent."""
+    directory = CORPUS if directory is None else directory
+    if directory.is_dir():
         files = sorted(directory.glob("*.txt"))
         if files:
             return b"".join(f.read_bytes()[SKIP_BYTES : SKIP_BYTES + CORPUS_BYTES // len(files)] for f in files)

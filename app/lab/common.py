@@ -98,10 +98,20 @@ class Experiment(Generic[RequestT]):
     def uses_for(self, request: RequestT) -> Uses:
         return self.uses(request) if callable(self.uses) else self.uses
 
-    def describe(self) -> dict[str, str]:
+    def describe(self) -> dict[str, str]:  # ExperimentOut
         """Its entry in GET /api/lab/experiments (what the page's script reads)."""
         return {"name": self.name, "panel": self.panel, "path": self.route, "method": self.method,
                 "summary": self.summary}
+
+
+class ExperimentOut(BaseModel):
+    """One entry of GET /api/lab/experiments."""
+
+    name: str
+    panel: str
+    path: str
+    method: str
+    summary: str
 
 
 def rounded(values: list[float], digits: int = 6) -> list[float]:

@@ -14,13 +14,14 @@ from fastapi import APIRouter, Body, Query
 from pydantic import BaseModel
 
 from app.lab import EXPERIMENTS, Experiment
+from app.lab.common import ExperimentOut
 from app.schemas import ERRORS
 from app.service import Service, ServiceDep
 
 router = APIRouter(prefix="/api/lab", tags=["lab"])
 
 
-@router.get("/experiments")
+@router.get("/experiments", response_model=list[ExperimentOut])
 async def experiments(service: ServiceDep) -> Any:
     """Every lab experiment, in the page's order: name, panel, path, method and what it answers."""
     return service.lab_experiments()

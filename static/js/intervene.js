@@ -59,10 +59,9 @@ function explainKey(kind, ctx) {
   return `iv_explain_${kind}`;
 }
 
-const POS_KINDS = ["rope", "alibi", "learned", "sinusoidal"];
-
 function ivVars(ctx) {
-  const pos = POS_KINDS.includes(ctx.cfg.pos_encoding) ? ctx.cfg.pos_encoding : "none";
+  // every kind of the server's registry has an iv_pos_<kind> text (tests/app/test_positional_registry.py)
+  const pos = ctx.cfg.pos_encoding || "none";
   return { ...ctx.vars, layer: ctx.layer ?? 0, head: ctx.head, w: ctx.ivWindow, temp: ctx.ivTemp, pos_kind: ctx.t(`iv_pos_${pos}`) };
 }
 

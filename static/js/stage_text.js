@@ -8,7 +8,6 @@
 
 export const STAGE_FIELDS = ["title", "short", "formula", "explain"];
 
-const POS_KINDS = ["sinusoidal", "learned", "rope", "alibi", "none"];
 const ACTIVATIONS = ["relu", "gelu", "gelu_tanh", "swiglu"];
 
 const post = (m) => m.placement === "post";
@@ -32,7 +31,8 @@ const CHOICES = {
   },
   embed_norm: { formula: normFormula, explain: (m) => ["embed_norm.explain", normKind(m)] },
   pos: {
-    formula: (m) => when(POS_KINDS.includes(m.pos), `pos.formula.${m.pos}${m.pos === "alibi" && m.causal ? ".causal" : ""}`),
+    // every kind of the server's registry (model/positional.py) has its texts (tests/app/test_positional_registry.py)
+    formula: (m) => [`pos.formula.${m.pos}${m.pos === "alibi" && m.causal ? ".causal" : ""}`],
     explain: (m) => ["pos.explain", ...when(POS_KINDS.includes(m.pos), `pos.explain.${m.pos}`)],
   },
   ln1: { title: titleByPlacement("ln1"), formula: normFormula, explain: (m) => ["ln1.explain", normKind(m), normChart(m), placement(m)] },

@@ -43,6 +43,7 @@ export function renderLesson(t) {
       ),
     ),
     h("p", { class: "lesson-body", text: say("body") }),
+    ...(c.id === "why" ? [recurrenceTable(t, state.tokens || [], state.info)] : []),
     ...pickLine(t, c),
     h("p", { class: "lesson-look" }, h("strong", { text: `${t("look_at")} ` }), say("look"), ...labLink(t)),
   );
@@ -66,6 +67,40 @@ export function lessonText(texts, info, tokens, model, id) {
     out[field] = texts.t(variants.find((k) => texts.has(k)) || base, vars);
   }
   return out;
+}
+
+/**
+ * "Why attention replaced RNNs" on the learner's own sentence: what a recurrent layer and one
+ * self-attention layer must do for its n tokens, counted from the two formulas (h_t = f(h_(t−1), x_t)
+ * against softmax(QKᵀ/√d_k)·V), not measured; the caption says so.
+ */
+export function recurrenceCounts(n, causal) {
+  return {
+    n,
+    rnn_steps: n, // h_1 … h_n, each waits for the one before
+    attn_steps: 1, // every row of QKᵀ at once
+    rnn_path: Math.max(0, n - 1), // first → last token: through every state in between
+    attn_path: n > 1 ? 1 : 0, // the last query reads the first key directly
+    attn_pairs: causal ? (n * (n + 1)) / 2 : n * n, // scores computed (causal: the visible half)
+  };
+}
+
+function recurrenceTable(t, tokens, info) {
+  const c = recurrenceCounts(tokens.length, !info || info.architecture !== "encoder");
+  const d = info ? info.config.d_model : 0;
+  const rows = [
+    [t("rnn_row_steps"), String(c.rnn_steps), String(c.attn_steps)],
+    [t("rnn_row_path"), String(c.rnn_path), String(c.attn_path)],
+    [t("rnn_row_pairs"), "0", String(c.attn_pairs)],
+    [t("rnn_row_memory"), t("rnn_memory_rnn", { d_model: d }), t("rnn_memory_attn", { n: c.n })],
+  ];
+  return h(
+    "table",
+    { class: "sheet-table lesson-demo", "data-n": c.n },
+    h("caption", { text: t("rnn_caption", { n: c.n }) }),
+    h("thead", {}, h("tr", {}, [t("rnn_col_what"), t("rnn_col_rnn"), t("rnn_col_attn")].map((x) => h("th", { text: x })))),
+    h("tbody", {}, rows.map((r) => h("tr", {}, r.map((x) => h("td", { text: x }))))),
+  );
 }
 
 /** A chapter that picks "the previous-token head" (lessons.js): which head, and which probe measured it. */

@@ -35,7 +35,7 @@ def rel(path: Path) -> str:
 def imports(path: Path) -> list[tuple[list[str], Path]]:
     """(names, target file) of each relative import; a default import is named "default"."""
     out = []
-    for names, default, target in IMPORT.findall(path.read_text(encoding="utf-8")):
+    for names, _default, target in IMPORT.findall(path.read_text(encoding="utf-8")):
         listed = [n.split(" as ")[0].strip() for n in names.split(",") if n.strip()] if names else ["default"]
         out.append((listed, Path(posixpath.normpath(posixpath.join(path.parent.as_posix(), target)))))
     return out
@@ -68,7 +68,8 @@ def test_the_lab_page_lists_the_python_list_in_its_language_and_shows_one_panel(
     assert [name for name, _, _ in sections] == lab_panel_names()
     assert [name for name, _, hidden in sections if not hidden] == ["masks"]
     links = re.findall(r'<a href="/lab\?panel=(\w+)" data-panel-link="\w+"[^>]*>([^<]*)</a>', html)
-    assert [(n, markup.unescape(t)) for n, t in links] == [(p.name, words[p.title_key]) for p in LAB_PANELS], "the table of contents reads as titles"
+    # the table of contents reads as titles
+    assert [(n, markup.unescape(t)) for n, t in links] == [(p.name, words[p.title_key]) for p in LAB_PANELS]
     assert f'<html lang="{lang}">' in html
     assert f"<title>{words['masks_title']} · {words['page_title']}</title>" in markup.unescape(html)
     assert words["masks_lead"] in markup.unescape(html)
@@ -119,7 +120,8 @@ def test_the_pages_share_one_loop_one_fetch_one_url_and_one_intervention_builder
 
 
 def test_the_lab_reaches_into_no_explorer_module() -> None:
-    allowed = {JS / "board.js"}  # the chart cards: shared by both pages, kept where the explorer's teaching code edits it
+    # the chart cards: shared by both pages, kept where the explorer's teaching code edits it
+    allowed = {JS / "board.js"}
     for path in (JS / "lab").rglob("*.js"):
         for _, target in imports(path):
             inside = target.is_relative_to(JS / "lab") or target.is_relative_to(JS / "shared")

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import pytest
 import torch
 from fastapi.testclient import TestClient
@@ -13,7 +17,7 @@ from model.transformer import Transformer
 
 
 def test_config_and_schemas_list_exactly_the_registry() -> None:
-    assert POS_ENCODINGS == tuple(KINDS)
+    assert tuple(KINDS) == POS_ENCODINGS
     assert InlineConfig.model_json_schema()["properties"]["pos_encoding"]["enum"] == list(KINDS)
     shown = PositionalQuery.model_json_schema()["properties"]["kind"]["anyOf"][0]["enum"]
     assert shown == [name for name, kind in KINDS.items() if kind.where != "nowhere"]
@@ -37,3 +41,29 @@ def test_the_api_serves_the_registry(client: TestClient) -> None:
     assert answer.status_code == 200
     assert [k["name"] for k in answer.json()] == list(KINDS)
     assert answer.json()[2] == KINDS["rope"].to_dict()
+
+
+ROOT = Path(__file__).resolve().parents[2]
+TEXTS = {lang: json.loads((ROOT / "static" / "text" / f"{lang}.json").read_text(encoding="utf-8"))
+         for lang in ("en", "zh")}
+
+
+@pytest.mark.parametrize("lang", list(TEXTS))
+@pytest.mark.parametrize("name", list(KINDS))
+def test_every_kind_has_its_texts(name: str, lang: str) -> None:
+    """The page picks a kind's texts by its name: adding a kind to the registry means writing these."""
+    stages, ui = TEXTS[lang]["stages"], TEXTS[lang]["ui"]
+    assert f"pos.formula.{name}" in stages and f"pos.explain.{name}" in stages
+    assert f"iv_pos_{name}" in ui
+
+
+def test_no_other_list_of_kinds() -> None:
+    """No Python or JS file but the registry spells out three or more kinds' names in one list."""
+    quoted = "|".join(f"[\"']{name}[\"']" for name in KINDS)
+    listing = re.compile(rf"[\[(]\s*(?:(?:{quoted})\s*,\s*){{2,}}")
+    packages = ("model", "app", "analysis", "checkpoints", "lab", "training")
+    files = [p for pkg in packages for p in (ROOT / pkg).rglob("*.py")]
+    files += list((ROOT / "static" / "js").rglob("*.js"))
+    copies = [p.relative_to(ROOT).as_posix() for p in files
+              if p != ROOT / "model" / "positional.py" and listing.search(p.read_text(encoding="utf-8"))]
+    assert not copies, copies

@@ -175,6 +175,22 @@ def test_ollama_store(gguf_files: dict[str, tuple[Path, str]], tmp_path: Path,
     assert "skipped gone:latest: its manifest names 0 model layers" in log
 
 
+def test_ollama_model_is_served_under_its_ollama_name(gguf_files: dict[str, tuple[Path, str]],
+                                                      tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from app.factory import create_app
+
+    root = ollama_store(tmp_path / "ollama", gguf_files)
+    settings = make_settings(tmp_path, ollama_models=str(root), default_model="tiny:latest")
+    with TestClient(create_app(settings, build_registry(settings))) as client:
+        info = client.get("/api/models/tiny:latest")
+        assert info.status_code == 200 and info.json()["n_layers"] == 2
+        assert "tiny:latest" in client.get("/api/models").text
+        answer = client.post("/api/predict", json={"model": "tiny:latest", "text": "the cat"})
+        assert answer.status_code == 200, answer.text
+
+
 def test_ollama_models_env_and_size_limit(gguf_files: dict[str, tuple[Path, str]], tmp_path: Path,
                                           monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     root = ollama_store(tmp_path / "elsewhere", gguf_files)

@@ -18,6 +18,6 @@ def test_no_config_default_names_a_remote_address() -> None:
 
 
 def test_the_page_config_keeps_plotly_local_for_both_bundles() -> None:
-    config = (ROOT / "static" / "js" / "plot.js").read_text(encoding="utf-8")
+    config = (ROOT / "static" / "js" / "shared" / "plot.js").read_text(encoding="utf-8")
     assert 'plotlyServerURL: ""' in config
     assert 'topojsonURL: "/static/vendor/topojson/"' in config

@@ -32,7 +32,7 @@ def main(base: str) -> None:
                 page.wait_for_function("() => !document.body.classList.contains('busy')", timeout=180000)
                 page.wait_for_timeout(300)
                 shot = Image.open(io.BytesIO(page.screenshot())).convert("RGB")
-                small = shot.quantize(colors=128, method=Image.Quantize.MEDIANCUT)
+                small = shot.quantize(colors=256, method=Image.Quantize.MEDIANCUT)
                 small.save(OUT / f"{n:02d}-{cid}-{lang}.png", optimize=True)
         browser.close()
 

@@ -63,7 +63,7 @@ def expected_shape(dims: list[str], sizes: dict[str, int]) -> str:
 # tick label over the plot area, a margin Plotly had to widen (charts whose margins are sized before
 # drawing). With `strict`, also: a tick label over any plot area of a chart of several (subplots), a
 # legend over a plot area or a tick label, and a negative tick on an axis whose numbers are all >= 0.
-CHART_PROBLEMS = """({selector, strict}) => {
+CHART_PROBLEMS = r"""({selector, strict}) => {
   const bad = [];
   const box = (e) => e.getBoundingClientRect();
   const meets = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
@@ -119,7 +119,8 @@ CHART_PROBLEMS = """({selector, strict}) => {
       const G = shrink(box(legend), 1);
       if (areas.some((a) => meets(G, a))) bad.push(`${key}: the legend covers the plot`);
       for (const label of ticks) if (meets(G, box(label))) bad.push(`${key}: the legend over "${label.textContent}"`);
-      for (const title of plot.querySelectorAll('[class^="g-x"][class$="title"] text, [class^="g-y"][class$="title"] text')) {
+      const titles = '[class^="g-x"][class$="title"] text, [class^="g-y"][class$="title"] text';
+      for (const title of plot.querySelectorAll(titles)) {
         if (shown(title) && meets(G, box(title))) bad.push(`${key}: the legend over "${title.textContent}"`);
       }
     }
@@ -127,12 +128,13 @@ CHART_PROBLEMS = """({selector, strict}) => {
     for (const trace of plot.data || []) {
       if (trace.type === 'heatmap') continue;
       for (const [letter, values] of [['x', trace.x], ['y', trace.y]]) {
-        const name = (trace[`${letter}axis`] || letter).replace(/^([xy])(\\d*)$/, (_, l, n) => `${l}axis${n}`);
+        const name = (trace[`${letter}axis`] || letter).replace(/^([xy])(\d*)$/, (_, l, n) => `${l}axis${n}`);
         const axis = full[name];
         if (!axis || axis.type !== 'linear' || !Array.isArray(values)) continue;
         const numbers = values.filter((v) => typeof v === 'number' && Number.isFinite(v));
         if (!numbers.length || numbers.some((v) => v < 0)) continue;
-        const others = (plot.data || []).filter((t) => (t[`${letter}axis`] || letter) === (trace[`${letter}axis`] || letter));
+        const on = (t) => t[`${letter}axis`] || letter;
+        const others = (plot.data || []).filter((t) => on(t) === on(trace));
         const negative = others.some((t) => (t[letter] || []).some((v) => typeof v === 'number' && v < 0));
         const below = (axis._vals || []).filter((v) => v.x < 0);
         if (!negative && below.length) bad.push(`${key}: ${name} of numbers >= 0 has a tick at ${below[0].text}`);

@@ -195,7 +195,7 @@ def test_language_switch(watched: Any, server: Any) -> None:
     assert "lang=zh" in page.url
     ticks = " ".join(page.eval_on_selector_all("#panel .plot .g-xtitle text, #panel .plot .g-ytitle text",
                                                 "els => els.map(e => e.textContent)"))
-    assert "查询" in ticks and "键" in ticks
+    assert "发起关注" in ticks and "被关注" in ticks  # Query（发起关注）, Key（被关注）: docs/GLOSSARY.md
     page.click("#lang")
     page.wait_for_function("() => document.documentElement.lang === 'en'")
     # another model keeps the same stop where it has one (here in its encoder)

@@ -1,5 +1,7 @@
-"""The /lab page in a real browser: every panel renders in both languages without a console error,
-every intervention toggle changes the chart; and its text data (no browser needed) is complete."""
+"""The /lab page in a real browser: one panel at a time, reached from the table of contents or a link
+(?panel=, #name, Back); every panel renders in both languages without a console error; the page reads
+before its script runs and "Computing…" covers nothing; every intervention toggle changes the chart;
+and its text data (no browser needed) is complete."""
 
 from __future__ import annotations
 
@@ -11,9 +13,12 @@ from urllib.parse import urlencode
 
 import pytest
 
+from app.lab_panels import LAB_PANELS, lab_panel_names
+
 ROOT = Path(__file__).resolve().parents[2]
-PANELS = ["interventions", "scaling", "masks", "positions", "parameters", "sampling", "compare"]
+PANELS = lab_panel_names()
 TOGGLES = ["no_scale", "no_mask", "window", "temperature", "ablate", "shuffle"]
+SMALL = {"cxn": "512", "nl": "4", "ns": "3", "gn": "4"}  # keeps the first (uncached) loads of the costly panels short
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
@@ -31,7 +36,7 @@ def test_lab_text_has_every_key_in_both_languages_with_the_same_placeholders() -
         used |= set(re.findall(r'\bsay\("(\w+)"', path.read_text(encoding="utf-8")))
     html = (ROOT / "templates" / "lab.html").read_text(encoding="utf-8")
     used |= {k for k in re.findall(r'data-lab-i18n="(\w+)"', html)}
-    used |= {f"{p}_{part}" for p in PANELS for part in ("title", "lead")} | {f"iv_{t}" for t in TOGGLES}
+    used |= {key for p in LAB_PANELS for key in (p.title_key, p.lead_key)} | {f"iv_{t}" for t in TOGGLES}
     assert used - set(en) == set()
 
 
@@ -43,6 +48,19 @@ def open_lab(page: Any, base: str, **params: Any) -> None:
 
 def idle(page: Any) -> None:
     page.wait_for_function("() => !document.body.classList.contains('busy')")
+
+
+def shown_panels(page: Any) -> list[str]:
+    return page.eval_on_selector_all("#panels > section:not([hidden])", "els => els.map(e => e.dataset.panel)")
+
+
+def open_panel(page: Any, name: str) -> None:
+    """Click the panel's entry in the table of contents and wait until it is drawn."""
+    page.click(f"#toc a[data-panel-link='{name}']")
+    page.wait_for_function(
+        "(n) => { const s = document.getElementById(`panel-${n}`); return !s.hidden && s.dataset.rendered; }", arg=name
+    )
+    idle(page)
 
 
 RENDERED_AGAIN = "(b) => document.querySelector('#panel-interventions').dataset.rendered !== b"
@@ -58,19 +76,82 @@ def chart_state(page: Any) -> str:
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_every_lab_panel_renders(watched: Any, server: Any, lang: str) -> None:
     page = watched.page
-    open_lab(page, server.url, model="gpt", text="我爱北京天安门", lang=lang, vs="set", set="n_heads", val="2")
+    page.set_default_timeout(90000)
+    open_lab(page, server.url, model="gpt", text="我爱北京天安门", lang=lang, vs="set", set="n_heads", val="2", **SMALL)
     assert page.evaluate("document.documentElement.lang").startswith(lang)
     for panel in PANELS:
+        open_panel(page, panel)
+        assert shown_panels(page) == [panel]
+        assert f"panel={panel}" in page.url
         section = page.locator(f"#panel-{panel}")
-        assert section.get_attribute("data-rendered"), panel
         title = section.locator("h2").inner_text()
-        assert title and "⟦" not in title, (panel, title)
+        assert title and "⟦" not in title and title != panel, (panel, title)
+        assert page.title().startswith(title)
         assert section.locator(".plot .main-svg").count() >= 1, f"{panel}: no chart"
         assert section.locator(".lab-error").count() == 0, section.locator(".lab-error").all_inner_texts()
         shown = section.inner_text()
         assert not re.search(r"⟦|undefined|NaN|\{\w+\}", shown), (panel, shown[:400])
     if lang == "zh":
         assert "为什么要除以" in page.inner_text("#panel-scaling")
+        assert "注意力权重不等于重要性" in page.inner_text("#panel-ablation")
+    assert watched.errors == []
+
+
+@pytest.mark.browser
+def test_one_panel_at_a_time_from_the_contents_a_link_or_back(watched: Any, server: Any) -> None:
+    page = watched.page
+    open_lab(page, server.url, model="gpt", text="我爱北京天安门", lang="zh", panel="masks")
+    assert shown_panels(page) == ["masks"] and "panel=masks" in page.url
+    assert page.get_attribute("#toc a[data-panel-link='masks']", "aria-current") == "page"
+    # one panel, not a 12,000-pixel page: at 1280 px wide the masks panel is a few screens at most
+    page.set_viewport_size({"width": 1280, "height": 720})
+    assert page.evaluate("document.documentElement.scrollHeight") < 3000
+    # the contents' links carry the model and the sentence (a new tab opens the same experiment)
+    href = page.get_attribute("#toc a[data-panel-link='scaling']", "href")
+    assert "panel=scaling" in href and "model=gpt" in href and "lang=zh" in href
+    open_panel(page, "scaling")
+    assert shown_panels(page) == ["scaling"] and "panel=scaling" in page.url
+    page.go_back()  # Back: the panel before
+    page.wait_for_function("() => !document.getElementById('panel-masks').hidden")
+    idle(page)
+    assert shown_panels(page) == ["masks"] and "panel=masks" in page.url
+    # a fragment names a panel too: #sampling, and the explorer's older #panel-sampling
+    for fragment in ("sampling", "panel-sampling"):
+        page.goto(f"{server.url}/lab?model=gpt&text=abc&lang=en#{fragment}")
+        page.wait_for_selector("body[data-ready='1']")
+        idle(page)
+        assert shown_panels(page) == ["sampling"] and "panel=sampling" in page.url, fragment
+    assert watched.errors == []
+
+
+@pytest.mark.browser
+def test_the_page_reads_before_its_script_and_computing_covers_nothing(browser: Any, watched: Any, server: Any) -> None:
+    # without its script (as it reads while the modules load): titles and leads in the page's language
+    bare = browser.new_context(java_script_enabled=False, viewport={"width": 1280, "height": 720})
+    try:
+        page = bare.new_page()
+        page.goto(f"{server.url}/lab?lang=zh&panel=masks")
+        texts = lab_texts("zh")
+        assert page.inner_text("#panel-masks h2") == texts["masks_title"]
+        toc = page.eval_on_selector_all("#toc a", "els => els.map(e => e.textContent)")
+        assert toc == [texts[p.title_key] for p in LAB_PANELS]
+        assert not set(toc) & set(PANELS)
+        assert page.locator("#panel-scaling").is_hidden()
+    finally:
+        bare.close()
+    # "Computing…" sits beside Run, clear of the language button and every other control
+    page = watched.page
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_lab(page, server.url, model="gpt", text="abc", lang="en")
+    page.evaluate("document.body.classList.add('busy')")
+    spinner = page.locator(".lab-spinner").bounding_box()
+    assert spinner and spinner["width"] > 0
+    hits = page.evaluate("""(s) => [...document.querySelectorAll('button, select, input, a, h1, h2')].filter(e => {
+        const r = e.getBoundingClientRect();
+        return r.width && r.left < s.x + s.width && s.x < r.right && r.top < s.y + s.height && s.y < r.bottom;
+      }).map(e => e.id || e.textContent)""", spinner)
+    assert hits == [], hits
+    page.evaluate("document.body.classList.remove('busy')")
     assert watched.errors == []
 
 
@@ -99,24 +180,13 @@ def test_every_intervention_toggle_changes_the_chart(watched: Any, server: Any) 
 @pytest.mark.browser
 def test_learned_positions_past_n_ctx_say_why(watched: Any, server: Any) -> None:
     page = watched.page
-    open_lab(page, server.url, model="bert", text="the cat", lang="en", len="130")
+    open_lab(page, server.url, model="bert", text="the cat", lang="en", len="130", panel="positions")
     text = page.inner_text("#panel-positions")
     assert "422" in text and "n_ctx = 128" in text
     assert page.locator("#panel-positions .plot .main-svg").count() >= 4  # the formulas still ran
     # the browser logs the refused request itself; that 422 is the point of this panel
     assert [e for e in watched.errors if "status of 422" not in e] == []
     assert len(watched.errors) == 1
-
-
-@pytest.mark.browser
-def test_a_link_to_one_panel_lands_on_it(watched: Any, server: Any) -> None:
-    page = watched.page
-    open_lab(page, server.url, model="gpt", text="我爱北京天安门", lang="zh", panel="masks")
-    top = page.evaluate("document.getElementById('panel-masks').getBoundingClientRect().top")
-    # scrolled to the masks panel (its top near the top of the window), not left thousands of pixels above it
-    assert -5 < top < 100 and page.evaluate("window.scrollY") > 200, top
-    assert "panel=masks" in page.url
-    assert watched.errors == []
 
 
 def compare_charts(page: Any) -> list[str]:
@@ -136,7 +206,8 @@ def choose_compare_stage(page: Any, stage: str) -> None:
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_compare_matches_any_stage_and_keeps_it_in_the_url(watched: Any, server: Any, lang: str) -> None:
     page = watched.page
-    open_lab(page, server.url, model="gpt", text="the cat sat", lang=lang, vs="set", set="activation", val="gelu")
+    open_lab(page, server.url, model="gpt", text="the cat sat", lang=lang, vs="set", set="activation", val="gelu",
+             panel="compare")
     options = "#controls-compare select[data-field='cmpStage'] option"
     stages = page.eval_on_selector_all(options, "os => os.map(o => o.value)")
     assert {"blocks.0.hook_resid_post", "blocks.1.ln1.hook_scale", "blocks.0.attn.hook_pattern"} <= set(stages)
@@ -178,6 +249,7 @@ def test_compare_says_what_differs_when_shapes_differ(watched: Any, server: Any)
         val="64",
         cst="blocks.1.attn.hook_z",
         cmh="1",
+        panel="compare",
     )
     note = page.inner_text("#panel-compare .cmp-shape")
     assert re.search(r"d_head: (\d+) ≠ (?!\1\b)\d+", note), note

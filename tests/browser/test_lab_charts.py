@@ -11,21 +11,11 @@ import pytest
 
 from app.lab_panels import lab_panel_names
 from tests.browser.helpers import CHART_PROBLEMS
-from tests.browser.test_lab import idle, open_lab
+from tests.browser.test_lab import SMALL, idle, open_lab, open_panel
 
 pytestmark = pytest.mark.browser
 
-SMALL = {"cxn": "512", "nl": "4", "ns": "3", "gn": "4"}  # keeps the first (uncached) loads short
 VARIANT = {"vs": "set", "set": "n_heads", "val": "2"}
-
-
-def open_panel(page: Any, name: str) -> None:
-    """Click the panel's entry in the table of contents and wait until it is drawn."""
-    page.click(f"#toc a[data-panel-link='{name}']")
-    page.wait_for_function(
-        "(n) => { const s = document.getElementById(`panel-${n}`); return !s.hidden && s.dataset.rendered; }", arg=name
-    )
-    idle(page)
 
 
 @pytest.mark.parametrize("text", ["我爱北京天安门", "The animal didn't cross the street"])

@@ -99,7 +99,7 @@ def test_table_shows_the_meta_numbers(watched: Any, pe_server: Any, lang: str) -
         assert "moved most for pe-sinusoidal (2.222 → 2.988) and least for pe-alibi (2.111 → 2.110)" in notes
         assert "Lowest bits per character at 32 tokens: pe-rope in English (2.099), pe-rope in Chinese (5.876)" in notes
     else:
-        assert "表中它的这一项是 0" in notes and "最后一个词元的变化是 0.031" in notes
+        assert "表中它的这一项是 0" in notes and "最后一个 Token 的变化是 0.031" in notes
         assert "变化最大的是 pe-sinusoidal（2.222 → 2.988），最小的是 pe-alibi（2.111 → 2.110）" in notes
     shown = page.inner_text("#panel-positions")
     assert not re.search(r"⟦|undefined|NaN|\{\w+\}", shown), shown[:400]

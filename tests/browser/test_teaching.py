@@ -220,7 +220,7 @@ def api(server: Any, path: str, body: dict[str, Any] | None = None) -> Any:
 RENDER_ALL = """async ({name, lang, text}) => {
   const { makeContext } = await import('/static/js/context.js');
   const { buildPlan } = await import('/static/js/stages.js');
-  const { loadTexts } = await import('/static/js/i18n.js');
+  const { loadTexts } = await import('/static/js/shared/i18n.js');
   const texts = await loadTexts(lang);
   const info = await (await fetch(`/api/models/${encodeURIComponent(name)}`)).json();
   const body = { model: name, text };
@@ -568,4 +568,69 @@ def test_presentation_shows_the_chapter_text_on_e(server: Any, watched: Any) -> 
         "#panel .plot .textpoint text, #panel .plot g.hm text", "e => parseFloat(getComputedStyle(e).fontSize)"
     )
     assert size >= 14, size  # cell numbers of an 11-token heatmap, read from the back of a room
+    assert not watched.errors, watched.errors
+
+
+def test_alibi_charts_say_what_they_show(teach_server: Any, watched: Any) -> None:
+    """pe-alibi: the later keys of the bias map are blank (masked), and the scaled scores are named with −m·distance."""
+    if "pe-alibi" not in [m["name"] for m in api(teach_server, "/api/models")]:
+        pytest.skip("pe-alibi is not in this checkout's weights")
+    page = watched.page
+    open_page(page, teach_server.url, model="pe-alibi", text="我爱你", stage="pos", lang="en")
+    z = page.evaluate("() => document.querySelector('#panel .plot').data[0].z")
+    assert all(z[i][j] is None for i in range(len(z)) for j in range(i + 1, len(z))), z
+    assert all(z[i][j] is not None for i in range(len(z)) for j in range(i + 1)), z
+    open_page(page, teach_server.url, model="pe-alibi", text="我爱你", stage="scale", layer=0, lang="en")
+    caption = page.inner_text("#panel .worked-table caption >> nth=1")
+    assert "m·distance" in caption, caption
+    hover = page.evaluate("() => document.querySelector('#panel .plot').data[0].hovertemplate")
+    assert "÷√d_k − m·distance" in hover, hover
+    assert "m_h" in page.inner_text("#formula")
+    assert not watched.errors, watched.errors
+
+
+def test_positions_chapter_draws_angles_one_sided_and_every_curve(server: Any, watched: Any) -> None:
+    page = watched.page
+    open_page(page, server.url, chapter="positions")
+    angles = page.evaluate(
+        "() => { const d = document.querySelector('#panel .plot[data-key=angles]').data[0]; "
+        "return [d.zmin, d.zmax, Math.min(...d.z.flat())]; }"
+    )
+    assert angles[0] == 0 and angles[2] >= 0 and angles[1] > 0, angles  # θ ≥ 0: no diverging ±scale
+    styles = page.evaluate(
+        "() => document.querySelector('#panel .plot[data-key=curves]').data.map((t) => [t.line.dash, t.marker.symbol])"
+    )
+    assert len({tuple(s) for s in styles}) == len(styles) >= 2, styles  # curves lying on each other stay apart
+    assert not watched.errors, watched.errors
+
+
+def test_chinese_axis_title_fits_its_chart_in_presentation(server: Any, watched: Any) -> None:
+    page = watched.page
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_page(page, server.url, chapter="scores", present=1, lang="zh")
+    box = page.eval_on_selector(
+        "#panel .plot .ytitle", "e => { const r = e.getBoundingClientRect(); return [r.top, r.bottom]; }"
+    )
+    svg = page.eval_on_selector(
+        "#panel .plot .main-svg", "e => { const r = e.getBoundingClientRect(); return [r.top, r.bottom]; }"
+    )
+    assert svg[0] <= box[0] and box[1] <= svg[1], (box, svg)
+    assert not watched.errors, watched.errors
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_why_chapter_counts_rnn_against_attention_on_the_sentence(server: Any, watched: Any, lang: str) -> None:
+    """The counts follow from the formulas on the sentence's own tokens, and the caption says so."""
+    page = watched.page
+    open_page(page, server.url, chapter="why", lang=lang)
+    model, text = page.input_value("#model"), page.input_value("#text")
+    n = len(api(server, "/api/tokenize", {"model": model, "text": text})["tokens"])
+    info = api(server, f"/api/models/{model}")
+    cells = page.eval_on_selector_all(
+        "#lesson .lesson-demo tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.textContent))"
+    )
+    assert [row[1:] for row in cells[:3]] == [[str(n), "1"], [str(n - 1), "1"], ["0", str(n * (n + 1) // 2)]], cells
+    assert str(info["config"]["d_model"]) in cells[3][1] and str(n) in cells[3][2], cells
+    caption = page.inner_text("#lesson .lesson-demo caption")
+    assert str(n) in caption and ("not measured" in caption if lang == "en" else "不是实测" in caption), caption
     assert not watched.errors, watched.errors

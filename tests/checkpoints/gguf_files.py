@@ -42,9 +42,9 @@ def llama_cpp_unpermute(weights: torch.Tensor, n_head: int) -> torch.Tensor:
             .reshape(weights.shape))
 
 
-def tiny_hf(arch: str, tied: bool = False, seed: int = 0) -> torch.nn.Module:
+def tiny_hf(arch: str, tied: bool = False, seed: int = 0, vocab: int | None = None) -> torch.nn.Module:
     torch.manual_seed(seed)
-    vocab = len(byte_level_vocab()[0])
+    vocab = vocab or len(byte_level_vocab()[0])
     common: dict[str, Any] = dict(vocab_size=vocab, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
                                   rms_norm_eps=1e-6, tie_word_embeddings=tied, attn_implementation="eager")
@@ -81,9 +81,11 @@ def gguf_name(hf_name: str) -> str:
 
 def write_gguf(path: Path, hf: torch.nn.Module, arch: str, qtype: Any, *, pre: str = "qwen2",
                extra: dict[str, Any] | None = None, skip: tuple[str, ...] = (),
-               add: dict[str, tuple[np.ndarray, Any]] | None = None) -> dict[str, torch.Tensor]:
+               add: dict[str, tuple[np.ndarray, Any]] | None = None,
+               spm: dict[str, Any] | None = None) -> dict[str, torch.Tensor]:
     """Write hf as llama.cpp would (permuted Q/K for llama/mistral, 2-D weights in qtype, norms and biases F32).
 
+    spm: SentencePiece tokenizer metadata to write instead of the byte-level BPE.
     Returns the reference state dict for transformers: what the file holds, dequantized by gguf.quants and
     un-permuted by the test's own inverse.
     """
@@ -102,12 +104,19 @@ def write_gguf(path: Path, hf: torch.nn.Module, arch: str, qtype: Any, *, pre: s
         "tokenizer.ggml.eos_token_id": 2, "tokenizer.ggml.add_bos_token": False,
         **(extra or {}),
     }
+    if spm is not None:
+        del metadata["tokenizer.ggml.pre"], metadata["tokenizer.ggml.add_bos_token"]
+        metadata["tokenizer.ggml.model"] = "llama"
+        tokens, types = spm["tokenizer.ggml.tokens"], spm["tokenizer.ggml.token_type"]
     for key, value in metadata.items():
         if value is not None:  # None: leave the key out
             writer.add_key_value(key, value, _value_type(value))
     writer.add_token_list(tokens)
     writer.add_token_types(types)
-    writer.add_token_merges(merges)
+    if spm is not None:
+        writer.add_token_scores(spm["tokenizer.ggml.scores"])
+    else:
+        writer.add_token_merges(merges)
     reference: dict[str, torch.Tensor] = {}
     permuted = arch in ("llama", "mistral")
     for hf_name, tensor in hf.state_dict().items():
@@ -146,3 +155,68 @@ def _value_type(value: Any) -> Any:
     if isinstance(value, float):
         return gguf.GGUFValueType.FLOAT32
     return gguf.GGUFValueType.STRING
+
+
+GPT2_NAMES = {"attn.c_attn": "attn_qkv", "attn.c_proj": "attn_output", "mlp.c_fc": "ffn_up",
+              "mlp.c_proj": "ffn_down", "ln_1": "attn_norm", "ln_2": "ffn_norm"}
+
+
+def tiny_gpt2(seed: int = 0) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    config = transformers.GPT2Config(vocab_size=len(byte_level_vocab()[0]), n_positions=64, n_embd=64, n_layer=2,
+                                     n_head=4, attn_implementation="eager")
+    model = transformers.GPT2LMHeadModel(config)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if ".ln_" in name or name.endswith(".bias"):
+                param.add_(0.2 * torch.randn_like(param))
+    return model.eval()
+
+
+def write_gpt2_gguf(path: Path, hf: torch.nn.Module, qtype: Any) -> dict[str, torch.Tensor]:
+    """hf as llama.cpp's GPT2Model converter writes it: Conv1D weights transposed to [out, in], lm_head kept
+    as output.weight. Returns transformers' state dict as the file holds it (dequantized)."""
+    cfg = hf.config
+    writer = gguf.GGUFWriter(str(path), "gpt2")
+    writer.add_block_count(cfg.n_layer)
+    writer.add_context_length(cfg.n_positions)
+    writer.add_embedding_length(cfg.n_embd)
+    writer.add_feed_forward_length(4 * cfg.n_embd)
+    writer.add_head_count(cfg.n_head)
+    writer.add_layer_norm_eps(cfg.layer_norm_epsilon)
+    tokens, merges, types = byte_level_vocab()
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("gpt-2")
+    writer.add_token_list(tokens)
+    writer.add_token_types(types)
+    writer.add_token_merges(merges)
+    reference: dict[str, torch.Tensor] = {}
+    for hf_name, tensor in hf.state_dict().items():
+        if hf_name.endswith((".attn.bias", ".attn.masked_bias")):
+            continue
+        conv1d = hf_name.endswith((".c_attn.weight", ".c_proj.weight", ".c_fc.weight"))
+        data = tensor.detach().float().T.contiguous() if conv1d else tensor.detach().float()
+        if hf_name == "transformer.wte.weight":
+            name = "token_embd.weight"
+        elif hf_name == "transformer.wpe.weight":
+            name = "position_embd.weight"
+        elif hf_name == "lm_head.weight":
+            name = "output.weight"
+        elif hf_name.startswith("transformer.ln_f."):
+            name = "output_norm." + hf_name.rsplit(".", 1)[1]
+        else:
+            _, _, layer, rest = hf_name.split(".", 3)
+            module, kind = rest.rsplit(".", 1)
+            name = f"blk.{layer}.{GPT2_NAMES[module]}.{kind}"
+        array = data.numpy()
+        kind_q = qtype if array.ndim == 2 and name != "position_embd.weight" else gguf.GGMLQuantizationType.F32
+        stored = gguf.quants.quantize(array, kind_q)
+        writer.add_tensor(name, stored, raw_dtype=kind_q)
+        back = torch.from_numpy(np.array(gguf.quants.dequantize(stored, kind_q), dtype=np.float32))
+        back = back.reshape(array.shape)
+        reference[hf_name] = back.T.contiguous() if conv1d else back
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return reference

@@ -10,7 +10,7 @@ import torch
 
 from checkpoints import load_checkpoint
 from checkpoints.gguf import unpermute
-from tests.checkpoints.gguf_files import gguf, llama_cpp_permute, tiny_hf, write_gguf
+from tests.checkpoints.gguf_files import gguf, llama_cpp_permute, tiny_gpt2, tiny_hf, write_gguf, write_gpt2_gguf
 
 TOL = 1e-4
 QTYPES = ["F32", "F16", "Q8_0", "Q4_1"]
@@ -73,3 +73,40 @@ def test_qwen2_is_not_unpermuted(tmp_path: Path) -> None:
     loaded = load_checkpoint(path)
     w_q = loaded.model.state_dict()["stack.blocks.0.attn.W_Q.weight"]
     assert torch.equal(w_q, reference["model.layers.0.self_attn.q_proj.weight"])
+
+
+@pytest.mark.parametrize("qtype", ["F32", "Q8_0"])
+def test_gpt2_gguf_matches_transformers(tmp_path: Path, qtype: str) -> None:
+    hf = tiny_gpt2()
+    path = tmp_path / f"gpt2-{qtype}.gguf"
+    reference = write_gpt2_gguf(path, hf, gguf.GGMLQuantizationType[qtype])
+    hf.load_state_dict(reference, strict=False)  # the causal-mask buffers are not weights
+    loaded = load_checkpoint(path)
+    assert loaded.model.cfg.pos_encoding == "learned" and loaded.model.cfg.activation == "gelu_tanh"
+    toks = torch.randint(0, loaded.model.cfg.vocab_size, (1, 19), generator=torch.Generator().manual_seed(2))
+    with torch.inference_mode():
+        expected = hf(toks, output_attentions=True)
+        logits, trace = loaded.model.run_with_trace(toks)
+    assert (logits.log_softmax(-1) - expected.logits.log_softmax(-1)).abs().max().item() <= TOL
+    for layer in range(2):
+        assert (trace[f"blocks.{layer}.attn.hook_pattern"] - expected.attentions[layer]).abs().max() <= TOL
+
+
+def test_sentencepiece_llama_file(tmp_path: Path) -> None:
+    """A llama file with a SentencePiece tokenizer (Llama 2, TinyLlama): the tokens llama.cpp would make,
+    the start token the file asks for (app.tokenizing adds it from the meta), and the numbers of transformers."""
+    from app.tokenizing import encode_text
+    from tests.checkpoints.test_gguf_tokenizer import llama_cpp_spm, spm_metadata
+
+    spm = spm_metadata()
+    hf = tiny_hf("llama", vocab=len(spm["tokenizer.ggml.tokens"]))
+    path = tmp_path / "spm.gguf"
+    hf = hf_reference(hf, write_gguf(path, hf, "llama", gguf.GGMLQuantizationType.Q8_0, spm=spm))
+    loaded = load_checkpoint(path)
+    assert loaded.tokenizer.kind == "sentencepiece" and loaded.meta["prepend_bos"]
+    tokens = encode_text(loaded, "the cats sat 世界")
+    ids = [t.id for t in tokens]
+    assert ids == [1, *llama_cpp_spm(spm, "the cats sat 世界")]  # <s> first
+    with torch.inference_mode():
+        got, expected = loaded.model(torch.tensor([ids])), hf(torch.tensor([ids])).logits
+    assert (got.log_softmax(-1) - expected.log_softmax(-1)).abs().max().item() <= TOL

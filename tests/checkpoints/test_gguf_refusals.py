@@ -51,7 +51,8 @@ def bad_files(root: Path) -> dict[str, tuple[Path, str]]:
                    "tensor 'blk.0.ffn_gate.weight' has shape [96, 64], but the metadata (embedding_length 64, "
                    "feed_forward_length 128) says [128, 64]"),
         "unused tensor": (written("freqs", add={"rope_freqs.weight": (np.ones(8, dtype=np.float32), None)}),
-                          "does not implement (refused rather than ignored): rope_freqs.weight"),
+                          "(refused rather than ignored): rope_freqs.weight (per-dimension RoPE frequency factors: "
+                          "Llama 3.1+ RoPE scaling)"),
         "missing tensor": (written("missing", skip=("blk.1.ffn_up.weight",)), "no tensor 'blk.1.ffn_up.weight'"),
     }
     return cases

@@ -112,6 +112,7 @@ def test_special_tokens_and_bos_meta() -> None:
     ({"tokenizer.ggml.model": "bert"}, "tokenizer.ggml.model = 'bert' is not supported"),
     ({"tokenizer.ggml.model": "rwkv"}, "tokenizer.ggml.model = 'rwkv' is not supported"),
     ({"tokenizer.ggml.add_eos_token": True}, "add_eos_token"),
+    ({"tokenizer.ggml.add_space_prefix": True}, "add_space_prefix = True on a byte-level BPE"),
     ({"tokenizer.ggml.brand_new": 1}, "tokenizer.ggml.brand_new"),
     ({"tokenizer.ggml.merges": ["nospace"]}, "not two tokens"),
     ({"tokenizer.ggml.bos_token_id": 99999}, "outside"),

@@ -42,7 +42,7 @@ export function render(s) {
   renderInputs(s, say);
   const name = s.panel;
   const panel = MODULES[name];
-  $(`controls-${name}`).replaceChildren(...panel.controls(s, say, s.info, s.models));
+  $(`controls-${name}`).replaceChildren(...panel.controls(s, say, s.info, s.models, s.data.value));
   const board = boards.get(name);
   board.begin(`${name}:${s.model}`, say);
   if (s.data.error) board.block(`${name}-error`, failure(s.data.error, say));

@@ -12,11 +12,15 @@ import { changedConfig, commonStages, hasHead, inlineOf, isPos, maxDifference, s
 const CHOICES = {
   n_heads: ["1", "2", "4", "8", "16"],
   d_head: ["4", "8", "16", "32", "64", "128"],
-  pos_encoding: ["sinusoidal", "learned", "rope", "alibi", "none"],
+  pos_encoding: [],  // filled from the server's one registry (model/positional.py) below
   norm_placement: ["pre", "post"],
   activation: ["relu", "gelu", "gelu_tanh", "swiglu"],
   sliding_window: ["none", "1", "2", "3", "4", "8"],
 };
+
+api.positionalKinds().then((kinds) => {
+  CHOICES.pos_encoding = kinds.map((kind) => kind.name);
+});
 
 /** The stage shown when none is chosen (or the chosen one is not common): the self-attention pattern. */
 function defaultStage(s, infos, common) {
@@ -52,7 +56,7 @@ export default {
     return { common, stage, maxHeads: Math.max(...infos.map((x) => x.nHeads)), sides: sides.map((x, i) => ({ ...x, nHeads: infos[i].nHeads, head: heads[i], answer: answers[i] })) };
   },
 
-  controls(s, say, info, models) {
+  controls(s, say, info, models, loaded) {
     const options = [["", say("cmp_none")], ["set", say("cmp_setting")], ...models.filter((m) => m.name !== s.model).map((m) => [`model:${m.name}`, say("cmp_model", { name: m.name })])];
     const out = [selectField("variant", options, s.variant, say("cmp_variant"))];
     if (s.variant === "set") {
@@ -60,7 +64,7 @@ export default {
       const values = CHOICES[s.setting] || [];
       out.push(selectField("value", values.map((v) => [v, v]), values.includes(s.value) ? s.value : values[0], say("cmp_value")));
     }
-    const data = s.variant && s.data.compare && s.data.compare.value;
+    const data = s.variant && loaded;
     if (data && data.stage) {
       out.push(selectField("cmpStage", data.common.map((x) => [x.name, `${x.name} (${x.dims.join(" × ")})`]), data.stage.name, say("cmp_stage")));
       if (hasHead(data.stage.dims)) out.push(selectField("cmpHead", range(data.maxHeads), Math.min(s.cmpHead, data.maxHeads - 1), say("cmp_head"), "int"));

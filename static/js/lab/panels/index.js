@@ -1,7 +1,7 @@
 // Each lab panel's module, by its name in the page's one list of panels (app/lab_panels.py, which
 // the server renders into templates/lab.html as <section data-panel=name>, in page order). Neither
 // the order nor the titles are written here. A module has load(state, info), controls(state, say,
-// info, models) and draw(board, data, {say, s, info}).
+// info, models, data) and draw(board, data, {say, s, info}); data: what its load() returned.
 
 import ablation from "./ablation.js";
 import compare from "./compare.js";

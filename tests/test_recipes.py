@@ -1,0 +1,71 @@
+"""docs/ARCHITECTURE.md's recipes stay true: every file they list exists for every lab experiment and every
+positional-encoding kind, and every text key they name is in both languages' files."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from app.lab import EXPERIMENTS
+from model.positional import KINDS
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+
+
+def recipe(name: str) -> str:
+    match = re.search(rf"<!-- recipe: {name} -->(.*?)<!-- end recipe -->", DOC, re.S)
+    assert match, f"docs/ARCHITECTURE.md has no recipe {name!r}"
+    return match.group(1)
+
+
+def files_of(text: str) -> list[str]:
+    """The paths a recipe names: backticked words with a slash and a file extension."""
+    return [w for w in re.findall(r"`([^`\s]+)`", text) if "/" in w and re.search(r"\.(py|js|json)$", w)]
+
+
+def keys_of(text: str) -> list[str]:
+    """Text keys a recipe names: backticked words with a placeholder and no slash."""
+    return [w for w in re.findall(r"`([^`\s]+)`", text) if "<" in w and "/" not in w]
+
+
+def fill(word: str, **values: str) -> str:
+    for key, value in values.items():
+        word = word.replace(f"<{key}>", value)
+    return word
+
+
+def lookup(texts: dict, key: str) -> bool:
+    """A key in a text file: flat ("ui.iv_pos_rope" under "ui") or at the top level."""
+    head, _, rest = key.partition(".")
+    if key in texts:
+        return True
+    return isinstance(texts.get(head), dict) and rest in texts[head]
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS, ids=lambda e: e.name)
+def test_the_lab_recipe_lists_every_experiments_files(experiment) -> None:
+    text = recipe("lab-experiment")
+    files = [fill(f, name=experiment.name, panel=experiment.panel) for f in files_of(text)]
+    assert len(files) >= 5
+    missing = [f for f in files if not (ROOT / f).is_file()]
+    assert not missing, missing
+    for lang in ("en", "zh"):
+        texts = json.loads((ROOT / "static" / "text" / f"lab.{lang}.json").read_text(encoding="utf-8"))
+        absent = [k for k in (fill(k, panel=experiment.panel) for k in keys_of(text)) if not lookup(texts, k)]
+        assert not absent, (lang, absent)
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_the_positional_recipe_lists_every_kinds_files(kind: str) -> None:
+    text = recipe("positional-encoding")
+    files = files_of(text)
+    assert {"model/positional.py", "model/layers.py"} <= set(files)
+    assert all((ROOT / f).is_file() for f in files)
+    for lang in ("en", "zh"):
+        texts = json.loads((ROOT / "static" / "text" / f"{lang}.json").read_text(encoding="utf-8"))
+        absent = [k for k in (fill(k, kind=kind) for k in keys_of(text)) if not lookup(texts, k)]
+        assert not absent, (lang, absent)
