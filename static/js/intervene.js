@@ -59,10 +59,9 @@ function explainKey(kind, ctx) {
   return `iv_explain_${kind}`;
 }
 
-const POS_KINDS = ["rope", "alibi", "learned", "sinusoidal"];
-
+/** The placeholders of a toggle's words; pos_kind: the sentence on this model's positional encoding (iv_pos_<kind>). */
 function ivVars(ctx) {
-  const pos = POS_KINDS.includes(ctx.cfg.pos_encoding) ? ctx.cfg.pos_encoding : "none";
+  const pos = ctx.cfg.pos_encoding || "none";
   return { ...ctx.vars, layer: ctx.layer ?? 0, head: ctx.head, w: ctx.ivWindow, temp: ctx.ivTemp, pos_kind: ctx.t(`iv_pos_${pos}`) };
 }
 
