@@ -13,8 +13,9 @@
 #    (the image deploy/compose.yaml runs).
 # 4. docker run --network none; the checks run inside the container (nothing can reach it from outside): the
 #    start-up time (start to the first answer of /api/health), Docker's own health status, /api/health, a trace of a
-#    Chinese sentence, a predict on smollm2 (on the default model, saying so, while /api/models does not list
-#    smollm2), that the server's process is not root and that it can write to neither the app nor its venv.
+#    Chinese sentence, a predict on smollm2 once it has loaded in the background (" Paris" first for "The capital
+#    of France is"; on the default model, saying so, when the image has no smollm2), that the server's process is
+#    not root and that it can write to neither the app nor its venv.
 # 5. The container is removed; prints the build time, the image size and the start-up time.
 # Needs a running Docker engine; making the Debian base needs root and debootstrap.
 set -euo pipefail
@@ -124,16 +125,24 @@ echo "network: $(docker inspect -f '{{.HostConfig.NetworkMode}}' "$NAME"); Docke
 
 # the API, from inside the container
 inside python - <<'PY'
-import json, math, urllib.request
+import json, math, time, urllib.request
 
 def call(path, body=None):
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request("http://127.0.0.1:8000" + path, data=data,
                                      headers={"content-type": "application/json"})
-    with urllib.request.urlopen(request, timeout=120) as response:
+    with urllib.request.urlopen(request, timeout=300) as response:
         return json.load(response)
 
+# smollm2 loads in the background after start-up: wait until it is loaded, or gone from the list (it failed)
+start = time.monotonic()
 health = call("/api/health")
+while "smollm2" in health["models"] and "smollm2" not in health["loaded"] and time.monotonic() - start < 600:
+    time.sleep(1)
+    health = call("/api/health")
+if "smollm2" in health["models"]:
+    assert "smollm2" in health["loaded"], "smollm2 not loaded 600 s after the first /api/health answer"
+    print(f"smollm2 loaded {time.monotonic() - start:.1f} s after the first /api/health answer")
 assert health["status"] == "ok", health
 names = [m["name"] for m in call("/api/models")]
 print(f"/api/health: {health['status']}, device {health['device']}, torch {health['torch']}; "
@@ -155,6 +164,8 @@ top = call("/api/predict", {"model": model, "text": prompt, "seed": 0})["top_k"]
 probs = [t["prob"] for t in top]
 assert probs == sorted(probs, reverse=True) and 0 < probs[0] <= 1, top
 print(f"predict on {model}, {prompt!r}: " + ", ".join(f"{t['text']!r} {t['prob']:.3f}" for t in top[:3]))
+if model == "smollm2":
+    assert top[0]["text"] == " Paris", top[:3]
 PY
 
 # the server's process, and what it may write

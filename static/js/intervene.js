@@ -59,8 +59,8 @@ function explainKey(kind, ctx) {
   return `iv_explain_${kind}`;
 }
 
+/** The placeholders of a toggle's words; pos_kind: the sentence on this model's positional encoding (iv_pos_<kind>). */
 function ivVars(ctx) {
-  // every kind of the server's registry has an iv_pos_<kind> text (tests/app/test_positional_registry.py)
   const pos = ctx.cfg.pos_encoding || "none";
   return { ...ctx.vars, layer: ctx.layer ?? 0, head: ctx.head, w: ctx.ivWindow, temp: ctx.ivTemp, pos_kind: ctx.t(`iv_pos_${pos}`) };
 }

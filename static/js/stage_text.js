@@ -33,7 +33,7 @@ const CHOICES = {
   pos: {
     // every kind of the server's registry (model/positional.py) has its texts (tests/app/test_positional_registry.py)
     formula: (m) => [`pos.formula.${m.pos}${m.pos === "alibi" && m.causal ? ".causal" : ""}`],
-    explain: (m) => ["pos.explain", ...when(POS_KINDS.includes(m.pos), `pos.explain.${m.pos}`)],
+    explain: (m) => ["pos.explain", `pos.explain.${m.pos}`],
   },
   ln1: { title: titleByPlacement("ln1"), formula: normFormula, explain: (m) => ["ln1.explain", normKind(m), normChart(m), placement(m)] },
   ln2: {

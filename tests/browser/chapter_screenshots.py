@@ -15,7 +15,7 @@ from PIL import Image
 from playwright.sync_api import sync_playwright
 
 from tests.browser.conftest import CHROMIUM
-from tests.browser.test_teaching import CHAPTER_IDS
+from tests.browser.teach_models import CHAPTER_IDS
 
 OUT = Path(__file__).resolve().parents[2] / "docs" / "images" / "chapters"
 

@@ -256,3 +256,18 @@ def test_compare_says_what_differs_when_shapes_differ(watched: Any, server: Any)
     assert page.input_value("#controls-compare select[data-field='cmpHead']") == "1"
     assert page.locator("#board-compare .plot").count() == 2
     assert watched.errors == []
+
+
+@pytest.mark.browser
+def test_compare_offers_the_servers_positional_kinds(watched: Any, server: Any) -> None:
+    page = watched.page
+    open_lab(page, server.url, model="gpt", text="the cat sat", lang="en", vs="set", set="pos_encoding", val="alibi",
+             panel="compare")
+    offered = page.eval_on_selector_all("#controls-compare select[data-field='value'] option",
+                                        "os => os.map(o => o.value)")
+    kinds = page.evaluate("async () => (await (await fetch('/api/positional-encoding/kinds')).json()).map(k => k.name)")
+    assert offered == kinds and "alibi" in kinds
+    assert page.input_value("#controls-compare select[data-field='value']") == "alibi"
+    drawn = page.eval_on_selector_all("#board-compare .plot", "els => els.map(e => !!e.querySelector('.main-svg'))")
+    assert drawn == [True, True]
+    assert watched.errors == []

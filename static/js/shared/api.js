@@ -69,7 +69,7 @@ export const api = {
   trace: (body) => cached("POST", "/api/trace", { encoding: "base64", dtype: "float16", ...body }),
   predict: (body) => cached("POST", "/api/predict", body),
   positional: (params) => cached("GET", `/api/positional-encoding?${new URLSearchParams(params)}`),
-  positionalKinds: () => cached("GET", "/api/positional-encoding/kinds"),
+  positionalKinds: () => cached("GET", "/api/positional-encoding/kinds"), // the server's one registry of kinds
   /** One lab experiment: POST /api/lab/<path> with `body`, or GET /api/lab/<path>?<query> (kv-cache). */
   lab: (path, body) => cached("POST", `/api/lab/${path}`, body),
   labQuery: (path, query) => cached("GET", `/api/lab/${path}?${new URLSearchParams(query)}`),

@@ -9,18 +9,14 @@ import { SETTINGS } from "../state.js";
 import { fmt, range, selectField } from "../ui.js";
 import { changedConfig, commonStages, hasHead, inlineOf, isPos, maxDifference, shapeDiff, sharedScale, sideInfo, sliceOf } from "./compare-stages.js";
 
+/** A setting's values to choose from (pos_encoding: the server's kinds, GET /api/positional-encoding/kinds). */
 const CHOICES = {
   n_heads: ["1", "2", "4", "8", "16"],
   d_head: ["4", "8", "16", "32", "64", "128"],
-  pos_encoding: [],  // filled from the server's one registry (model/positional.py) below
   norm_placement: ["pre", "post"],
   activation: ["relu", "gelu", "gelu_tanh", "swiglu"],
   sliding_window: ["none", "1", "2", "3", "4", "8"],
 };
-
-api.positionalKinds().then((kinds) => {
-  CHOICES.pos_encoding = kinds.map((kind) => kind.name);
-});
 
 /** The stage shown when none is chosen (or the chosen one is not common): the self-attention pattern. */
 function defaultStage(s, infos, common) {
@@ -39,6 +35,7 @@ async function trace(choice, s, stage, head) {
 export default {
   async load(s, info) {
     if (!s.variant) return null;
+    const kinds = s.variant === "set" ? (await api.positionalKinds()).map((k) => k.name) : null;
     let sides;
     if (s.variant.startsWith("model:")) {
       const other = s.variant.slice(6);
@@ -49,11 +46,11 @@ export default {
     }
     const infos = await Promise.all(sides.map((x) => sideInfo(x.choice, s.text)));
     const common = commonStages(infos[0], infos[1]);
-    if (!common.length) return { sides, common, stage: null };
+    if (!common.length) return { sides, common, stage: null, kinds };
     const stage = common.find((x) => x.name === s.cmpStage) || common.find((x) => x.name === defaultStage(s, infos, common));
     const heads = infos.map((x) => Math.min(s.cmpHead, x.nHeads - 1));
     const answers = await Promise.all(sides.map((x, i) => trace(x.choice, s, stage, heads[i])));
-    return { common, stage, maxHeads: Math.max(...infos.map((x) => x.nHeads)), sides: sides.map((x, i) => ({ ...x, nHeads: infos[i].nHeads, head: heads[i], answer: answers[i] })) };
+    return { kinds, common, stage, maxHeads: Math.max(...infos.map((x) => x.nHeads)), sides: sides.map((x, i) => ({ ...x, nHeads: infos[i].nHeads, head: heads[i], answer: answers[i] })) };
   },
 
   controls(s, say, info, models, loaded) {
@@ -61,7 +58,7 @@ export default {
     const out = [selectField("variant", options, s.variant, say("cmp_variant"))];
     if (s.variant === "set") {
       out.push(selectField("setting", SETTINGS.map((k) => [k, k]), s.setting, say("cmp_which")));
-      const values = CHOICES[s.setting] || [];
+      const values = s.setting === "pos_encoding" ? (loaded && loaded.kinds) || [s.value] : CHOICES[s.setting] || [];
       out.push(selectField("value", values.map((v) => [v, v]), values.includes(s.value) ? s.value : values[0], say("cmp_value")));
     }
     const data = s.variant && loaded;
