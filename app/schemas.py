@@ -123,11 +123,8 @@ class TextInput(ModelChoice):
     target_text: str | None = Field(
         None, description="Encoder-decoder only: the decoder input so far (omitted: just the start token). "
                           "Ignored by other models.")
-    chat: Bool = Field(
-        False, description="Read the text as a chat model does: one user message wrapped in the model's chat "
-                           "template (meta `chat_template`, from a GGUF file's tokenizer.chat_template), the "
-                           "assistant's turn opened; the template's special tokens are tokens. A model without a "
-                           "template refuses it (422 invalid_option).")
+    chat: Bool = Field(False, description="The text as one user message in the model's chat template (meta "
+                       "`chat_template`), special tokens as tokens; 422 invalid_option for a model without one.")
 
 
 class Intervenable(TextInput):
@@ -237,8 +234,8 @@ class PositionalQuery(BaseModel):
 class TokenOut(BaseModel):
     id: int
     text: str
-    start: int = Field(description="Character span [start, end) of the input (with `chat`: of the rendered chat text); "
-                                   "a start token added before the text has start == end.")
+    start: int = Field(description="Character span [start, end) of the input (`chat`: of chat_text); an added start "
+                                   "token has start == end.")
     end: int
 
 
@@ -306,8 +303,7 @@ class TokenizeOut(BaseModel):
     model: str
     tokens: list[TokenOut]
     target_tokens: list[TokenOut] | None = None
-    chat_text: str | None = Field(None, description="With `chat`: the text as the chat template wrote it (the "
-                                                    "tokens' spans point into it).")
+    chat_text: str | None = Field(None, description="With `chat`: the text as the chat template wrote it.")
 
 
 class Prediction(BaseModel):
