@@ -89,10 +89,10 @@ export function drawHeadOverview(el, ctx, layers, { probs }) {
   const ratio = window.devicePixelRatio || 1;
   const canvas = h("canvas", { class: "head-overview", tabindex: "0", role: "img", "aria-label": t("view_layers") });
   canvas.dataset.cell = String(cell + GAP); // px from one map to the next (tests click by it)
+  // the pixel buffer is cssW × cssH at the screen's density; CSS (.head-overview: max-width 100%, height auto)
+  // shows it at its width, and `at` maps a pointer back through the size it is shown at
   canvas.width = Math.round(cssW * ratio);
   canvas.height = Math.round(cssH * ratio);
-  canvas.style.width = `${cssW}px`;
-  canvas.style.height = `${cssH}px`;
   const g = canvas.getContext("2d");
   g.scale(ratio, ratio);
   g.imageSmoothingEnabled = false;
@@ -144,13 +144,15 @@ export function drawHeadOverview(el, ctx, layers, { probs }) {
 
   const at = (event) => {
     const box = canvas.getBoundingClientRect();
-    const col = Math.floor((event.clientX - box.left - LEFT) / (cell + GAP));
-    const head = Math.floor((event.clientY - box.top - TOP) / (cell + GAP));
+    const sx = box.width / cssW;
+    const sy = box.height / cssH;
+    const col = Math.floor(((event.clientX - box.left) / sx - LEFT) / (cell + GAP));
+    const head = Math.floor(((event.clientY - box.top) / sy - TOP) / (cell + GAP));
     return col >= 0 && col < nLayers && head >= 0 && head < nHeads ? { layer: layers[col].layer, head } : null;
   };
   canvas.addEventListener("mousemove", (event) => {
     const hit = at(event);
-    canvas.style.cursor = hit ? "pointer" : "default";
+    canvas.classList.toggle("pointing", Boolean(hit));
     canvas.title = hit ? headTitle(t, hit, labels.get(`${hit.layer}:${hit.head}`)) : "";
   });
   canvas.addEventListener("click", (event) => {
@@ -176,7 +178,7 @@ function legend(t, labels) {
   const items = Object.entries(TAGS)
     .filter(([label]) => used.has(label))
     .map(([label, tag]) =>
-      h("span", { class: "overview-tag" }, h("b", { style: `background:${tag.color}`, text: tag.letter }), ` ${t(`pat_${label}`)}`),
+      h("span", { class: "overview-tag" }, h("b", { class: `tag-${label}`, text: tag.letter }), ` ${t(`pat_${label}`)}`),
     );
   return h("p", { class: "overview-legend" }, items);
 }
