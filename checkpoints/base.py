@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,49 @@ WEIGHTS_FILE = "model.safetensors"
 
 class CheckpointError(ValueError):
     """A checkpoint directory that cannot be loaded; the message says what is wrong."""
+
+
+@dataclass(frozen=True)
+class ConfigFields:
+    """What one loader understands of a config: every field is in one of the three, or it is refused.
+
+    read:     implemented; the converter turns it into the model (tested for parity)
+    inert:    changes no number the model computes (dropout, token ids, initialisation, labels, output flags)
+    defaults: changes the computation and is not implemented: accepted only while it holds this value
+    """
+
+    read: frozenset[str]
+    inert: frozenset[str]
+    defaults: Mapping[str, Any]
+
+    def __or__(self, other: ConfigFields) -> ConfigFields:
+        return ConfigFields(self.read | other.read, self.inert | other.inert, {**self.defaults, **other.defaults})
+
+    @property
+    def understood(self) -> frozenset[str]:
+        return self.read | self.inert
+
+
+def refuse_unimplemented(config: Mapping[str, Any], fields: ConfigFields, loader: str) -> None:
+    """Raise CheckpointError naming the first field this loader would silently get wrong.
+
+    A field is accepted when it is read or inert, or when it holds its default value; any other
+    field, known or not, is refused with its name and value.
+    """
+    for name, value in config.items():
+        if name in fields.understood:
+            continue
+        if name in fields.defaults:
+            if value != fields.defaults[name]:
+                raise CheckpointError(
+                    f"{loader}: config field {name} = {value!r} is not implemented "
+                    f"(only {fields.defaults[name]!r} is); the numbers would not be the model's"
+                )
+            continue
+        raise CheckpointError(
+            f"{loader}: config field {name} = {value!r} is not one this loader knows; "
+            "it may change the computation, so the model is not loaded"
+        )
 
 
 @dataclass

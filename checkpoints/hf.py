@@ -2,6 +2,8 @@
 
 Each converter maps a Hugging Face config + state dict to a `TransformerConfig` and our
 weight names; `load_hf_directory` opens a whole directory (safetensors only, never pickle).
+`HF_FIELDS` lists, per architecture, every config field the converter understands; any other
+field is refused unless it holds its default value (checkpoints.base.refuse_unimplemented).
 """
 
 from __future__ import annotations
@@ -15,13 +17,106 @@ import torch
 from checkpoints.base import (
     WEIGHTS_FILE,
     CheckpointError,
+    ConfigFields,
     LoadedModel,
     StateDict,
     build_model,
     read_weights,
+    refuse_unimplemented,
 )
+from checkpoints.hf_tokenizer import load_hf_tokenizer
 from model.config import ConfigError, TransformerConfig
-from model.tokenizer import HubTokenizer
+
+# ---------------------------------------------------------------- the fields each converter understands
+
+# every Hugging Face config carries these (PretrainedConfig); none changes a number of the forward pass
+GENERIC_FIELDS = ConfigFields(
+    read=frozenset({"model_type", "tie_word_embeddings"}),
+    inert=frozenset({
+        "_name_or_path", "_commit_hash", "_attn_implementation", "_attn_implementation_autoset", "architectures",
+        "transformers_version", "dtype", "torch_dtype", "use_bfloat16", "torchscript", "tf_legacy_loss",
+        "return_dict", "output_hidden_states", "output_attentions", "use_cache", "chunk_size_feed_forward",
+        "gradient_checkpointing", "initializer_range", "id2label", "label2id", "num_labels", "problem_type",
+        "finetuning_task", "tokenizer_class", "prefix", "task_specific_params",
+        "bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id", "decoder_start_token_id",
+        # generation defaults (the explorer's sampler takes its own settings from each request)
+        "max_length", "min_length", "do_sample", "early_stopping", "num_beams", "num_beam_groups",
+        "diversity_penalty", "temperature", "top_k", "top_p", "typical_p", "repetition_penalty",
+        "length_penalty", "no_repeat_ngram_size", "encoder_no_repeat_ngram_size", "bad_words_ids",
+        "num_return_sequences", "output_scores", "return_dict_in_generate", "forced_bos_token_id",
+        "forced_eos_token_id", "remove_invalid_values", "exponential_decay_length_penalty",
+        "suppress_tokens", "begin_suppress_tokens",
+    }),
+    defaults={
+        "is_encoder_decoder": False, "is_decoder": False, "add_cross_attention": False,
+        "tie_encoder_decoder": False, "cross_attention_hidden_size": None, "pruned_heads": {},
+        "quantization_config": None,
+    },
+)
+_LLAMA_COMMON = GENERIC_FIELDS | ConfigFields(
+    read=frozenset({
+        "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+        "num_key_value_heads", "head_dim", "hidden_act", "max_position_embeddings", "rms_norm_eps",
+        "rope_parameters", "rope_theta", "rope_scaling",
+    }),
+    # pretraining_tp: the same matmuls in slices; is_llama_config: a flag nanotron writes (SmolLM2)
+    inert=frozenset({"attention_dropout", "pretraining_tp", "is_llama_config"}),
+    defaults={"rope_interleaved": False},  # nanotron's pair order; transformers' layout splits halves
+)
+HF_FIELDS: dict[str, ConfigFields] = {
+    "gpt2": GENERIC_FIELDS | ConfigFields(
+        read=frozenset({
+            "vocab_size", "n_positions", "n_embd", "n_layer", "n_head", "n_inner", "activation_function",
+            "layer_norm_epsilon", "scale_attn_by_inverse_layer_idx",
+        }),
+        inert=frozenset({
+            "resid_pdrop", "embd_pdrop", "attn_pdrop", "summary_type", "summary_use_proj", "summary_activation",
+            "summary_proj_to_labels", "summary_first_dropout",
+            "reorder_and_upcast_attn",  # float32 softmax order: this project computes in float32 throughout
+            "n_ctx",  # an old alias that transformers no longer reads (n_positions is the context)
+        }),
+        defaults={"scale_attn_weights": True},
+    ),
+    "llama": _LLAMA_COMMON | ConfigFields(frozenset({"attention_bias", "mlp_bias"}), frozenset(), {}),
+    "mistral": _LLAMA_COMMON | ConfigFields(frozenset({"sliding_window"}), frozenset(), {}),
+    "qwen2": _LLAMA_COMMON | ConfigFields(
+        frozenset({"use_sliding_window", "sliding_window", "max_window_layers", "layer_types"}),
+        frozenset(),
+        {"use_mrope": False},
+    ),
+    "bert": GENERIC_FIELDS | ConfigFields(
+        read=frozenset({
+            "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+            "hidden_act", "max_position_embeddings", "type_vocab_size", "layer_norm_eps", "pad_token_id",
+        }),
+        inert=frozenset({"hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout"}),
+        defaults={"position_embedding_type": "absolute"},
+    ),
+}
+
+# Hugging Face activation names (transformers.activations.ACT2FN) -> ours; the gated FFN of Llama-type
+# models applies the same function to its gate (silu -> SwiGLU, gelu -> GEGLU, relu -> ReGLU)
+ACTIVATIONS: dict[str, str] = {
+    "gelu": "gelu", "gelu_python": "gelu",
+    "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu_python_tanh": "gelu_tanh",
+    "gelu_fast": "gelu_tanh",
+    "relu": "relu", "silu": "silu", "swish": "silu",
+}
+GATED: dict[str, str] = {"gelu": "geglu", "gelu_tanh": "geglu_tanh", "relu": "reglu", "silu": "swiglu"}
+
+
+def loader_name(model_type: str) -> str:
+    return f"the Hugging Face {model_type} loader"  # the GGUF loader names itself the same way
+
+
+def _activation(hf_config: dict[str, Any], field: str, default: str, gated: bool = False) -> Any:
+    value = hf_config.get(field, default)
+    if value not in ACTIVATIONS:
+        raise CheckpointError(
+            f"{loader_name(str(hf_config.get('model_type')))}: config field {field} = {value!r} is not implemented "
+            f"(implemented: {', '.join(sorted(ACTIVATIONS))})"
+        )
+    return GATED[ACTIVATIONS[value]] if gated else ACTIVATIONS[value]
 
 
 def _strip_prefix(state: StateDict, prefixes: tuple[str, ...]) -> StateDict:
@@ -45,7 +140,6 @@ def convert_gpt2(hf_config: dict[str, Any], state: StateDict) -> tuple[Transform
     """GPT-2: learned positions, Pre-LN LayerNorm, tanh GELU, fused Conv1D c_attn stored [in, out]."""
     state = _strip_prefix(state, ("transformer.",))
     d_model, n_layers = hf_config["n_embd"], hf_config["n_layer"]
-    activation = hf_config.get("activation_function", "gelu_new")
     cfg = TransformerConfig(
         architecture="decoder",
         vocab_size=hf_config["vocab_size"],
@@ -58,8 +152,9 @@ def convert_gpt2(hf_config: dict[str, Any], state: StateDict) -> tuple[Transform
         norm="layernorm",
         norm_placement="pre",
         norm_eps=hf_config.get("layer_norm_epsilon", 1e-5),
-        activation="gelu" if activation == "gelu" else ("relu" if activation == "relu" else "gelu_tanh"),
+        activation=_activation(hf_config, "activation_function", "gelu_new"),
         bias=True,
+        scale_attn_by_layer=bool(hf_config.get("scale_attn_by_inverse_layer_idx", False)),
         tied_embeddings="lm_head.weight" not in state or bool(hf_config.get("tie_word_embeddings", True)),
     )
     out: StateDict = {
@@ -87,23 +182,68 @@ def convert_gpt2(hf_config: dict[str, Any], state: StateDict) -> tuple[Transform
     return cfg, out
 
 
+def _rope_base(hf_config: dict[str, Any], loader: str) -> float:
+    """rope_theta, from rope_parameters (transformers 5) or the older rope_theta + rope_scaling; no scaling."""
+    theta = hf_config.get("rope_theta", 10000.0)
+    for field in ("rope_parameters", "rope_scaling"):
+        for key, value in (hf_config.get(field) or {}).items():
+            if key == "rope_theta":
+                theta = value
+            elif not (key in ("rope_type", "type") and value == "default") and not (
+                key == "partial_rotary_factor" and value == 1.0
+            ):
+                raise CheckpointError(f"{loader}: config field {field}.{key} = {value!r} is not implemented")
+    return float(theta)
+
+
+def _windows(hf_config: dict[str, Any], model_type: str, n_layers: int) -> tuple[int | None, tuple[int, ...] | None]:
+    """(sliding window, the layers it applies to or None for all), as transformers reads the config.
+
+    Mistral: `sliding_window` (default 4096) on every layer. Qwen2: only with `use_sliding_window`, on the
+    layers `layer_types` names "sliding_attention" (by default those from `max_window_layers` on).
+    """
+    if model_type == "mistral":
+        return hf_config.get("sliding_window", 4096), None
+    if model_type != "qwen2":
+        return None, None
+    window = hf_config.get("sliding_window", 4096) if hf_config.get("use_sliding_window", False) else None
+    first = hf_config.get("max_window_layers", 28)
+    default_types = [
+        "sliding_attention" if window is not None and i >= first else "full_attention" for i in range(n_layers)
+    ]
+    types = hf_config.get("layer_types") or default_types
+    loader = loader_name(model_type)
+    if len(types) != n_layers or set(types) - {"full_attention", "sliding_attention"}:
+        raise CheckpointError(f"{loader}: config field layer_types = {types!r} is not implemented")
+    windowed = tuple(i for i, kind in enumerate(types) if kind == "sliding_attention")
+    if windowed and window is None:
+        raise CheckpointError(f"{loader}: config field layer_types = {types!r} names sliding layers without a window")
+    if not windowed:
+        return None, None
+    return window, None if len(windowed) == n_layers else windowed
+
+
 def convert_llama(hf_config: dict[str, Any], state: StateDict) -> tuple[TransformerConfig, StateDict]:
-    """Llama / Qwen2 / Mistral: RoPE (split halves), RMSNorm, SwiGLU, GQA, no biases (Qwen2: Q/K/V bias)."""
+    """Llama / Qwen2 / Mistral: RoPE (split halves), RMSNorm, gated FFN (SwiGLU), GQA.
+
+    Biases: Llama's attention_bias (Q, K, V and O) and mlp_bias; Qwen2 always biases Q, K, V.
+    """
+    model_type = str(hf_config.get("model_type"))
+    loader = loader_name(model_type)
     state = _strip_prefix(state, ("model.",))
     d_model, n_heads = hf_config["hidden_size"], hf_config["num_attention_heads"]
     head_dim = hf_config.get("head_dim") or d_model // n_heads
     if head_dim * n_heads != d_model:
         raise CheckpointError(
-            f"head_dim {head_dim} × {n_heads} heads differs from hidden_size {d_model}: not supported"
+            f"{loader}: config field head_dim = {head_dim} × {n_heads} heads differs from hidden_size {d_model}: "
+            "not implemented"
         )
-    rope = hf_config.get("rope_parameters") or hf_config.get("rope_scaling") or {}
-    if rope.get("rope_type", rope.get("type", "default")) not in ("default", None):
-        raise CheckpointError(f"RoPE scaling {rope.get('rope_type')!r} is not supported")
-    rope_theta = rope.get("rope_theta") or hf_config.get("rope_theta", 10000.0)
-    qkv_bias = "layers.0.self_attn.q_proj.bias" in state
+    attention_bias = model_type == "llama" and bool(hf_config.get("attention_bias", False))
+    qkv_bias = attention_bias or model_type == "qwen2"
+    mlp_bias = model_type == "llama" and bool(hf_config.get("mlp_bias", False))
     tied = bool(hf_config.get("tie_word_embeddings", False)) or "lm_head.weight" not in state
-    window = hf_config.get("sliding_window") if hf_config.get("use_sliding_window", False) else None
     n_layers = hf_config["num_hidden_layers"]
+    window, window_layers = _windows(hf_config, model_type, n_layers)
     cfg = TransformerConfig(
         architecture="decoder",
         vocab_size=hf_config["vocab_size"],
@@ -114,27 +254,32 @@ def convert_llama(hf_config: dict[str, Any], state: StateDict) -> tuple[Transfor
         d_mlp=hf_config["intermediate_size"],
         n_ctx=min(int(hf_config.get("max_position_embeddings", 2048)), 4096),
         pos_encoding="rope",
-        rope_base=float(rope_theta),
+        rope_base=_rope_base(hf_config, loader),
         norm="rmsnorm",
         norm_placement="pre",
         norm_eps=hf_config.get("rms_norm_eps", 1e-6),
-        activation="swiglu",
+        activation=_activation(hf_config, "hidden_act", "silu", gated=True),
         bias=False,
         qkv_bias=qkv_bias,
+        attn_out_bias=attention_bias,
+        mlp_bias=mlp_bias,
         tied_embeddings=tied,
         sliding_window=window,
+        window_layers=window_layers,
     )
     out: StateDict = {"stack.embed.W_E.weight": _take(state, "embed_tokens.weight")}
-    names = {"q_proj": "W_Q", "k_proj": "W_K", "v_proj": "W_V", "o_proj": "W_O"}
+    attn = {"q_proj": "W_Q", "k_proj": "W_K", "v_proj": "W_V", "o_proj": "W_O"}
+    mlp = {"gate_proj": "W_gate", "up_proj": "W_in", "down_proj": "W_out"}
     for layer in range(n_layers):
         hf, ours = f"layers.{layer}.", f"stack.blocks.{layer}."
-        for hf_name, our_name in names.items():
+        for hf_name, our_name in attn.items():
             out[ours + f"attn.{our_name}.weight"] = _take(state, hf + f"self_attn.{hf_name}.weight")
-            if qkv_bias and hf_name != "o_proj":
+            if attention_bias or (qkv_bias and hf_name != "o_proj"):
                 out[ours + f"attn.{our_name}.bias"] = _take(state, hf + f"self_attn.{hf_name}.bias")
-        out[ours + "mlp.W_gate.weight"] = _take(state, hf + "mlp.gate_proj.weight")
-        out[ours + "mlp.W_in.weight"] = _take(state, hf + "mlp.up_proj.weight")
-        out[ours + "mlp.W_out.weight"] = _take(state, hf + "mlp.down_proj.weight")
+        for hf_name, our_name in mlp.items():
+            out[ours + f"mlp.{our_name}.weight"] = _take(state, hf + f"mlp.{hf_name}.weight")
+            if mlp_bias:
+                out[ours + f"mlp.{our_name}.bias"] = _take(state, hf + f"mlp.{hf_name}.bias")
         out[ours + "ln1.w"] = _take(state, hf + "input_layernorm.weight")
         out[ours + "ln2.w"] = _take(state, hf + "post_attention_layernorm.weight")
     out["stack.ln_final.w"] = _take(state, "norm.weight")
@@ -149,9 +294,6 @@ def convert_bert(hf_config: dict[str, Any], state: StateDict) -> tuple[Transform
     The model outputs the last hidden state (no MLM head), as sentence encoders use it.
     """
     state = _strip_prefix(state, ("bert.",))
-    act = hf_config.get("hidden_act", "gelu")
-    if act not in ("gelu", "relu", "gelu_new"):
-        raise CheckpointError(f"BERT activation {act!r} is not supported")
     n_layers = hf_config["num_hidden_layers"]
     cfg = TransformerConfig(
         architecture="encoder",
@@ -165,7 +307,7 @@ def convert_bert(hf_config: dict[str, Any], state: StateDict) -> tuple[Transform
         norm="layernorm",
         norm_placement="post",
         norm_eps=hf_config.get("layer_norm_eps", 1e-12),
-        activation={"gelu": "gelu", "relu": "relu", "gelu_new": "gelu_tanh"}[act],  # type: ignore[arg-type]
+        activation=_activation(hf_config, "hidden_act", "gelu"),
         bias=True,
         final_norm=False,
         lm_head=False,
@@ -212,10 +354,17 @@ CONVERTERS: dict[str, Callable[[dict[str, Any], StateDict], tuple[TransformerCon
 }
 
 
-def convert_hf(hf_config: dict[str, Any], state: StateDict) -> tuple[TransformerConfig, StateDict]:
-    model_type = hf_config.get("model_type")
+def check_hf_config(hf_config: dict[str, Any]) -> str:
+    """The model type, once every field of the config is one its converter implements (else CheckpointError)."""
+    model_type = str(hf_config.get("model_type"))
     if model_type not in CONVERTERS:
         raise CheckpointError(f"unsupported architecture {model_type!r}; supported: {', '.join(sorted(CONVERTERS))}")
+    refuse_unimplemented(hf_config, HF_FIELDS[model_type], loader_name(model_type))
+    return model_type
+
+
+def convert_hf(hf_config: dict[str, Any], state: StateDict) -> tuple[TransformerConfig, StateDict]:
+    model_type = check_hf_config(hf_config)
     try:
         return CONVERTERS[model_type](hf_config, state)
     except KeyError as error:
@@ -224,39 +373,12 @@ def convert_hf(hf_config: dict[str, Any], state: StateDict) -> tuple[Transformer
         raise CheckpointError(f"unsupported {model_type} configuration: {error}") from error
 
 
-def load_hf_tokenizer(directory: Path, model_type: str) -> HubTokenizer:
-    """tokenizer.json if present, else the classic vocab files (GPT-2 vocab.json + merges.txt, BERT vocab.txt)."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
-
-    if (directory / "tokenizer.json").is_file():
-        kind = "wordpiece" if model_type == "bert" else "bpe"
-        return HubTokenizer.from_file(directory / "tokenizer.json", kind)
-    if (directory / "vocab.json").is_file() and (directory / "merges.txt").is_file():
-        bpe = models.BPE.from_file(str(directory / "vocab.json"), str(directory / "merges.txt"))
-        tok = Tokenizer(bpe)
-        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-        tok.decoder = decoders.ByteLevel()
-        return HubTokenizer(tok, "bpe")
-    if (directory / "vocab.txt").is_file():
-        tok = Tokenizer(models.WordPiece.from_file(str(directory / "vocab.txt"), unk_token="[UNK]"))
-        tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-        vocab = tok.get_vocab()
-        if "[CLS]" in vocab and "[SEP]" in vocab:
-            tok.post_processor = processors.BertProcessing(("[SEP]", vocab["[SEP]"]), ("[CLS]", vocab["[CLS]"]))
-        tok.decoder = decoders.WordPiece()
-        return HubTokenizer(tok, "wordpiece")
-    raise CheckpointError(f"{directory} has no tokenizer (tokenizer.json, vocab.json + merges.txt, or vocab.txt)")
-
-
 def load_hf_directory(directory: Path, hf_config: dict[str, Any], device: str | torch.device = "cpu") -> LoadedModel:
     """A Hugging Face-format directory: config.json (already read: `hf_config`) + model.safetensors + tokenizer."""
     weights = directory / WEIGHTS_FILE
     if not weights.is_file():
         raise CheckpointError(f"{directory} has no {WEIGHTS_FILE} (only safetensors weights are loaded, never pickles)")
-    model_type = str(hf_config.get("model_type"))
-    if model_type not in CONVERTERS:
-        raise CheckpointError(f"unsupported architecture {model_type!r}; supported: {', '.join(sorted(CONVERTERS))}")
+    model_type = check_hf_config(hf_config)
     cfg, state = convert_hf(hf_config, read_weights(weights))
     model = build_model(cfg, state, device)
     tokenizer = load_hf_tokenizer(directory, model_type)

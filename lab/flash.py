@@ -227,9 +227,9 @@ def head_inputs(
         q=trace[q_name][0, :, head].float(),  # [pos, head, d_head] -> [q_pos, d_head]
         k=trace[k_name][0, :, kv_head].float(),  # [pos, kv_head, d_head] -> [k_pos, d_head]
         v=trace[v_name][0, :, kv_head].float(),
-        scale=1.0 / math.sqrt(cfg.d_head),
+        scale=1.0 / cfg.score_divisor(layer),
         causal=causal,
-        window=None if cross else cfg.sliding_window,
+        window=None if cross else cfg.window_of(layer),
         alibi_slope=slope,
         z=trace[z_name][0, :, head].float(),
     )

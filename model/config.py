@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -13,13 +14,15 @@ Architecture = Literal["decoder", "encoder", "encoder-decoder"]
 PosEncoding = str  # a name in model.positional.KINDS (checked in __post_init__)
 NormKind = Literal["layernorm", "rmsnorm"]
 NormPlacement = Literal["pre", "post"]
-Activation = Literal["relu", "gelu", "gelu_tanh", "swiglu"]
+Activation = Literal["relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh", "reglu"]
 
 ARCHITECTURES: tuple[str, ...] = ("decoder", "encoder", "encoder-decoder")
 POS_ENCODINGS: tuple[str, ...] = tuple(KINDS)  # model/positional.py: the one registry
 NORMS: tuple[str, ...] = ("layernorm", "rmsnorm")
 NORM_PLACEMENTS: tuple[str, ...] = ("pre", "post")
-ACTIVATIONS: tuple[str, ...] = ("relu", "gelu", "gelu_tanh", "swiglu")
+ACTIVATIONS: tuple[str, ...] = ("relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh", "reglu")
+# gated FFNs: W_out · (act(W_gate · x) ⊙ W_in · x), named by the activation on the gate
+GATED_ACTIVATIONS: dict[str, str] = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh", "reglu": "relu"}
 
 
 class ConfigError(ValueError):
@@ -51,8 +54,12 @@ class TransformerConfig:
     activation: Activation = "gelu"
     bias: bool = True  # bias in every linear layer
     qkv_bias: bool | None = None  # override for Q/K/V only (Qwen2); None -> bias
+    attn_out_bias: bool | None = None  # override for W_O only (Llama attention_bias); None -> bias
+    mlp_bias: bool | None = None  # override for the FFN's matrices (Llama mlp_bias); None -> bias
+    scale_attn_by_layer: bool = False  # scores also ÷ (layer index + 1) (GPT-2 scale_attn_by_inverse_layer_idx)
     tied_embeddings: bool = True
     sliding_window: int | None = None  # each query sees at most this many keys (itself included)
+    window_layers: tuple[int, ...] | None = None  # the layers sliding_window applies to; None -> every layer
     final_norm: bool = True  # ln_final before the unembedding (GPT-2, Llama); BERT has none
     lm_head: bool = True  # False: the model outputs its final hidden state (sentence encoders)
     scale_embeddings: bool = False  # multiply token embeddings by sqrt(d_model) (original paper)
@@ -89,6 +96,13 @@ class TransformerConfig:
             fail(f"sinusoidal encoding needs an even d_model, got {self.d_model}")
         if self.sliding_window is not None and self.sliding_window < 1:
             fail(f"sliding_window must be at least 1, got {self.sliding_window}")
+        if self.window_layers is not None:
+            object.__setattr__(self, "window_layers", tuple(sorted(set(self.window_layers))))  # JSON gives a list
+            if self.sliding_window is None:
+                fail("window_layers needs a sliding_window")
+            deepest = max(self.n_layers, self.decoder_layers)
+            if any(not 0 <= layer < deepest for layer in self.window_layers):
+                fail(f"window_layers must name layers 0..{deepest - 1}, got {list(self.window_layers)}")
         if self.d_mlp is not None and self.d_mlp < 1:
             fail(f"d_mlp must be at least 1, got {self.d_mlp}")
         if self.n_decoder_layers is not None and self.n_decoder_layers < 1:
@@ -121,6 +135,29 @@ class TransformerConfig:
     def use_qkv_bias(self) -> bool:
         return self.bias if self.qkv_bias is None else self.qkv_bias
 
+    @property
+    def use_attn_out_bias(self) -> bool:
+        return self.bias if self.attn_out_bias is None else self.attn_out_bias
+
+    @property
+    def use_mlp_bias(self) -> bool:
+        return self.bias if self.mlp_bias is None else self.mlp_bias
+
+    @property
+    def gated(self) -> bool:
+        """A gated FFN (SwiGLU and its GELU/ReLU variants) with three matrices."""
+        return self.activation in GATED_ACTIVATIONS
+
+    def score_divisor(self, layer: int) -> float:
+        """Q·Kᵀ is divided by this in layer `layer`: √d_head, times (layer + 1) with scale_attn_by_layer."""
+        return math.sqrt(self.d_head) * (layer + 1 if self.scale_attn_by_layer else 1)
+
+    def window_of(self, layer: int) -> int | None:
+        """The sliding window of this layer's self-attention, or None when it sees every earlier key."""
+        if self.window_layers is not None and layer not in self.window_layers:
+            return None
+        return self.sliding_window
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
@@ -132,7 +169,8 @@ class TransformerConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ConfigError(f"unknown config fields: {', '.join(unknown)}")
+            named = ", ".join(f"{name} = {data[name]!r}" for name in unknown)
+            raise ConfigError(f"unknown config fields (this version does not implement them): {named}")
         return cls(**data)
 
     def replace(self, **changes: Any) -> TransformerConfig:

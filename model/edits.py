@@ -39,10 +39,13 @@ class Interventions:
     def __bool__(self) -> bool:
         return self != Interventions()
 
-    def hooks(self, trace_names: Iterable[str], d_head: int) -> tuple[dict[str, list[Edit]], set[str]]:
+    def hooks(
+        self, trace_names: Iterable[str], d_head: int, scale_by_layer: bool = False
+    ) -> tuple[dict[str, list[Edit]], set[str]]:
         """(stage name -> edits in the order they apply, stages the edits read from the trace).
 
-        trace_names: the model's stage names (Transformer.trace_names); d_head: its head width.
+        trace_names: the model's stage names (Transformer.trace_names); d_head: its head width;
+        scale_by_layer: layer L divides its scores by √d_head · (L + 1) (cfg.scale_attn_by_layer).
         """
         edits: dict[str, list[Edit]] = defaultdict(list)
         needed: set[str] = set()
@@ -52,7 +55,8 @@ class Interventions:
                 continue
             attn, layer = match["prefix"], int(match["layer"])
             if self.no_scale:
-                edits[attn + "hook_scores_scaled"].append(unscaled(attn, d_head))
+                divisor = math.sqrt(d_head) * (layer + 1 if scale_by_layer else 1)
+                edits[attn + "hook_scores_scaled"].append(unscaled(attn, divisor))
                 needed.add(attn + "hook_scores_raw")
             if self.no_mask:
                 edits[attn + "hook_attn_scores"].append(unmasked(attn))
@@ -68,10 +72,10 @@ class Interventions:
         return dict(edits), needed
 
 
-def unscaled(attn: str, d_head: int) -> Edit:
+def unscaled(attn: str, divisor: float) -> Edit:
     def edit(scaled: torch.Tensor, trace: Trace) -> torch.Tensor:
         raw = trace[attn + "hook_scores_raw"]  # [batch, head, q_pos, k_pos]
-        return scaled + raw * (1 - 1 / math.sqrt(d_head))  # = raw + bias: the same sum, divided by 1
+        return scaled + raw * (1 - 1 / divisor)  # = raw + bias: the same sum, divided by 1
 
     return edit
 

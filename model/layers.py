@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from model.config import TransformerConfig
+from model.config import GATED_ACTIVATIONS, TransformerConfig
 from model.hooks import HookPoint
 from model.kv_cache import LayerKV
 from model.positional import KINDS, alibi_bias, apply_rope, rope_angles, sinusoidal_table
@@ -98,23 +98,25 @@ class Attention(nn.Module):
     """softmax(mask(Q·Kᵀ / sqrt(d_head) + bias)) · V, one head per slice, then W_O.
 
     Self-attention when x_kv is x_q; cross-attention when x_kv is the encoder output.
-    With GQA/MQA each K/V head serves n_heads / n_kv_heads query heads.
+    With GQA/MQA each K/V head serves n_heads / n_kv_heads query heads. With
+    cfg.scale_attn_by_layer (a GPT-2 option) layer L divides its scores by L + 1 too.
     """
 
     rope_table: torch.Tensor  # [n_ctx, d_head/2] rotation angles, RoPE only
 
-    def __init__(self, cfg: TransformerConfig, causal: bool, cross: bool = False) -> None:
+    def __init__(self, cfg: TransformerConfig, causal: bool, cross: bool = False, layer: int = 0) -> None:
         super().__init__()
         self.cfg = cfg
         self.causal = causal
         self.cross = cross
+        self.scale = cfg.score_divisor(layer)
         self.use_rope = cfg.pos_encoding == "rope" and not cross
         self.use_alibi = cfg.pos_encoding == "alibi" and not cross
         d_head, n_heads, kv_heads = cfg.d_head, cfg.n_heads, cfg.kv_heads
         self.W_Q = nn.Linear(cfg.d_model, n_heads * d_head, bias=cfg.use_qkv_bias)
         self.W_K = nn.Linear(cfg.d_model, kv_heads * d_head, bias=cfg.use_qkv_bias)
         self.W_V = nn.Linear(cfg.d_model, kv_heads * d_head, bias=cfg.use_qkv_bias)
-        self.W_O = nn.Linear(n_heads * d_head, cfg.d_model, bias=cfg.bias)
+        self.W_O = nn.Linear(n_heads * d_head, cfg.d_model, bias=cfg.use_attn_out_bias)
         self.hook_q = HookPoint(("batch", "pos", "head", "d_head"))
         self.hook_k = HookPoint(("batch", "pos", "kv_head", "d_head"))
         self.hook_v = HookPoint(("batch", "pos", "kv_head", "d_head"))
@@ -169,11 +171,11 @@ class Attention(nn.Module):
             v = v.repeat_interleave(group, dim=2)
         if self.fused and not self.use_alibi:
             q_, k_, v_ = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # [batch, head, pos, d_head]
-            z = F.scaled_dot_product_attention(q_, k_, v_, attn_mask=allowed)
+            z = F.scaled_dot_product_attention(q_, k_, v_, attn_mask=allowed, scale=1 / self.scale)
             return self.W_O(z.transpose(1, 2).reshape(batch, q_len, cfg.n_heads * cfg.d_head))
         # 3) score every query against every key
         scores_raw = self.hook_scores_raw(torch.einsum("bqhd,bkhd->bhqk", q, k))  # [batch, head, q_pos, k_pos]
-        scores_scaled = scores_raw / math.sqrt(cfg.d_head)
+        scores_scaled = scores_raw / self.scale
         if self.use_alibi:
             # the rows of queries start .. start + q_len - 1 (all of them without a cache)
             bias = alibi_bias(cfg.n_heads, start + q_len, k_len, self.causal)[:, start:]  # [head, q_pos, k_pos]
@@ -194,37 +196,42 @@ class Attention(nn.Module):
 class MLP(nn.Module):
     """FFN applied to each position alone: W_out · act(W_in · x).
 
-    SwiGLU: W_out · (SiLU(W_gate · x) ⊙ (W_in · x)); `hook_pre` is W_gate · x (what the
-    activation sees), `hook_gate` its SiLU, `hook_up` the linear branch W_in · x.
+    Gated (SwiGLU; GEGLU and ReGLU use GELU or ReLU on the gate): W_out · (act(W_gate · x) ⊙ (W_in · x));
+    `hook_pre` is W_gate · x (what the activation sees), `hook_gate` its act, `hook_up` the linear branch W_in · x.
     """
 
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
-        self.activation = cfg.activation
-        self.W_in = nn.Linear(cfg.d_model, cfg.mlp_width, bias=cfg.bias)
+        self.gated = cfg.gated
+        self.act = GATED_ACTIVATIONS.get(cfg.activation, cfg.activation)  # the elementwise function
+        self.W_in = nn.Linear(cfg.d_model, cfg.mlp_width, bias=cfg.use_mlp_bias)
         dims = ("batch", "pos", "d_mlp")
         self.hook_pre = HookPoint(dims)
-        if self.activation == "swiglu":
-            self.W_gate = nn.Linear(cfg.d_model, cfg.mlp_width, bias=cfg.bias)
+        if self.gated:
+            self.W_gate = nn.Linear(cfg.d_model, cfg.mlp_width, bias=cfg.use_mlp_bias)
             self.hook_gate = HookPoint(dims)
             self.hook_up = HookPoint(dims)
         self.hook_post = HookPoint(dims)
-        self.W_out = nn.Linear(cfg.mlp_width, cfg.d_model, bias=cfg.bias)
+        self.W_out = nn.Linear(cfg.mlp_width, cfg.d_model, bias=cfg.use_mlp_bias)
+
+    def activation(self, h: torch.Tensor) -> torch.Tensor:
+        if self.act == "relu":
+            return F.relu(h)
+        if self.act == "gelu":
+            return F.gelu(h)
+        if self.act == "silu":
+            return F.silu(h)
+        return F.gelu(h, approximate="tanh")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.activation == "swiglu":
+        if self.gated:
             pre = self.hook_pre(self.W_gate(x))  # [batch, pos, d_mlp]
-            gate = self.hook_gate(F.silu(pre))
+            gate = self.hook_gate(self.activation(pre))
             up = self.hook_up(self.W_in(x))
             post = self.hook_post(gate * up)
         else:
             pre = self.hook_pre(self.W_in(x))  # [batch, pos, d_mlp]
-            if self.activation == "relu":
-                post = self.hook_post(F.relu(pre))
-            elif self.activation == "gelu":
-                post = self.hook_post(F.gelu(pre))
-            else:
-                post = self.hook_post(F.gelu(pre, approximate="tanh"))
+            post = self.hook_post(self.activation(pre))
         return self.W_out(post)  # [batch, pos, d_model]
 
 
@@ -235,13 +242,13 @@ class Block(nn.Module):
     Post-LN: x = ln1(x + attn(x));  x = ln2(x + mlp(x))   (the original paper, BERT)
     """
 
-    def __init__(self, cfg: TransformerConfig, causal: bool, cross: bool = False) -> None:
+    def __init__(self, cfg: TransformerConfig, causal: bool, cross: bool = False, layer: int = 0) -> None:
         super().__init__()
         self.pre_norm = cfg.norm_placement == "pre"
         dims = ("batch", "pos", "d_model")
         self.hook_resid_pre = HookPoint(dims)
         self.ln1 = Norm(cfg)
-        self.attn = Attention(cfg, causal=causal)
+        self.attn = Attention(cfg, causal=causal, layer=layer)
         self.hook_attn_out = HookPoint(dims)
         if not self.pre_norm:
             self.hook_resid_mid_unnormed = HookPoint(dims)
@@ -249,7 +256,7 @@ class Block(nn.Module):
         self.has_cross = cross
         if cross:
             self.ln_cross = Norm(cfg)
-            self.cross_attn = Attention(cfg, causal=False, cross=True)
+            self.cross_attn = Attention(cfg, causal=False, cross=True, layer=layer)
             self.hook_cross_attn_out = HookPoint(dims)
             if not self.pre_norm:
                 self.hook_resid_cross_unnormed = HookPoint(dims)

@@ -64,7 +64,7 @@ class Stack(nn.Module):
         self.cfg = cfg
         self.causal = causal
         self.embed = Embed(cfg, W_E)
-        self.blocks = nn.ModuleList(Block(cfg, causal=causal, cross=cross) for _ in range(n_layers))
+        self.blocks = nn.ModuleList(Block(cfg, causal=causal, cross=cross, layer=i) for i in range(n_layers))
         if cfg.final_norm:
             self.ln_final = Norm(cfg)
 
@@ -85,15 +85,18 @@ class Stack(nn.Module):
             start = cache.length
         x = self.embed(tokens, token_type_ids, start)  # [batch, pos, d_model]
         n_pos = tokens.shape[1]
-        allowed = attention_allowed(
-            n_pos,
-            start + n_pos,
-            causal=self.causal,
-            window=self.cfg.sliding_window,
-            key_padding=padding_mask,
-            device=tokens.device,
-            q_start=start,
-        )
+        allowed_by_window = {  # one mask per distinct window (per-layer windows: Qwen2's max_window_layers)
+            window: attention_allowed(
+                n_pos,
+                start + n_pos,
+                causal=self.causal,
+                window=window,
+                key_padding=padding_mask,
+                device=tokens.device,
+                q_start=start,
+            )
+            for window in {self.cfg.window_of(index) for index in range(len(self.blocks))}
+        }
         memory_allowed = None
         if memory is not None and memory_padding_mask is not None:
             memory_allowed = attention_allowed(
@@ -106,6 +109,7 @@ class Stack(nn.Module):
             )
         for index, block in enumerate(self.blocks):
             layer_cache = cache.layer(index) if cache is not None else None
+            allowed = allowed_by_window[self.cfg.window_of(index)]
             x = block(x, allowed, memory, memory_allowed, layer_cache, start)
         if cache is not None:  # the scores this call computed: new queries × every key, per head and layer
             cache.score_cells += tokens.shape[0] * n_pos * (start + n_pos) * self.cfg.n_heads * len(self.blocks)
@@ -215,7 +219,7 @@ class Transformer(nn.Module):
             raise RuntimeError("cannot trace inside fused_attention(): the fused kernel records no stages")
         wanted, hooks = select_names(self.trace_names, names), None
         if edits is not None:
-            hooks, needed = edits.hooks(self.trace_names, self.cfg.d_head)
+            hooks, needed = edits.hooks(self.trace_names, self.cfg.d_head, self.cfg.scale_attn_by_layer)
             wanted = [n for n in self.trace_names if n in set(wanted) | needed]
         with torch.inference_mode(), Trace(wanted, hooks) as trace:
             output = self(tokens, **kwargs)

@@ -1,0 +1,256 @@
+"""Every config field the Hugging Face loader lists: parity with transformers, or a refusal naming it.
+
+Tiny random models are built here (never downloaded). For each field of `HF_FIELDS`:
+- read and inert fields, set to a non-default value: our logits (BERT: last hidden state) equal
+  transformers' on the same weights within 1e-4;
+- fields accepted only at their default: a CheckpointError naming the field and its value.
+The seven configs that were silently wrong before come first.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import pytest
+import torch
+
+from checkpoints import CheckpointError, build_model
+from checkpoints.hf import GENERIC_FIELDS, HF_FIELDS, convert_hf
+from model import Transformer
+from model.config import TransformerConfig
+
+transformers = pytest.importorskip("transformers")
+TOL = 1e-4
+
+LLAMA_BASE = dict(
+    vocab_size=101, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+    num_key_value_heads=2, max_position_embeddings=128, tie_word_embeddings=False,
+)
+FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "gpt2": ("GPT2Config", "GPT2LMHeadModel", dict(vocab_size=97, n_positions=64, n_embd=48, n_layer=3, n_head=4)),
+    "llama": ("LlamaConfig", "LlamaForCausalLM", LLAMA_BASE),
+    "mistral": ("MistralConfig", "MistralForCausalLM", LLAMA_BASE),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", LLAMA_BASE),
+    "bert": ("BertConfig", "BertModel", dict(
+        vocab_size=99, hidden_size=48, num_hidden_layers=2, num_attention_heads=4, intermediate_size=80,
+        max_position_embeddings=64,
+    )),
+}
+
+# (family, config changes, keys to drop from the written config): the seven that were silently wrong
+SEVEN: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
+    ("llama", {"attention_bias": True}, ()),
+    ("llama", {"mlp_bias": True}, ()),
+    ("llama", {"hidden_act": "gelu"}, ()),
+    ("gpt2", {"activation_function": "silu"}, ()),
+    ("gpt2", {"scale_attn_by_inverse_layer_idx": True}, ()),
+    ("mistral", {"sliding_window": 3}, ()),
+    ("qwen2", {"use_sliding_window": True, "max_window_layers": 1, "sliding_window": 3}, ()),
+]
+# a non-default value for each field a converter reads (several where the field selects a code path)
+READ_VALUES: dict[str, list[dict[str, Any]]] = {
+    "model_type": [{}], "vocab_size": [{}], "hidden_size": [{}], "num_hidden_layers": [{}], "intermediate_size": [{}],
+    "num_attention_heads": [{}], "n_positions": [{}], "n_embd": [{}], "n_layer": [{}], "n_head": [{}],
+    "n_inner": [{"n_inner": 40}],
+    "tie_word_embeddings": [{"tie_word_embeddings": True}, {"tie_word_embeddings": False}],
+    "activation_function": [{"activation_function": a} for a in
+                            ("relu", "gelu", "gelu_python", "gelu_pytorch_tanh", "gelu_fast", "swish")],
+    "hidden_act": [{"hidden_act": a} for a in ("relu", "gelu_new", "gelu_pytorch_tanh", "swish", "silu")],
+    "layer_norm_epsilon": [{"layer_norm_epsilon": 1e-2}], "layer_norm_eps": [{"layer_norm_eps": 1e-2}],
+    "rms_norm_eps": [{"rms_norm_eps": 1e-2}],
+    "scale_attn_by_inverse_layer_idx": [{"scale_attn_by_inverse_layer_idx": True}],
+    "num_key_value_heads": [{"num_key_value_heads": 1}, {"num_key_value_heads": 4}],
+    "head_dim": [{"head_dim": 16}],
+    "max_position_embeddings": [{"max_position_embeddings": 32}],
+    "rope_parameters": [{"rope_parameters": {"rope_theta": 77.0, "rope_type": "default"}}],
+    "rope_theta": [{"rope_theta": 500.0}],
+    "rope_scaling": [{"rope_scaling": None}],
+    "attention_bias": [{"attention_bias": True}], "mlp_bias": [{"mlp_bias": True}],
+    "sliding_window": [{"sliding_window": 5}, {"sliding_window": None}],
+    "use_sliding_window": [{"use_sliding_window": True, "sliding_window": 4, "max_window_layers": 0}],
+    "max_window_layers": [{"use_sliding_window": True, "sliding_window": 3, "max_window_layers": 2}],
+    "layer_types": [{"use_sliding_window": True, "sliding_window": 3,
+                     "layer_types": ["sliding_attention", "full_attention"]}],
+    "type_vocab_size": [{"type_vocab_size": 3}], "pad_token_id": [{"pad_token_id": 3}],
+}
+DROP: dict[str, tuple[str, ...]] = {"max_window_layers": ("layer_types",), "rope_theta": ("rope_parameters",)}
+# a non-default value for each inert field
+INERT_VALUES: dict[str, Any] = {
+    "_name_or_path": "somewhere", "_commit_hash": "abc", "_attn_implementation": "eager",
+    "_attn_implementation_autoset": True, "architectures": ["X"], "transformers_version": "0.0.1",
+    "dtype": "float32", "torch_dtype": "bfloat16", "use_bfloat16": True, "torchscript": True,
+    "tf_legacy_loss": True, "return_dict": False, "output_hidden_states": True, "output_attentions": True,
+    "use_cache": False, "chunk_size_feed_forward": 1, "gradient_checkpointing": True, "initializer_range": 0.5,
+    "id2label": {0: "a", 1: "b", 2: "c"}, "label2id": {"a": 0, "b": 1, "c": 2}, "num_labels": 3,
+    "problem_type": "regression", "finetuning_task": "x", "tokenizer_class": "X", "prefix": "p",
+    "task_specific_params": {"text-generation": {"do_sample": True}}, "bos_token_id": 3, "eos_token_id": 4,
+    "pad_token_id": 5, "sep_token_id": 6, "decoder_start_token_id": 7, "max_length": 7, "min_length": 1,
+    "do_sample": True, "early_stopping": True, "num_beams": 2, "num_beam_groups": 2, "diversity_penalty": 0.5,
+    "temperature": 0.5, "top_k": 5, "top_p": 0.5, "typical_p": 0.5, "repetition_penalty": 1.5,
+    "length_penalty": 2.0, "no_repeat_ngram_size": 2, "encoder_no_repeat_ngram_size": 2, "bad_words_ids": [[1]],
+    "num_return_sequences": 2, "output_scores": True, "return_dict_in_generate": True, "forced_bos_token_id": 1,
+    "forced_eos_token_id": 1, "remove_invalid_values": True, "exponential_decay_length_penalty": [1, 1.5],
+    "suppress_tokens": [1], "begin_suppress_tokens": [1],
+    "resid_pdrop": 0.3, "embd_pdrop": 0.3, "attn_pdrop": 0.3, "summary_type": "mean", "summary_use_proj": False,
+    "summary_activation": "tanh", "summary_proj_to_labels": False, "summary_first_dropout": 0.3,
+    "reorder_and_upcast_attn": True, "n_ctx": 32, "attention_dropout": 0.3, "pretraining_tp": 2,
+    "is_llama_config": True, "hidden_dropout_prob": 0.3, "attention_probs_dropout_prob": 0.3,
+    "classifier_dropout": 0.3,
+}
+REFUSED_VALUES: dict[str, Any] = {
+    "is_encoder_decoder": True, "is_decoder": True, "add_cross_attention": True, "tie_encoder_decoder": True,
+    "cross_attention_hidden_size": 8, "pruned_heads": {"0": [1]}, "quantization_config": {"quant_method": "fp8"},
+    "scale_attn_weights": False, "use_mrope": True, "position_embedding_type": "relative_key",
+    "rope_interleaved": True,
+}
+
+
+def _hf_model(family: str, changes: dict[str, Any]) -> torch.nn.Module:
+    config_class, model_class, base = FAMILIES[family]
+    torch.manual_seed(0)
+    config = getattr(transformers, config_class)(**(base | changes))
+    kwargs = {"add_pooling_layer": False} if family == "bert" else {}
+    model = getattr(transformers, model_class)(config, **kwargs).eval()
+    with torch.no_grad():  # biases start at zero: make them count
+        for name, param in model.named_parameters():
+            if name.endswith(".bias") and "LayerNorm" not in name and "ln_" not in name:
+                param.copy_(torch.randn_like(param) * 0.1)
+    return model
+
+
+@cache
+def _plain(family: str) -> tuple[torch.nn.Module, TransformerConfig]:
+    """The family's tiny model with no field changed, and the config we convert it to (built once)."""
+    hf = _hf_model(family, {})
+    return hf, _ours(hf, _written_config(hf, {}, ())).cfg
+
+
+def _output(hf: torch.nn.Module, family: str, toks: torch.Tensor) -> torch.Tensor:
+    out = hf(toks)
+    if isinstance(out, tuple):  # return_dict=False
+        return out[0]
+    return out.last_hidden_state if family == "bert" else out.logits
+
+
+def _written_config(hf: Any, changes: dict[str, Any], drop: tuple[str, ...]) -> dict[str, Any]:
+    """What config.json holds: transformers' own dictionary, with the fields under test as written."""
+    written: dict[str, Any] = hf.config.to_dict() | changes
+    return {k: v for k, v in written.items() if k not in drop}
+
+
+def _ours(hf: torch.nn.Module, written: dict[str, Any]) -> Transformer:
+    state = {k: v.detach().clone() for k, v in hf.state_dict().items()}
+    cfg, converted = convert_hf(written, state)
+    return build_model(cfg, converted)
+
+
+def assert_parity(family: str, changes: dict[str, Any], drop: tuple[str, ...] = ()) -> TransformerConfig:
+    hf = _hf_model(family, changes)
+    ours = _ours(hf, _written_config(hf, changes, drop))
+    toks = torch.randint(0, FAMILIES[family][2]["vocab_size"], (1, 20), generator=torch.Generator().manual_seed(1))
+    with torch.inference_mode():
+        expected, got = _output(hf, family, toks), ours(toks)
+    assert (got - expected).abs().max().item() <= TOL, (family, changes)
+    return ours.cfg
+
+
+@pytest.mark.parametrize(("family", "changes", "drop"), SEVEN, ids=[f"{f}-{c}" for f, c, _ in SEVEN])
+def test_the_seven_fields_match_transformers(family: str, changes: dict[str, Any], drop: tuple[str, ...]) -> None:
+    assert_parity(family, changes, drop)
+
+
+def _cases(kind: str) -> list[tuple[str, str]]:
+    out = []
+    for family, fields in HF_FIELDS.items():
+        names = {"read": fields.read, "inert": fields.inert - fields.read, "refused": set(fields.defaults)}[kind]
+        for name in sorted(names):
+            generic = name in GENERIC_FIELDS.inert | set(GENERIC_FIELDS.defaults)
+            if generic and family not in ("gpt2", "llama")[: 1 if kind == "inert" else 2]:
+                continue  # generic fields go through the same check for every family: one or two suffice
+            out.append((family, name))
+    return out
+
+
+@pytest.mark.parametrize(("family", "field"), _cases("read"), ids=lambda v: str(v))
+def test_every_read_field_matches_transformers(family: str, field: str) -> None:
+    for changes in READ_VALUES[field]:
+        if field in ("attention_bias", "mlp_bias") and family != "llama":
+            continue
+        assert_parity(family, changes, DROP.get(field, ()))
+
+
+def test_per_layer_windows_reach_the_model() -> None:
+    cfg = assert_parity("qwen2", READ_VALUES["layer_types"][0])
+    assert (cfg.sliding_window, cfg.window_layers) == (3, (0,))
+    assert assert_parity("mistral", {"sliding_window": 3}).window_of(1) == 3
+    assert assert_parity("qwen2", {}).sliding_window is None  # use_sliding_window False: no window anywhere
+
+
+@pytest.mark.parametrize(("family", "field"), _cases("inert"), ids=lambda v: str(v))
+def test_every_inert_field_changes_nothing(family: str, field: str) -> None:
+    """transformers computes the same with the field set, and so do we (our config does not change)."""
+    changes = {field: INERT_VALUES[field]}
+    toks = torch.randint(0, FAMILIES[family][2]["vocab_size"], (1, 20), generator=torch.Generator().manual_seed(1))
+    plain_hf, plain_cfg = _plain(family)
+    try:
+        hf = _hf_model(family, changes)
+        with torch.inference_mode():
+            expected = _output(hf, family, toks)
+    except (ValueError, TypeError, AttributeError):  # transformers itself fails on this value: we must ignore it
+        hf = plain_hf
+        with torch.inference_mode():
+            expected = _output(hf, family, toks)
+    ours = _ours(hf, _written_config(hf, changes, ()))
+    assert ours.cfg == plain_cfg
+    with torch.inference_mode():
+        assert (ours(toks) - expected).abs().max().item() <= TOL
+
+
+@pytest.mark.parametrize(("family", "field"), _cases("refused"), ids=lambda v: str(v))
+def test_every_unimplemented_field_is_refused_by_name(family: str, field: str) -> None:
+    hf, _ = _plain(family)
+    value = REFUSED_VALUES[field]
+    written = _written_config(hf, {}, ()) | {field: value}
+    with pytest.raises(CheckpointError, match=f"{field} = {value!r}".replace("[", r"\[").replace("{", r"\{")):
+        convert_hf(written, hf.state_dict())
+    written[field] = HF_FIELDS[family].defaults[field]  # the default value loads
+    convert_hf(written, hf.state_dict())
+
+
+@pytest.mark.parametrize(
+    ("family", "changes", "named"),
+    [
+        ("gpt2", {"activation_function": "quick_gelu"}, "activation_function = 'quick_gelu'"),
+        ("llama", {"hidden_act": "relu2"}, "hidden_act = 'relu2'"),
+        ("bert", {"hidden_act": "mish"}, "hidden_act = 'mish'"),
+        ("llama", {"head_dim": 32}, "head_dim = 32"),
+        ("llama", {"rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e4}},
+         "rope_parameters.rope_type = 'linear'"),
+        ("llama", {"rope_scaling": {"type": "dynamic", "factor": 2.0}}, "rope_scaling.type = 'dynamic'"),
+        ("llama", {"sliding_window": 3}, "sliding_window = 3"),  # Llama has no window: unknown to its loader
+        ("mistral", {"attention_bias": True}, "attention_bias = True"),  # transformers' Mistral has no biases
+        ("gpt2", {"rotary_dim": 8}, "rotary_dim = 8"),  # a field no table lists
+        ("qwen2", {"use_sliding_window": True, "sliding_window": 3, "layer_types": ["chunked_attention"] * 2},
+         "layer_types = \\['chunked_attention'"),
+    ],
+)
+def test_values_the_converters_do_not_implement_are_refused(family: str, changes: dict[str, Any], named: str) -> None:
+    hf, _ = _plain(family)
+    with pytest.raises(CheckpointError, match=named):
+        convert_hf(_written_config(hf, changes, ()), hf.state_dict())
+
+
+def test_native_checkpoints_refuse_unknown_config_fields(tmp_path: Any) -> None:
+    import json
+
+    from checkpoints import load_checkpoint, save_checkpoint
+    from model.tokenizer import CharTokenizer
+
+    model = Transformer(TransformerConfig(d_model=16, n_heads=2, n_layers=1, vocab_size=8, n_ctx=16))
+    save_checkpoint(tmp_path, model, CharTokenizer("abcdefg"))
+    document = json.loads((tmp_path / "config.json").read_text())
+    document["config"]["rope_scaling"] = {"factor": 2}
+    (tmp_path / "config.json").write_text(json.dumps(document))
+    with pytest.raises(CheckpointError, match=r"rope_scaling = \{'factor': 2\}"):
+        load_checkpoint(tmp_path)
