@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import torch
 
 from model.config import TransformerConfig
+from model.generate import sampling_distributions
 from model.positional import alibi_bias, alibi_slopes, apply_rope, rope_angles, sinusoidal_table
 from model.transformer import Transformer
 
@@ -63,6 +64,21 @@ def prediction(logits: torch.Tensor, temperature: float, k: int) -> dict[str, li
     values, ids = torch.topk(probs, max(1, min(k, probs.shape[-1])))  # [k]: tensors index the logits fast
     rest = float((1.0 - values.sum()).clamp(min=0.0))
     return {"ids": ids.tolist(), "probs": values.tolist(), "logits": logits.float()[ids].tolist(), "rest": rest}
+
+
+def sampling_readout(
+    logits: torch.Tensor, temperature: float, top_k: int | None, top_p: float | None, rows: int
+) -> dict[str, list[float] | list[int] | float | int]:
+    """The distribution the sampler draws from (after temperature, top-k, top-p), most likely first.
+
+    logits: [d_vocab]. `kept` tokens have a non-zero probability; the first `rows` of them are
+    listed (ids, probs) and `unlisted_prob` is the kept mass beyond them (0 when all are listed).
+    """
+    final = sampling_distributions(logits, temperature, top_k, top_p)["final"]  # [d_vocab], float64
+    kept = int((final > 0).sum())
+    values, ids = torch.topk(final, max(1, min(rows, kept)))  # [rows]
+    unlisted = float((1.0 - values.sum()).clamp(min=0.0)) if kept > len(ids) else 0.0
+    return {"ids": ids.tolist(), "probs": values.tolist(), "kept": kept, "unlisted_prob": unlisted}
 
 
 def sequence_loss(logits: torch.Tensor, ids: Sequence[int]) -> float | None:

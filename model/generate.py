@@ -1,4 +1,9 @@
-"""The one decoding loop: greedy (temperature 0) or seeded top-k sampling, one forward pass per token.
+"""The one decoding loop and the one sampler: greedy (temperature 0) or seeded sampling after
+temperature, top-k and top-p, one forward pass per token.
+
+Every draw of a token, anywhere in the project, goes through `draw_tokens` from the distribution
+`sampling_distributions(...)["final"]` returns: the decoding loop (`choose_token`), /api/predict's
+continuation and the sampling lab's draws. What a client is shown is what is sampled from.
 
 Every caller decodes through here: the API's continuation, the training samples and the
 translation evaluation. `generate` extends one sequence; `generate_greedy_batch` decodes a
@@ -47,10 +52,11 @@ def next_token_logits(
 
 def sampling_distributions(logits: torch.Tensor, temperature: float, top_k: int | None,
                            top_p: float | None) -> dict[str, torch.Tensor]:
-    """Each step of a sampler, from logits [d_vocab] to the distribution it draws from.
+    """Each step of the sampler, from logits [d_vocab] to the distribution it draws from ("final").
 
     original softmax(logits); tempered softmax(logits / T); top_k keeps the k most likely
-    (renormalised); top_p then keeps the smallest most-likely set whose mass reaches p. [d_vocab] each.
+    (renormalised; tokens tied with the k-th stay, as in transformers' TopKLogitsWarper); top_p then
+    keeps the smallest most-likely set whose mass reaches p. [d_vocab] each, float64.
     """
     if temperature <= 0:
         raise ValueError("temperature must be positive")
@@ -73,21 +79,28 @@ def sampling_distributions(logits: torch.Tensor, temperature: float, top_k: int 
     return {"original": original, "tempered": tempered, "top_k": after_k, "final": kept}
 
 
-def seeded_draws(probs: torch.Tensor, n: int, seed: int) -> list[int]:
-    """n independent draws from probs [d_vocab] with a generator seeded by `seed`: the same seed, the same ids."""
-    generator = torch.Generator().manual_seed(seed)
+def draw_tokens(probs: torch.Tensor, n: int, generator: torch.Generator) -> list[int]:
+    """The one draw: n independent ids from probs [d_vocab] (with replacement), advancing `generator`."""
     return torch.multinomial(probs.double(), n, replacement=True, generator=generator).tolist()
 
 
-def choose_token(logits: torch.Tensor, temperature: float, top_k: int | None, generator: torch.Generator) -> int:
-    """One token from logits [d_vocab]: argmax at temperature 0, else a draw from the top k of softmax(logits / T)."""
+def seeded_draws(probs: torch.Tensor, n: int, seed: int) -> list[int]:
+    """n independent draws from probs [d_vocab] with a generator seeded by `seed`: the same seed, the same ids."""
+    return draw_tokens(probs, n, torch.Generator().manual_seed(seed))
+
+
+def choose_token(
+    logits: torch.Tensor, temperature: float, top_k: int | None, generator: torch.Generator,
+    top_p: float | None = None,
+) -> int:
+    """One token from logits [d_vocab]: argmax at temperature 0, else one draw from the sampler's final distribution.
+
+    With a generator seeded by s, the first token equals seeded_draws(final, 1, s)[0].
+    """
     if temperature <= 0:
         return int(logits.argmax())
-    probs = torch.softmax(logits.float() / temperature, dim=-1)  # [d_vocab]
-    k = probs.shape[-1] if top_k is None else max(1, min(top_k, probs.shape[-1]))
-    values, idx = torch.topk(probs, k)  # [k] each, most likely first
-    choice = torch.multinomial(values / values.sum(), 1, generator=generator)  # [1], renormalised over the top k
-    return int(idx[choice].item())
+    final = sampling_distributions(logits, temperature, top_k, top_p)["final"]  # [d_vocab]
+    return draw_tokens(final, 1, generator)[0]
 
 
 @dataclass(frozen=True)
@@ -111,6 +124,7 @@ def generate(
     max_new_tokens: int,
     temperature: float = 1.0,
     top_k: int | None = None,
+    top_p: float | None = None,
     seed: int = 0,
     max_len: int | None = None,
     stop_id: int | None = None,
@@ -119,6 +133,8 @@ def generate(
     on_step: Callable[[Step], None] | None = None,
 ) -> list[int]:
     """Up to max_new_tokens new ids (the new ones only), seeded so the same call gives the same text.
+
+    Each token: argmax at temperature 0, else a draw after temperature, top_k and top_p (choose_token).
 
     Decoder-only models extend `ids`; encoder-decoder models extend `target_ids` (the decoder
     input) while the source `ids` stay fixed. Stops before appending `stop_id`, and when the
@@ -138,7 +154,8 @@ def generate(
     source = torch.tensor([list(ids)], dtype=torch.long, device=device)  # [1, pos]
     growing = list(target_ids) if enc_dec and target_ids is not None else list(ids)
     new_ids: list[int] = []
-    hooks, needed = edits.hooks(model.trace_names, model.cfg.d_head) if edits else ({}, set())
+    cfg = model.cfg
+    hooks, needed = edits.hooks(model.trace_names, cfg.d_head, cfg.scale_attn_by_layer) if edits else ({}, set())
     cache = KVCache() if use_cache and not edits else None
     for index in range(max_new_tokens):
         if len(growing) >= limit:
@@ -151,7 +168,7 @@ def generate(
                 logits = next_token_logits(model, source, sequence, cache=cache)
             else:
                 logits = next_token_logits(model, sequence, cache=cache)
-        token = choose_token(logits[0].cpu(), temperature, top_k, generator)
+        token = choose_token(logits[0].cpu(), temperature, top_k, generator, top_p)
         if on_step is not None:
             on_step(Step(index, list(growing), len(unseen), logits[0], cache, token))
         if stop_id is not None and token == stop_id:

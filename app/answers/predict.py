@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from analysis import readouts
 from app import errors
 from app.answers import Builder
 from app.answers.request_checks import interventions_for
@@ -34,7 +35,8 @@ def build_prediction(resolved: Resolved, run: TraceRun, request: PredictRequest,
     new_ids = generate(
         resolved.model, [t.id for t in run.tokens],
         target_ids=[t.id for t in run.target_tokens] if enc_dec and run.target_tokens else None,
-        max_new_tokens=request.max_new_tokens, temperature=request.temperature, top_k=request.top_k, seed=seed,
+        max_new_tokens=request.max_new_tokens, temperature=request.temperature, top_k=request.sample_top_k,
+        top_p=request.top_p, seed=seed,
         max_len=max_len, stop_id=stop.id if stop else None,
         edits=interventions_for(resolved, request.interventions),
     )
@@ -43,6 +45,11 @@ def build_prediction(resolved: Resolved, run: TraceRun, request: PredictRequest,
     out: dict[str, Any] = {
         "model": resolved.name, "tokens": tokens_out(run.tokens), "temperature": request.temperature,
         "top_k": table["top_k"], "rest_prob": table["rest"],
+        "sampling": {
+            "temperature": request.temperature, "top_k": request.sample_top_k, "top_p": request.top_p,
+            **readouts.sampling_readout(run.output[0, -1], request.temperature, request.sample_top_k,
+                                        request.top_p, request.sample_rows),
+        },
         "generated": {"seed": seed, "tokens": generated, "text": text},
         "loss": text_loss(run),
     }

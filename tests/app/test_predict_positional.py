@@ -21,7 +21,7 @@ def test_predict_distribution_and_seeded_sampling(client: TestClient) -> None:
     generated = body["generated"]
     assert generated["seed"] == 3 and len(generated["tokens"]) <= 6
     assert post(client, "/api/predict", request).json()["generated"] == generated  # same seed, same text
-    top1 = post(client, "/api/predict", {**request, "top_k": 1, "max_new_tokens": 1}).json()
+    top1 = post(client, "/api/predict", {**request, "sample_top_k": 1, "max_new_tokens": 1}).json()
     if top1["generated"]["tokens"]:  # top-1 sampling is greedy (unless it hit the end token)
         assert top1["generated"]["tokens"][0]["id"] == body["top_k"][0]["id"]
 
