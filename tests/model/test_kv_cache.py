@@ -28,15 +28,26 @@ TOL = 1e-5
 
 
 def closed_form(s: CacheShape, context: int, batch: int, nbytes: int) -> int:
-    return 2 * s.layers * s.kv_heads * s.d_head * nbytes * context * batch
+    positions = min(context, s.context, s.sliding_window or s.context)  # a model never holds more than its context
+    return 2 * s.layers * s.kv_heads * s.d_head * nbytes * positions * batch
 
 
-@pytest.mark.parametrize("shape", [s for s in PUBLISHED if s.sliding_window is None], ids=lambda s: s.name)
+@pytest.mark.parametrize("shape", PUBLISHED, ids=lambda s: s.name)
 @pytest.mark.parametrize(("dtype", "nbytes"), [("float16", 2), ("float32", 4), ("int8", 1)])
 def test_bytes_equal_the_closed_form(shape: CacheShape, dtype: str, nbytes: int) -> None:
     for context, batch in [(1, 1), (2048, 1), (4096, 8), (32768, 3)]:
         expected = closed_form(shape, context, batch, nbytes)
         assert cache_bytes(shape, context=context, batch=batch, dtype=dtype) == expected
+    for row in kv_cache_table([shape], batch=5, dtype=dtype):  # no context asked: the model's own
+        assert row["cached_positions"] == min(shape.context, shape.sliding_window or shape.context)
+        assert row["total_bytes"] == closed_form(shape, shape.context, 5, nbytes)
+
+
+def test_published_models_include_gpt2_small_and_a_gqa_model_of_each_family() -> None:
+    by_name = {s.name: s for s in PUBLISHED}
+    assert by_name["GPT-2 small"].attention == "MHA" and bytes_per_token(by_name["GPT-2 small"]) == 2 * 12 * 12 * 64 * 2
+    for name in ("Llama-3-8B", "Mistral-7B", "Qwen2.5-0.5B", "Qwen2.5-7B", "SmolLM2-135M"):
+        assert by_name[name].attention == "GQA", name
 
 
 def test_published_numbers() -> None:
@@ -71,8 +82,11 @@ def test_any_config_under_mha_gqa_mqa() -> None:
     rows = kv_cache_table(list(variants(shape).values()), context=100, batch=2, dtype="float32")
     assert [r["kv_heads"] for r in rows] == [8, 4, 1]  # GQA: the largest proper divisor when 8 is not fewer
     assert [r["total_bytes"] for r in rows] == [2 * 3 * kv * 16 * 4 * 100 * 2 for kv in (8, 4, 1)]
-    assert variants(CacheShape("x", 1, 12, 12, 64))["GQA"].kv_heads == 6
-    assert "GQA" not in variants(CacheShape("x", 1, 2, 2, 64))
+    assert variants(CacheShape("x", 1, 12, 12, 64, 512))["GQA"].kv_heads == 6
+    assert "GQA" not in variants(CacheShape("x", 1, 2, 2, 64, 512))
+    gqa = shape_of("gqa", TransformerConfig(d_model=96, n_heads=6, n_kv_heads=2, n_ctx=128))
+    assert variants(gqa)["GQA"].kv_heads == 2  # a GQA model is shown with its own K/V heads, not a divisor
+    assert kv_cache_table([gqa], context=4096)[0]["cached_positions"] == 128  # never past its context
     with pytest.raises(ValueError):
         cache_bytes(shape, context=10, dtype="float64")
 
