@@ -28,6 +28,13 @@ def plan(query: PositionalQuery, resolved: Resolved | None) -> Callable[[], dict
     """Sizes from the query, else from the model, else small defaults; checked before any work."""
     cfg = resolved.cfg if resolved is not None else None
     kind = query.kind or (cfg.pos_encoding if cfg is not None and cfg.pos_encoding != "none" else "sinusoidal")
+    if kind == "learned" and resolved is not None and cfg is not None and cfg.pos_encoding == "learned":
+        if query.length > cfg.n_ctx:  # a learned table has n_ctx rows and no formula past them
+            raise errors.beyond_context(resolved.name, query.length, cfg.n_ctx)
+        if query.d_model not in (None, cfg.d_model):
+            raise errors.conflicting_fields(
+                f"The learned table of '{resolved.name}' has d_model {cfg.d_model}, not {query.d_model}: "
+                "leave d_model out to read it.")
     d_model = query.d_model or (cfg.d_model if cfg else 64)
     n_heads = query.n_heads or (cfg.n_heads if cfg else 4)
     base = query.base or (cfg.rope_base if cfg else 10000.0)

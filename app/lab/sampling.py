@@ -13,8 +13,6 @@ from app.schemas import INTEGER, NUMBER, Float, Int, TextInput, TokenOut
 from app.tokenizing import token_text, tokens_out
 from lab.sampling import sampling_steps
 
-MAX_DRAWS_SHOWN = 200  # draws listed one by one; all of them are counted
-
 
 class SamplingLabRequest(TextInput):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
@@ -52,9 +50,9 @@ class SamplingLabOut(BaseModel):
     rows: list[SampleRow]
     kept: dict[str, int] = Field(description="Tokens left with a non-zero probability after each step.")
     entropy: dict[str, float]
-    draws: list[int]
+    draws: list[int] = Field(description="Every draw, in order (`draws` of them).")
     draw_text: list[str]
-    counts: dict[str, int] = Field(description="How often each drawn id came up.")
+    counts: dict[str, int] = Field(description="How often each drawn id came up: every drawn id, summing to `draws`.")
 
 
 def plan(context: LabContext, request: SamplingLabRequest) -> Build:
@@ -68,13 +66,12 @@ def plan(context: LabContext, request: SamplingLabRequest) -> Build:
                                show=request.show, draws=request.draws, seed=request.seed)
         rows = [{"id": i, "text": token_text(resolved.loaded, i), "logit": round(float(logits[i]), 4),
                  **{name: round(float(p[i]), 6) for name, p in found.steps.items()}} for i in found.order]
-        shown = found.draws[:MAX_DRAWS_SHOWN]
         return {
             "model": resolved.name, "tokens": tokens_out(run.target_tokens or run.tokens),
             "temperature": request.temperature, "top_k": request.top_k, "top_p": request.top_p, "seed": request.seed,
             "rows": rows, "kept": found.kept, "entropy": {name: round(e, 6) for name, e in found.entropy.items()},
-            "draws": shown, "draw_text": [token_text(resolved.loaded, i) for i in shown],
-            "counts": {str(i): c for i, c in Counter(found.draws).most_common(MAX_DRAWS_SHOWN)},
+            "draws": found.draws, "draw_text": [token_text(resolved.loaded, i) for i in found.draws],
+            "counts": {str(i): c for i, c in Counter(found.draws).most_common()},
         }
 
     return build
