@@ -15,7 +15,9 @@ CacheDType = Literal["float32", "float16", "bfloat16", "int8", "fp8"]
 class KVCacheQuery(BaseModel):
     """GET /api/lab/kv-cache's query: how long a context, how many sequences, how many bytes per value."""
 
-    context: int = Field(4096, ge=1, le=1_048_576, description="Tokens held per sequence.")
+    context: int | None = Field(None, ge=1, le=1_048_576, description=(
+        "Tokens held per sequence. Omitted: each model's own context. A model never holds more than its context "
+        "(n_ctx) or, with a sliding window on every layer, its window: `cached_positions` says what is held."))
     batch: int = Field(1, ge=1, le=1024, description="Sequences decoded together.")
     dtype: CacheDType = Field("float16", description="How each cached number is stored.")
 
@@ -27,11 +29,12 @@ class KVShapeRow(BaseModel):
     q_heads: int
     kv_heads: int
     d_head: int
+    context: int = Field(description="The longest sequence the model reads (n_ctx / max_position_embeddings).")
     sliding_window: int | None
-    cached_positions: int
+    cached_positions: int = Field(description="min(context asked, the model's context, its window).")
     bytes_per_token: int
     total_bytes: int
-    note: str
+    note: str = Field(description="Where the shape comes from (published rows) or what the row is.")
 
 
 class KVModelRows(BaseModel):
@@ -39,17 +42,24 @@ class KVModelRows(BaseModel):
     architecture: str
     decodes: bool = Field(description="False for an encoder: it reads the text at once and keeps no cache.")
     own: str = Field(description="The attention the model itself uses: MHA, GQA or MQA.")
-    variants: list[KVShapeRow]
+    variants: list[KVShapeRow] = Field(description=(
+        "The model's own attention with its real K/V heads, beside MHA and MQA of the same shape (and GQA with 8 "
+        "or the largest divisor when the model is MHA). Empty for an encoder, which keeps no cache."))
+    note: str = Field(description="Why an encoder has no rows; empty otherwise.")
 
 
 class KVCacheLabOut(BaseModel):
-    context: int
+    context: int | None
     batch: int
     dtype: str
     bytes_per_value: int
     formula: str
     published: list[KVShapeRow]
     models: list[KVModelRows]
+
+
+NO_CACHE = ("An encoder reads the whole text in one pass and generates nothing, so it keeps no KV cache: "
+            "there is nothing to show.")
 
 
 def plan(context: LabContext, query: KVCacheQuery) -> Build:
@@ -60,12 +70,15 @@ def plan(context: LabContext, query: KVCacheQuery) -> Build:
         described = []
         for resolved in context.every_model:
             shape = kv_cost.shape_of(resolved.name, resolved.cfg)
-            described.append({"model": resolved.name, "architecture": resolved.cfg.architecture,
-                              "decodes": resolved.cfg.architecture != "encoder" and resolved.cfg.lm_head,
-                              "own": shape.attention, "variants": rows(list(kv_cost.variants(shape).values()))})
+            decodes = kv_cost.keeps_cache(resolved.cfg)
+            described.append({
+                "model": resolved.name, "architecture": resolved.cfg.architecture, "decodes": decodes,
+                "own": shape.attention, "variants": rows(list(kv_cost.variants(shape).values())) if decodes else [],
+                "note": "" if decodes else NO_CACHE,
+            })
         return {"context": query.context, "batch": query.batch, "dtype": query.dtype,
                 "bytes_per_value": kv_cost.dtype_bytes(query.dtype),
-                "formula": "2 · layers · kv_heads · d_head · bytes · min(context, window) · batch",
+                "formula": "2 · layers · kv_heads · d_head · bytes · min(context, n_ctx, window) · batch",
                 "published": rows(list(kv_cost.PUBLISHED)), "models": described}
 
     return build
@@ -74,6 +87,7 @@ def plan(context: LabContext, query: KVCacheQuery) -> Build:
 EXPERIMENT = Experiment(
     name="kv_cost", path="/kv-cache", method="GET", request=KVCacheQuery, response=KVCacheLabOut, panel="kvcache",
     plan=plan, uses="every_model",
-    summary="KV-cache bytes per token and in total for published shapes (GPT-3, Llama-2/3, Mistral) and every\n"
-            "registered model under MHA, GQA and MQA: 2 · layers · kv_heads · d_head · bytes · context · batch.",
+    summary="KV-cache bytes per token and in total for published shapes (GPT-2, GPT-3, Llama-2/3, Mistral, Qwen2.5,\n"
+            "SmolLM2) and every registered model with its own K/V heads beside MHA and MQA:\n"
+            "2 · layers · kv_heads · d_head · bytes · min(context, n_ctx, window) · batch.",
 )

@@ -34,6 +34,7 @@ export default {
     const l3 = byName["Llama-3-8B"];
     const vars = { context: data.context, batch: data.batch, dtype: data.dtype, bytes: data.bytes_per_value, formula: data.formula,
       l2: bytesText(l2.total_bytes), l3: bytesText(l3.total_bytes), ratio: (l2.total_bytes / l3.total_bytes).toFixed(2),
+      l2_pos: l2.cached_positions, l3_pos: l3.cached_positions,
       gpt3: bytesText(byName["GPT-3 175B"].total_bytes), mistral: byName["Mistral-7B"].cached_positions };
     draw(board.card("kv-published", { title: say("kv_pub_title", vars), className: "half", note: say("kv_pub_note", vars) }), [
       { type: "bar", x: pub.map((r) => `${r.name} (${r.attention})`), y: pub.map((r) => r.total_bytes / GIB), name: "GiB",
@@ -44,7 +45,7 @@ export default {
       type: "bar", name: kind, x: data.models.map((m) => m.model),
       y: data.models.map((m) => { const row = m.variants.find((v) => v.attention === kind); return row ? row.total_bytes / 2 ** 20 : null; }),
     }));
-    const own = data.models.map((m) => `${m.model}: ${m.own}${m.decodes ? "" : ` (${say("kv_no_decode")})`}`).join(" · ");
+    const own = data.models.map((m) => `${m.model}: ${m.decodes ? m.own : say("kv_no_decode")}`).join(" · ");  // an encoder: no bars
     draw(board.card("kv-models", { title: say("kv_models_title"), className: "half", note: say("kv_models_note", { own }) }), traces,
       { ...lineLayout("", "MiB", { xaxis: { type: "category" } }), barmode: "group" }, "kv_models");
     const head = h("tr", {}, ["name", "attention", "layers", "q_heads", "kv_heads", "d_head", "cached_positions", "bytes_per_token", "total_bytes"].map((k) => h("th", { text: say(`kv_col_${k}`) })));
