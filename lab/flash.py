@@ -57,6 +57,17 @@ class FlashResult:
     n_squared_bytes: int = 0  # what the materialised q_pos × k_pos score matrix would take
 
 
+def memory_crossover(block_q: int, block_k: int, d_head: int) -> int:
+    """The shortest sequence (n queries × n keys) whose n × n score matrix outgrows the tiled run's largest tensor.
+
+    A tile holds block_q × block_k scores (and their exponentials) and a block_q × d_head partial output;
+    none of that grows with n, while the matrix is n². So tiling saves memory from the smallest n with
+    n² > max(block_q · block_k, block_q · d_head) on; below it the fixed tile is the larger one.
+    """
+    held = max(block_q * block_k, block_q * d_head)
+    return math.isqrt(held) + 1
+
+
 def visible(q_pos: torch.Tensor, k_pos: torch.Tensor, causal: bool, window: int | None) -> torch.Tensor:
     """Which keys each query may see, as in the model: bool [q, k] for the given absolute positions."""
     q, k = q_pos[:, None], k_pos[None, :]

@@ -23,6 +23,16 @@ def parameter_report(model: Transformer) -> dict[str, Any]:
             "ffn_share_of_blocks": counts["mlp"] / blocks if blocks else 0.0}
 
 
+def own_attention(model: Transformer) -> dict[str, Any]:
+    """The model's first self-attention layer as it is (GQA where GQA), counted from its weights."""
+    layer = model.attention_layers[0]
+    cfg = model.cfg
+    count = {name: sum(p.numel() for p in getattr(layer, name).parameters()) for name in ("W_Q", "W_K", "W_V", "W_O")}
+    kind = "MHA" if cfg.kv_heads == cfg.n_heads else "MQA" if cfg.kv_heads == 1 else "GQA"
+    return {"kind": kind, "n_heads": cfg.n_heads, "n_kv_heads": cfg.kv_heads, "d_head": cfg.d_head, **count,
+            "kv": count["W_K"] + count["W_V"], "total": sum(count.values())}
+
+
 def attention_counts(cfg: TransformerConfig, n_heads: int, n_kv_heads: int | None = None) -> dict[str, int]:
     """Parameters of one self-attention layer with n_heads heads of width d_model / n_heads.
 

@@ -14,7 +14,7 @@ from app.lab.common import Build, Experiment, LabContext, LabRun
 from app.schemas import Bool, Encoding, Int, StackName, TensorOut, TextInput, TokenOut
 from app.tensors import encode_tensor
 from app.tokenizing import tokens_out
-from lab.flash import differences, flash_for_head
+from lab.flash import differences, flash_for_head, memory_crossover
 
 
 class FlashLabRequest(TextInput):
@@ -62,6 +62,9 @@ class FlashLabOut(BaseModel):
     skipped_tiles: int = Field(description="Tiles wholly hidden by the mask: never computed.")
     largest_bytes: int = Field(description="The largest tensor the tiled run ever held.")
     n_squared_bytes: int = Field(description="What the q_pos × k_pos score matrix would take.")
+    crossover_length: int = Field(description=(
+        "Tiling holds less than the n × n matrix from this many tokens on: the smallest n with "
+        "n² > max(block_q · block_k, block_q · d_head), for this head's d_head and these blocks."))
     tiles: list[TileOut]
     output: TensorOut = Field(description="The tiled result [q_pos, d_head].")
     hook_z: TensorOut = Field(description="The model's own output of this head [q_pos, d_head].")
@@ -108,7 +111,8 @@ def plan(context: LabContext, request: FlashLabRequest) -> Build:
             "d_head": head.q.shape[1], "causal": head.causal, "window": head.window, "alibi_slope": head.alibi_slope,
             "block_q": request.block_q, "block_k": request.block_k, "q_tiles": q_tiles, "k_tiles": k_tiles,
             "computed_tiles": result.computed_tiles, "skipped_tiles": result.skipped_tiles,
-            "largest_bytes": result.largest_bytes, "n_squared_bytes": result.n_squared_bytes, "tiles": tiles,
+            "largest_bytes": result.largest_bytes, "n_squared_bytes": result.n_squared_bytes,
+            "crossover_length": memory_crossover(request.block_q, request.block_k, head.q.shape[1]), "tiles": tiles,
             "output": encode_tensor("flash output", result.output.cpu(), dims, request.encoding),
             "hook_z": encode_tensor("hook_z", head.z.cpu(), dims, request.encoding),
             "max_diff_z": max_diff_z, "max_diff_naive": max_diff_naive,

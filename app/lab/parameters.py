@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from app.lab.common import Build, Experiment, LabContext, LabRun
 from app.schemas import ModelChoice
@@ -24,8 +24,10 @@ class ParametersLabOut(BaseModel):
     state_dict_total: int
     ffn_share: float
     ffn_share_of_blocks: float
-    head_splits: list[dict[str, int]]
+    head_splits: list[dict[str, int]] = Field(description="One attention layer of this d_model as MHA, per head count.")
     kv_sharing: list[dict[str, Any]]
+    own_attention: dict[str, Any] = Field(description=(
+        "The model's own first self-attention layer, counted from its weights (its real K/V heads: GQA where GQA)."))
 
 
 def plan(context: LabContext, _: ParametersLabRequest) -> Build:
@@ -34,7 +36,8 @@ def plan(context: LabContext, _: ParametersLabRequest) -> Build:
     def build(_: LabRun) -> dict[str, Any]:
         report = parameters.parameter_report(resolved.model)
         return {"model": resolved.name, "config": resolved.cfg.to_dict(), **report,
-                "head_splits": parameters.head_splits(resolved.cfg), "kv_sharing": parameters.kv_sharing(resolved.cfg)}
+                "head_splits": parameters.head_splits(resolved.cfg), "kv_sharing": parameters.kv_sharing(resolved.cfg),
+                "own_attention": parameters.own_attention(resolved.model)}
 
     return build
 

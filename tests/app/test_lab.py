@@ -89,6 +89,9 @@ def test_parameters_equal_the_state_dict_and_the_weights_listed(client: TestClie
     assert splits[1] == splits[8] == 4 * (512 * 512 + 512)
     kinds = [row["kind"] for row in out["kv_sharing"]]
     assert kinds[0] == "MHA" and kinds[-1] == "MQA" and "GQA" in kinds
+    own = post(client, "/api/lab/parameters", {"model": "gpt"}).json()["own_attention"]  # 4 query, 2 K/V heads
+    assert (own["kind"], own["n_kv_heads"]) == ("GQA", 2)
+    assert (own["W_Q"], own["W_K"], own["W_V"], own["W_O"], own["total"]) == (1024, 512, 512, 1024, 3072)
 
 
 def test_sampling_is_seeded_and_filters(client: TestClient) -> None:

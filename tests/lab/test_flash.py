@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import torch
 
-from lab.flash import flash_attention, flash_for_head, head_inputs, head_stage_names, naive_attention
+from lab.flash import flash_attention, flash_for_head, head_inputs, head_stage_names, memory_crossover, naive_attention
 from model import Transformer, TransformerConfig
 
 TOL = 1e-5
@@ -127,3 +127,12 @@ def test_encoder_decoder_stacks_and_cross_attention(translator: Any) -> None:
     with pytest.raises(ValueError):
         _, trace = model.run_with_trace(source, target_tokens=target)
         head_inputs(model, trace, 0, 9, stack="encoder")
+
+
+@pytest.mark.parametrize(("block_q", "block_k", "d_head"), [(4, 4, 32), (3, 2, 8), (16, 16, 8), (2, 8, 64)])
+def test_tiling_holds_less_than_the_matrix_from_the_crossover_on(block_q: int, block_k: int, d_head: int) -> None:
+    n = memory_crossover(block_q, block_k, d_head)
+    for length, saves in ((n - 1, False), (n, True), (4 * n, True)):
+        q, k, v = qkv(length, length, d_head)
+        result = flash_attention(q, k, v, block_q=block_q, block_k=block_k, causal=True, record=False)
+        assert (result.largest_bytes < result.n_squared_bytes) == saves, (length, result.largest_bytes)

@@ -29,7 +29,8 @@ export default {
     const tile = data.tiles[index];
     const nq = data.query_tokens.length;
     const nk = data.key_tokens.length;
-    // 0 never computed (masked), 1 computed before this step, 2 this tile, NaN still to come
+    // each cell's state (a colour, not a number): 0 never computed (masked), 1 done, 2 this tile, 0.4 still to come
+    const STATES = { 0: say("fl_st_never"), 0.4: say("fl_st_todo"), 1: say("fl_st_done"), 2: say("fl_st_now") };
     const z = Array.from({ length: nq }, () => Array(nk).fill(0));
     data.tiles.forEach((t, i) => {
       for (let q = t.q_range[0]; q < t.q_range[1]; q++) for (let k = t.k_range[0]; k < t.k_range[1]; k++) z[q][k] = i < index ? 1 : i === index ? 2 : 0.4;
@@ -37,9 +38,11 @@ export default {
     const vars = {
       step: index + 1, n, qi: tile.q_block, ki: tile.k_block, q_tiles: data.q_tiles, k_tiles: data.k_tiles,
       skipped: data.skipped_tiles, largest: data.largest_bytes.toLocaleString("en-US"), n2: data.n_squared_bytes.toLocaleString("en-US"),
+      nq, nk, cross: data.crossover_length, d_head: data.d_head,
       diff: data.max_diff_z.toExponential(1), naive: data.max_diff_naive.toExponential(1),
     };
-    const grid = heatmap({ z, x: tokenLabels(data.key_tokens), y: tokenLabels(data.query_tokens), signed: false, zmin: 0, zmax: 2, showscale: false, valueLabel: say("fl_state") });
+    const grid = heatmap({ z, x: tokenLabels(data.key_tokens), y: tokenLabels(data.query_tokens), signed: false, zmin: 0, zmax: 2, showscale: false,
+      annotate: false, customdata: z.map((row) => row.map((v) => STATES[v])), hovertemplate: "%{y}<br>%{x}<br>%{customdata}<extra></extra>" });
     draw(board.card("fl-grid", { title: say("fl_grid_title", vars), className: "half", note: say("fl_grid_note", vars) }), [grid],
       { xaxis: { title: { text: say("fl_keys") }, type: "category" }, yaxis: { title: { text: say("fl_queries") }, type: "category", autorange: "reversed" }, height: 340, margin: { l: 80, r: 20, t: 30, b: 70 } }, "flash_tiles");
     const rows = Array.from({ length: tile.q_range[1] - tile.q_range[0] }, (_, i) => String(tile.q_range[0] + i));

@@ -19,6 +19,7 @@ export default {
       total: fmt(data.counts.total), state: fmt(data.state_dict_total), share: fmt(100 * data.ffn_share, 1),
       share_blocks: fmt(100 * data.ffn_share_of_blocks, 1), d_model: data.config.d_model, h: mine.n_heads,
       d_head: mine.d_head, one: fmt(splits[0].total), many: fmt(mine.total),
+      kv: data.own_attention.n_kv_heads, kind: data.own_attention.kind, real: fmt(data.own_attention.total),
     };
   },
 
