@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from model import Transformer, TransformerConfig
-from model.generate import generate, generate_greedy_batch
+from model.generate import generate, generate_greedy_batch, sampling_distributions, seeded_draws
 
 VOCAB = 40
 
@@ -43,16 +43,16 @@ def test_seeded_sampling_is_reproducible_and_seeds_differ() -> None:
 
 
 def test_sampling_draws_from_the_top_k_as_specified() -> None:
-    """The draw is topk -> multinomial on the renormalised values, with Generator().manual_seed(seed)."""
+    """The first token is the one sampler's draw: seeded_draws(sampling_distributions(...)["final"], 1, seed)."""
     model = make()
     ids = [5, 6, 7]
     with torch.no_grad():
         logits = model(torch.tensor([ids]))[0, -1].float()  # [d_vocab]
-    probs = torch.softmax(logits / 0.8, dim=-1)  # [d_vocab]
-    values, idx = torch.topk(probs, 3)  # [3]
-    g = torch.Generator().manual_seed(11)
-    expected = int(idx[torch.multinomial(values / values.sum(), 1, generator=g)].item())
-    assert generate(model, ids, max_new_tokens=1, temperature=0.8, top_k=3, seed=11) == [expected]
+    for top_k, top_p, seed in ((3, None, 11), (None, 0.5, 4), (10, 0.9, 7)):
+        final = sampling_distributions(logits, 0.8, top_k, top_p)["final"]  # [d_vocab]
+        expected = seeded_draws(final, 1, seed)
+        assert generate(model, ids, max_new_tokens=1, temperature=0.8, top_k=top_k, top_p=top_p, seed=seed) == expected
+        assert final[expected[0]] > 0
     assert set(generate(model, ids, max_new_tokens=1, temperature=5.0, top_k=1, seed=3)) == {int(logits.argmax())}
 
 
