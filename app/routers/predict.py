@@ -6,7 +6,8 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from app.schemas import ERRORS, PredictOut, PredictRequest
+from app.answers.predict import PredictOut, PredictRequest
+from app.schemas import ERRORS
 from app.service import ServiceDep
 
 router = APIRouter(prefix="/api", tags=["predict"])
