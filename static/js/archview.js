@@ -25,7 +25,7 @@ async function loadOne(s, arch) {
       let target = s.model === name ? s.target : "";
       given = Boolean(target);
       if (!target) {
-        const answer = await api.predict({ model: name, text: s.text, top_k: 1, temperature: 1, seed: 0, max_new_tokens: 12 });
+        const answer = await api.predict({ model: name, text: s.text, top_k: 1, sample_top_k: 1, temperature: 1, seed: 0, max_new_tokens: 12 });
         target = (answer.generated && answer.generated.text) || "";
       }
       body.target_text = target;

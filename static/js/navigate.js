@@ -51,7 +51,7 @@ async function prepare(next, patch) {
   const encdec = next.info.architecture === "encoder-decoder";
   if (patch.complete && encdec) {
     // the decoder's own greedy output (top-1) becomes its input, so every target position is filled
-    const body = { model: next.model, text: next.text, target_text: next.target, top_k: 1, temperature: 1, seed: 0, max_new_tokens: 24 };
+    const body = { model: next.model, text: next.text, target_text: next.target, top_k: 1, sample_top_k: 1, temperature: 1, seed: 0, max_new_tokens: 24 };
     const answer = await api.predict(body);
     next.target += answer.generated && answer.generated.text ? answer.generated.text : "";
     showInputs({ target: next.target });

@@ -9,7 +9,7 @@ export default {
   async load(ctx) {
     const [stages, prediction] = await Promise.all([
       fetchStages(ctx, [ctx.names.main]),
-      api.predict({ ...ctx.req, top_k: 10, temperature: 1, seed: 0, max_new_tokens: 8 }),
+      api.predict({ ...ctx.req, top_k: 10, sample_top_k: 10, temperature: 1, seed: 0, max_new_tokens: 8 }),
     ]);
     return { stages, prediction };
   },
