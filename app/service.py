@@ -21,7 +21,7 @@ from starlette.responses import Response
 
 from app import process_tuning
 from app.answers import Budget, Builder, activations, attention, models, positional, predict, trace
-from app.answers.predict import PredictRequest
+from app.predict_schema import PredictRequest
 from app.answers.request_checks import interventions_for, shuffled
 from app.cache import LRU
 from app.compression import ApiJSONResponse

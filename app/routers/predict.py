@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from app.answers.predict import PredictOut, PredictRequest
+from app.predict_schema import PredictOut, PredictRequest
 from app.schemas import ERRORS
 from app.service import ServiceDep
 
