@@ -21,13 +21,13 @@ from starlette.responses import Response
 
 from app import process_tuning
 from app.answers import Budget, Builder, activations, attention, models, positional, predict, trace
-from app.predict_schema import PredictRequest
 from app.answers.request_checks import interventions_for, shuffled
 from app.cache import LRU
 from app.compression import ApiJSONResponse
 from app.inference_pool import Engine
 from app.lab import EXPERIMENTS
 from app.lab.common import Experiment, LabContext, LabRun, Uses
+from app.predict_schema import PredictRequest
 from app.registry import Registry
 from app.resolve import ModelResolver, Resolved, count_parameters
 from app.schemas import (
