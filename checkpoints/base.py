@@ -83,8 +83,14 @@ def read_weights(path: Path) -> StateDict:
 
 
 def build_model(cfg: TransformerConfig, state: StateDict, device: str | torch.device = "cpu") -> Transformer:
-    """Instantiate the modules for cfg and load a state dict into them, checking every shape."""
-    model = Transformer(cfg)
+    """Instantiate the modules for cfg and load a state dict into them, checking every shape.
+
+    The modules are built on the meta device and take the state's tensors as their parameters
+    (`assign=True`), so the weights exist once: no random initialisation is computed and then
+    overwritten, which for a 135M-parameter model would hold two copies (1 GB) at the peak.
+    """
+    with torch.device("meta"):
+        model = Transformer(cfg)
     expected = model.state_dict()
     for name, tensor in state.items():
         if name not in expected:
@@ -94,14 +100,22 @@ def build_model(cfg: TransformerConfig, state: StateDict, device: str | torch.de
                 f"weight {name!r} has shape {list(tensor.shape)}, the config expects {list(expected[name].shape)}"
             )
     # a tensor shared by several names (tied W_U, the decoder's W_E in encoder-decoder models) is saved once
-    shared = {
-        name
-        for alias, owner in shared_weight_aliases(model).items()
-        if alias in state or owner in state
-        for name in (alias, owner)
-    }
+    aliases = shared_weight_aliases(model)
+    shared = {name for alias, owner in aliases.items() if alias in state or owner in state for name in (alias, owner)}
     missing = sorted(set(expected) - set(state) - shared)
     if missing:
         raise CheckpointError(f"missing weights: {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
-    model.load_state_dict({k: v.to(torch.float32) for k, v in state.items()}, strict=False)
+    # contiguous: a converter may hand over transposed views (GPT-2's Conv1D), which copying used to fix
+    tensors = {name: tensor.to(torch.float32).contiguous() for name, tensor in state.items()}
+    for alias, owner in aliases.items():  # the owner's tensor wins, as when loading copied into one tensor
+        if owner not in tensors:
+            tensors[owner] = tensors[alias]
+        tensors.pop(alias, None)
+    model.load_state_dict(tensors, strict=False, assign=True)
+    for alias, owner in aliases.items():  # assign=True replaced the owner's Parameter: tie the alias again
+        module_name, _, leaf = alias.rpartition(".")
+        setattr(model.get_submodule(module_name), leaf, model.get_parameter(owner))
+    left = [name for name, tensor in [*model.named_parameters(), *model.named_buffers()] if tensor.is_meta]
+    if left:
+        raise CheckpointError(f"missing weights: {', '.join(left[:5])}")
     return model.to(device).eval()

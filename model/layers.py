@@ -32,7 +32,8 @@ class Embed(nn.Module):
         if cfg.pos_encoding == "learned":
             self.W_pos = nn.Embedding(cfg.n_ctx, cfg.d_model)
         elif cfg.pos_encoding == "sinusoidal":
-            self.register_buffer("pe_table", sinusoidal_table(cfg.n_ctx, cfg.d_model), persistent=False)
+            with torch.device("cpu"):  # a fixed table, real even when the modules are built on "meta"
+                self.register_buffer("pe_table", sinusoidal_table(cfg.n_ctx, cfg.d_model), persistent=False)
         if KINDS[cfg.pos_encoding].where == "embedding":
             self.hook_pos_embed = HookPoint(("pos", "d_model"))
         if cfg.n_token_types:
@@ -123,7 +124,8 @@ class Attention(nn.Module):
         if self.use_rope:
             self.hook_rot_q = HookPoint(("batch", "pos", "head", "d_head"))
             self.hook_rot_k = HookPoint(("batch", "pos", "kv_head", "d_head"))
-            self.register_buffer("rope_table", rope_angles(cfg.n_ctx, d_head, cfg.rope_base), persistent=False)
+            with torch.device("cpu"):  # a fixed table, real even when the modules are built on "meta"
+                self.register_buffer("rope_table", rope_angles(cfg.n_ctx, d_head, cfg.rope_base), persistent=False)
         scores_dims = ("batch", "head", "q_pos", "k_pos")
         self.hook_scores_raw = HookPoint(scores_dims)
         self.hook_scores_scaled = HookPoint(scores_dims)
