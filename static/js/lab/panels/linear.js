@@ -42,7 +42,9 @@ export default {
     const { say } = c;
     const rows = tokenLabels(data.query_tokens);
     const cols = tokenLabels(data.key_tokens);
-    const sharp = data.softmax_max.indexOf(Math.max(...data.softmax_max));
+    // the sharpest softmax row among those that see more than one key (a causal row 0 sees only itself: 1 in both)
+    const many = data.softmax_max.map((_, i) => i).filter((i) => (data.causal ? i >= 1 : data.key_tokens.length > 1));
+    const sharp = (many.length ? many : [0]).reduce((a, i) => (data.softmax_max[i] > data.softmax_max[a] ? i : a));
     const worst = data.cosine.indexOf(Math.min(...data.cosine));
     const mem = data.memory;
     const vars = {
@@ -69,7 +71,7 @@ export default {
     Object.assign(lin, { xaxis: "x2", yaxis: "y2" });
     const axes = { type: "category", automargin: true, tickfont: { size: 10 } };
     draw(plot, [soft, lin], {
-      height: 360, grid: { rows: 1, columns: 2, pattern: "independent", xgap: 0.1 },
+      height: Math.max(360, Math.min(560, 90 + 14 * rows.length)), grid: { rows: 1, columns: 2, pattern: "independent", xgap: 0.1 },
       margin: { l: 70, r: fitMargins(plot, { colorbar: [0, 1] }).r, t: 30, b: 70 },
       xaxis: { ...axes, title: { text: say("lin_softmax") } }, yaxis: { ...axes, autorange: "reversed" },
       xaxis2: { ...axes, title: { text: say("lin_linear") } }, yaxis2: { ...axes, autorange: "reversed", showticklabels: false },
@@ -92,7 +94,7 @@ export default {
       { type: "scatter", mode: "lines+markers", x: rows, y: data.relative_error, name: say("lin_relative"), marker: { color: LINEAR } },
     ], lineLayout(say("lin_query"), say("lin_value"), category), "linear_attention_outputs");
 
-    draw(board.card("lin-memory", { title: say("lin_memory_title"), className: "half", note: say("lin_memory_note", vars) }), [
+    draw(board.card("lin-memory", { title: say("lin_memory_title"), className: "half", note: `${say("lin_memory_note", vars)}${data.causal ? "" : ` ${say("lin_memory_encoder")}`}` }), [
       { type: "scatter", mode: "lines", x: mem.lengths, y: mem.lengths.map(() => mem.state_numbers), name: say("lin_state"), line: { color: LINEAR } },
       { type: "scatter", mode: "lines", x: mem.lengths, y: mem.kv_cache_curve, name: say("lin_cache"), line: { color: SOFTMAX } },
       { type: "scatter", mode: "markers", x: [mem.n, mem.n], y: [mem.state_numbers, mem.kv_cache_numbers], name: say("lin_here", vars),
