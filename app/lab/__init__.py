@@ -15,6 +15,7 @@ from app.lab import (
     flash,
     generate,
     kv_cost,
+    linear_attention,
     logit_lens,
     masks,
     norm_placement,
@@ -39,6 +40,7 @@ EXPERIMENTS: tuple[Experiment[Any], ...] = (
     norm_placement.EXPERIMENT,
     logit_lens.EXPERIMENT,
     ablation.EXPERIMENT,
+    linear_attention.EXPERIMENT,
 )
 
 __all__ = ["EXPERIMENTS", "Experiment"]

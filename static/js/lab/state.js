@@ -54,6 +54,8 @@ export const FIELDS = [
   int("ap", "ablPos", -1),
   str("pem", "peModel", ""), // the positional-encoding family member the shuffle demo runs ("" = the lab's model or the first)
   int("pss", "peSeed", 0), // the demo's shuffle
+  int("lal", "linLayer", 1), // the linear-attention panel's head (tiny-gpt's previous-token head: layer 1, head 0)
+  int("lah", "linHead", 0),
 ];
 
 export const SETTINGS = ["n_heads", "d_head", "pos_encoding", "norm_placement", "activation", "sliding_window"];

@@ -11,6 +11,7 @@ import generate from "./generate.js";
 import interventions from "./interventions.js";
 import kvcache from "./kvcache.js";
 import lens from "./lens.js";
+import linear from "./linear.js";
 import masks from "./masks.js";
 import norms from "./norms.js";
 import parameters from "./parameters.js";
@@ -27,6 +28,7 @@ export const MODULES = Object.freeze({
   interventions,
   kvcache,
   lens,
+  linear,
   masks,
   norms,
   parameters,

@@ -1,0 +1,123 @@
+"""POST /api/lab/linear-attention: one head's softmax attention beside linear attention (φ = elu + 1) on the same
+trained q, k, v (lab/linear_attention.py): both weight matrices, per-row entropy and max, the outputs' agreement,
+and the state against the KV cache."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app import errors
+from app.answers.request_checks import check_heads, check_layer, stack_prefix
+from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
+from app.schemas import Bool, Encoding, Int, StackName, TensorOut, TextInput, TokenOut
+from app.tensors import encode_tensor
+from app.tokenizing import tokens_out
+from lab.linear_attention import linear_attention_for_head
+
+
+class LinearAttentionLabRequest(TextInput):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"model": "tiny-gpt", "text": "我爱北京天安门广场。", "layer": 1, "head": 0},
+    ]})
+
+    layer: Int = Field(0, ge=0, le=64)
+    head: Int = Field(0, ge=0, le=64)
+    stack: StackName | None = Field(None, description="Encoder-decoder only: 'encoder' (default) or 'decoder'.")
+    cross: Bool = Field(False, description="The decoder's cross-attention (encoder-decoder only).")
+    encoding: Encoding = Field("list", description="'base64': the two outputs at full precision.")
+
+
+class MemoryOut(BaseModel):
+    d_k: int
+    d_v: int
+    n: int = Field(description="Keys in this text.")
+    state_numbers: int = Field(description="Linear attention's state per K/V head: d_k·d_v + d_k, at any length.")
+    kv_cache_numbers: int = Field(description="Softmax attention's KV cache per K/V head at n keys: n·(d_k + d_v).")
+    crossover_length: int = Field(description="The smallest n with n·(d_k + d_v) > d_k·d_v + d_k (from the formulas).")
+    lengths: list[int] = Field(description="n from 0 past this text and twice the crossover.")
+    kv_cache_curve: list[int] = Field(description="The KV cache's numbers at each of `lengths`.")
+
+
+class LinearAttentionLabOut(BaseModel):
+    model: str
+    query_tokens: list[TokenOut]
+    key_tokens: list[TokenOut]
+    stack: str | None
+    layer: int
+    head: int
+    kv_head: int
+    d_head: int
+    causal: bool
+    pos_encoding: str = Field(description="'rope': q and k are after the rotation, what the model dots.")
+    rotated: bool = Field(description="q and k were rotated by RoPE before the dot product.")
+    alibi_slope: float | None = Field(description="The softmax adds −slope·distance; the linear form cannot.")
+    window: int | None = Field(description="The softmax sees this many keys at most; the linear form sees all.")
+    scale: float = Field(description="The model's factor on q·k in this layer (1/√d_head unless it says otherwise).")
+    softmax_weights: list[list[float]] = Field(description="[q_pos, k_pos] softmax(q·kᵀ·scale + mask).")
+    linear_weights: list[list[float]] = Field(description="[q_pos, k_pos] φ(q_i)·φ(k_j) / Σ_j φ(q_i)·φ(k_j).")
+    softmax_entropy: list[float] = Field(description="Per query row, nats.")
+    linear_entropy: list[float] = Field(description="Per query row, nats.")
+    softmax_max: list[float]
+    linear_max: list[float]
+    cosine: list[float] = Field(description="Per query: cos(softmax output, linear output).")
+    relative_error: list[float] = Field(description="Per query: ‖linear − softmax‖ / ‖softmax‖.")
+    softmax_output: TensorOut = Field(description="softmax weights · v [q_pos, d_head]: the model's head output.")
+    linear_output: TensorOut = Field(description="The recurrent form [q_pos, d_head].")
+    max_diff_z: float = Field(description="max |softmax output − the model's hook_z|.")
+    max_diff_pattern: float = Field(description="max |softmax weights − the model's hook_pattern|.")
+    max_diff_forms: float = Field(description="max |recurrent − quadratic| linear output.")
+    memory: MemoryOut
+
+
+def plan(context: LabContext, request: LinearAttentionLabRequest) -> Build:
+    resolved = context.model
+    cfg = resolved.cfg
+    _, stack, n_layers = stack_prefix(resolved, request.stack, request.cross)
+    check_layer(request.layer, n_layers)
+    check_heads([request.head], cfg.n_heads)
+
+    def build(lab_run: LabRun) -> dict[str, Any]:
+        run = lab_run.trace()
+        queries = run.target_tokens if stack == "decoder" else run.tokens
+        keys = run.tokens if request.cross else queries
+        n_q, n_k = len(queries or []), len(keys or [])
+        cells = 2 * n_q * n_k + 6 * n_q + 2 * n_q * cfg.d_head
+        if cells > context.budget.max_cells:
+            raise errors.response_too_large(cells, context.budget.max_cells)
+        r = linear_attention_for_head(resolved.model, run.trace, request.layer, request.head, stack=stack,
+                                      cross=request.cross)
+        head, mem = r.head, r.memory
+        lengths = mem.lengths()
+        dims = ("q_pos", "d_head")
+        return {
+            "model": resolved.name, "query_tokens": tokens_out(queries), "key_tokens": tokens_out(keys),
+            "stack": stack, "layer": request.layer, "head": request.head,
+            "kv_head": request.head // (cfg.n_heads // cfg.kv_heads), "d_head": mem.d_k, "causal": head.causal,
+            "pos_encoding": cfg.pos_encoding, "rotated": cfg.pos_encoding == "rope" and not request.cross,
+            "alibi_slope": head.alibi_slope, "window": head.window, "scale": head.scale,
+            "softmax_weights": [rounded(row) for row in r.softmax_weights.cpu().tolist()],
+            "linear_weights": [rounded(row) for row in r.linear_weights.cpu().tolist()],
+            "softmax_entropy": rounded(r.softmax_entropy.cpu().tolist()),
+            "linear_entropy": rounded(r.linear_entropy.cpu().tolist()),
+            "softmax_max": rounded(r.softmax_max.cpu().tolist()), "linear_max": rounded(r.linear_max.cpu().tolist()),
+            "cosine": rounded(r.cosine.cpu().tolist()), "relative_error": rounded(r.relative_error.cpu().tolist()),
+            "softmax_output": encode_tensor("softmax output", r.softmax_output.cpu(), dims, request.encoding),
+            "linear_output": encode_tensor("linear output", r.linear_output.float().cpu(), dims, request.encoding),
+            "max_diff_z": r.max_diff_z, "max_diff_pattern": r.max_diff_pattern, "max_diff_forms": r.max_diff_forms,
+            "memory": {"d_k": mem.d_k, "d_v": mem.d_v, "n": mem.n, "state_numbers": mem.state,
+                       "kv_cache_numbers": mem.kv_cache, "crossover_length": mem.crossover,
+                       "lengths": list(lengths), "kv_cache_curve": mem.kv_cache_at(lengths)},
+        }
+
+    return build
+
+
+EXPERIMENT = Experiment(
+    name="linear_attention", path="/linear-attention", method="POST", request=LinearAttentionLabRequest,
+    response=LinearAttentionLabOut, panel="linear", plan=plan,
+    summary="One head's softmax attention beside linear attention with φ(x) = elu(x) + 1 on the same trained q, k, v\n"
+            "(no retraining): both weight matrices, per-row entropy and largest weight, cosine and relative error\n"
+            "of the outputs, the recurrent and quadratic forms' agreement, and the fixed state against the KV cache.",
+)

@@ -1,0 +1,104 @@
+// Linear attention (φ = elu + 1) on one head's real q, k, v beside the model's softmax: both weight matrices,
+// each row's entropy and largest weight, how close the outputs are, and the state against the KV cache
+// (POST /api/lab/linear-attention).
+
+import { api } from "../../shared/api.js";
+import { h, visible } from "../../shared/dom.js";
+import { draw, fitMargins, heatmap, tokenLabels } from "../../shared/plot.js";
+import { fmt, lineLayout, range, selectField } from "../ui.js";
+
+const SOFTMAX = "#1f5fa8";
+const LINEAR = "#d9822b";
+const mean = (xs) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+
+/** The request's layer and head: the state's, kept inside the model (a smaller model after a switch). */
+function chosen(s, info) {
+  return { layer: Math.min(s.linLayer, info.n_layers - 1), head: Math.min(s.linHead, info.n_heads - 1) };
+}
+
+function notes(data, say) {
+  const kind = data.rotated ? "lin_pos_rope" : data.alibi_slope !== null ? "lin_pos_alibi" : "lin_pos_vectors";
+  const parts = [say(data.causal ? "lin_mask_causal" : "lin_mask_full"), say(kind, { slope: fmt(data.alibi_slope, 4) })];
+  if (data.window !== null) parts.push(say("lin_window", { window: data.window }));
+  return parts.join(" ");
+}
+
+export default {
+  load(s, info) {
+    const body = { model: s.model, text: s.text, ...chosen(s, info) };
+    if (info.architecture === "encoder-decoder") body.stack = "encoder";
+    return api.lab("linear-attention", body);
+  },
+
+  controls(s, say, info) {
+    const { layer, head } = chosen(s, info);
+    return [
+      selectField("linLayer", range(info.n_layers), layer, say("layer"), "int"),
+      selectField("linHead", range(info.n_heads), head, say("head"), "int"),
+    ];
+  },
+
+  draw(board, data, c) {
+    const { say } = c;
+    const rows = tokenLabels(data.query_tokens);
+    const cols = tokenLabels(data.key_tokens);
+    // the sharpest softmax row among those that see more than one key (a causal row 0 sees only itself: 1 in both)
+    const many = data.softmax_max.map((_, i) => i).filter((i) => (data.causal ? i >= 1 : data.key_tokens.length > 1));
+    const sharp = (many.length ? many : [0]).reduce((a, i) => (data.softmax_max[i] > data.softmax_max[a] ? i : a));
+    const worst = data.cosine.indexOf(Math.min(...data.cosine));
+    const mem = data.memory;
+    const vars = {
+      layer: data.layer, head: data.head, scale: fmt(data.scale, 4), d: data.d_head,
+      dz: data.max_diff_z.toExponential(1), dp: data.max_diff_pattern.toExponential(1), df: data.max_diff_forms.toExponential(1),
+      h_soft: fmt(mean(data.softmax_entropy), 2), h_lin: fmt(mean(data.linear_entropy), 2),
+      m_soft: fmt(mean(data.softmax_max), 2), m_lin: fmt(mean(data.linear_max), 2),
+      row: sharp, token: visible(data.query_tokens[sharp].text),
+      top_soft: fmt(data.softmax_max[sharp], 2), top_lin: fmt(data.linear_max[sharp], 2),
+      cos: fmt(mean(data.cosine), 2), rel: fmt(mean(data.relative_error), 2),
+      worst, worst_token: visible(data.query_tokens[worst].text), worst_cos: fmt(data.cosine[worst], 2),
+      n: mem.n, state: fmt(mem.state_numbers), kv: fmt(mem.kv_cache_numbers), cross: mem.crossover_length,
+    };
+
+    board.block("lin-honest", h("div", {},
+      h("h3", { text: say("lin_honest_title") }),
+      h("p", { class: "lab-note", text: say("lin_honest") }),
+      h("p", { class: "lab-note", text: say("lin_why") })));
+
+    // the two weight matrices on one colour scale, the query tokens named once, left of the softmax map
+    const plot = board.card("lin-weights", { title: say("lin_weights_title", vars), note: `${say("lin_weights_note", vars)} ${notes(data, say)}` });
+    const soft = heatmap({ z: data.softmax_weights, x: cols, y: rows, signed: false, zmin: 0, zmax: 1, showscale: false, valueLabel: say("weight") });
+    const lin = heatmap({ z: data.linear_weights, x: cols, y: rows, signed: false, zmin: 0, zmax: 1, valueLabel: say("weight") });
+    Object.assign(lin, { xaxis: "x2", yaxis: "y2" });
+    const axes = { type: "category", automargin: true, tickfont: { size: 10 } };
+    draw(plot, [soft, lin], {
+      height: Math.max(360, Math.min(560, 90 + 14 * rows.length)), grid: { rows: 1, columns: 2, pattern: "independent", xgap: 0.1 },
+      margin: { l: 70, r: fitMargins(plot, { colorbar: [0, 1] }).r, t: 30, b: 70 },
+      xaxis: { ...axes, title: { text: say("lin_softmax") } }, yaxis: { ...axes, autorange: "reversed" },
+      xaxis2: { ...axes, title: { text: say("lin_linear") } }, yaxis2: { ...axes, autorange: "reversed", showticklabels: false },
+    }, "linear_attention_weights");
+
+    const bars = (soft, lin) => [
+      { type: "bar", x: rows, y: soft, name: say("lin_softmax"), marker: { color: SOFTMAX } },
+      { type: "bar", x: rows, y: lin, name: say("lin_linear"), marker: { color: LINEAR } },
+    ];
+    const category = { xaxis: { type: "category", tickfont: { size: 10 } } };
+    draw(board.card("lin-entropy", { title: say("lin_entropy_title"), className: "half", note: say("lin_entropy_note", vars) }),
+      bars(data.softmax_entropy, data.linear_entropy),
+      { ...lineLayout(say("lin_query"), say("lin_entropy"), { ...category, yaxis: { rangemode: "tozero" } }), barmode: "group" }, "linear_attention_entropy");
+    draw(board.card("lin-max", { title: say("lin_max_title"), className: "half", note: say("lin_max_note", vars) }),
+      bars(data.softmax_max, data.linear_max),
+      { ...lineLayout(say("lin_query"), say("lin_max"), { ...category, yaxis: { range: [0, 1.05] } }), barmode: "group" }, "linear_attention_max");
+
+    draw(board.card("lin-outputs", { title: say("lin_outputs_title"), className: "half", note: say("lin_outputs_note", vars) }), [
+      { type: "scatter", mode: "lines+markers", x: rows, y: data.cosine, name: say("lin_cosine"), marker: { color: SOFTMAX } },
+      { type: "scatter", mode: "lines+markers", x: rows, y: data.relative_error, name: say("lin_relative"), marker: { color: LINEAR } },
+    ], lineLayout(say("lin_query"), say("lin_value"), category), "linear_attention_outputs");
+
+    draw(board.card("lin-memory", { title: say("lin_memory_title"), className: "half", note: `${say("lin_memory_note", vars)}${data.causal ? "" : ` ${say("lin_memory_encoder")}`}` }), [
+      { type: "scatter", mode: "lines", x: mem.lengths, y: mem.lengths.map(() => mem.state_numbers), name: say("lin_state"), line: { color: LINEAR } },
+      { type: "scatter", mode: "lines", x: mem.lengths, y: mem.kv_cache_curve, name: say("lin_cache"), line: { color: SOFTMAX } },
+      { type: "scatter", mode: "markers", x: [mem.n, mem.n], y: [mem.state_numbers, mem.kv_cache_numbers], name: say("lin_here", vars),
+        marker: { color: "#1b2330", size: 9, symbol: "diamond" } },
+    ], lineLayout(say("lin_length"), say("lin_numbers"), { xaxis: { rangemode: "tozero" }, yaxis: { rangemode: "tozero" } }), "linear_attention_memory");
+  },
+};
