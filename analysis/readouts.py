@@ -61,7 +61,10 @@ def prediction(logits: torch.Tensor, temperature: float, k: int) -> dict[str, li
     logits: [d_vocab] at one position. The k probabilities plus `rest` sum to 1.
     """
     probs = next_token_distribution(logits, temperature)  # [d_vocab]
-    values, ids = torch.topk(probs, max(1, min(k, probs.shape[-1])))  # [k]: tensors index the logits fast
+    # ranked by logit, the order softmax keeps at any T > 0: at a very low temperature every probability
+    # but the first rounds to 0, and ranking those zeros would list arbitrary tokens
+    ids = torch.topk(logits.float(), max(1, min(k, probs.shape[-1]))).indices  # [k]
+    values = probs[ids]
     rest = float((1.0 - values.sum()).clamp(min=0.0))
     return {"ids": ids.tolist(), "probs": values.tolist(), "logits": logits.float()[ids].tolist(), "rest": rest}
 

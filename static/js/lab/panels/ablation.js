@@ -23,6 +23,7 @@ export default {
   },
 
   draw(board, data, c) {
+    const MAX_NAMED = 8;
     const { say } = c;
     if (!data) {
       board.block("abl-none", h("p", { class: "lab-note", text: say("lab2_encoder") }));
@@ -34,6 +35,7 @@ export default {
     const effect = (e) => Math.abs(e.prob_change);
     const strong = heads.filter((e) => e.max_weight >= cut).sort((a, b) => effect(a) - effect(b))[0];
     const diffuse = heads.filter((e) => e.max_weight < cut).sort((a, b) => effect(b) - effect(a))[0] || strong;
+    const named = new Set([strong, diffuse, ...[...heads].sort((a, b) => effect(b) - effect(a)).slice(0, MAX_NAMED - 2)]);
     const vars = {
       pos: data.position, token: visible(data.tokens[data.position].text), chosen: visible(data.chosen_text), p: fmt(data.clean_prob, 4),
       a: name(strong), a_w: fmt(strong.max_weight, 2), a_e: fmt(strong.prob_change, 4),
@@ -42,7 +44,9 @@ export default {
     };
     draw(board.card("abl-scatter", { title: say("abl_title", vars), className: "half", note: say("abl_note", vars) }), [{
       type: "scatter", mode: "markers+text", x: heads.map((e) => e.max_weight), y: heads.map((e) => e.prob_change),
-      text: heads.map(name), textposition: "top center", name: say("abl_heads"),
+      // a 30 × 9 model has 270 heads: name only the two the note talks about and the largest effects
+      text: heads.map((e) => (named.has(e) ? name(e) : "")), hovertext: heads.map(name), hoverinfo: "text+x+y",
+      textposition: "top center", name: say("abl_heads"),
       marker: { size: 10, color: heads.map((e) => e.layer), colorscale: "Viridis" },
     }], lineLayout(say("abl_weight"), say("abl_effect")), "ablation");
     const loss = heads.map((e) => e.loss_change);
