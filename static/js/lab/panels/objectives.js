@@ -8,6 +8,11 @@ import { fmt, lineLayout, numberField } from "../ui.js";
 
 const OBJECTIVES = ["causal", "masked", "span"];
 
+/** Signals per GFLOP: a tiny model gets hundreds, a real one a few, so the digits follow the size. */
+function perGflop(v) {
+  return fmt(v, v >= 100 ? 0 : v >= 10 ? 1 : 2);
+}
+
 function quoted(tokens, positions) {
   return positions.map((p) => `“${visible(tokens[p].text)}”`).join(" ");
 }
@@ -41,7 +46,7 @@ export default {
       params: fmt(compute.non_embedding), attn: fmt(compute.attention), mlp: fmt(compute.mlp), norms: fmt(compute.norms),
       per_token: fmt(compute.flops_per_token), gflop: fmt(compute.flops_per_pass / 1e9, 4), unembed: fmt(compute.unembedding_flops_per_token),
       c: rows.causal.signals, b: rows.masked.signals, t: rows.span.signals, t_read: rows.span.tokens_read,
-      c_g: fmt(rows.causal.signals_per_gflop, 0), b_g: fmt(rows.masked.signals_per_gflop, 0), t_g: fmt(rows.span.signals_per_gflop, 0),
+      c_g: perGflop(rows.causal.signals_per_gflop), b_g: perGflop(rows.masked.signals_per_gflop), t_g: perGflop(rows.span.signals_per_gflop),
       ratio: fmt(rows.causal.signals_per_gflop / rows.masked.signals_per_gflop, 1),
       m: generation.new_tokens[last], cached: fmt(generation.cached[last]), recomputed: fmt(generation.recomputed[last]),
       gen_ratio: fmt(generation.recomputed[last] / generation.cached[last], 1),
@@ -68,22 +73,22 @@ export default {
     const masked = new Set(data.masked.positions);
     const z = [data.tokens.map((_, i) => (i > 0 ? 1 : 0)), data.tokens.map((_, i) => (masked.has(i) ? 1 : 0))];
     const rowNames = [say("obj_gpt_row"), say("obj_bert_row", vars)];
-    draw(board.card("obj-positions", { title: say("obj_positions_title"), className: "half", note: say("obj_positions_note", vars) }), [
-      heatmap({ z, x: labels, y: rowNames, signed: false, zmin: 0, zmax: 1, showscale: false, annotate: false, valueLabel: say("obj_carries") }),
+    draw(board.card("obj-positions", { title: say("obj_positions_title"), note: say("obj_positions_note", vars) }), [
+      { ...heatmap({ z, x: labels, y: rowNames, signed: false, zmin: 0, zmax: 1, showscale: false, annotate: false, valueLabel: say("obj_carries") }), xgap: 2, ygap: 2 },
     ], { height: 240, margin: { l: 90, r: 20, t: 20, b: 80 },
       xaxis: { type: "category", tickangle: -40, automargin: true }, yaxis: { type: "category", automargin: true, autorange: "reversed" } }, "objectives_positions");
 
     const rows = OBJECTIVES.map((name) => data.signals.find((r) => r.objective === name));
     draw(board.card("obj-signals", { title: say("obj_signals_title"), className: "half", note: say("obj_signals_note", vars) }), [
       { type: "bar", x: OBJECTIVES.map((name) => say(`obj_${name}`)), y: rows.map((r) => r.signals), name: say("obj_signals"),
-        text: rows.map((r) => say("obj_per_gflop", { v: fmt(r.signals_per_gflop, 0) })), textposition: "outside", cliponaxis: false },
+        text: rows.map((r) => say("obj_per_gflop", { v: perGflop(r.signals_per_gflop) })), textposition: "outside", cliponaxis: false },
     ], lineLayout("", say("obj_signals"), { xaxis: { type: "category" }, yaxis: { rangemode: "tozero" } }), "objectives_signals");
 
     const gen = data.generation;
-    draw(board.card("obj-generation", { title: say("obj_gen_title", vars), note: say("obj_gen_note", vars) }), [
+    draw(board.card("obj-generation", { title: say("obj_gen_title", vars), className: "half", note: say("obj_gen_note", vars) }), [
       { x: gen.new_tokens, y: gen.cached, mode: "lines+markers", name: say("obj_cached") },
       { x: gen.new_tokens, y: gen.recomputed, mode: "lines+markers", name: say("obj_recomputed") },
-    ], lineLayout(say("obj_new_tokens"), say("obj_gen_positions"), { yaxis: { rangemode: "tozero" } }), "objectives_generation");
+    ], lineLayout(say("obj_new_tokens"), say("obj_gen_positions"), { xaxis: { range: [0, gen.new_tokens.length + 1] }, yaxis: { rangemode: "tozero" } }), "objectives_generation");
 
     board.block("obj-why", h("div", {}, h("h3", { text: say("obj_why_title") }), h("p", { class: "lab-note", text: say("obj_why", vars) })));
   },
