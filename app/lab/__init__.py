@@ -19,6 +19,7 @@ from app.lab import (
     logit_lens,
     masks,
     norm_placement,
+    objectives,
     parameters,
     positions,
     sampling,
@@ -41,6 +42,7 @@ EXPERIMENTS: tuple[Experiment[Any], ...] = (
     logit_lens.EXPERIMENT,
     ablation.EXPERIMENT,
     linear_attention.EXPERIMENT,
+    objectives.EXPERIMENT,
 )
 
 __all__ = ["EXPERIMENTS", "Experiment"]

@@ -14,6 +14,7 @@ import lens from "./lens.js";
 import linear from "./linear.js";
 import masks from "./masks.js";
 import norms from "./norms.js";
+import objectives from "./objectives.js";
 import parameters from "./parameters.js";
 import positions from "./positions.js";
 import sampling from "./sampling.js";
@@ -31,6 +32,7 @@ export const MODULES = Object.freeze({
   linear,
   masks,
   norms,
+  objectives,
   parameters,
   positions,
   sampling,

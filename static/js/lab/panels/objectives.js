@@ -1,0 +1,95 @@
+// Why decoder-only won: the decoder's loss at every position from one pass (measured), BERT's masked
+// positions and T5's spans, signals per pass at the same FLOPs, generation cost (formulas) (POST /api/lab/objectives).
+
+import { draw, heatmap, tokenLabels } from "../../shared/plot.js";
+import { h, visible } from "../../shared/dom.js";
+import { api } from "../../shared/api.js";
+import { fmt, lineLayout, numberField } from "../ui.js";
+
+const OBJECTIVES = ["causal", "masked", "span"];
+
+/** Signals per GFLOP: a tiny model gets hundreds, a real one a few, so the digits follow the size. */
+function perGflop(v) {
+  return fmt(v, v >= 100 ? 0 : v >= 10 ? 1 : 2);
+}
+
+function quoted(tokens, positions) {
+  return positions.map((p) => `“${visible(tokens[p].text)}”`).join(" ");
+}
+
+export default {
+  load(s, info) {
+    if (info.architecture !== "decoder") return Promise.resolve(null);
+    return api.lab("objectives", { model: s.model, text: s.text, seed: s.objSeed });
+  },
+
+  controls(s, say, info) {
+    if (info.architecture !== "decoder") return [];
+    return [numberField("objSeed", s.objSeed, say("obj_seed"), { min: 0, max: 99999 })];
+  },
+
+  vars(data) {
+    const { causal, masked, span, compute, signals, generation } = data;
+    const losses = causal.losses;
+    const easiest = losses.indexOf(Math.min(...losses));
+    const hardest = losses.indexOf(Math.max(...losses));
+    const rows = Object.fromEntries(signals.map((r) => [r.objective, r]));
+    const last = generation.new_tokens.length - 1;
+    return {
+      model: data.model, n: data.tokens.length, signals: causal.signals, mean: fmt(causal.mean, 2),
+      easy: visible(data.tokens[easiest + 1].text), easy_loss: fmt(losses[easiest], 2),
+      hard: visible(data.tokens[hardest + 1].text), hard_loss: fmt(losses[hardest], 2),
+      seed: masked.seed, count: masked.signals, candidates: masked.candidates, masked: quoted(data.tokens, masked.positions),
+      pct: fmt((100 * masked.signals) / masked.candidates, 0), rate: fmt(100 * masked.rate, 0),
+      t5_tokens: span.tokens, corrupted: span.corrupted, spans: span.spans, mean_span: span.mean_span,
+      input_length: span.input_length, target_length: span.target_length,
+      params: fmt(compute.non_embedding), attn: fmt(compute.attention), mlp: fmt(compute.mlp), norms: fmt(compute.norms),
+      per_token: fmt(compute.flops_per_token), gflop: fmt(compute.flops_per_pass / 1e9, 4), unembed: fmt(compute.unembedding_flops_per_token),
+      c: rows.causal.signals, b: rows.masked.signals, t: rows.span.signals, t_read: rows.span.tokens_read,
+      c_g: perGflop(rows.causal.signals_per_gflop), b_g: perGflop(rows.masked.signals_per_gflop), t_g: perGflop(rows.span.signals_per_gflop),
+      ratio: fmt(rows.causal.signals_per_gflop / rows.masked.signals_per_gflop, 1),
+      m: generation.new_tokens[last], cached: fmt(generation.cached[last]), recomputed: fmt(generation.recomputed[last]),
+      gen_ratio: fmt(generation.recomputed[last] / generation.cached[last], 1),
+    };
+  },
+
+  draw(board, data, c) {
+    const { say } = c;
+    if (!data) {
+      const kind = say(`obj_kind_${c.info.architecture.replace("-", "_")}`);
+      board.block("obj-none", h("p", { class: "lab-note", text: say("obj_needs_decoder", { model: c.s.model, kind }) }));
+      return;
+    }
+    const vars = this.vars(data);
+    const labels = tokenLabels(data.tokens);
+    const predicted = labels.slice(1); // loss i is the bar of token i + 1, the one predicted
+    const losses = data.causal.losses;
+    draw(board.card("obj-causal", { title: say("obj_causal_title", vars), note: say("obj_causal_note", vars) }), [
+      { type: "bar", x: predicted, y: losses, name: say("obj_loss"), text: losses.map((v) => fmt(v, 2)), textposition: "outside", cliponaxis: false,
+        hovertemplate: `%{x}<br>${say("obj_loss")} = %{y:.4f}<extra></extra>` },
+      { type: "scatter", mode: "lines", x: predicted, y: predicted.map(() => data.causal.mean), name: say("obj_mean", vars), line: { dash: "dot" } },
+    ], lineLayout(say("obj_predicted"), say("obj_loss"), { xaxis: { type: "category", tickangle: -40 }, yaxis: { rangemode: "tozero" } }), "objectives_causal");
+
+    const masked = new Set(data.masked.positions);
+    const z = [data.tokens.map((_, i) => (i > 0 ? 1 : 0)), data.tokens.map((_, i) => (masked.has(i) ? 1 : 0))];
+    const rowNames = [say("obj_gpt_row"), say("obj_bert_row", vars)];
+    draw(board.card("obj-positions", { title: say("obj_positions_title"), note: say("obj_positions_note", vars) }), [
+      { ...heatmap({ z, x: labels, y: rowNames, signed: false, zmin: 0, zmax: 1, showscale: false, annotate: false, valueLabel: say("obj_carries") }), xgap: 2, ygap: 2 },
+    ], { height: 240, margin: { l: 90, r: 20, t: 20, b: 80 },
+      xaxis: { type: "category", tickangle: -40, automargin: true }, yaxis: { type: "category", automargin: true, autorange: "reversed" } }, "objectives_positions");
+
+    const rows = OBJECTIVES.map((name) => data.signals.find((r) => r.objective === name));
+    draw(board.card("obj-signals", { title: say("obj_signals_title"), className: "half", note: say("obj_signals_note", vars) }), [
+      { type: "bar", x: OBJECTIVES.map((name) => say(`obj_${name}`)), y: rows.map((r) => r.signals), name: say("obj_signals"),
+        text: rows.map((r) => say("obj_per_gflop", { v: perGflop(r.signals_per_gflop) })), textposition: "outside", cliponaxis: false },
+    ], lineLayout("", say("obj_signals"), { xaxis: { type: "category" }, yaxis: { rangemode: "tozero" } }), "objectives_signals");
+
+    const gen = data.generation;
+    draw(board.card("obj-generation", { title: say("obj_gen_title", vars), className: "half", note: say("obj_gen_note", vars) }), [
+      { x: gen.new_tokens, y: gen.cached, mode: "lines+markers", name: say("obj_cached") },
+      { x: gen.new_tokens, y: gen.recomputed, mode: "lines+markers", name: say("obj_recomputed") },
+    ], lineLayout(say("obj_new_tokens"), say("obj_gen_positions"), { xaxis: { range: [0, gen.new_tokens.length + 1] }, yaxis: { rangemode: "tozero" } }), "objectives_generation");
+
+    board.block("obj-why", h("div", {}, h("h3", { text: say("obj_why_title") }), h("p", { class: "lab-note", text: say("obj_why", vars) })));
+  },
+};
