@@ -139,7 +139,8 @@ class HubTokenizer:
         return piece
 
     def decode(self, ids: list[int]) -> str:
-        return self.tokenizer.decode(ids)
+        # special tokens stay in the text (<|im_end|>, [SEP]): they are tokens the model read or wrote
+        return self.tokenizer.decode(ids, skip_special_tokens=False)
 
     def token_id(self, special: str) -> int | None:
         return self.tokenizer.token_to_id(special)

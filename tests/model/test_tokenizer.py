@@ -97,3 +97,18 @@ def test_byte_level_pieces_of_a_character_show_their_bytes() -> None:
                                                          initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
     shown = [t.text for t in HubTokenizer(tok).encode("a复")]
     assert shown == ["a", "<0xE5>", "<0xA4>", "<0x8D>"]
+
+
+def test_decode_keeps_special_tokens() -> None:
+    # a generated <|end|> is a token the model wrote: the decoded text shows it rather than dropping it
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<|end|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(["hello world"] * 10, trainer)
+    hub = HubTokenizer(tok)
+    end = hub.token_id("<|end|>")
+    assert end is not None
+    ids = [t.id for t in hub.encode("hello")] + [end]
+    assert hub.decode(ids) == "hello<|end|>"
