@@ -3,7 +3,7 @@
 
 import { PANELS } from "./panels/index.js";
 import { PARAM_VARS, trim } from "./params.js";
-import { stageKeys, STAGE_FIELDS } from "./stage_text.js";
+import { FN_NAMES, GATES, GLU_NAMES, stageKeys, STAGE_FIELDS } from "./stage_text.js";
 import { namesFor, PANEL_OF } from "./stages.js";
 import { activeAt } from "./intervene.js";
 import { hasChatTemplate } from "./shared/model_menu.js";
@@ -36,6 +36,9 @@ const STAGE_VARS = {
   rope_last: (info) => info.d_head / 2 - 1,
   d_head_last: (info) => info.d_head - 1,
   window: (info) => info.config.sliding_window ?? "",
+  // a gated FFN's name and the function on its gate (SwiGLU: SiLU)
+  glu: (info) => GLU_NAMES[info.config.activation] ?? "",
+  gate_fn: (info) => FN_NAMES[GATES[info.config.activation]] ?? "",
   window_back: (info) => (info.config.sliding_window ? info.config.sliding_window - 1 : ""),
 };
 
@@ -60,6 +63,7 @@ export function stageChoices(s, step, at) {
     scaled: Boolean(cfg.scale_embeddings),
     window: Boolean(cfg.sliding_window),
     bias: Boolean(cfg.bias),
+    mlpBias: Boolean(cfg.mlp_bias ?? cfg.bias),
     kv: s.info.n_kv_heads === s.info.n_heads ? "mha" : s.info.n_kv_heads === 1 ? "mqa" : "gqa",
   };
 }

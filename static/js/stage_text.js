@@ -4,11 +4,18 @@
 //
 // `m` (the model's choices): norm ("rmsnorm" | "layernorm"), placement ("pre" | "post"),
 // pos (positional kind), act (activation), arch, causal, tied, last (the last block), scaled
-// (√d_model embedding scaling), window (sliding window), bias, kv ("mha" | "gqa" | "mqa").
+// (√d_model embedding scaling), window (sliding window), bias, mlpBias (the FFN's own), kv ("mha" | "gqa" | "mqa").
 
 export const STAGE_FIELDS = ["title", "short", "formula", "explain"];
 
-const ACTIVATIONS = ["relu", "gelu", "gelu_tanh", "swiglu"];
+// the elementwise functions that have a formula; a gated FFN (model/config.py: GATED_ACTIVATIONS) names
+// the function on its gate: SwiGLU → silu, GeGLU → gelu / gelu_tanh, ReGLU → relu
+const ACTIVATIONS = ["relu", "gelu", "gelu_tanh", "silu"];
+export const GATES = Object.freeze({ swiglu: "silu", geglu: "gelu", geglu_tanh: "gelu_tanh", reglu: "relu" });
+export const GLU_NAMES = Object.freeze({ swiglu: "SwiGLU", geglu: "GeGLU", geglu_tanh: "GeGLU", reglu: "ReGLU" });
+export const FN_NAMES = Object.freeze({ silu: "SiLU", gelu: "GELU", gelu_tanh: "GELU", relu: "ReLU" });
+const gated = (m) => m.act in GATES;
+const ffnBias = (m) => (m.mlpBias ? "bias" : "nobias");
 
 const post = (m) => m.placement === "post";
 const when = (yes, key) => (yes ? [key] : []);
@@ -59,11 +66,16 @@ const CHOICES = {
   resid_mid: { formula: byPlacement("resid_mid", "formula"), explain: byPlacement("resid_mid", "explain") },
   resid_cross: { formula: byPlacement("resid_cross", "formula") },
   ffn_in: {
-    formula: (m) => [`ffn_in.formula.${m.act === "swiglu" ? "swiglu" : m.bias ? "linear" : "linear_nobias"}`],
-    explain: (m) => ["ffn_in.explain", m.act === "swiglu" ? "ffn_in.explain.swiglu" : "ffn_in.explain.width"],
+    formula: (m) => [gated(m) ? `ffn_in.formula.gated_${ffnBias(m)}` : m.mlpBias ? "ffn_in.formula.linear" : "ffn_in.formula.linear_nobias"],
+    explain: (m) => ["ffn_in.explain", gated(m) ? "ffn_in.explain.gated" : "ffn_in.explain.width"],
   },
-  ffn_act: { formula: (m) => [`ffn_act.formula.${ACTIVATIONS.includes(m.act) ? m.act : "other"}`] },
-  ffn_out: { formula: (m) => [`ffn_out.formula.${m.act === "swiglu" ? "swiglu" : m.bias ? "bias" : "nobias"}`] },
+  ffn_act: {
+    formula: (m) => {
+      const fn = gated(m) ? GATES[m.act] : m.act;
+      return [...when(gated(m), "ffn_act.formula.gated"), `ffn_act.formula.${ACTIVATIONS.includes(fn) ? fn : "other"}`];
+    },
+  },
+  ffn_out: { formula: (m) => [gated(m) ? `ffn_out.formula.gated_${ffnBias(m)}` : `ffn_out.formula.${ffnBias(m)}`] },
   resid_post: {
     formula: byPlacement("resid_post", "formula"),
     explain: (m) => [

@@ -1,7 +1,7 @@
 """Models and helpers for the teaching tests (test_teaching.py: stage texts; test_lessons.py: chapters).
 
 The shipped checkpoints (model/weights), inline configs that cover architecture × norm placement ×
-positional encoding (with MHA/GQA/MQA, SwiGLU/GELU/ReLU, sliding window, √d_model scaling), and a
+positional encoding (with MHA/GQA/MQA, SwiGLU/GeGLU/GELU/ReLU, sliding window, √d_model scaling), and a
 Hugging Face directory as a user adds one: a 30-layer Llama with RMSNorm, RoPE, SwiGLU and GQA 9/3.
 """
 
@@ -134,6 +134,17 @@ CONFIGS: dict[str, dict[str, Any]] = {
         norm_placement="post",
         pos_encoding="none",
         activation="relu",
+    ),
+    # decoder-only, Pre-LN LayerNorm, learned positions, GeGLU (tanh) with biases on the FFN only (Llama mlp_bias)
+    "cfg-pre-learned-geglu-mlpbias": dict(
+        architecture="decoder",
+        d_model=16,
+        n_layers=1,
+        n_heads=2,
+        pos_encoding="learned",
+        activation="geglu_tanh",
+        bias=False,
+        mlp_bias=True,
     ),
     # encoder-only, learned positions, Post-LN, ReLU, MHA
     "cfg-encoder-learned-relu": dict(

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import torch
 
+from model.config import GATED_ACTIVATIONS
 from model.positional import apply_rope, rope_angles
 from model.transformer import Transformer, distinct_parameters
 from tests.browser.helpers import open_page
@@ -129,9 +130,14 @@ def test_every_explanation_states_the_models_numbers(teach_server: Any, watched:
         if st["key"] == "ffn_out":
             share = round(100 * counts["ffn"] / counts["total"])
             assert f"{share}%" in explain and fmt(counts["ffn"]) in explain and fmt(counts["total"]) in explain, explain
-            n_mats = 3 if cfg["activation"] == "swiglu" else 2
+            gated = cfg["activation"] in GATED_ACTIVATIONS
+            n_mats = 3 if gated else 2
             assert str(n_mats) in explain
-            assert ("b₂" in st["text"]["formula"]) == bool(cfg["bias"]) or cfg["activation"] == "swiglu"
+            mlp_bias = cfg["bias"] if cfg.get("mlp_bias") is None else cfg["mlp_bias"]
+            assert ("b₂" in st["text"]["formula"] or "b_down" in st["text"]["formula"]) == bool(mlp_bias)
+            if gated:  # the gate's own function, named in the formula (SiLU for SwiGLU, GELU for GeGLU, ...)
+                gate_fn = {"silu": "SiLU", "gelu": "GELU", "gelu_tanh": "GELU", "relu": "ReLU"}
+                assert gate_fn[GATED_ACTIVATIONS[cfg["activation"]]] + "(x·W_gate" in st["text"]["formula"]
             checked.add("ffn")
         if st["key"] == "attn_out":
             assert fmt(counts["attn"]) in explain, explain

@@ -96,7 +96,7 @@ def test_every_stage_has_its_text(texts: dict[str, dict[str, Any]]) -> None:
     # and every templated one, for the kinds the selection code lists
     for kind in ("sinusoidal", "learned", "rope", "alibi", "none"):
         assert {f"pos.formula.{kind}", f"pos.explain.{kind}"} <= keys
-    for act in ("relu", "gelu", "gelu_tanh", "swiglu", "other"):
+    for act in ("relu", "gelu", "gelu_tanh", "silu", "gated", "other"):
         assert f"ffn_act.formula.{act}" in keys
 
 

@@ -2,6 +2,7 @@
 
 import { draw } from "../shared/plot.js";
 import { visible } from "../shared/dom.js";
+import { FN_NAMES, GATES } from "../stage_text.js";
 import { badge, drawTokenMatrix, fetchStages } from "./common.js";
 
 function baseOf(name) {
@@ -19,19 +20,19 @@ function pickRows(plot, ctx) {
 export default {
   async load(ctx) {
     const base = baseOf(ctx.names.main);
-    const swiglu = ctx.cfg.activation === "swiglu";
     const names = [`${base}hook_pre`, `${base}hook_post`];
-    if (swiglu) names.push(`${base}hook_gate`, `${base}hook_up`);
+    if (ctx.cfg.activation in GATES) names.push(`${base}hook_gate`, `${base}hook_up`);
     return fetchStages(ctx, names);
   },
   draw(board, stages, ctx) {
     const { t } = ctx;
     const base = baseOf(ctx.names.main);
-    const swiglu = ctx.cfg.activation === "swiglu";
+    const gateFn = FN_NAMES[GATES[ctx.cfg.activation]]; // a gated FFN (SwiGLU, GeGLU, ReGLU): its gate's function
+    const gated = Boolean(gateFn);
     const title = ctx.text.title;
     const pre = stages[`${base}hook_pre`];
     if (ctx.step.key === "ffn_in") {
-      if (swiglu) {
+      if (gated) {
         pickRows(drawTokenMatrix(board, "gate", ctx, pre, { title: "gate = x·W_gate", className: "half" }), ctx);
         pickRows(drawTokenMatrix(board, "up", ctx, stages[`${base}hook_up`], { title: "up = x·W_up", className: "half" }), ctx);
       } else {
@@ -40,16 +41,16 @@ export default {
       return;
     }
     const post = stages[`${base}hook_post`];
-    pickRows(drawTokenMatrix(board, "post", ctx, post, { title: swiglu ? "SiLU(gate) ⊙ up" : `${title}` }), ctx);
+    pickRows(drawTokenMatrix(board, "post", ctx, post, { title: gated ? `${gateFn}(gate) ⊙ up` : `${title}` }), ctx);
     const n = pre.size("pos");
     const tok = Math.min(ctx.token ?? n - 1, n - 1);
     const xs = pre.matrix("pos", "d_mlp")[tok];
-    const curve = swiglu ? stages[`${base}hook_gate`] : post;
+    const curve = gated ? stages[`${base}hook_gate`] : post;
     const ys = curve.matrix("pos", "d_mlp")[tok];
     const label = `${tok}·${visible(ctx.tokens[tok] ? ctx.tokens[tok].text : "")}`;
     const plot = board.card("scatter", {
       title: t("activation_scatter", { tok: label }),
-      badges: [badge(ctx, swiglu ? "SiLU" : ctx.cfg.activation, curve)],
+      badges: [badge(ctx, gated ? gateFn : ctx.cfg.activation, curve)],
       exportData: () => ({ token: label, series: { before: xs, after: ys }, index: xs.map((_, i) => i) }),
       filename: `${ctx.fname}_activation`,
       note: t("pick_token"),
@@ -68,8 +69,8 @@ export default {
       ],
       {
         height: 340,
-        xaxis: { title: { text: `${t("ax_pre")}${swiglu ? " (gate)" : ""}` }, zeroline: true },
-        yaxis: { title: { text: `${t("ax_post")}${swiglu ? " — SiLU(gate)" : ""}` }, zeroline: true },
+        xaxis: { title: { text: `${t("ax_pre")}${gated ? " (gate)" : ""}` }, zeroline: true },
+        yaxis: { title: { text: `${t("ax_post")}${gated ? ` — ${gateFn}(gate)` : ""}` }, zeroline: true },
       },
       `${ctx.fname}_activation`,
     );
