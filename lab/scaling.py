@@ -51,16 +51,17 @@ def softmax_sharpness(d_ks: Sequence[int], n_keys: int, rows: int, seed: int) ->
     return out
 
 
-def head_statistics(raw: torch.Tensor, attn_scores: torch.Tensor, d_head: int) -> dict[str, list[float]]:
+def head_statistics(raw: torch.Tensor, attn_scores: torch.Tensor, divisor: float) -> dict[str, list[float]]:
     """The same statistics on a model's real scores, per head.
 
     raw: [head, q_pos, k_pos] Q·Kᵀ; attn_scores: the same scaled, biased and masked (-inf hidden):
-    the softmax input. Without ÷√d_head the softmax sees attn_scores + raw·(1 − 1/√d_head) = raw + bias,
-    as the `no_scale` intervention does. Variances are over the visible cells; `entropy_uniform` is
+    the softmax input. `divisor`: what this layer divides Q·Kᵀ by (TransformerConfig.score_divisor:
+    √d_head, times layer + 1 in GPT-2 models that scale by the inverse layer index). Without it the
+    softmax sees attn_scores + raw·(1 − 1/divisor) = raw + bias, as the `no_scale` intervention does. Variances are over the visible cells; `entropy_uniform` is
     the mean ln(visible keys), the entropy of a row that spreads evenly.
     """
     visible = torch.isfinite(attn_scores)  # [head, q_pos, k_pos]
-    unscaled = attn_scores.double() + raw.double() * (1 - 1 / math.sqrt(d_head))  # hidden cells stay -inf
+    unscaled = attn_scores.double() + raw.double() * (1 - 1 / divisor)  # hidden cells stay -inf
     max_s, ent_s = row_statistics(attn_scores)  # [head, q_pos]
     max_u, ent_u = row_statistics(unscaled)
     out: dict[str, list[float]] = {"var_raw": [], "var_scaled": []}
@@ -68,7 +69,7 @@ def head_statistics(raw: torch.Tensor, attn_scores: torch.Tensor, d_head: int) -
         cells = visible[head]
         enough = int(cells.sum()) > 1
         out["var_raw"].append(float(raw[head].double()[cells].var()) if enough else 0.0)
-        out["var_scaled"].append(float((raw[head].double() / math.sqrt(d_head))[cells].var()) if enough else 0.0)
+        out["var_scaled"].append(float((raw[head].double() / divisor)[cells].var()) if enough else 0.0)
     return {**out, "max_scaled": max_s.mean(-1).tolist(), "max_unscaled": max_u.mean(-1).tolist(),
             "entropy_scaled": ent_s.mean(-1).tolist(), "entropy_unscaled": ent_u.mean(-1).tolist(),
             "entropy_uniform": visible.sum(-1).clamp(min=1).double().log().mean(-1).tolist()}

@@ -43,9 +43,11 @@ class ScalingLabRequest(TextInput):
 class HeadStats(BaseModel):
     layer: int
     d_head: int
+    divisor: float = Field(description="What this layer divides Q·Kᵀ by: √d_head, times (layer + 1) in GPT-2 "
+                                       "models with scale_attn_by_inverse_layer_idx.")
     stack: str | None
     var_raw: list[float] = Field(description="Variance of Q·Kᵀ over the visible cells, per head.")
-    var_scaled: list[float] = Field(description="Variance of Q·Kᵀ/√d_head, per head.")
+    var_scaled: list[float] = Field(description="Variance of Q·Kᵀ / divisor, per head.")
     max_scaled: list[float]
     max_unscaled: list[float]
     entropy_scaled: list[float]
@@ -107,8 +109,9 @@ def plan(context: LabContext, request: ScalingLabRequest) -> Build:
         run = lab_run.trace()
         raw = run.trace[attn + "hook_scores_raw"][0]  # [head, q_pos, k_pos]
         scores = run.trace[attn + "hook_attn_scores"][0]
-        stats = scaling.head_statistics(raw, scores, resolved.cfg.d_head)
-        heads = {"layer": request.layer, "d_head": resolved.cfg.d_head, "stack": stack,
+        divisor = resolved.cfg.score_divisor(request.layer)
+        stats = scaling.head_statistics(raw, scores, divisor)
+        heads = {"layer": request.layer, "d_head": resolved.cfg.d_head, "divisor": divisor, "stack": stack,
                  **{k: rounded(v) for k, v in stats.items()}}
         return {**synthetic(request), "model": resolved.name, "tokens": tokens_out(run.tokens), "heads": heads}
 

@@ -43,7 +43,7 @@ def test_head_statistics_match_the_model_scores() -> None:
     model = make(pos_encoding="sinusoidal")
     _, trace = model.run_with_trace(IDS)
     raw, scores = trace["blocks.0.attn.hook_scores_raw"][0], trace["blocks.0.attn.hook_attn_scores"][0]
-    stats = scaling.head_statistics(raw, scores, model.cfg.d_head)
+    stats = scaling.head_statistics(raw, scores, model.cfg.score_divisor(0))
     pattern = trace["blocks.0.attn.hook_pattern"][0]  # [head, q, k]
     assert stats["max_scaled"] == pytest.approx(pattern.amax(-1).mean(-1).tolist(), abs=1e-6)
     for var_raw, var_scaled in zip(stats["var_raw"], stats["var_scaled"], strict=True):
@@ -51,6 +51,21 @@ def test_head_statistics_match_the_model_scores() -> None:
     _, unscaled = model.run_with_trace(IDS, edits=Interventions(no_scale=True))  # layer 0: same inputs
     expected = unscaled["blocks.0.attn.hook_pattern"][0].amax(-1).mean(-1).tolist()
     assert stats["max_unscaled"] == pytest.approx(expected, abs=1e-5)
+
+
+def test_head_statistics_use_the_layers_own_divisor() -> None:
+    # GPT-2's scale_attn_by_inverse_layer_idx: layer 1 divides by √d_head × 2, and the lab says so
+    model = make(pos_encoding="sinusoidal", scale_attn_by_layer=True)
+    _, trace = model.run_with_trace(IDS)
+    raw, scores = trace["blocks.1.attn.hook_scores_raw"][0], trace["blocks.1.attn.hook_attn_scores"][0]
+    divisor = model.cfg.score_divisor(1)
+    assert divisor == pytest.approx(2 * math.sqrt(model.cfg.d_head))
+    stats = scaling.head_statistics(raw, scores, divisor)
+    for var_raw, var_scaled in zip(stats["var_raw"], stats["var_scaled"], strict=True):
+        assert var_raw == pytest.approx(var_scaled * divisor**2, rel=1e-9)
+    causal = torch.ones(raw.shape[-1], raw.shape[-1]).tril().bool()
+    unscaled = torch.softmax(raw.double().masked_fill(~causal, float("-inf")), -1)  # softmax(Q·Kᵀ + mask)
+    assert stats["max_unscaled"] == pytest.approx(unscaled.amax(-1).mean(-1).tolist(), abs=1e-6)
 
 
 def test_rope_scores_depend_only_on_the_offset() -> None:

@@ -9,6 +9,13 @@ function dks(s) {
   return s.dks.split(",").map(Number).filter((x) => Number.isInteger(x) && x >= 1 && x <= 1024);
 }
 
+/** The layer's divisor as a formula: √d_head, or (√d_head × (layer + 1)) in GPT-2's inverse-layer scaling. */
+function divisorText(hd) {
+  const root = Math.sqrt(hd.d_head);
+  const times = hd.divisor / root;
+  return Math.abs(times - 1) < 1e-9 ? `√${hd.d_head}` : `(√${hd.d_head} × ${fmt(times, 0)} = ${fmt(hd.divisor, 2)})`;
+}
+
 export default {
   load: (s) => api.lab("scaling", { model: s.model, text: s.text, d_k: dks(s), layer: s.maskLayer }),
 
@@ -63,7 +70,7 @@ export default {
     draw(
       board.card("scaling-heads", {
         title: say("scaling_heads_title", { model: data.model, layer: hd.layer, d_head: hd.d_head }),
-        note: say("scaling_heads_note", { var_raw: fmt(hd.var_raw[0], 2), var_scaled: fmt(hd.var_scaled[0], 2), d_head: hd.d_head }),
+        note: say("scaling_heads_note", { var_raw: fmt(hd.var_raw[0], 2), var_scaled: fmt(hd.var_scaled[0], 2), divisor: divisorText(hd) }),
       }),
       [
         { type: "bar", x: heads, y: hd.max_scaled, name: say("max_scaled") },
