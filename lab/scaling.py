@@ -57,8 +57,9 @@ def head_statistics(raw: torch.Tensor, attn_scores: torch.Tensor, divisor: float
     raw: [head, q_pos, k_pos] Q·Kᵀ; attn_scores: the same scaled, biased and masked (-inf hidden):
     the softmax input. `divisor`: what this layer divides Q·Kᵀ by (TransformerConfig.score_divisor:
     √d_head, times layer + 1 in GPT-2 models that scale by the inverse layer index). Without it the
-    softmax sees attn_scores + raw·(1 − 1/divisor) = raw + bias, as the `no_scale` intervention does. Variances are over the visible cells; `entropy_uniform` is
-    the mean ln(visible keys), the entropy of a row that spreads evenly.
+    softmax sees attn_scores + raw·(1 − 1/divisor) = raw + bias, as the `no_scale` intervention does.
+    Variances are over the visible cells; `entropy_uniform` is the mean ln(visible keys), the entropy
+    of a row that spreads evenly.
     """
     visible = torch.isfinite(attn_scores)  # [head, q_pos, k_pos]
     unscaled = attn_scores.double() + raw.double() * (1 - 1 / divisor)  # hidden cells stay -inf
