@@ -173,6 +173,8 @@ def model_meta(metadata: dict[str, Any], path: Path, tensor_types: Counter[str])
     types = ", ".join(f"{count} {kind}" for kind, count in tensor_types.most_common())
     meta: dict[str, Any] = {
         "description": f"{name}: a {arch} GGUF file ({path.name}), dequantized to float32 (tensors: {types}).",
+        "description_zh": f"{name}：一个 {arch} 结构的 GGUF 文件（{path.name}），"
+                          f"已反量化为 float32（张量类型：{types}）。",
         "source": f"gguf:{path}",
         "gguf_architecture": arch,
         "tensor_types": dict(tensor_types),

@@ -17,9 +17,9 @@ from training.corpus import BOS, VAL_WINDOWS, Corpus
 
 DESCRIPTION = (
     "tiny-gpt: a small decoder-only Transformer (RoPE, RMSNorm, SwiGLU, grouped-query attention) trained "
-    "from scratch on public-domain English novels (Austen, Chesterton) and Chinese stories (鲁迅). "
-    "一个从零训练的小型仅解码器 Transformer，训练语料为公有领域的英文小说与鲁迅的中文小说。"
+    "from scratch on public-domain English novels (Austen, Chesterton) and Chinese stories (鲁迅)."
 )
+DESCRIPTION_ZH = "tiny-gpt：一个从零训练的小型仅解码器 Transformer，训练语料为公有领域的英文小说与鲁迅的中文小说。"
 
 
 def device_name(device: str) -> str:
@@ -47,6 +47,8 @@ def language_model_meta(
     return {
         "name": "tiny-gpt" if shipped_default else out.name,
         "description": DESCRIPTION if shipped_default else f"trained with `transformer-explorer train` ({args.config})",
+        "description_zh": (DESCRIPTION_ZH if shipped_default
+                           else f"用 `transformer-explorer train` 训练（{args.config}）"),
         "language": ["en", "zh"],
         "bos_token": BOS,
         "eos_token": BOS,

@@ -70,7 +70,7 @@ DESCRIPTIONS = {
     "pe-sinusoidal": ("sinusoidal absolute positions", "正弦绝对位置编码"),
     "pe-rope": ("rotary positions (RoPE)", "旋转位置编码（RoPE）"),
     "pe-alibi": ("ALiBi distance penalties", "ALiBi 距离惩罚"),
-    "pe-rope-window": ("RoPE with a 16-token sliding window", "RoPE 加 16 个词元的滑动窗口"),
+    "pe-rope-window": ("RoPE with a 16-token sliding window", "RoPE 加 16 个 Token 的滑动窗口"),
 }
 
 
@@ -199,9 +199,9 @@ def ship(table: dict[str, Any], run_dirs: dict[str, Path], weights: Path) -> Non
         english, chinese = DESCRIPTIONS[name]
         document["meta"]["name"] = name
         document["meta"]["description"] = (
-            f"{name}: a positional-encoding family member, {english}; the six members differ only in positions. "
-            f"{name}：位置编码对照组之一，{chinese}；六个模型只有位置编码不同。"
+            f"{name}: a positional-encoding family member, {english}; the six members differ only in positions."
         )
+        document["meta"]["description_zh"] = f"{name}：位置编码对照组之一，{chinese}；六个模型只有位置编码不同。"
         document["meta"]["snapshots"] = []
         document["meta"]["pe_family"] = table
         (target / "config.json").write_text(json.dumps(document, ensure_ascii=False, indent=1), encoding="utf-8")

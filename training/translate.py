@@ -113,8 +113,8 @@ def translator_meta(
     return {
         "name": "tiny-translator",
         "description": "tiny-translator: the original encoder-decoder Transformer (sinusoidal positions, Post-LN, "
-        "ReLU, multi-head attention) trained to spell numbers in English words and Chinese numerals. "
-        "原始编码器-解码器 Transformer：把阿拉伯数字写成英文单词或中文数字。",
+        "ReLU, multi-head attention) trained to spell numbers in English words and Chinese numerals.",
+        "description_zh": "tiny-translator：原始的编码器-解码器 Transformer，学会把阿拉伯数字写成英文单词或中文数字。",
         "task": TASK_DESCRIPTION,
         "examples": {
             s: translate_batch(shipped, tokenizer, [s])[0] for s in ("en:2026", "zh:2026", "en:15", "zh:40300")

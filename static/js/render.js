@@ -137,7 +137,9 @@ function renderModelInfo(ctx) {
       }),
     }),
   ];
-  if (info.description) lines.push(h("p", { class: "description", text: info.description }));
+  // the API's description is English; a model's meta may carry its Chinese one
+  const description = state.lang === "zh" && info.meta && info.meta.description_zh ? info.meta.description_zh : info.description;
+  if (description) lines.push(h("p", { class: "description", text: description }));
   const english = englishNote(info);
   if (english) lines.push(h("p", { class: "warning english-only", text: t(english) }));
   $("model-info").replaceChildren(...lines);
