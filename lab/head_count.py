@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 
 RTOL = 1e-6  # numerical rank: singular values below RTOL × the largest count as zero (scores in float64)
-MAX_RANK_WORK = 100_000_000  # Σ over splits of h · q_pos · k_pos · min(q_pos, k_pos): the SVDs' cost
+MAX_RANK_WORK = 200_000_000  # rank_work's limit (the widths and lengths of SmolLM2-135M on 128 tokens fit)
 PUBLISHED = (  # the seed's configurations (published, not measured here)
     {"name": "Llama 7B", "d_model": 4096, "n_heads": 32, "d_head": 128},
     {"name": "GPT-3 175B", "d_model": 12288, "n_heads": 96, "d_head": 128},
@@ -68,8 +68,9 @@ def divisors(width: int) -> list[int]:
 
 
 def rank_work(width: int, q_pos: int, k_pos: int) -> int:
-    """What the SVDs of every split cost (compared with MAX_RANK_WORK before any is run)."""
-    return sum(divisors(width)) * q_pos * k_pos * min(q_pos, k_pos)
+    """What finding every split's ranks costs, about (compared with MAX_RANK_WORK before any is run):
+    per head m²·(q_pos + k_pos) with m = min(q_pos, k_pos, d_k), the size of the matrix whose SVD is taken."""
+    return sum(h * min(q_pos, k_pos, width // h) ** 2 * (q_pos + k_pos) for h in divisors(width))
 
 
 def split_scores(q: torch.Tensor, k: torch.Tensor, heads: int) -> torch.Tensor:
@@ -78,6 +79,20 @@ def split_scores(q: torch.Tensor, k: torch.Tensor, heads: int) -> torch.Tensor:
     q_h = q.double().view(q.shape[0], heads, d_k)  # [q_pos, head, d_k]
     k_h = k.double().view(k.shape[0], heads, d_k)  # [k_pos, head, d_k]
     return torch.einsum("qhd,khd->hqk", q_h, k_h)
+
+
+def score_core(q: torch.Tensor, k: torch.Tensor, heads: int) -> torch.Tensor:
+    """A matrix with the same singular values as each head's q_h · k_hᵀ, at most d_k × d_k: [head, m, m].
+
+    q_h = U_q·R_q and k_h = U_k·R_k (QR, U with orthonormal columns), so q_h·k_hᵀ = U_q·(R_q·R_kᵀ)·U_kᵀ
+    has the singular values of R_q·R_kᵀ. Used when d_k is below both lengths; otherwise the scores themselves.
+    """
+    d_k = q.shape[1] // heads
+    if d_k >= min(q.shape[0], k.shape[0]):
+        return split_scores(q, k, heads)
+    r_q = torch.linalg.qr(q.double().view(q.shape[0], heads, d_k).transpose(0, 1), mode="r").R  # [head, d_k, d_k]
+    r_k = torch.linalg.qr(k.double().view(k.shape[0], heads, d_k).transpose(0, 1), mode="r").R
+    return r_q @ r_k.transpose(1, 2)
 
 
 def row_entropy(scores: torch.Tensor, allowed: torch.Tensor, d_k: int) -> torch.Tensor:
@@ -101,7 +116,7 @@ def splits(qk: LayerQK) -> list[Split]:
     for heads in divisors(width):
         d_k = width // heads
         scores = split_scores(qk.q, qk.k, heads)  # [head, q_pos, k_pos]
-        ranks = torch.linalg.matrix_rank(scores, rtol=RTOL)  # [head]
+        ranks = torch.linalg.matrix_rank(score_core(qk.q, qk.k, heads), rtol=RTOL)  # [head]: the scores' ranks
         out.append(Split(heads, d_k, min(q_pos, k_pos, d_k), [int(r) for r in ranks],
                          float(row_entropy(scores, qk.allowed, d_k).mean())))
     return out

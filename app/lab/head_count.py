@@ -86,7 +86,7 @@ def plan(context: LabContext, request: HeadCountLabRequest) -> Build:
         work = rank_work(width, q_pos, k_pos)
         if work > MAX_RANK_WORK:
             raise errors.too_much_work("text", work, MAX_RANK_WORK,
-                                       "steps of rank-finding (heads × tokens³ over every split)")
+                                       "units of work finding ranks (they grow with the sentence's length)")
         qk = layer_qk(run.trace().trace, prefix + attention_prefix("", request.layer, request.cross))
         found = splits(qk)
         return {

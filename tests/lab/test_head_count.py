@@ -8,12 +8,14 @@ import pytest
 import torch
 
 from lab.head_count import (
+    RTOL,
     LayerQK,
     attention_prefix,
     divisors,
     layer_qk,
     own_split_diff,
     row_entropy,
+    score_core,
     split_scores,
     splits,
     uniform_entropy,
@@ -71,6 +73,19 @@ def test_generic_vectors_reach_the_bound_so_the_tolerance_hides_nothing() -> Non
     qk = LayerQK(q, k, allowed, split_scores(q, k, 4).float(), 4, False)
     for s in splits(qk):
         assert s.ranks == [min(n, s.d_k)] * s.heads
+
+
+@pytest.mark.parametrize("heads", [1, 4, 8, 24])
+def test_the_ranks_are_taken_on_a_matrix_with_the_scores_singular_values(heads: int) -> None:
+    gen = torch.Generator().manual_seed(1)
+    q, k = torch.randn(10, 24, generator=gen), torch.randn(13, 24, generator=gen)
+    k[:, :3] = 0  # a key side of lower rank in the first heads
+    scores, core = split_scores(q, k, heads), score_core(q, k, heads)
+    m = min(core.shape[-2:])
+    assert m == min(10, 24 // heads)
+    full = torch.linalg.svdvals(scores)[:, :m]  # [head, m]: the rest are zero
+    assert torch.allclose(torch.linalg.svdvals(core), full, atol=1e-9)
+    assert torch.equal(torch.linalg.matrix_rank(core, rtol=RTOL), torch.linalg.matrix_rank(scores, rtol=RTOL))
 
 
 def test_entropy_matches_a_hand_computation() -> None:

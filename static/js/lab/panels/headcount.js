@@ -37,14 +37,16 @@ export default {
     const own = {
       type: "line", xref: "x", yref: "paper", x0: ownAt, x1: ownAt, y0: 0, y1: 1, line: { dash: "dot", width: 2, color: "#888" },
     };
-    const ownLabel = { xref: "x", yref: "paper", x: ownAt, y: 1, yanchor: "bottom", showarrow: false, text: say("hc_own", vars), font: { size: 11 } };
+    // the model's own split, named low beside its line, clear of the legend above the plot
+    const ownLabel = { xref: "x", yref: "paper", x: ownAt, y: 0.03, xanchor: "left", yanchor: "bottom", xshift: 4, showarrow: false, text: say("hc_own", vars), font: { size: 11 }, bgcolor: "rgba(255,255,255,0.8)" };
     const axes = (yTitle) => {
       const layout = lineLayout(say("hc_axis"), yTitle, { xaxis: { type: "category", tickfont: { size: 10 } }, yaxis: { rangemode: "tozero" } });
-      return { ...layout, height: 340, margin: { ...layout.margin, t: 60, b: 80 }, shapes: [own], annotations: [ownLabel] };
+      return { ...layout, height: 340, margin: { ...layout.margin, r: 20, b: 80 }, shapes: [own], annotations: [ownLabel] };
     };
     const fits = vars.first_h === "–" ? "hc_short" : data.model_d_head >= vars.n ? "hc_short_own" : "hc_bites";
     draw(board.card("hc-rank", { title: say("hc_rank_title", vars), className: "half", note: `${say(fits, vars)} ${say("hc_rank_note", vars)}` }), [
-      { x, y: splits.map((s) => s.bound), mode: "lines", name: say("hc_bound"), line: { dash: "dash" } },
+      // the bound as a wide pale band: the measured ranks lie on it wherever they reach it
+      { x, y: splits.map((s) => s.bound), mode: "lines", name: say("hc_bound"), line: { width: 9, color: "rgba(120, 120, 120, 0.35)" } },
       { x, y: splits.map((s) => s.mean_rank), mode: "lines+markers", name: say("hc_mean_rank") },
       { x, y: splits.map((s) => s.min_rank), mode: "markers", name: say("hc_min_rank"), marker: { symbol: "triangle-down", size: 9 } },
     ], axes(say("hc_rank")), "head_count_rank");
