@@ -61,6 +61,8 @@ def test_ranks_never_exceed_the_bound_and_it_bites_on_a_long_sentence() -> None:
     for s in found:
         assert s.d_k * s.heads == 48 and s.bound == min(30, s.d_k) and len(s.ranks) == s.heads
         assert max(s.ranks) <= s.bound
+    # GQA: at h = 2 each cut holds three query heads that read one K/V head (8 numbers wide) three times over
+    assert found[1].heads == 2 and max(found[1].ranks) <= LLAMA_LIKE.d_head < found[1].bound
     narrow = [s for s in found if s.d_k < 30]
     assert narrow and all(min(s.ranks) == s.d_k for s in narrow if s.d_k <= 4)  # the bound is reached, not just obeyed
 

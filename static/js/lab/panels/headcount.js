@@ -44,7 +44,9 @@ export default {
       return { ...layout, height: 340, margin: { ...layout.margin, r: 20, b: 80 }, shapes: [own], annotations: [ownLabel] };
     };
     const fits = vars.first_h === "–" ? "hc_short" : data.model_d_head >= vars.n ? "hc_short_own" : "hc_bites";
-    draw(board.card("hc-rank", { title: say("hc_rank_title", vars), className: "half", note: `${say(fits, vars)} ${say("hc_rank_note", vars)}` }), [
+    const gqa = data.kv_heads < data.model_heads ? ` ${say("hc_gqa", vars)}` : "";
+    const rankNote = `${say(fits, vars)} ${say("hc_rank_note", vars)}${gqa}`;
+    draw(board.card("hc-rank", { title: say("hc_rank_title", vars), className: "half", note: rankNote }), [
       // the bound as a wide pale band: the measured ranks lie on it wherever they reach it
       { x, y: splits.map((s) => s.bound), mode: "lines", name: say("hc_bound"), line: { width: 9, color: "rgba(120, 120, 120, 0.35)" } },
       { x, y: splits.map((s) => s.mean_rank), mode: "lines+markers", name: say("hc_mean_rank") },
