@@ -14,6 +14,7 @@ from app.lab import (
     complexity,
     flash,
     generate,
+    head_count,
     kv_cost,
     linear_attention,
     logit_lens,
@@ -43,6 +44,7 @@ EXPERIMENTS: tuple[Experiment[Any], ...] = (
     ablation.EXPERIMENT,
     linear_attention.EXPERIMENT,
     objectives.EXPERIMENT,
+    head_count.EXPERIMENT,
 )
 
 __all__ = ["EXPERIMENTS", "Experiment"]

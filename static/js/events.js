@@ -2,6 +2,7 @@
 // that do not are the message's own Dismiss button (messages.js) and Escape leaving a text field.
 
 import { snapshotsOf } from "./context.js";
+import { CHAPTERS, linkPatch } from "./lessons.js";
 import { chapterBy, go, headBy, layerBy, stepBy } from "./navigate.js";
 import { state } from "./state.js";
 
@@ -57,9 +58,12 @@ function snapshotAt(position) {
 
 /** The lesson bar's and the sheets' buttons (drawn by teach.js) and the model's offered example. */
 function onTeachClick(event) {
-  const button = event.target.closest("button[data-chapter], button[data-sheet], button[data-open-model], #offer .example");
+  const button = event.target.closest("button[data-chapter], button[data-sheet], button[data-open-model], button[data-live], #offer .example");
   if (!button) return;
-  if (button.dataset.chapter === "exit") go({ chapter: null, sheet: null });
+  if (button.dataset.live) {
+    const patch = linkPatch(CHAPTERS[state.chapter]?.id, button.dataset.live);
+    if (patch) go(patch);
+  } else if (button.dataset.chapter === "exit") go({ chapter: null, sheet: null });
   else if (button.dataset.chapter) chapterBy(Number(button.dataset.chapter));
   else if (button.dataset.sheet !== undefined) go({ sheet: button.dataset.sheet || null });
   else if (button.dataset.openModel) go({ model: button.dataset.openModel, stage: "mask", sheet: "arch" });

@@ -28,6 +28,30 @@ export const CHAPTERS = [
   { id: "misconceptions", arch: "decoder", text: BEIJING, stage: "softmax", layer: 0, head: 0, view: "heads" },
 ];
 
+/** The translator (encoder-decoder) on its own example: both kinds of attention a chapter can open. */
+const TRANSLATOR = { arch: "encoder-decoder", text: "en:2026", target: "two thousand", layer: 0, head: 0, view: "head" };
+
+/**
+ * A chapter's live links, under its text in the lesson bar (teach.js). Each is either `go`, a go()
+ * patch that opens a view of the explorer while the chapter stays open, or `lab`, a /lab panel with
+ * the model and sentence on screen. Its words: lesson.<chapter>.link.<id> in static/text/<lang>.json.
+ * A new slot is one entry here and its two texts.
+ */
+export const CHAPTER_LINKS = {
+  misconceptions: [
+    { id: "flow", lab: "flow" }, // 1 and 6: weights against where information really flows (lab: attention_flow)
+    { id: "cross", go: { ...TRANSLATOR, stage: "cross_softmax" } }, // 3: the 2014 form, the decoder reads the encoder
+    { id: "self", go: { ...TRANSLATOR, stage: "encoder.softmax" } }, // 3: the Transformer's step, a sentence reads itself
+    { id: "headcount", lab: "headcount" }, // 4: more heads, narrower heads (lab: head_count)
+  ],
+};
+
+/** The go() patch of a chapter's live link, or null when the chapter has no such `go` link. */
+export function linkPatch(chapterId, linkId) {
+  const link = (CHAPTER_LINKS[chapterId] || []).find((l) => l.id === linkId);
+  return link && link.go ? { ...link.go } : null;
+}
+
 /** The /lab panel that explains a stage or a chapter further (static/js/lab: its sections are #panel-<id>). */
 const LAB_OF_STAGE = { scale: "scaling", softmax: "scaling", mask: "masks", pos: "positions", rope: "positions", qkv: "parameters", z: "interventions", attn_out: "interventions", logits: "sampling" };
 const LAB_OF_CHAPTER = { scale: "scaling", mask: "masks", softmax: "interventions", heads: "parameters", positions: "positions", architectures: "masks", efficiency: "parameters", weighted: "interventions" };

@@ -2,7 +2,7 @@
 // the parameters sheet and the architectures sheet. Drawn from the committed state; clicks are
 // data-go buttons that events.js turns into go() calls. Every number comes from params.js.
 
-import { bestHead, CHAPTERS, labPanel, labURL } from "./lessons.js";
+import { bestHead, CHAPTER_LINKS, CHAPTERS, labPanel, labURL } from "./lessons.js";
 import { blockParts, count, componentShares, fullAttention } from "./params.js";
 import { h } from "./shared/dom.js";
 import { state } from "./state.js";
@@ -46,6 +46,7 @@ export function renderLesson(t) {
     ...(c.id === "why" ? [recurrenceTable(t, state.tokens || [], state.info)] : []),
     ...pickLine(t, c),
     h("p", { class: "lesson-look" }, h("strong", { text: `${t("look_at")} ` }), say("look"), ...labLink(t)),
+    ...liveLinks(t, c),
   );
   // a chapter just opened starts at its lesson bar, so the chart is on the first screen (1280×720)
   if (opened && !state.present) requestAnimationFrame(() => bar.scrollIntoView({ block: "start" })); // after the chart is drawn below
@@ -117,6 +118,19 @@ function labLink(t) {
   const panel = labPanel(null, state.chapter);
   if (!panel) return [];
   return [" ", h("a", { class: "lab-link", id: "lesson-lab-link", href: labURL(panel, state), text: t("lab_link", { panel: t(`lab_panel_${panel}`) }) })];
+}
+
+/** A chapter's live links (lessons.js CHAPTER_LINKS): buttons that open a view here, links to a lab panel. */
+function liveLinks(t, c) {
+  const links = CHAPTER_LINKS[c.id];
+  if (!links) return [];
+  const words = state.texts[state.lang];
+  const item = (link) => {
+    const text = words.t(`lesson.${c.id}.link.${link.id}`);
+    if (link.lab) return h("a", { class: "live-link", "data-live": link.id, href: labURL(link.lab, state), text });
+    return h("button", { type: "button", class: "small live-link", "data-live": link.id, text });
+  };
+  return [h("p", { class: "lesson-live" }, h("strong", { text: `${t("lesson_live")} ` }), ...links.map(item))];
 }
 
 function table(head, rows, className = "") {

@@ -206,3 +206,29 @@ def test_why_chapter_counts_rnn_against_attention_on_the_sentence(server: Any, w
     caption = page.inner_text("#lesson .lesson-demo caption")
     assert str(n) in caption and ("not measured" in caption if lang == "en" else "不是实测" in caption), caption
     assert not watched.errors, watched.errors
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_misconceptions_chapter_opens_both_kinds_of_attention_and_the_lab(server: Any, watched: Any, lang: str) -> None:
+    """Misconception 3 live: the translator's cross-attention (decoder → encoder) and its encoder's
+    self-attention, the chapter still open; 4 (and 1/6) as links to their lab panels on this model and sentence."""
+    page = watched.page
+    open_page(page, server.url, chapter="misconceptions", lang=lang)
+    model, text = page.input_value("#model"), page.input_value("#text")
+    hrefs = page.eval_on_selector_all("#lesson .lesson-live a", "els => els.map(e => e.getAttribute('href'))")
+    assert [h.split("?")[0] for h in hrefs] == ["/lab", "/lab"], hrefs
+    assert "panel=flow" in hrefs[0] and "panel=headcount" in hrefs[1] and f"model={model}" in hrefs[1], hrefs
+    assert text.replace(" ", "+") in page.evaluate("(h) => decodeURIComponent(h)", hrefs[1]), (text, hrefs)
+    for link, stage in (("cross", "decoder.cross_softmax"), ("self", "encoder.softmax")):
+        before = page.get_attribute("#stage", "data-rendered")
+        page.click(f"#lesson button[data-live={link}]")
+        page.wait_for_function("(b) => document.querySelector('#stage').dataset.rendered !== b", arg=before)
+        page.wait_for_function("() => !document.body.classList.contains('busy')")
+        assert f"stage={stage}" in page.url and "chapter=misconceptions" in page.url, page.url
+        info = api(server, f"/api/models/{page.input_value('#model')}")
+        assert info["architecture"] == "encoder-decoder"
+        assert page.is_hidden("#message"), page.inner_text("#message")
+        assert page.locator("#panel .plot").count() >= 1
+    look = page.inner_text("#lesson .lesson-look")
+    assert ("cross-attention" in look) if lang == "en" else ("交叉注意力" in look), look
+    assert not watched.errors, watched.errors

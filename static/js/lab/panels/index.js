@@ -8,6 +8,7 @@ import compare from "./compare.js";
 import complexity from "./complexity.js";
 import flash from "./flash.js";
 import generate from "./generate.js";
+import headcount from "./headcount.js";
 import interventions from "./interventions.js";
 import kvcache from "./kvcache.js";
 import lens from "./lens.js";
@@ -26,6 +27,7 @@ export const MODULES = Object.freeze({
   complexity,
   flash,
   generate,
+  headcount,
   interventions,
   kvcache,
   lens,

@@ -1,0 +1,71 @@
+// More heads are not always better: one layer's real q and k, cut again into h heads of d_k = width / h;
+// each head's score-table rank against its bound min(n, d_k), and the row entropy (POST /api/lab/head-count).
+
+import { draw } from "../../shared/plot.js";
+import { h } from "../../shared/dom.js";
+import { api } from "../../shared/api.js";
+import { fmt, lineLayout, range, selectField } from "../ui.js";
+
+export default {
+  load: (s) => api.lab("head-count", { model: s.model, text: s.text, layer: s.hcLayer }),
+
+  controls(s, say, info) {
+    return [selectField("hcLayer", range(info.n_layers), s.hcLayer, say("layer"), "int")];
+  },
+
+  vars(data) {
+    const n = Math.min(data.query_tokens.length, data.key_tokens.length);
+    const splits = data.splits;
+    const own = splits.find((x) => x.heads === data.model_heads);
+    const first = splits.find((x) => x.d_k < n); // the fewest heads whose width is under the sentence's length
+    return {
+      n, width: data.width, layer: data.layer, heads: data.model_heads, d_k: data.model_d_head, kv: data.kv_heads,
+      own_rank: own ? fmt(own.mean_rank, 1) : "–", own_bound: own ? own.bound : "–",
+      first_h: first ? first.heads : "–", first_dk: first ? first.d_k : "–",
+      narrow_h: splits[splits.length - 1].heads, rtol: data.rtol.toExponential(0), diff: data.own_split_diff.toExponential(1),
+      uniform: fmt(data.uniform_entropy, 2), own_entropy: own ? fmt(own.entropy, 2) : "–",
+      narrow_entropy: fmt(splits[splits.length - 1].entropy, 2),
+    };
+  },
+
+  draw(board, data, c) {
+    const { say } = c;
+    const vars = this.vars(data);
+    const splits = data.splits;
+    const x = splits.map((s) => `${s.heads}<br>${s.d_k}`); // a category per split: its h over its d_k
+    const ownAt = splits.findIndex((s) => s.heads === data.model_heads);
+    const own = {
+      type: "line", xref: "x", yref: "paper", x0: ownAt, x1: ownAt, y0: 0, y1: 1, line: { dash: "dot", width: 2, color: "#888" },
+    };
+    // the model's own split, named low beside its line, clear of the legend above the plot
+    const ownLabel = { xref: "x", yref: "paper", x: ownAt, y: 0.03, xanchor: "left", yanchor: "bottom", xshift: 4, showarrow: false, text: say("hc_own", vars), font: { size: 11 }, bgcolor: "rgba(255,255,255,0.8)" };
+    const axes = (yTitle) => {
+      const layout = lineLayout(say("hc_axis"), yTitle, { xaxis: { type: "category", tickfont: { size: 10 } }, yaxis: { rangemode: "tozero" } });
+      return { ...layout, height: 340, margin: { ...layout.margin, r: 20, b: 80 }, shapes: [own], annotations: [ownLabel] };
+    };
+    const fits = vars.first_h === "–" ? "hc_short" : data.model_d_head >= vars.n ? "hc_short_own" : "hc_bites";
+    const gqa = data.kv_heads < data.model_heads ? ` ${say("hc_gqa", vars)}` : "";
+    const rankNote = `${say(fits, vars)} ${say("hc_rank_note", vars)}${gqa}`;
+    draw(board.card("hc-rank", { title: say("hc_rank_title", vars), className: "half", note: rankNote }), [
+      // the bound as a wide pale band: the measured ranks lie on it wherever they reach it
+      { x, y: splits.map((s) => s.bound), mode: "lines", name: say("hc_bound"), line: { width: 9, color: "rgba(120, 120, 120, 0.35)" } },
+      { x, y: splits.map((s) => s.mean_rank), mode: "lines+markers", name: say("hc_mean_rank") },
+      { x, y: splits.map((s) => s.min_rank), mode: "markers", name: say("hc_min_rank"), marker: { symbol: "triangle-down", size: 9 } },
+    ], axes(say("hc_rank")), "head_count_rank");
+    draw(board.card("hc-entropy", { title: say("hc_entropy_title"), className: "half", note: say("hc_entropy_note", vars) }), [
+      { x, y: splits.map((s) => s.entropy), mode: "lines+markers", name: say("hc_entropy") },
+      { x, y: splits.map(() => data.uniform_entropy), mode: "lines", name: say("hc_uniform"), line: { dash: "dash" } },
+    ], axes(say("hc_nats")), "head_count_entropy");
+    const rows = [
+      ...data.published.map((p) => [p.name, p.d_model, p.n_heads, p.d_head, say("hc_published")]),
+      [data.model, data.width, data.model_heads, data.model_d_head, say("hc_this_model", vars)],
+    ];
+    const head = h("tr", {}, ["hc_col_model", "hc_col_width", "hc_col_heads", "hc_col_dk", "hc_col_source"].map((k) => h("th", { text: say(k) })));
+    const body = rows.map((r) => h("tr", {}, r.map((v) => h("td", { text: String(v) }))));
+    board.block("hc-table", h("div", {},
+      h("table", { class: "kv-table hc-table" }, h("caption", { text: say("hc_table_caption") }), h("thead", {}, head), h("tbody", {}, body)),
+      h("p", { class: "lab-note", text: say(data.rotated ? "hc_honest_rope" : "hc_honest", vars) }),
+      ...(data.alibi ? [h("p", { class: "lab-note", text: say("hc_alibi") })] : []),
+    ));
+  },
+};
