@@ -11,6 +11,7 @@ from typing import Any
 
 from app.lab import (
     ablation,
+    attention_flow,
     complexity,
     flash,
     generate,
@@ -43,6 +44,7 @@ EXPERIMENTS: tuple[Experiment[Any], ...] = (
     ablation.EXPERIMENT,
     linear_attention.EXPERIMENT,
     objectives.EXPERIMENT,
+    attention_flow.EXPERIMENT,
 )
 
 __all__ = ["EXPERIMENTS", "Experiment"]
