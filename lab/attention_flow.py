@@ -28,6 +28,8 @@ class AttentionFlow:
     value_norms: torch.Tensor  # [k_pos] ‖v_j W_O^h‖
     flow_norms: torch.Tensor  # [q_pos, k_pos] ‖a_ij · v_j W_O^h‖ = a_ij · ‖v_j W_O^h‖
     flow_shares: torch.Tensor  # [q_pos, k_pos] flow_norms / their row's sum (each row sums to 1)
+    key_mean_weight: torch.Tensor  # [k_pos] mean weight each key gets, over the queries that may read it
+    key_mean_share: torch.Tensor  # [k_pos] mean share of what moves each key gets, over the same queries
     top_weight: list[int]  # per query: the key with the largest weight
     top_flow: list[int]  # per query: the key with the largest contribution
     rank_correlations: list[float | None]  # per query: Spearman's ρ of weights and contributions (None: < 2 keys)
@@ -115,7 +117,10 @@ def attention_flow(model: Transformer, trace: Mapping[str, torch.Tensor], *, lay
     flow = weights * value_norms  # [q_pos, k_pos]: ‖a_ij v_j W_O^h‖, a_ij ≥ 0
     totals = flow.sum(-1, keepdim=True)
     shares = torch.where(totals > 0, flow / totals.clamp_min(1e-300), torch.zeros_like(flow))
-    top_weight, top_flow, correlations = [], [], []
+    readers = visible.sum(0).clamp_min(1)  # [k_pos] queries that may read each key
+    top_weight: list[int] = []
+    top_flow: list[int] = []
+    correlations: list[float | None] = []
     for i in range(weights.shape[0]):
         seen = visible[i].nonzero()[:, 0]  # [keys]
         if len(seen) == 0:  # a padded row reads nothing
@@ -128,7 +133,9 @@ def attention_flow(model: Transformer, trace: Mapping[str, torch.Tensor], *, lay
         correlations.append(spearman(weights[i, seen], flow[i, seen]))
     return AttentionFlow(
         weights=weights.float(), visible=visible, value_norms=value_norms.float(), flow_norms=flow.float(),
-        flow_shares=shares.float(), top_weight=top_weight, top_flow=top_flow, rank_correlations=correlations,
+        flow_shares=shares.float(), key_mean_weight=(weights.sum(0) / readers).float(),
+        key_mean_share=(shares.sum(0) / readers).float(), top_weight=top_weight, top_flow=top_flow,
+        rank_correlations=correlations,
         kv_head=head // (cfg.n_heads // cfg.kv_heads), identity_error=float((rebuilt - traced).abs().max()),
         output_scale=float(traced.abs().max()), has_out_bias=bias is not None,
     )

@@ -49,6 +49,8 @@ class AttentionFlowLabOut(BaseModel):
     flow_norms: list[list[float | None]] = Field(description="[q_pos][k_pos] ‖a_ij · v_j W_O^h‖.")
     flow_shares: list[list[float | None]] = Field(description="flow_norms / their row's sum: each row sums to 1.")
     value_norms: list[float] = Field(description="[k_pos] ‖v_j W_O^h‖.")
+    key_mean_weight: list[float] = Field(description="[k_pos] mean weight on each key over the queries that read it.")
+    key_mean_share: list[float] = Field(description="[k_pos] mean of flow_shares on each key over the same queries.")
     rows: list[FlowRowOut]
     rows_differ: int = Field(description="Rows whose largest weight and largest contribution are different keys.")
     rows_read: int = Field(description="Rows that read at least one key.")
@@ -83,6 +85,8 @@ def plan(context: LabContext, request: AttentionFlowLabRequest) -> Build:
             "head": request.head, "kv_head": flow.kv_head, "n_heads": cfg.n_heads,
             "weights": shown(flow.weights.cpu().tolist()), "flow_norms": shown(flow.flow_norms.cpu().tolist()),
             "flow_shares": shown(flow.flow_shares.cpu().tolist()), "value_norms": rounded(flow.value_norms.tolist()),
+            "key_mean_weight": rounded(flow.key_mean_weight.tolist()),
+            "key_mean_share": rounded(flow.key_mean_share.tolist()),
             "rows": [{"top_weight": w, "top_flow": f, "rank_correlation": None if r is None else round(r, 6)}
                      for w, f, r in zip(flow.top_weight, flow.top_flow, correlations, strict=True)],
             "rows_differ": flow.rows_differ, "rows_read": sum(w >= 0 for w in flow.top_weight),

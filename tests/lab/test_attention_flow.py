@@ -16,8 +16,8 @@ TOL = 1e-5
 
 
 def traced(model: Transformer, ids: list[int], target: list[int] | None = None) -> Any:
-    kwargs = {"target_tokens": torch.tensor([target])} if target is not None else {}
-    _, trace = model.run_with_trace(torch.tensor([ids]), **kwargs)
+    target_tokens = torch.tensor([target]) if target is not None else None
+    _, trace = model.run_with_trace(torch.tensor([ids]), target_tokens=target_tokens)
     return trace
 
 
@@ -53,6 +53,10 @@ def check_flow(model: Transformer, trace: Any, prefix: str = "") -> list[Attenti
             sums = flow.flow_shares.sum(-1)
             torch.testing.assert_close(sums[reads], torch.ones_like(sums[reads]), atol=1e-5, rtol=0)
             torch.testing.assert_close(flow.weights.sum(-1)[reads], torch.ones_like(sums[reads]), atol=1e-5, rtol=0)
+            readers = flow.visible.sum(0)
+            mean_share = (flow.flow_shares * flow.visible).sum(0) / readers
+            torch.testing.assert_close(flow.key_mean_share, mean_share, atol=1e-6, rtol=0)
+            torch.testing.assert_close(flow.key_mean_weight, flow.weights.sum(0) / readers, atol=1e-6, rtol=0)
             assert flow.kv_head == head // (cfg.n_heads // cfg.kv_heads)
             found.append(flow)
     return found

@@ -57,6 +57,8 @@ export const FIELDS = [
   int("lal", "linLayer", 1), // the linear-attention panel's head (tiny-gpt's previous-token head: layer 1, head 0)
   int("lah", "linHead", 0),
   int("os", "objSeed", 0), // the objectives panel's masked positions
+  int("afl", "flowLayer", 0), // the attention-flow panel's layer and head
+  int("afh", "flowHead", 0),
 ];
 
 export const SETTINGS = ["n_heads", "d_head", "pos_encoding", "norm_placement", "activation", "sliding_window"];

@@ -7,6 +7,7 @@ import ablation from "./ablation.js";
 import compare from "./compare.js";
 import complexity from "./complexity.js";
 import flash from "./flash.js";
+import flow from "./flow.js";
 import generate from "./generate.js";
 import interventions from "./interventions.js";
 import kvcache from "./kvcache.js";
@@ -25,6 +26,7 @@ export const MODULES = Object.freeze({
   compare,
   complexity,
   flash,
+  flow,
   generate,
   interventions,
   kvcache,
