@@ -1,7 +1,7 @@
 // Attention weights are not what flows: one head's weights beside ‖a_ij · v_j W_O^h‖, what each key adds to
 // each position (POST /api/lab/attention-flow). Every number shown comes from the answer.
 
-import { draw, fitMargins, heatmap, rowsHeight, tokenLabels } from "../../shared/plot.js";
+import { categoryAxis, draw, fitCellText, fitMargins, heatmap, rowsHeight, tokenLabels } from "../../shared/plot.js";
 import { h, visible } from "../../shared/dom.js";
 import { api } from "../../shared/api.js";
 import { fmt, lineLayout, range, selectField } from "../ui.js";
@@ -61,10 +61,11 @@ export default {
     for (const [cardKey, z, title, note, hovertemplate, customdata] of maps) {
       const plot = board.card(cardKey, { title, className: "half", note });
       const trace = heatmap({ z, x: labels, y: labels, signed: false, zmin: 0, zmax: 1, hovertemplate, customdata: customdata || undefined });
-      const xaxis = { title: { text: key }, type: "category", tickangle: n > 8 ? -45 : 0, automargin: false, tickfont: { size: 12 } };
-      const margin = fitMargins(plot, { y: labels, x: labels, xSize: 12, xAngle: xaxis.tickangle, colorbar: [0, 1] });
-      draw(plot, [trace], { height, margin, plot_bgcolor: HIDDEN, xaxis, yaxis: { title: { text: query }, type: "category", autorange: "reversed", automargin: false, tickfont: { size: 12 } } },
-        cardKey.replace("-", "_"));
+      const xaxis = categoryAxis(key, { tickangle: n > 8 ? -45 : 0, automargin: false });
+      const yaxis = categoryAxis(query, { autorange: "reversed", automargin: false });
+      const margin = fitMargins(plot, { y: labels, x: labels, xSize: xaxis.tickfont.size, xAngle: xaxis.tickangle, colorbar: [0, 1] });
+      if (!fitCellText(plot, trace, margin, height)) board.card(cardKey, { title, className: "half", note: `${note} ${say("flow_cells_hidden")}` });
+      draw(plot, [trace], { height, margin, plot_bgcolor: HIDDEN, xaxis, yaxis }, cardKey.replace("-", "_"));
     }
     draw(board.card("flow-values", { title: say("flow_values_title"), className: "half", note: say("flow_values_note", vars) }), [{
       type: "bar", x: labels, y: norms, name: say("flow_value_norm"),
@@ -75,7 +76,7 @@ export default {
     const plain = (i) => (i >= 0 ? `${i}·${word(i)}` : "–");
     const body = data.rows.map((r, i) => h("tr", {}, [
       plain(i), plain(r.top_weight), plain(r.top_flow), r.top_weight === r.top_flow ? say("flow_same") : say("flow_differ"),
-      fmt(r.rank_correlation, 2),
+      r.rank_correlation === null ? "–" : r.rank_correlation.toFixed(2),
     ].map((v) => h("td", { text: v }))));
     board.block("flow-rows", h("div", {},
       h("h3", { text: say("flow_rows_title", vars) }),
