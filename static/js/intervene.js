@@ -202,7 +202,7 @@ export function drawIntervention(board, data, ctx) {
     const margin = fitMargins(plot, { y: run.y, x: ticks ? run.x : [], xSize: xaxis.tickfont.size, xAngle: xaxis.tickangle, colorbar: [trace.zmin, trace.zmax] });
     const height = rowsHeight(run.z.length, small ? 40 : 22, 280);
     // the cell numbers at the single heatmap's size (presentation mode: 15 px), or none where the half-width cells are too small
-    if (!fitCellText(plot, trace, margin, height)) card([note, t("iv_cells_hidden")].filter(Boolean).join(" "));
+    if (!fitCellText(plot, trace, margin, height)) card([note, t("iv_cells_hidden")].filter(Boolean).join(ctx.texts.separator));
     draw(plot, [trace, ...(run.keyed ? hiddenCells(run.z, run.x, run.y, t) : [])], { height, margin, xaxis, yaxis }, `${ctx.fname}_${key}`);
   });
   const [a, b] = data.runs.map((r) => r.answer);

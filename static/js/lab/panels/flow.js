@@ -34,6 +34,7 @@ export default {
 
   draw(board, data, c) {
     const { say } = c;
+    const sep = c.s.texts[c.s.lang].separator; // between sentences: " " in English, "" in Chinese
     const labels = tokenLabels(data.tokens);
     const n = data.tokens.length;
     const word = (i) => visible(data.tokens[i].text);
@@ -48,11 +49,12 @@ export default {
       diff: data.identity.max_abs_diff.toExponential(1), scale: fmt(data.identity.max_abs_output, 2),
       bias: data.identity.out_bias ? " + b_O" : "",
     };
+    const masked = data.weights.some((row) => row.includes(null)); // a mask hides some keys: grey cells
     const query = say("flow_query");
     const key = say("flow_key");
     const height = rowsHeight(n, n <= 12 ? 34 : 22, 300);
     const maps = [
-      ["flow-weights", data.weights, say("flow_weights_title", vars), say("flow_weights_note", vars),
+      ["flow-weights", data.weights, say("flow_weights_title", vars), [say("flow_weights_note", vars), masked ? say("flow_hidden") : ""].filter(Boolean).join(sep),
         `${query}: %{y}<br>${key}: %{x}<br>${say("flow_weight")} = %{z:.4f}<extra></extra>`, null],
       ["flow-moved", data.flow_shares, say("flow_moved_title", vars), say("flow_moved_note", vars),
         `${query}: %{y}<br>${key}: %{x}<br>${say("flow_share")} = %{z:.4f}<br>${say("flow_norm")} = %{customdata[0]:.4f}<br>${say("flow_weight")} = %{customdata[1]:.4f}<extra></extra>`,
@@ -64,7 +66,7 @@ export default {
       const xaxis = categoryAxis(key, { tickangle: n > 8 ? -45 : 0, automargin: false });
       const yaxis = categoryAxis(query, { autorange: "reversed", automargin: false });
       const margin = fitMargins(plot, { y: labels, x: labels, xSize: xaxis.tickfont.size, xAngle: xaxis.tickangle, colorbar: [0, 1] });
-      if (!fitCellText(plot, trace, margin, height)) board.card(cardKey, { title, className: "half", note: `${note} ${say("flow_cells_hidden")}` });
+      if (!fitCellText(plot, trace, margin, height)) board.card(cardKey, { title, className: "half", note: [note, say("flow_cells_hidden")].join(sep) });
       draw(plot, [trace], { height, margin, plot_bgcolor: HIDDEN, xaxis, yaxis }, cardKey.replace("-", "_"));
     }
     draw(board.card("flow-values", { title: say("flow_values_title"), className: "half", note: say("flow_values_note", vars) }), [{
