@@ -11,6 +11,7 @@ from typing import Any
 
 from app.lab import (
     ablation,
+    attention_flow,
     complexity,
     flash,
     generate,
@@ -45,6 +46,7 @@ EXPERIMENTS: tuple[Experiment[Any], ...] = (
     linear_attention.EXPERIMENT,
     objectives.EXPERIMENT,
     head_count.EXPERIMENT,
+    attention_flow.EXPERIMENT,
 )
 
 __all__ = ["EXPERIMENTS", "Experiment"]

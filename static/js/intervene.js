@@ -6,7 +6,7 @@
 import { api, decodeStages } from "./shared/api.js";
 import { h, visible } from "./shared/dom.js";
 import { interventionsOf as buildInterventions, sentenceStack } from "./shared/interventions.js";
-import { absMax, categoryAxis, draw, heatmap, indexLabels, rawLabels, rowsHeight, safe, tokenLabels } from "./shared/plot.js";
+import { absMax, categoryAxis, draw, fitCellText, fitMargins, heatmap, indexLabels, rawLabels, rowsHeight, safe, tokenLabels } from "./shared/plot.js";
 
 export const WINDOWS = [1, 2, 3, 4, 6, 8, 16];
 export const TEMPS = [0.25, 0.5, 2, 4];
@@ -185,17 +185,25 @@ export function drawIntervention(board, data, ctx) {
     ["iv-before", before, t("iv_original", { where }), ""],
     ["iv-after", after, t("iv_changed", { what, where }), diff.n || diff.flips ? t("iv_diff", { n: diff.n, flips: diff.flips, total: diff.total, most: diff.most >= 0.001 || !diff.most ? diff.most.toFixed(3) : diff.most.toExponential(1) }) : t("iv_same")],
   ].forEach(([key, run, title, note]) => {
-    const plot = board.card(key, {
+    const card = (text) => board.card(key, {
       title,
       badges: [],
       exportData: () => ({ name: data.name, interventions: key === "iv-after" ? data.changes : null, rows: run.rows, z: run.z }),
       filename: `${ctx.fname}_${key}`,
-      note,
+      note: text,
       className: "half",
     });
+    const plot = card(note);
     const small = run.z.length <= 12 && (run.z[0] || []).length <= 12;
     const trace = heatmap({ z: run.z, x: run.x, y: run.y, signed: !probs, zmin: probs ? 0 : -m, zmax: probs ? 1 : m, annotate: small, valueLabel: safe(t("hover_cell")) });
-    draw(plot, [trace, ...(run.keyed ? hiddenCells(run.z, run.x, run.y, t) : [])], { height: rowsHeight(run.z.length, small ? 40 : 22, 280), xaxis: categoryAxis(run.keyed ? t("ax_key") : t(run.colTitle), { tickangle: run.x.length > 8 ? -45 : 0, showticklabels: run.x.length <= 64 }), yaxis: categoryAxis(t("ax_query"), { autorange: "reversed" }) }, `${ctx.fname}_${key}`);
+    const ticks = run.x.length <= 64;
+    const xaxis = categoryAxis(run.keyed ? t("ax_key") : t(run.colTitle), { tickangle: run.x.length > 8 ? -45 : 0, showticklabels: ticks, automargin: false });
+    const yaxis = categoryAxis(t("ax_query"), { autorange: "reversed", automargin: false });
+    const margin = fitMargins(plot, { y: run.y, x: ticks ? run.x : [], xSize: xaxis.tickfont.size, xAngle: xaxis.tickangle, colorbar: [trace.zmin, trace.zmax] });
+    const height = rowsHeight(run.z.length, small ? 40 : 22, 280);
+    // the cell numbers at the single heatmap's size (presentation mode: 15 px), or none where the half-width cells are too small
+    if (!fitCellText(plot, trace, margin, height)) card([note, t("iv_cells_hidden")].filter(Boolean).join(ctx.texts.separator));
+    draw(plot, [trace, ...(run.keyed ? hiddenCells(run.z, run.x, run.y, t) : [])], { height, margin, xaxis, yaxis }, `${ctx.fname}_${key}`);
   });
   const [a, b] = data.runs.map((r) => r.answer);
   board.block(

@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from tests.browser.helpers import open_page, wait_idle
+from tests.browser.helpers import CHART_PROBLEMS, open_page, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -237,4 +237,37 @@ def test_architectures_view_without_an_encoder(watched: Any, server: Any) -> Non
     assert cols[0]["arch"] == "encoder" and cols[0]["plots"] == []
     assert "No encoder-only model is loaded" in cols[0]["text"]
     assert all(cols[1]["plots"]) and len(cols[2]["plots"]) == 2
+    assert not watched.errors, watched.errors
+
+
+CELL_TEXT = """k => { const t = document.querySelector(
+    `#panel [data-key='${k}'] .plot g.hm text, #panel [data-key='${k}'] .plot .textpoint text`);
+    return t ? parseFloat(getComputedStyle(t).fontSize) : null }"""
+NOTE = "k => document.querySelector(`#panel .chart-card[data-key='${k}'] .chart-note`).textContent"
+
+
+@pytest.mark.parametrize(("text", "width", "fits"), [("the cat", 1280, True), ("the cat sat", 1280, True),
+                                                    ("the cat sat", 1000, False)])
+def test_side_by_side_cell_numbers_read_from_the_back_of_a_room(
+    watched: Any, server: Any, text: str, width: int, fits: bool
+) -> None:
+    """Presentation mode: both runs' cell numbers at the single heatmap's 15 px, or none and a note saying why."""
+    page = watched.page
+    page.set_viewport_size({"width": width, "height": 720})
+    open_page(page, server.url, model="gpt", text=text, stage="softmax", layer=0, head=0, lang="en", iv="no_scale",
+              present=1)
+    page.wait_for_selector("#panel [data-key='iv-after'] .plot .main-svg")
+    n = len(page.evaluate(PLOT_Z, "iv-before"))
+    assert 6 < n <= 12, n  # small enough for cell numbers, more than 6 rows: 15 px
+    assert page.evaluate(CELL_TEXT, "main") == 15  # the stage's own heatmap, full width
+    for key in ("iv-before", "iv-after"):
+        size, note = page.evaluate(CELL_TEXT, key), page.evaluate(NOTE, key)
+        if fits:
+            assert size == 15, (key, size)
+            assert "too small" not in note
+        else:
+            assert size is None, (key, size)
+            assert "too small here for their numbers" in note, note
+    found = page.evaluate(CHART_PROBLEMS, {"selector": "#panel .chart-card[data-key^='iv-'] .plot", "strict": True})
+    assert found["charts"] == 2 and not found["bad"], found  # margins fitted to the labels: none cut off
     assert not watched.errors, watched.errors

@@ -58,6 +58,8 @@ export const FIELDS = [
   int("lah", "linHead", 0),
   int("os", "objSeed", 0), // the objectives panel's masked positions
   int("hcl", "hcLayer", 0), // the head-count panel's layer
+  int("afl", "flowLayer", 0), // the attention-flow panel's layer and head
+  int("afh", "flowHead", 0),
 ];
 
 export const SETTINGS = ["n_heads", "d_head", "pos_encoding", "norm_placement", "activation", "sliding_window"];

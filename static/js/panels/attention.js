@@ -2,7 +2,7 @@
 // matrices of the layer, so every cell's hover shows its dot product, scaled value and weight.
 // "Without ÷√d_k" and the other interventions are server runs beside the chart (intervene.js).
 
-import { categoryAxis, draw, fitMargins, heatmap, rawLabels, rowsHeight, tokenLabels } from "../shared/plot.js";
+import { categoryAxis, cellFontSize, draw, fitMargins, heatmap, rawLabels, rowsHeight, tokenLabels } from "../shared/plot.js";
 import { badge, drawGrid, fetchStages, keyTokensFor } from "./common.js";
 import { readingNote, workedExample } from "./reading.js";
 import { labelNote } from "../probes.js";
@@ -63,7 +63,7 @@ function matrixChart(plot, ctx, { z, x, y, customdata, probs, masked, filename }
   const xaxis = categoryAxis(t("ax_key"), { side: "bottom", tickangle: x.length > 8 ? -45 : 0, automargin: false });
   const yaxis = categoryAxis(t("ax_query"), { autorange: "reversed", automargin: false });
   const margin = fitMargins(plot, { y, x, xSize: xaxis.tickfont.size, xAngle: xaxis.tickangle, colorbar: [traces[0].zmin, traces[0].zmax] });
-  if (traces[0].textfont && document.body.classList.contains("present")) traces[0].textfont = { size: z.length <= 6 ? 20 : 15 }; // read from the back of a room
+  if (traces[0].textfont) traces[0].textfont = { size: cellFontSize(z.length) }; // presentation mode: read from the back of a room
   draw(plot, traces, { height: side, margin, xaxis, yaxis }, filename);
 }
 

@@ -223,9 +223,47 @@ export function heatmap({ z, x, y, signed = true, zmin, zmax, hovertemplate, val
   if (customdata) trace.customdata = customdata;
   if (annotate ?? small) {
     trace.texttemplate = `%{z:.${digits}f}`;
-    trace.textfont = { size: z.length <= 6 ? 14 : 11 };
+    trace.textfont = { size: z.length <= 6 ? 14 : 11 }; // presentation mode: cellFontSize / fitCellText
   }
   return trace;
+}
+
+/** Cell numbers' size for a heatmap of `rows` rows: 20 / 15 px in presentation mode (read from the back of a room), else 14 / 11 px. */
+export function cellFontSize(rows) {
+  const present = document.body.classList.contains("present");
+  return present ? (rows <= 6 ? 20 : 15) : rows <= 6 ? 14 : 11;
+}
+
+/** The widest number a heatmap's cell text `%{z:.Nf}` prints for `z` ("−00.00"-like). */
+function widestCell(z, digits) {
+  let top = 0;
+  let negative = false;
+  for (const row of z) for (const v of row) if (v !== null && v !== undefined) { top = Math.max(top, Math.abs(v)); negative ||= v < 0; }
+  const ints = Math.max(1, Math.floor(Math.log10(top || 1)) + 1);
+  return `${negative ? "−" : ""}${"0".repeat(ints)}${digits ? `.${"0".repeat(digits)}` : ""}`;
+}
+
+/**
+ * The cell numbers of an annotated heatmap `trace` (heatmap()'s texttemplate), sized for a chart in
+ * `el` with `margin` and `height`: in presentation mode 20 px (≤ 6 rows) or 15 px, read from the back
+ * of a room, on the page 14 or 11 px. Cells too small for the numbers at that size lose them (hover
+ * still shows each value): returns false then, and the chart's note says so.
+ */
+export function fitCellText(el, trace, margin, height) {
+  if (!trace.texttemplate) return true;
+  const rows = trace.z.length;
+  const cols = (trace.z[0] || []).length;
+  const size = cellFontSize(rows);
+  const digits = Number((/\.(\d+)f/.exec(trace.texttemplate) || [0, 2])[1]);
+  const width = ((el.clientWidth || 600) - margin.l - margin.r) / Math.max(1, cols) - (trace.xgap || 0);
+  const tall = (height - margin.t - margin.b) / Math.max(1, rows) - (trace.ygap || 0);
+  if (textWidth(widestCell(trace.z, digits), size) > width || size * 1.15 > tall) { // textWidth keeps 6 % to spare
+    delete trace.texttemplate;
+    delete trace.textfont;
+    return false;
+  }
+  trace.textfont = { size };
+  return true;
 }
 
 /** Draw (or update in place) a Plotly chart. */

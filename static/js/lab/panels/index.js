@@ -7,6 +7,7 @@ import ablation from "./ablation.js";
 import compare from "./compare.js";
 import complexity from "./complexity.js";
 import flash from "./flash.js";
+import flow from "./flow.js";
 import generate from "./generate.js";
 import headcount from "./headcount.js";
 import interventions from "./interventions.js";
@@ -26,6 +27,7 @@ export const MODULES = Object.freeze({
   compare,
   complexity,
   flash,
+  flow,
   generate,
   headcount,
   interventions,
