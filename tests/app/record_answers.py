@@ -105,6 +105,14 @@ REQUESTS: list[tuple[str, str, dict[str, Any]]] = [
     ("POST", "/api/lab/ablation", GPT),
     ("POST", "/api/lab/ablation", {**PAIR, "position": 1}),
     ("POST", "/api/lab/ablation", {**GPT, "position": 99}),
+    ("POST", "/api/lab/linear-attention", {**GPT, "layer": 1, "head": 1}),
+    ("POST", "/api/lab/linear-attention", BERT),
+    ("POST", "/api/lab/objectives", {**GPT, "seed": 2}),
+    ("POST", "/api/lab/objectives", BERT),
+    ("POST", "/api/lab/head-count", {**GPT, "layer": 1}),
+    ("POST", "/api/lab/head-count", {**PAIR, "stack": "decoder", "cross": True}),
+    ("POST", "/api/lab/attention-flow", {**GPT, "layer": 1, "head": 2}),
+    ("POST", "/api/lab/attention-flow", {**BERT, "head": 99}),
 ]
 
 
