@@ -1,9 +1,10 @@
 """The lab page's panels, in page order, made from the one list of lab experiments (app/lab: EXPERIMENTS).
 
 `app/routers/pages.py` renders it into `templates/lab.html` (the table of contents and one
-`<section data-panel=name>` per panel, in this order); `static/js/lab/panels/index.js` maps each
-name to its module without repeating the order or the titles; the texts are `<name>_title` and
-`<name>_lead` in `static/text/lab.<lang>.json`. `tests/app/test_page_layout.py` keeps them in step.
+`<section data-panel=name>` per panel, in this order); `static/js/lab/panels/index.js` imports
+`panels/<name>.js` by that name, so it repeats neither the list, the order nor the titles; the
+texts are `<name>_title` and `<name>_lead` in `static/text/lab.<lang>.json`.
+`tests/app/test_page_layout.py` keeps them in step.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The one list of lab experiments: each drives its route (app/routers/lab.py), its panel on the lab page
-(app/routers/pages.py, templates/lab.html, static/js/lab/panels/index.js) and its entry in
+(app/routers/pages.py, templates/lab.html; the page imports static/js/lab/panels/<panel>.js) and its entry in
 GET /api/lab/experiments. To add an experiment: its numbers in lab/<name>.py, its request, response,
 checks and build in app/lab/<name>.py (ending in `EXPERIMENT = Experiment(...)`), one line here, its panel
 in static/js/lab/panels/<panel>.js and its texts. tests/app/test_lab_experiments.py keeps them in step.

@@ -112,13 +112,17 @@ def lab(request: Request) -> Response:
     words = _lab_words(lang)
     names = lab_panel_names()
     asked = request.query_params.get("panel")
+    shown = asked if asked in names else names[0]
+    # the page imports a panel's module when it shows it (static/js/lab/panels/index.js): the shown one is
+    # asked for with the page's own modules
+    modules = sorted({*page_modules("lab/main.js"), *page_modules(f"lab/panels/{shown}.js")})
     context = {
         "examples": EXAMPLES,
         "panels": LAB_PANELS,
-        "shown": asked if asked in names else names[0],
+        "shown": shown,
         "lang": lang,
         "say": words.__getitem__,  # a missing key fails the page (and its tests), never shows empty
-        "modules": page_modules("lab/main.js"),
+        "modules": modules,
         "plotly": PLOTLY_CARTESIAN,
     }
     return _secured(templates.TemplateResponse(request, "lab.html", context))

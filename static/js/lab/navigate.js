@@ -6,7 +6,7 @@ import { api, ApiError } from "../shared/api.js";
 import { LANGS, loadTexts } from "../shared/i18n.js";
 import { pageLoop } from "../shared/page.js";
 import { plotlyReady } from "../shared/plotly_loader.js";
-import { MODULES, pageOrder } from "./panels/index.js";
+import { loadPanel, pageOrder } from "./panels/index.js";
 import { render, renderStatic } from "./render.js";
 import { FIELDS, lab } from "./state.js";
 
@@ -21,7 +21,7 @@ async function prepare(next) {
   if (!next.info || next.info.name !== next.model) next.info = await api.model(next.model);
   if (!next.text || !next.text.trim()) throw new ApiError(0, "empty_client", "");
   next.tokens = (await api.tokenize({ model: next.model, text: next.text })).tokens;
-  const panel = MODULES[next.panel];
+  const panel = await loadPanel(next.panel);
   const [data] = await Promise.all([
     Promise.resolve().then(() => panel.load(next, next.info)).then((value) => ({ value }), (error) => ({ error })),
     plotlyReady(),

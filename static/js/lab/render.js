@@ -6,7 +6,7 @@ import { Board } from "../board.js";
 import { $, tokenChips } from "../shared/dom.js";
 import { modelOptions } from "../shared/model_menu.js";
 import { urlOf } from "../shared/page.js";
-import { MODULES, pageOrder } from "./panels/index.js";
+import { pageOrder, panelModule } from "./panels/index.js";
 import { FIELDS } from "./state.js";
 import { failure } from "./ui.js";
 
@@ -41,7 +41,7 @@ export function render(s) {
   renderStatic(texts, s);
   renderInputs(s, say);
   const name = s.panel;
-  const panel = MODULES[name];
+  const panel = panelModule(name);
   $(`controls-${name}`).replaceChildren(...panel.controls(s, say, s.info, s.models, s.data.value));
   const board = boards.get(name);
   board.begin(`${name}:${s.model}`, say);
