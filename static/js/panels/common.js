@@ -27,6 +27,27 @@ export function dimTitle(t, dim) {
  * A [pos × dim] heatmap of `tensor` (fixed: other dims), token labels on y, dims on x.
  * Returns the export function.
  */
+/**
+ * When a few cells dwarf the rest (a "massive activation", often on the first token), a colour scale
+ * up to the largest |value| paints everything else white. Then the scale stops at the 99.5th percentile
+ * of |value| and the card's note says so, with the largest value and its row: {limit, max, row}, or null.
+ */
+export function outlierClip(z) {
+  const cells = [];
+  let max = 0;
+  let row = 0;
+  z.forEach((values, r) => values.forEach((v) => {
+    if (v === null || !Number.isFinite(v)) return;
+    const a = Math.abs(v);
+    cells.push(a);
+    if (a > max) [max, row] = [a, r];
+  }));
+  if (cells.length < 50) return null;
+  cells.sort((a, b) => a - b);
+  const limit = cells[Math.floor(0.995 * (cells.length - 1))];
+  return limit > 0 && max > 5 * limit ? { limit, max, row } : null;
+}
+
 export function drawTokenMatrix(board, key, ctx, tensor, { title, label = "", fixed = {}, tokens, colTokens, colDim, badges, note, signed = true, zmax: top = 1, className }) {
   const { t } = ctx;
   const rowDim = ["pos", "q_pos"].find((d) => tensor.has(d)) || tensor.dims[0];
@@ -37,15 +58,18 @@ export function drawTokenMatrix(board, key, ctx, tensor, { title, label = "", fi
   const n = z[0] ? z[0].length : 0;
   const x = colDim === "k_pos" ? tokenLabels(colTokens || toks).slice(0, n) : dimLabels(n);
   const exportData = () => ({ name: tensor.name, fixed, rows: rawLabels(toks).slice(0, z.length), cols: x, z });
+  const clip = signed ? outlierClip(z) : null;
+  const clipNote = clip ? t("scale_clipped", { clip: clip.limit.toFixed(2), max: clip.max.toFixed(1), token: rawLabels(toks)[clip.row] }) : null;
   const plot = board.card(key, {
     title,
     badges: badges || [badge(ctx, label, tensor)],
     exportData,
     filename: `${ctx.fname}_${key}`,
-    note,
+    note: [note, clipNote].filter(Boolean).join(" ") || undefined,
     className,
   });
-  const trace = heatmap({ z, x, y, signed, zmin: signed ? undefined : 0, zmax: signed ? undefined : top, valueLabel: t("hover_cell") });
+  const range = clip ? { zmin: -clip.limit, zmax: clip.limit } : { zmin: signed ? undefined : 0, zmax: signed ? undefined : top };
+  const trace = heatmap({ z, x, y, signed, ...range, valueLabel: t("hover_cell") });
   const height = rowsHeight(z.length);
   const showX = x.length <= 64;
   draw(
