@@ -14,12 +14,28 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from app.answers import Budget
 from app.inference_pool import TraceRun
 from app.resolve import Resolved
+from app.schemas import Bool, Int, StackName, TextInput
 from app.tokenizing import Inputs
+
+
+class AttentionLayerInput(TextInput):
+    """One attention layer of the text's trace (experiments that read a layer's q, k, v)."""
+
+    layer: Int = Field(0, ge=0, le=1024, description="The layer, from 0 (a 422 names the model's own range).")
+    stack: StackName | None = Field(None, description="Encoder-decoder only: 'encoder' (default) or 'decoder'.")
+    cross: Bool = Field(False, description="The decoder's cross-attention (encoder-decoder only).")
+
+
+class AttentionHeadInput(AttentionLayerInput):
+    """One head of one attention layer."""
+
+    head: Int = Field(0, ge=0, le=1024, description="The query head, from 0 (a 422 names the model's own range).")
+
 
 # What the service prepares before the plan:
 #   text          the request's model (or the default) and the text's tokens (checked lengths first)

@@ -10,24 +10,20 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
 from app.answers.request_checks import check_heads, check_layer, stack_prefix
-from app.lab.common import Build, Experiment, LabContext, LabRun
-from app.schemas import Bool, Encoding, Int, StackName, TensorOut, TextInput, TokenOut
+from app.lab.common import AttentionHeadInput, Build, Experiment, LabContext, LabRun
+from app.schemas import Encoding, Int, TensorOut, TokenOut
 from app.tensors import encode_tensor
 from app.tokenizing import tokens_out
 from lab.flash import differences, flash_for_head, memory_crossover
 
 
-class FlashLabRequest(TextInput):
+class FlashLabRequest(AttentionHeadInput):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
         {"model": "tiny-gpt", "text": "我爱北京天安门广场。", "layer": 0, "head": 0, "block_q": 4, "block_k": 4},
     ]})
 
-    layer: Int = Field(0, ge=0, le=64)
-    head: Int = Field(0, ge=0, le=64)
     block_q: Int = Field(4, ge=1, le=128, description="Query rows per tile.")
     block_k: Int = Field(4, ge=1, le=128, description="Keys per tile.")
-    stack: StackName | None = Field(None, description="Encoder-decoder only: 'encoder' (default) or 'decoder'.")
-    cross: Bool = Field(False, description="The decoder's cross-attention (encoder-decoder only).")
     encoding: Encoding = Field("list", description="'base64': the output and hook_z at full float32 precision.")
 
 

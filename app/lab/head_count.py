@@ -8,8 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
 from app.answers.request_checks import check_layer, stack_prefix
-from app.lab.common import Build, Experiment, LabContext, LabRun
-from app.schemas import Bool, Int, StackName, TextInput, TokenOut
+from app.lab.common import AttentionLayerInput, Build, Experiment, LabContext, LabRun
+from app.schemas import TokenOut
 from app.tokenizing import tokens_out
 from lab.head_count import (
     MAX_RANK_WORK,
@@ -24,14 +24,11 @@ from lab.head_count import (
 )
 
 
-class HeadCountLabRequest(TextInput):
+class HeadCountLabRequest(AttentionLayerInput):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
         {"model": "tiny-gpt", "text": "The animal didn't cross the street because it was too tired", "layer": 0},
     ]})
 
-    layer: Int = Field(0, ge=0, le=64, description="The attention layer whose q and k are re-split.")
-    stack: StackName | None = Field(None, description="Encoder-decoder only: 'encoder' (default) or 'decoder'.")
-    cross: Bool = Field(False, description="The decoder's cross-attention (encoder-decoder only).")
 
 
 class SplitOut(BaseModel):

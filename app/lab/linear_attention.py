@@ -10,22 +10,18 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
 from app.answers.request_checks import check_heads, check_layer, stack_prefix
-from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
-from app.schemas import Bool, Encoding, Int, StackName, TensorOut, TextInput, TokenOut
+from app.lab.common import AttentionHeadInput, Build, Experiment, LabContext, LabRun, rounded
+from app.schemas import Encoding, TensorOut, TokenOut
 from app.tensors import encode_tensor
 from app.tokenizing import tokens_out
 from lab.linear_attention import linear_attention_for_head
 
 
-class LinearAttentionLabRequest(TextInput):
+class LinearAttentionLabRequest(AttentionHeadInput):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
         {"model": "tiny-gpt", "text": "我爱北京天安门广场。", "layer": 1, "head": 0},
     ]})
 
-    layer: Int = Field(0, ge=0, le=64)
-    head: Int = Field(0, ge=0, le=64)
-    stack: StackName | None = Field(None, description="Encoder-decoder only: 'encoder' (default) or 'decoder'.")
-    cross: Bool = Field(False, description="The decoder's cross-attention (encoder-decoder only).")
     encoding: Encoding = Field("list", description="'base64': the two outputs at full precision.")
 
 

@@ -58,6 +58,8 @@ def test_a_bad_layer_or_head_names_the_limit(client: TestClient) -> None:
     status, code, message = error_of(post(client, ROUTE, {"model": "gpt", "text": TEXT, "layer": 2}))
     assert (status, code) == (422, "out_of_range") and "Layer 2" in message and "0 to 1" in message
     status, code, message = error_of(post(client, ROUTE, {"model": "gpt", "text": TEXT, "layer": 65}))
+    assert (status, code) == (422, "out_of_range") and "0 to 1" in message
+    status, code, message = error_of(post(client, ROUTE, {"model": "gpt", "text": TEXT, "layer": 5000}))
     assert (status, code) == (422, "invalid_request") and "layer" in message
     status, code, _ = error_of(post(client, ROUTE, {"model": "gpt", "text": TEXT, "cross": True}))
     assert (status, code) == (422, "not_in_model")
