@@ -30,6 +30,7 @@ export default {
 
   draw(board, data, c) {
     const { say } = c;
+    const sep = c.s.texts[c.s.lang].separator; // between sentences: " " in English, "" in Chinese
     const vars = this.vars(data);
     const splits = data.splits;
     const x = splits.map((s) => `${s.heads}<br>${s.d_k}`); // a category per split: its h over its d_k
@@ -39,13 +40,21 @@ export default {
     };
     // the model's own split, named low beside its line, clear of the legend above the plot
     const ownLabel = { xref: "x", yref: "paper", x: ownAt, y: 0.03, xanchor: "left", yanchor: "bottom", xshift: 4, showarrow: false, text: say("hc_own", vars), font: { size: 11 }, bgcolor: "rgba(255,255,255,0.8)" };
+    // a half-width chart has room for about 14 two-line labels, kept upright; with more splits (a width with
+    // many divisors, such as 576) the ends, the model's own split and the first one the bound limits are named,
+    // and others as room allows
+    const step = Math.ceil(x.length / 14);
+    const picked = [...new Set([ownAt, splits.findIndex((s) => s.d_k < vars.n), 0, x.length - 1].filter((i) => i >= 0))];
+    for (let i = 0; i < x.length; i++) if (picked.every((j) => Math.abs(i - j) >= step)) picked.push(i);
+    const ticks = x.filter((_, i) => picked.includes(i));
+    const xaxis = { type: "category", tickfont: { size: 10 }, tickangle: 0, tickmode: "array", tickvals: ticks, ticktext: ticks };
     const axes = (yTitle) => {
-      const layout = lineLayout(say("hc_axis"), yTitle, { xaxis: { type: "category", tickfont: { size: 10 } }, yaxis: { rangemode: "tozero" } });
+      const layout = lineLayout(say("hc_axis"), yTitle, { xaxis, yaxis: { rangemode: "tozero" } });
       return { ...layout, height: 340, margin: { ...layout.margin, r: 20, b: 80 }, shapes: [own], annotations: [ownLabel] };
     };
     const fits = vars.first_h === "–" ? "hc_short" : data.model_d_head >= vars.n ? "hc_short_own" : "hc_bites";
-    const gqa = data.kv_heads < data.model_heads ? ` ${say("hc_gqa", vars)}` : "";
-    const rankNote = `${say(fits, vars)} ${say("hc_rank_note", vars)}${gqa}`;
+    const gqa = data.kv_heads < data.model_heads ? say("hc_gqa", vars) : "";
+    const rankNote = [say(fits, vars), say("hc_rank_note", vars), gqa].filter(Boolean).join(sep);
     draw(board.card("hc-rank", { title: say("hc_rank_title", vars), className: "half", note: rankNote }), [
       // the bound as a wide pale band: the measured ranks lie on it wherever they reach it
       { x, y: splits.map((s) => s.bound), mode: "lines", name: say("hc_bound"), line: { width: 9, color: "rgba(120, 120, 120, 0.35)" } },

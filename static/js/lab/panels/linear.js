@@ -10,17 +10,18 @@ import { fmt, lineLayout, range, selectField } from "../ui.js";
 const SOFTMAX = "#1f5fa8";
 const LINEAR = "#d9822b";
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+const gap = (x) => (x === 0 ? "0" : x.toExponential(1)); // a measured difference: "0", not "0.0e+0"
 
 /** The request's layer and head: the state's, kept inside the model (a smaller model after a switch). */
 function chosen(s, info) {
   return { layer: Math.min(s.linLayer, info.n_layers - 1), head: Math.min(s.linHead, info.n_heads - 1) };
 }
 
-function notes(data, say) {
+function notes(data, say, sep) {
   const kind = data.rotated ? "lin_pos_rope" : data.alibi_slope !== null ? "lin_pos_alibi" : "lin_pos_vectors";
   const parts = [say(data.causal ? "lin_mask_causal" : "lin_mask_full"), say(kind, { slope: fmt(data.alibi_slope, 4) })];
   if (data.window !== null) parts.push(say("lin_window", { window: data.window }));
-  return parts.join(" ");
+  return parts.join(sep);
 }
 
 export default {
@@ -40,6 +41,7 @@ export default {
 
   draw(board, data, c) {
     const { say } = c;
+    const sep = c.s.texts[c.s.lang].separator; // between sentences: " " in English, "" in Chinese
     const rows = tokenLabels(data.query_tokens);
     const cols = tokenLabels(data.key_tokens);
     // the sharpest softmax row among those that see more than one key (a causal row 0 sees only itself: 1 in both)
@@ -49,7 +51,7 @@ export default {
     const mem = data.memory;
     const vars = {
       layer: data.layer, head: data.head, scale: fmt(data.scale, 4), d: data.d_head,
-      dz: data.max_diff_z.toExponential(1), dp: data.max_diff_pattern.toExponential(1), df: data.max_diff_forms.toExponential(1),
+      dz: gap(data.max_diff_z), dp: gap(data.max_diff_pattern), df: gap(data.max_diff_forms),
       h_soft: fmt(mean(data.softmax_entropy), 2), h_lin: fmt(mean(data.linear_entropy), 2),
       m_soft: fmt(mean(data.softmax_max), 2), m_lin: fmt(mean(data.linear_max), 2),
       row: sharp, token: visible(data.query_tokens[sharp].text),
@@ -65,7 +67,7 @@ export default {
       h("p", { class: "lab-note", text: say("lin_why") })));
 
     // the two weight matrices on one colour scale, the query tokens named once, left of the softmax map
-    const plot = board.card("lin-weights", { title: say("lin_weights_title", vars), note: `${say("lin_weights_note", vars)} ${notes(data, say)}` });
+    const plot = board.card("lin-weights", { title: say("lin_weights_title", vars), note: [say("lin_weights_note", vars), notes(data, say, sep)].join(sep) });
     const soft = heatmap({ z: data.softmax_weights, x: cols, y: rows, signed: false, zmin: 0, zmax: 1, showscale: false, valueLabel: say("weight") });
     const lin = heatmap({ z: data.linear_weights, x: cols, y: rows, signed: false, zmin: 0, zmax: 1, valueLabel: say("weight") });
     Object.assign(lin, { xaxis: "x2", yaxis: "y2" });
@@ -94,7 +96,7 @@ export default {
       { type: "scatter", mode: "lines+markers", x: rows, y: data.relative_error, name: say("lin_relative"), marker: { color: LINEAR } },
     ], lineLayout(say("lin_query"), say("lin_value"), category), "linear_attention_outputs");
 
-    draw(board.card("lin-memory", { title: say("lin_memory_title"), className: "half", note: `${say("lin_memory_note", vars)}${data.causal ? "" : ` ${say("lin_memory_encoder")}`}` }), [
+    draw(board.card("lin-memory", { title: say("lin_memory_title"), className: "half", note: [say("lin_memory_note", vars), data.causal ? "" : say("lin_memory_encoder")].filter(Boolean).join(sep) }), [
       { type: "scatter", mode: "lines", x: mem.lengths, y: mem.lengths.map(() => mem.state_numbers), name: say("lin_state"), line: { color: LINEAR } },
       { type: "scatter", mode: "lines", x: mem.lengths, y: mem.kv_cache_curve, name: say("lin_cache"), line: { color: SOFTMAX } },
       { type: "scatter", mode: "markers", x: [mem.n, mem.n], y: [mem.state_numbers, mem.kv_cache_numbers], name: say("lin_here", vars),

@@ -13,8 +13,8 @@ function perGflop(v) {
   return fmt(v, v >= 100 ? 0 : v >= 10 ? 1 : 2);
 }
 
-function quoted(tokens, positions) {
-  return positions.map((p) => `“${visible(tokens[p].text)}”`).join(" ");
+function quoted(tokens, positions, sep) {
+  return positions.map((p) => `“${visible(tokens[p].text)}”`).join(sep);
 }
 
 export default {
@@ -28,7 +28,7 @@ export default {
     return [numberField("objSeed", s.objSeed, say("obj_seed"), { min: 0, max: 99999 })];
   },
 
-  vars(data) {
+  vars(data, say) {
     const { causal, masked, span, compute, signals, generation } = data;
     const losses = causal.losses;
     const easiest = losses.indexOf(Math.min(...losses));
@@ -39,7 +39,7 @@ export default {
       model: data.model, n: data.tokens.length, signals: causal.signals, mean: fmt(causal.mean, 2),
       easy: visible(data.tokens[easiest + 1].text), easy_loss: fmt(losses[easiest], 2),
       hard: visible(data.tokens[hardest + 1].text), hard_loss: fmt(losses[hardest], 2),
-      seed: masked.seed, count: masked.signals, candidates: masked.candidates, masked: quoted(data.tokens, masked.positions),
+      seed: masked.seed, count: masked.signals, candidates: masked.candidates, masked: quoted(data.tokens, masked.positions, say("obj_list_sep")),
       pct: fmt((100 * masked.signals) / masked.candidates, 0), rate: fmt(100 * masked.rate, 0),
       t5_tokens: span.tokens, corrupted: span.corrupted, spans: span.spans, mean_span: span.mean_span,
       input_length: span.input_length, target_length: span.target_length,
@@ -60,7 +60,7 @@ export default {
       board.block("obj-none", h("p", { class: "lab-note", text: say("obj_needs_decoder", { model: c.s.model, kind }) }));
       return;
     }
-    const vars = this.vars(data);
+    const vars = this.vars(data, say);
     const labels = tokenLabels(data.tokens);
     const predicted = labels.slice(1); // loss i is the bar of token i + 1, the one predicted
     const losses = data.causal.losses;
