@@ -42,7 +42,7 @@ export function renderLesson(t) {
         h("button", { type: "button", id: "lesson-exit", "data-chapter": "exit", text: t("lesson_exit") }),
       ),
     ),
-    h("p", { class: "lesson-body", text: say("body") }),
+    lessonBody(say("body")),
     ...(c.id === "why" ? [recurrenceTable(t, state.tokens || [], state.info)] : []),
     ...pickLine(t, c),
     h("p", { class: "lesson-look" }, h("strong", { text: `${t("look_at")} ` }), say("look"), ...labLink(t)),
@@ -50,6 +50,14 @@ export function renderLesson(t) {
   );
   // a chapter just opened starts at its lesson bar, so the chart is on the first screen (1280×720)
   if (opened && !state.present) requestAnimationFrame(() => bar.scrollIntoView({ block: "start" })); // after the chart is drawn below
+}
+
+/** A chapter's body: a paragraph, or a numbered list when the text numbers its points ("1. … 2. …"). */
+function lessonBody(text) {
+  // a point starts after a space, or right after a Chinese full stop (Chinese puts no space there)
+  const items = String(text).split(/(?:^|\s+|(?<=。))(?=[1-9]\.\s)/).filter((x) => x.trim());
+  if (items.length < 3 || !/^1\.\s/.test(items[0])) return h("p", { class: "lesson-body", text });
+  return h("ol", { class: "lesson-body lesson-points" }, items.map((x) => h("li", { text: x.replace(/^[1-9]\.\s+/, "") })));
 }
 
 /**
