@@ -37,7 +37,15 @@ const TRANSLATOR = { arch: "encoder-decoder", text: "en:2026", target: "two thou
  * the model and sentence on screen. Its words: lesson.<chapter>.link.<id> in static/text/<lang>.json.
  * A new slot is one entry here and its two texts.
  */
+// a lab link may name the architecture its panel needs and a sentence for it (the chapter's own model may be
+// another kind: the architectures chapter shows the translator, and the objectives panel needs a decoder)
 export const CHAPTER_LINKS = {
+  architectures: [
+    { id: "objectives", lab: "objectives", arch: "decoder", text: ANIMAL }, // why decoder-only won (lab: objectives)
+  ],
+  efficiency: [
+    { id: "linear", lab: "linear" }, // linear attention on this sentence (lab: linear_attention)
+  ],
   misconceptions: [
     { id: "flow", lab: "flow" }, // 1 and 6: weights against where information really flows (lab: attention_flow)
     { id: "cross", go: { ...TRANSLATOR, stage: "cross_softmax" } }, // 3: the 2014 form, the decoder reads the encoder

@@ -128,6 +128,13 @@ function labLink(t) {
   return [" ", h("a", { class: "lab-link", id: "lesson-lab-link", href: labURL(panel, state), text: t("lab_link", { panel: t(`lab_panel_${panel}`) }) })];
 }
 
+/** The model and sentence a lab link opens: the chapter's, unless the link needs another architecture. */
+function linkState(link) {
+  if (!link.arch || (state.info && state.info.architecture === link.arch)) return state;
+  const model = (state.models || []).find((m) => m.architecture === link.arch && !(m.meta && m.meta.pe_family));
+  return model ? { ...state, model: model.name, text: link.text || state.text } : state;
+}
+
 /** A chapter's live links (lessons.js CHAPTER_LINKS): buttons that open a view here, links to a lab panel. */
 function liveLinks(t, c) {
   const links = CHAPTER_LINKS[c.id];
@@ -135,7 +142,7 @@ function liveLinks(t, c) {
   const words = state.texts[state.lang];
   const item = (link) => {
     const text = words.t(`lesson.${c.id}.link.${link.id}`);
-    if (link.lab) return h("a", { class: "live-link", "data-live": link.id, href: labURL(link.lab, state), text });
+    if (link.lab) return h("a", { class: "live-link", "data-live": link.id, href: labURL(link.lab, linkState(link)), text });
     return h("button", { type: "button", class: "small live-link", "data-live": link.id, text });
   };
   return [h("p", { class: "lesson-live" }, h("strong", { text: `${t("lesson_live")} ` }), ...links.map(item))];

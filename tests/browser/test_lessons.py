@@ -3,6 +3,7 @@ on the first screen at 1280×720, its text in presentation mode, and the charts 
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -231,4 +232,22 @@ def test_misconceptions_chapter_opens_both_kinds_of_attention_and_the_lab(server
         assert page.locator("#panel .plot").count() >= 1
     look = page.inner_text("#lesson .lesson-look")
     assert ("cross-attention" in look) if lang == "en" else ("交叉注意力" in look), look
+    assert not watched.errors, watched.errors
+
+
+def test_a_lab_link_that_needs_a_decoder_opens_one(server: Any, watched: Any) -> None:
+    """The architectures chapter shows the translator; its "why decoder-only won" link opens the objectives
+    panel on a decoder (which that panel needs) and a sentence; the efficiency chapter's linear-attention
+    link keeps the chapter's own decoder and sentence."""
+    page = watched.page
+    open_page(page, server.url, chapter="architectures", lang="en")
+    href = page.get_attribute("#lesson .lesson-live a[data-live=objectives]", "href")
+    query = dict(urllib.parse.parse_qsl(href.split("?", 1)[1].split("#")[0]))
+    assert query["panel"] == "objectives" and query["text"]
+    assert api(server, f"/api/models/{query['model']}")["architecture"] == "decoder", query
+    open_page(page, server.url, chapter="efficiency", lang="en")
+    href = page.get_attribute("#lesson .lesson-live a[data-live=linear]", "href")
+    query = dict(urllib.parse.parse_qsl(href.split("?", 1)[1].split("#")[0]))
+    assert query["panel"] == "linear" and query["model"] == page.input_value("#model")
+    assert query["text"] == page.input_value("#text")
     assert not watched.errors, watched.errors
