@@ -89,6 +89,11 @@ def no_start_token() -> ApiError:
                     "This model has no start token: give the decoder some target_text to start from.")
 
 
+def text_too_short(why: str) -> ApiError:
+    """A text with too few tokens for what was asked (a next-token loss needs two)."""
+    return ApiError(422, "text_too_short", why)
+
+
 def text_too_long(field: str, max_chars: int) -> ApiError:
     return ApiError(422, "text_too_long",
                     f"The {field} is longer than the limit of {max_chars} characters — shorten it.")

@@ -106,8 +106,8 @@ def plan(context: LabContext, request: ObjectivesLabRequest) -> Build:
         start = 1 if tokens[0].start == tokens[0].end else 0  # an added start token: an empty span, never masked
         text_positions = list(range(start, len(tokens)))
         if len(text_positions) < 2:
-            raise errors.invalid_request("Your sentence is a single token: type at least two, so that one token "
-                                         "can be predicted from another.")
+            raise errors.text_too_short("Your sentence is a single token: type at least two, so that one token "
+                                        "can be predicted from another.")
         run = lab_run.trace()
         report = objectives.objectives_report(resolved.model, run.output[0], [t.id for t in tokens],
                                               text_positions, request.seed)

@@ -52,7 +52,7 @@ def test_objectives_refuse_what_they_cannot_measure_in_words_a_student_reads(cli
     status, code, message = error_of(post(client, "/api/lab/objectives", {"model": "translator", "text": TEXT}))
     assert (status, code) == (422, "not_in_model") and "encoder-decoder" in message
     status, code, message = error_of(post(client, "/api/lab/objectives", {"model": "gpt", "text": "a"}))
-    assert (status, code) == (422, "invalid_request") and "at least two" in message
+    assert (status, code) == (422, "text_too_short") and "at least two" in message
     status, code, message = error_of(post(client, "/api/lab/objectives", {"model": "gpt", "text": TEXT, "seed": -1}))
     assert (status, code) == (422, "invalid_request") and "seed" in message
     status, code, _ = error_of(post(client, "/api/lab/objectives", {"model": "gpt", "text": ""}))

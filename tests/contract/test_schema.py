@@ -15,7 +15,8 @@ from tests.contract.conftest import LiveServer
 # a layer or head the model lacks, a snapshot step it does not list, a permutation of the wrong length,
 # a text of too many tokens (or none), a config that cannot work or is too big, an answer over the budget,
 # fields that are each valid but not together.
-MODEL_DEPENDENT = {"out_of_range", "unknown_snapshot", "invalid_intervention", "text_too_long", "empty_text",
+MODEL_DEPENDENT = {"out_of_range", "unknown_snapshot", "invalid_intervention", "text_too_long", "text_too_short",
+                   "empty_text",
                    "invalid_config", "model_too_large", "response_too_large", "not_generative", "not_in_model",
                    "conflicting_fields", "invalid_option", "too_much_work", "beyond_context",
                    "unknown_stage"}  # which stage names exist depends on the model

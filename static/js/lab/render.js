@@ -45,7 +45,7 @@ export function render(s) {
   $(`controls-${name}`).replaceChildren(...panel.controls(s, say, s.info, s.models, s.data.value));
   const board = boards.get(name);
   board.begin(`${name}:${s.model}`, say);
-  if (s.data.error) board.block(`${name}-error`, failure(s.data.error, say));
+  if (s.data.error) board.block(`${name}-error`, failure(s.data.error, say, texts));
   else panel.draw(board, s.data.value, { say, s, info: s.info });
   board.end();
   $(`panel-${name}`).dataset.rendered = String(s.generation);

@@ -36,8 +36,11 @@ export function range(n) {
 }
 
 /** A panel's failure, shown in the panel itself (the other panels stay). */
-export function failure(error, say) {
-  return h("p", { class: "lab-error", text: say("panel_failed", { detail: error && error.message ? error.message : String(error) }) });
+export function failure(error, say, texts) {
+  // the server's messages are English: a refusal the page has words for is said in the page's language
+  const own = error && error.code && texts && texts.has(`err_${error.code}`) ? texts.t(`err_${error.code}`) : null;
+  const detail = own || (error && error.message ? error.message : String(error));
+  return h("p", { class: "lab-error", text: say("panel_failed", { detail }) });
 }
 
 export function fmt(value, digits = 3) {
