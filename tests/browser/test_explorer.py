@@ -172,7 +172,7 @@ def test_copied_link_opens_the_same_view(watched: Any, server: Any, context: Any
         assert other.inner_text("#stage-title") == page.inner_text("#stage-title")
         assert "Head 2" in other.inner_text("#panel .chart-head h3")
         # the checkpoint's head scores name this head, and the probe that measured it
-        assert "previous-token (random-token probe)" in other.inner_text("#head option:checked")
+        assert "previous-token · random-token probe" in other.inner_text("#head option:checked")
         note = other.inner_text("#panel .chart-note")
         assert "On the random-token probe (random tokens typed twice)" in note
         assert "previous-token, with score 0.55" in note
