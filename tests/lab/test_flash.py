@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from lab.flash import flash_attention, flash_for_head, head_inputs, head_stage_names, memory_crossover, naive_attention
-from model import Transformer, TransformerConfig
+from tests.lab.head_models import HEAD_MODELS, head_model
 
 TOL = 1e-5
 
@@ -82,19 +82,9 @@ def test_rows_that_see_nothing_are_zero_as_in_the_model() -> None:
 
 # ---------------------------------------------------------------- the model's own heads
 
-MODELS: dict[str, dict[str, Any]] = {
-    "sinusoidal": {},
-    "rope-gqa": {"pos_encoding": "rope", "n_kv_heads": 2},
-    "alibi": {"pos_encoding": "alibi"},
-    "alibi-encoder": {"pos_encoding": "alibi", "architecture": "encoder"},
-    "window": {"pos_encoding": "learned", "sliding_window": 5},
-}
-
-
-@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("name", list(HEAD_MODELS))
 def test_equals_the_models_hook_z_for_every_head(name: str) -> None:
-    cfg = TransformerConfig(vocab_size=40, d_model=32, n_layers=2, n_heads=4, n_ctx=64, seed=2, **MODELS[name])
-    model = Transformer(cfg).eval()
+    model = head_model(name)
     tokens = torch.randint(0, 40, (1, 23), generator=torch.Generator().manual_seed(1))
     for layer in range(2):
         for head in range(4):

@@ -21,6 +21,7 @@ from lab.linear_attention import (
 )
 from model.config import TransformerConfig
 from model.transformer import Transformer
+from tests.lab.head_models import HEAD_MODELS, head_model
 
 TOL = 1e-5
 
@@ -111,26 +112,16 @@ def test_memory_is_the_formulas_and_the_crossover_is_where_the_cache_outgrows_th
 
 # ---------------------------------------------------------------- the model's own heads
 
-MODELS: dict[str, dict[str, Any]] = {
-    "sinusoidal": {},
-    "rope-gqa": {"pos_encoding": "rope", "n_kv_heads": 2},
-    "alibi": {"pos_encoding": "alibi"},
-    "alibi-encoder": {"pos_encoding": "alibi", "architecture": "encoder"},
-    "window": {"pos_encoding": "learned", "sliding_window": 5},
-}
-
-
-@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("name", list(HEAD_MODELS))
 def test_the_softmax_part_is_the_models_own_head(name: str) -> None:
-    cfg = TransformerConfig(vocab_size=40, d_model=32, n_layers=2, n_heads=4, n_ctx=64, seed=2, **MODELS[name])
-    model = Transformer(cfg).eval()
+    model = head_model(name)
     tokens = torch.randint(0, 40, (1, 17), generator=torch.Generator().manual_seed(1))
     _, trace = model.run_with_trace(tokens)
     for layer in range(2):
         for head in range(4):
             r = linear_attention_for_head(model, trace, layer, head)
             assert r.max_diff_z <= TOL and r.max_diff_pattern <= TOL and r.max_diff_forms <= TOL
-            assert r.head.causal == (cfg.architecture == "decoder")
+            assert r.head.causal == (model.cfg.architecture == "decoder")
             assert r.linear_weights.shape == r.softmax_weights.shape == (17, 17)
             torch.testing.assert_close(r.linear_weights.sum(-1), torch.ones(17, dtype=torch.float64))
 
