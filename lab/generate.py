@@ -45,13 +45,13 @@ def cached_decoding(model: Transformer, name: str, ids: Sequence[int], target_id
 
     def record(step: Step) -> None:
         assert step.cache is not None  # decoded with a cache: no edits
-        cached = step.logits.float()  # [d_vocab]
-        everything = torch.tensor([step.sequence], device=device)  # [1, pos]
+        cached = step.logits[0].float()  # [d_vocab]
+        everything = step.sequences  # [1, pos]
         full = (next_token_logits(model, source, everything) if enc_dec
                 else next_token_logits(model, everything))[0].float()  # [d_vocab], recomputed without a cache
         top = cached.topk(min(TOP, cached.shape[-1]))
         steps.append({
-            "step": step.index, "id": step.token, "fed": step.fed, "cache_positions": step.cache.length,
+            "step": step.index, "id": int(step.tokens[0]), "fed": step.fed, "cache_positions": step.cache.length,
             "cache_bytes": step.cache.nbytes(), "formula_bytes": per_token * step.cache.length,
             "cached_cells": step.cache.score_cells,
             "recomputed_cells": kv_cost.recomputed_score_cells(cfg, prompt_len, step.index + 1),

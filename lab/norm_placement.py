@@ -12,7 +12,8 @@ near the input, since each layer's gradient also flows back through the blocks a
 Here: per-layer gradient norms at init on one batch of corpus-like text (bytes as tokens, so no
 tokenizer is needed), then the loss of both over the first optimizer steps with the same
 learning rate and no warm-up. Initialisation follows the paper's Xavier-like scale
-(init_std = 1/sqrt(d_model)) unless told otherwise.
+(init_std = 1/sqrt(d_model)) unless told otherwise. The steps are the project's one train loop
+(optimization/loop.py), with plain Adam at a constant rate and no gradient clipping.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import torch.nn.functional as F
 from model.config import TransformerConfig
 from model.layers import Block
 from model.transformer import Transformer
+from optimization.loop import train_loop
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "en"
 CORPUS_BYTES = 200_000  # read at most this much of the corpus
@@ -124,6 +126,22 @@ def lm_loss(model: Transformer, rows: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), rows[:, 1:].reshape(-1))
 
 
+@dataclass
+class ByteWindows:
+    """The train loop's task (optimization.loop.Task): random byte windows, next-byte loss."""
+
+    data: torch.Tensor  # [bytes]
+    settings: NormPlacementSettings
+    generator: torch.Generator  # the same draws for both placements
+    fused_attention: bool = True
+
+    def next_batch(self) -> torch.Tensor:
+        return batch_of(self.data, self.settings, self.generator)  # [batch, seq_len + 1]
+
+    def loss(self, model: Transformer, batch: torch.Tensor) -> torch.Tensor:
+        return lm_loss(model, batch)
+
+
 def layer_gradient_norms(model: Transformer, rows: torch.Tensor) -> tuple[list[float], list[float]]:
     """Backpropagate one batch at init: each block's FFN W_out gradient norm and its whole gradient norm."""
     model.zero_grad(set_to_none=True)
@@ -151,16 +169,10 @@ def run_placement(placement: str, settings: NormPlacementSettings, data: torch.T
     generator = torch.Generator().manual_seed(settings.seed)
     ffn, block_norms = layer_gradient_norms(model, batch_of(data, settings, generator))
     run = PlacementRun(placement, ffn, block_norms, growth_toward_output(ffn))
-    optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr)  # constant, no warm-up: the point
-    model.train()
-    for _ in range(settings.steps):
-        rows = batch_of(data, settings, generator)  # the same batches for both placements
-        with model.fused_attention():
-            loss = lm_loss(model, rows)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-        optimizer.step()
-        run.losses.append(float(loss.detach()))
+    optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr)
+    train_loop(model, optimizer, ByteWindows(data, settings, generator), state={"step": 0}, total_steps=settings.steps,
+               lr_at=lambda step: settings.lr,  # constant, no warm-up: the point
+               after_step=lambda step, loss: run.losses.append(loss), clip_norm=None)
     return run
 
 

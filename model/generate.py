@@ -5,14 +5,16 @@ Every draw of a token, anywhere in the project, goes through `draw_tokens` from 
 `sampling_distributions(...)["final"]` returns: the decoding loop (`choose_token`), /api/predict's
 continuation and the sampling lab's draws. What a client is shown is what is sampled from.
 
-Every caller decodes through here: the API's continuation, the training samples and the
-translation evaluation. `generate` extends one sequence; `generate_greedy_batch` decodes a
-batch of encoder-decoder sources at once (evaluation speed) with the same step function.
+Every caller decodes through here, and through one loop, `decode`: one forward pass per step
+over a batch of rows, with or without a KV cache. `generate` is that loop on one sequence (the
+API's continuation, the training samples, the lab's KV-cache decoding); `generate_greedy_batch`
+is it on a padded batch of encoder-decoder sources (the translation evaluation's speed).
 
-Both decode with a KV cache by default (model/kv_cache.py): the first step reads the whole
-prompt, every later step only the token just chosen, and the logits equal a full recomputation's
-(tests/model/test_kv_cache.py). Interventions recompute every step: an edit such as a window or
-an unmasked pattern reads the whole sequence's scores, which a cached step never forms.
+It decodes with a KV cache by default (model/kv_cache.py): the first step reads the whole
+prompt, every later step only the tokens just chosen, and the logits equal a full recomputation's
+(tests/model/test_kv_cache.py). Without the cache (use_cache=False) each step reads everything.
+Interventions recompute every step: an edit such as a window or an unmasked pattern reads the
+whole sequence's scores, which a cached step never forms.
 """
 
 from __future__ import annotations
@@ -103,19 +105,97 @@ def choose_token(
     return draw_tokens(final, 1, generator)[0]
 
 
+def next_tokens(logits: torch.Tensor, temperature: float, top_k: int | None, top_p: float | None,
+                generator: torch.Generator) -> torch.Tensor:
+    """Each row's token from logits [batch, d_vocab]: [batch] ids, argmax at temperature 0 (on the logits' device),
+    else choose_token row after row from the one generator."""
+    if temperature <= 0:
+        return logits.argmax(-1)  # [batch]
+    rows = [choose_token(row.cpu(), temperature, top_k, generator, top_p) for row in logits]
+    return torch.tensor(rows, dtype=torch.long, device=logits.device)  # [batch]
+
+
 @dataclass(frozen=True)
 class Step:
-    """One decoding step as `generate(on_step=...)` sees it: after the forward pass, before the token is kept."""
+    """One decoding step as `decode(on_step=...)` sees it: after the forward pass, before the tokens are kept."""
 
     index: int  # 0, 1, ...
-    sequence: list[int]  # the ids being extended (decoder input for encoder-decoders), without this step's token
+    sequences: torch.Tensor  # [batch, pos] the ids being extended (decoder input), without this step's tokens
     fed: int  # positions this step's forward pass read: the whole prompt, then 1 (all of them without a cache)
-    logits: torch.Tensor  # [d_vocab], the step's next-token logits
-    cache: KVCache | None  # the cache after this step's forward pass (it holds `sequence`)
-    token: int  # the token chosen
+    logits: torch.Tensor  # [batch, d_vocab], the step's next-token logits
+    cache: KVCache | None  # the cache after this step's forward pass (it holds `sequences`)
+    tokens: torch.Tensor  # [batch] the tokens chosen (finished rows: the pad)
 
 
 @torch.inference_mode()
+def decode(
+    model: Transformer,
+    sources: torch.Tensor,
+    targets: torch.Tensor | None = None,
+    *,
+    source_mask: torch.Tensor | None = None,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    generator: torch.Generator | None = None,
+    max_len: int | None = None,
+    stop_id: int | None = None,
+    pad_id: int | None = None,
+    edits: Interventions | None = None,
+    use_cache: bool = True,
+    on_step: Callable[[Step], None] | None = None,
+) -> list[list[int]]:
+    """The one decoding loop: one forward pass per step, one token per row (next_tokens), up to max_new_tokens.
+
+    sources [batch, pos] ids. Decoder-only models extend them; encoder-decoder models extend
+    `targets` [batch, target_pos] (the decoder input) while the sources, with `source_mask`
+    [batch, pos] marking their real ids, stay fixed. A row is finished once it chooses `stop_id`
+    and is fed `pad_id` (default: stop_id) from then on; the loop ends when every row is, after
+    max_new_tokens, or when the sequences being extended reach `max_len` (default: cfg.n_ctx).
+    Returns each row's new ids before its stop_id.
+
+    With a cache (model/kv_cache.py) the first step reads the whole prompt and every later step
+    only the tokens just chosen; without one (use_cache False, or `edits`) every step reads all.
+    """
+    cfg = model.cfg
+    if not cfg.lm_head or cfg.architecture == "encoder":
+        raise ValueError("only decoder and encoder-decoder models with an lm_head generate")
+    enc_dec = cfg.architecture == "encoder-decoder"
+    if enc_dec and targets is None:
+        raise ValueError("an encoder-decoder model extends target_ids (the decoder input): pass them")
+    growing = targets if enc_dec and targets is not None else sources  # [batch, pos]
+    limit = cfg.n_ctx if max_len is None else max_len
+    generator = torch.Generator().manual_seed(0) if generator is None else generator
+    hooks, needed = edits.hooks(model.trace_names, cfg.d_head, cfg.scale_attn_by_layer) if edits else ({}, set())
+    cache = KVCache() if use_cache and not edits else None
+    finished = torch.zeros(growing.shape[0], dtype=torch.bool, device=growing.device)  # [batch]
+    filler = stop_id if pad_id is None else pad_id
+    chosen: list[torch.Tensor] = []  # [batch] per step
+    for index in range(max_new_tokens):
+        if growing.shape[1] >= limit:
+            break
+        unseen = growing[:, cache.length :] if cache is not None else growing  # what the cache lacks: all, then 1
+        with Trace(needed, hooks):  # records only what the edits read; no edits: a plain forward
+            if enc_dec:
+                logits = next_token_logits(model, sources, unseen, source_mask, cache)  # [batch, d_vocab]
+            else:
+                logits = next_token_logits(model, unseen, cache=cache)  # [batch, d_vocab]
+        tokens = next_tokens(logits, temperature, top_k, top_p, generator)  # [batch]
+        if filler is not None:
+            tokens = torch.where(finished, torch.full_like(tokens, filler), tokens)  # finished rows only pad
+        if on_step is not None:
+            on_step(Step(index, growing, unseen.shape[1], logits, cache, tokens))
+        if stop_id is not None:
+            finished |= tokens == stop_id
+        if bool(finished.all()):
+            break
+        chosen.append(tokens)
+        growing = torch.cat([growing, tokens[:, None]], dim=1)  # [batch, pos + 1]
+    rows = torch.stack(chosen, dim=1).tolist() if chosen else [[] for _ in range(growing.shape[0])]
+    return [row[: row.index(stop_id)] if stop_id in row else row for row in rows]
+
+
 def generate(
     model: Transformer,
     ids: Sequence[int],
@@ -132,53 +212,24 @@ def generate(
     use_cache: bool = True,
     on_step: Callable[[Step], None] | None = None,
 ) -> list[int]:
-    """Up to max_new_tokens new ids (the new ones only), seeded so the same call gives the same text.
+    """Up to max_new_tokens new ids (the new ones only) after one sequence: decode() on a batch of one, seeded so
+    the same call gives the same text.
 
     Each token: argmax at temperature 0, else a draw after temperature, top_k and top_p (choose_token).
-
-    Decoder-only models extend `ids`; encoder-decoder models extend `target_ids` (the decoder
-    input) while the source `ids` stay fixed. Stops before appending `stop_id`, and when the
-    sequence being extended reaches `max_len` (default: the model's context, cfg.n_ctx).
+    Decoder-only models extend `ids`; encoder-decoder models extend `target_ids` (the decoder input)
+    while the source `ids` stay fixed. Stops before `stop_id` and at `max_len` (default: cfg.n_ctx).
     `edits` (model.edits) change every step's forward pass the same way.
     use_cache: reuse earlier positions' keys and values (same logits; ignored under edits).
     on_step: called with every step (model.generate.Step), to watch the loop (the lab's KV-cache decoding).
     """
-    if not model.cfg.lm_head or model.cfg.architecture == "encoder":
-        raise ValueError("only decoder and encoder-decoder models with an lm_head generate")
-    enc_dec = model.cfg.architecture == "encoder-decoder"
-    if enc_dec and target_ids is None:
-        raise ValueError("an encoder-decoder model extends target_ids (the decoder input): pass them")
-    limit = model.cfg.n_ctx if max_len is None else max_len
-    generator = torch.Generator().manual_seed(seed)
     device = model.device
-    source = torch.tensor([list(ids)], dtype=torch.long, device=device)  # [1, pos]
-    growing = list(target_ids) if enc_dec and target_ids is not None else list(ids)
-    new_ids: list[int] = []
-    cfg = model.cfg
-    hooks, needed = edits.hooks(model.trace_names, cfg.d_head, cfg.scale_attn_by_layer) if edits else ({}, set())
-    cache = KVCache() if use_cache and not edits else None
-    for index in range(max_new_tokens):
-        if len(growing) >= limit:
-            break
-        unseen = growing[cache.length :] if cache is not None else growing  # what the cache lacks: all, then 1
-        sequence = torch.tensor([unseen], dtype=torch.long, device=device)  # [1, pos]
-        # logits [1, d_vocab]: encoder-decoder models grow the decoder input (source fixed), others the ids
-        with Trace(needed, hooks):  # records only what the edits read; no edits: a plain forward
-            if enc_dec:
-                logits = next_token_logits(model, source, sequence, cache=cache)
-            else:
-                logits = next_token_logits(model, sequence, cache=cache)
-        token = choose_token(logits[0].cpu(), temperature, top_k, generator, top_p)
-        if on_step is not None:
-            on_step(Step(index, list(growing), len(unseen), logits[0], cache, token))
-        if stop_id is not None and token == stop_id:
-            break
-        new_ids.append(token)
-        growing.append(token)
-    return new_ids
+    sources = torch.tensor([list(ids)], dtype=torch.long, device=device)  # [1, pos]
+    targets = None if target_ids is None else torch.tensor([list(target_ids)], dtype=torch.long, device=device)
+    return decode(model, sources, targets, max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k,
+                  top_p=top_p, generator=torch.Generator().manual_seed(seed), max_len=max_len, stop_id=stop_id,
+                  edits=edits, use_cache=use_cache, on_step=on_step)[0]
 
 
-@torch.inference_mode()
 def generate_greedy_batch(
     model: Transformer,
     sources: Sequence[Sequence[int]],
@@ -189,35 +240,22 @@ def generate_greedy_batch(
     max_new_tokens: int,
     use_cache: bool = True,
 ) -> list[list[int]]:
-    """Greedy decoding of several encoder-decoder sources at once: each row's new ids, without stop_id.
+    """Greedy decoding of several encoder-decoder sources at once (evaluation speed): decode() on a padded batch.
 
-    The decoder input starts as [start_id]; a row is done once it produces stop_id, and the
-    loop ends when every row is done, after max_new_tokens, or at the context (cfg.n_ctx).
+    The decoder input starts as [start_id]; each row's new ids end before its stop_id, without pad_id
+    (a pad the model predicts is no text).
     """
     if model.cfg.architecture != "encoder-decoder":
         raise ValueError("generate_greedy_batch decodes encoder-decoder models")
     device = model.device
     n_rows = len(sources)
     source_len = max(len(s) for s in sources)
-    source = torch.full((n_rows, source_len), pad_id, dtype=torch.long, device=device)  # [batch, pos]
+    padded = torch.full((n_rows, source_len), pad_id, dtype=torch.long, device=device)  # [batch, pos]
     source_mask = torch.zeros(n_rows, source_len, dtype=torch.bool, device=device)  # [batch, pos]
     for row, ids in enumerate(sources):
-        source[row, : len(ids)] = torch.tensor(list(ids), dtype=torch.long)
+        padded[row, : len(ids)] = torch.tensor(list(ids), dtype=torch.long)
         source_mask[row, : len(ids)] = True
-    target = torch.full((n_rows, 1), start_id, dtype=torch.long, device=device)  # [batch, target_pos]
-    done = torch.zeros(n_rows, dtype=torch.bool, device=device)  # [batch]
-    cache = KVCache() if use_cache else None
-    for _ in range(min(max_new_tokens, model.cfg.n_ctx - 1)):
-        unseen = target[:, cache.length :] if cache is not None else target  # [batch, new target_pos]
-        logits = next_token_logits(model, source, unseen, source_mask, cache)  # [batch, d_vocab]
-        token = logits.argmax(-1)  # [batch]
-        token = torch.where(done, torch.full_like(token, pad_id), token)  # finished rows only pad
-        target = torch.cat([target, token[:, None]], dim=1)  # [batch, target_pos + 1]
-        done |= token == stop_id
-        if bool(done.all()):
-            break
-    decoded: list[list[int]] = []
-    for row_ids in target[:, 1:].tolist():
-        kept = row_ids[: row_ids.index(stop_id)] if stop_id in row_ids else row_ids
-        decoded.append([i for i in kept if i != pad_id])
-    return decoded
+    targets = torch.full((n_rows, 1), start_id, dtype=torch.long, device=device)  # [batch, target_pos]
+    decoded = decode(model, padded, targets, source_mask=source_mask, max_new_tokens=max_new_tokens,
+                     temperature=0.0, stop_id=stop_id, pad_id=pad_id, use_cache=use_cache)
+    return [[i for i in row if i != pad_id] for row in decoded]

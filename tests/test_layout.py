@@ -3,8 +3,9 @@
 model/        the Transformer only (no optimizer, no file format, no experiment, no web)
 analysis/     what is read off a trace            -> model
 checkpoints/  weights in and out                  -> model, analysis (head labels for packaged models)
-lab/          one module per experiment           -> model, analysis, checkpoints
-training/     what makes weights                  -> model, analysis, checkpoints
+optimization/ the one train loop                  -> model (below lab and training, which both train through it)
+lab/          one module per experiment           -> model, analysis, checkpoints, optimization
+training/     what makes weights                  -> model, analysis, checkpoints, optimization
 app/          the web service                     -> all of the above but training (the CLI starts training lazily)
 
 Imports anywhere in a file count (inside functions too): a lazy import is still an edge of the graph.
@@ -18,14 +19,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("model", "analysis", "checkpoints", "lab", "training", "app")
+PACKAGES = ("model", "analysis", "checkpoints", "optimization", "lab", "training", "app")
 MAY_IMPORT: dict[str, set[str]] = {
     "model": {"model"},
     "analysis": {"model", "analysis"},
     "checkpoints": {"model", "analysis", "checkpoints"},
-    "lab": {"model", "analysis", "checkpoints", "lab"},
-    "training": {"model", "analysis", "checkpoints", "training"},
-    "app": {"model", "analysis", "checkpoints", "lab", "app"},
+    "optimization": {"model", "optimization"},
+    "lab": {"model", "analysis", "checkpoints", "optimization", "lab"},
+    "training": {"model", "analysis", "checkpoints", "optimization", "training"},
+    "app": {"model", "analysis", "checkpoints", "optimization", "lab", "app"},
 }
 EXCEPTIONS = {("app/cli.py", "training")}  # `transformer-explorer train` starts the training package lazily
 FORBIDDEN_IN_MODEL = ("torch.optim", "fastapi", "starlette", "safetensors", "gguf")  # no training, web or file format
@@ -130,3 +132,10 @@ def test_one_sampler() -> None:
     drawing = sorted(p.relative_to(ROOT).as_posix() for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")
                      if "multinomial" in p.read_text(encoding="utf-8"))
     assert drawing == ["model/generate.py"], drawing
+
+
+def test_one_train_loop() -> None:
+    """Every optimizer step, in training/ and in the lab, is taken by optimization/loop.py (the one train loop)."""
+    stepping = sorted(p.relative_to(ROOT).as_posix() for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")
+                      if ".step()" in p.read_text(encoding="utf-8"))
+    assert stepping == ["optimization/loop.py"], stepping

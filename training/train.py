@@ -4,7 +4,7 @@
     python -m training.train ...   (the same command)
 
 The corpus, tokenizer and validation sample come from `training.corpus`; the rows and their
-copying curricula from `training.language_modelling`; the steps from `training.loop` with the
+copying curricula from `training.language_modelling`; the steps from `optimization.loop` with the
 schedule of `training.schedule` (AdamW, warmup + cosine to 10%). Every `--eval-interval` steps:
 validation loss and head scores; at `--snapshot-steps`: a float16 snapshot. Every
 `--checkpoint-interval` steps: OUT/checkpoint (weights, optimizer, step, RNG states; `--resume`
@@ -29,6 +29,7 @@ from model.config import TransformerConfig
 from model.device import pick_device
 from model.tokenizer import HubTokenizer, load_tokenizer
 from model.transformer import Transformer
+from optimization.loop import adamw, train_loop
 from training.checkpointing import load_training_state, rounded_copy, save_snapshot, save_training_state
 from training.corpus import (
     BOS,
@@ -42,7 +43,6 @@ from training.corpus import (
     validation_windows,
 )
 from training.language_modelling import Batcher, LanguageModelTask
-from training.loop import adamw, train_loop
 from training.meta import language_model_meta
 from training.options import add_arguments, resolve_config
 from training.schedule import learning_rate

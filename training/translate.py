@@ -26,8 +26,8 @@ from model.config import TransformerConfig
 from model.generate import generate_greedy_batch
 from model.tokenizer import CharTokenizer
 from model.transformer import Transformer
+from optimization.loop import adamw, train_loop
 from training.checkpointing import load_training_state, save_training_state
-from training.loop import adamw, train_loop
 from training.numbers import (
     ALPHABET,
     BOS,

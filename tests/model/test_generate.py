@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from model import Transformer, TransformerConfig
-from model.generate import generate, generate_greedy_batch, sampling_distributions, seeded_draws
+from model.generate import decode, generate, generate_greedy_batch, sampling_distributions, seeded_draws
 
 VOCAB = 40
 
@@ -97,6 +97,19 @@ def test_batched_greedy_matches_one_at_a_time() -> None:
     for source, row in zip(sources, batched, strict=True):
         single = generate(model, source, target_ids=[start], max_new_tokens=6, temperature=0.0, stop_id=stop)
         assert row == [i for i in single if i != pad]
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_one_loop_for_a_batch_and_for_one_row(use_cache: bool) -> None:
+    """decode() on a batch: each row as generate() decodes it alone, a row stopping at its own step."""
+    model = make()
+    rows = [[2, 3], [4, 5], [6, 7]]
+    stop = generate(model, rows[0], max_new_tokens=8, temperature=0.0)[2]  # row 0 stops after two tokens
+    batched = decode(model, torch.tensor(rows), max_new_tokens=8, temperature=0.0, stop_id=stop, pad_id=0,
+                     use_cache=use_cache)
+    singles = [generate(model, row, max_new_tokens=8, temperature=0.0, stop_id=stop) for row in rows]
+    assert batched == singles
+    assert len(singles[0]) == 2
 
 
 def test_encoders_do_not_generate() -> None:

@@ -1,7 +1,9 @@
 """The one train loop. A task supplies batches and the loss; the loop does the optimizer steps.
 
-A `Task` is pluggable: language modelling on the corpus (`training.language_modelling`) and
-number translation (`training.numbers`) both train through `train_loop`.
+A `Task` is pluggable: language modelling on the corpus (`training.language_modelling`), number
+translation (`training.numbers`) and the norm-placement lab's byte windows (`lab.norm_placement`)
+all train through `train_loop`. The caller picks the optimizer: `adamw` for training/, plain
+Adam with a constant learning rate and no clipping for the lab (its point is no warm-up).
 """
 
 from __future__ import annotations
@@ -60,13 +62,14 @@ def train_loop(
     total_steps: int,
     lr_at: Callable[[int], float],
     after_step: Callable[[int, float], None],
-    clip_norm: float = 1.0,
+    clip_norm: float | None = 1.0,
 ) -> None:
     """Optimizer steps from state["step"] to total_steps.
 
     lr_at(step): the learning rate of step `step` (1 = the first). After each step, state["step"]
     and state["train_seconds"] (time in the steps themselves) are updated and after_step(step,
-    loss) runs: logging, evaluation and checkpoints belong there.
+    loss) runs: logging, evaluation and checkpoints belong there. clip_norm: the gradient's largest
+    global norm before each step (None: not clipped).
     """
     model.train()
     while state["step"] < total_steps:
@@ -80,7 +83,8 @@ def train_loop(
             loss = task.loss(model, batch)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+        if clip_norm is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
         optimizer.step()
         state["step"] = step
         state["train_seconds"] = state.get("train_seconds", 0.0) + time.time() - started
