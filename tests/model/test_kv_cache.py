@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import torch
 
-from lab.kv_cost import (
+from lab.kv_cache import (
     PUBLISHED,
     CacheShape,
     bytes_per_token,
