@@ -22,6 +22,7 @@ export function pageOrder() {
 
 /** The panel a link names: a panel's name or an older name of it (?panel=flow), else undefined. */
 export function panelNamed(asked) {
+  if (!asked) return undefined;
   const found = sections().find((el) => el.dataset.panel === asked || (el.dataset.aliases || "").split(" ").includes(asked));
   return found ? found.dataset.panel : undefined;
 }

@@ -1,0 +1,42 @@
+"""POST /api/lab/ablation: ablating no head changes nothing, and each head's effect is Lab I's intervention."""
+
+from __future__ import annotations
+
+import numpy as np
+from fastapi.testclient import TestClient
+
+from app.tensors import decode_tensor
+from tests.app.conftest import error_of, post
+
+TEXT = "the cat sat on"
+
+
+def trace_logits(client: TestClient, body: dict[str, object]) -> np.ndarray:
+    """The model's own logits [pos, d_vocab] from /api/trace at full float32 precision."""
+    out = post(client, "/api/trace", {**body, "stages": ["hook_logits"], "encoding": "base64"}).json()
+    return decode_tensor(out["stages"]["hook_logits"]).astype(np.float64)
+
+
+def softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def test_ablation_no_head_changes_nothing_and_each_head_is_lab_one(client: TestClient) -> None:
+    body = {"model": "gpt", "text": TEXT}
+    out = post(client, "/api/lab/ablation", {**body, "position": 5}).json()
+    assert out["none_ablated"] == {"loss_change": 0.0, "prob_change": 0.0} and out["position"] == 5
+    clean = softmax(trace_logits(client, body))
+    assert abs(clean[5, out["chosen_id"]] - out["clean_prob"]) <= 1e-5 and out["chosen_id"] == int(clean[5].argmax())
+    assert len(out["heads"]) == 2 * 4
+    for effect in out["heads"][::3]:  # the same change as Lab I's ablate_heads, through /api/trace
+        ablated = softmax(trace_logits(client, {**body, "interventions": {"ablate_heads": [[effect["layer"],
+                                                                                            effect["head"]]]}}))
+        assert abs(ablated[5, out["chosen_id"]] - effect["prob"]) <= 1e-5
+        assert abs(effect["prob_change"] - (effect["prob"] - out["clean_prob"])) <= 1e-9
+        assert abs(sum(effect["weights"]) - 1) < 1e-4 and len(effect["weights"]) == len(out["tokens"])
+        assert all(w == 0 for w in effect["weights"][6:])  # position 5 sees no later token
+    status, code, message = error_of(post(client, "/api/lab/ablation", {**body, "position": 99}))
+    assert (status, code) == (422, "out_of_range") and "Position 99" in message
+    status, code, _ = error_of(post(client, "/api/lab/ablation", {"model": "bert", "text": TEXT}))
+    assert (status, code) == (422, "not_generative")
