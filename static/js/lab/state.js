@@ -2,7 +2,7 @@
 // Only go() (lab/navigate.js) changes it. The page's own fields are here (the panel shown, the model,
 // the sentence, the language); every panel declares its own in its module (panels/<name>.js: `fields`),
 // and the page composes them: a panel's field `key` is the state's `<name>.<key>`, written so in the URL
-// (/lab?panel=head_count&head_count.layer=2). A field's `old` is the short key older links carry (hcl=2),
+// (/lab?panel=<name>&<name>.layer=2). A field's `old` is the short key older links carry (such as hcl=2),
 // still read. A field that depends on the model names its largest value for it (`upTo(info)`), and every
 // go() keeps it inside the model shown (clampToModel), so a switch to a smaller model never asks for a
 // layer or head it does not have.
