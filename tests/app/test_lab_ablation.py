@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
 from fastapi.testclient import TestClient
 
-from app.tensors import decode_tensor
-from tests.app.conftest import error_of, post
+from tests.app.conftest import error_of, post, softmax, trace_logits
 
 TEXT = "the cat sat on"
-
-
-def trace_logits(client: TestClient, body: dict[str, object]) -> np.ndarray:
-    """The model's own logits [pos, d_vocab] from /api/trace at full float32 precision."""
-    out = post(client, "/api/trace", {**body, "stages": ["hook_logits"], "encoding": "base64"}).json()
-    return decode_tensor(out["stages"]["hook_logits"]).astype(np.float64)
-
-
-def softmax(x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - x.max(-1, keepdims=True))
-    return e / e.sum(-1, keepdims=True)
 
 
 def test_ablation_no_head_changes_nothing_and_each_head_is_lab_one(client: TestClient) -> None:
