@@ -1,4 +1,4 @@
-"""The KV cache: what incremental decoding keeps (its cost in bytes is lab/kv_cost.py).
+"""The KV cache: what incremental decoding keeps (its cost in bytes is lab/kv_cache.py).
 
 Decoding one token at a time, a causal model's keys and values at earlier positions never
 change, so each step only projects the new token and reads the stored K and V of the rest.

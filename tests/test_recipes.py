@@ -1,5 +1,6 @@
 """docs/ARCHITECTURE.md's recipes stay true: every file they list exists for every lab experiment and every
-positional-encoding kind, and every text key they name is in both languages' files."""
+positional-encoding kind, and every text key they name is in both languages' files. For a lab experiment that is
+all it takes: its modules, its two tests, its texts, its docs row, and the browser check that reads the list."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def recipe(name: str) -> str:
 
 def files_of(text: str) -> list[str]:
     """The paths a recipe names: backticked words with a slash and a file extension."""
-    return [w for w in re.findall(r"`([^`\s]+)`", text) if "/" in w and re.search(r"\.(py|js|json)$", w)]
+    return [w for w in re.findall(r"`([^`\s]+)`", text) if "/" in w and re.search(r"\.(py|js|json|md)$", w)]
 
 
 def keys_of(text: str) -> list[str]:
@@ -49,14 +50,37 @@ def lookup(texts: dict, key: str) -> bool:
 @pytest.mark.parametrize("experiment", EXPERIMENTS, ids=lambda e: e.name)
 def test_the_lab_recipe_lists_every_experiments_files(experiment) -> None:
     text = recipe("lab-experiment")
-    files = [fill(f, name=experiment.name, panel=experiment.panel) for f in files_of(text)]
-    assert len(files) >= 5
+    files = [fill(f, name=experiment.name) for f in files_of(text)]
+    name = experiment.name
+    assert {f"lab/{name}.py", f"app/lab/{name}.py", f"static/js/lab/panels/{name}.js", f"tests/lab/test_{name}.py",
+            f"tests/app/test_lab_{name}.py", "docs/LAB.md"} <= set(files)
     missing = [f for f in files if not (ROOT / f).is_file()]
     assert not missing, missing
+    # its app test asks its own route
+    assert experiment.route in (ROOT / f"tests/app/test_lab_{experiment.name}.py").read_text(encoding="utf-8")
+    # its panel declares its URL fields and asks where the server says, never a path of its own
+    panel = (ROOT / f"static/js/lab/panels/{experiment.name}.js").read_text(encoding="utf-8")
+    assert "export default {" in panel and "fields:" in panel and "/api/" not in panel
     for lang in ("en", "zh"):
         texts = json.loads((ROOT / "static" / "text" / f"lab.{lang}.json").read_text(encoding="utf-8"))
-        absent = [k for k in (fill(k, panel=experiment.panel) for k in keys_of(text)) if not lookup(texts, k)]
+        keys = [fill(k, name=experiment.name) for k in keys_of(text)]
+        wanted = [k for k in keys if experiment.refuses or not k.endswith("_refused")]
+        absent = [k for k in wanted if not lookup(texts, k)]
         assert not absent, (lang, absent)
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS, ids=lambda e: e.name)
+def test_the_lab_docs_have_a_row_for_every_experiment(experiment) -> None:
+    table = (ROOT / "docs" / "LAB.md").read_text(encoding="utf-8")
+    rows = [r for r in table.splitlines() if r.startswith(f"| {experiment.name} |")]
+    assert len(rows) == 1, f"docs/LAB.md has no row `| {experiment.name} | ...`"
+    assert f"`{experiment.method} {experiment.route}`" in rows[0], rows[0]
+
+
+def test_the_browser_check_covers_every_experiment_and_family() -> None:
+    # one browser test opens every experiment's panel on each shipped family (no list of names to keep)
+    check = (ROOT / "tests" / "browser" / "test_lab.py").read_text(encoding="utf-8")
+    assert "for experiment in EXPERIMENTS" in check and "experiment.refuses" in check
 
 
 @pytest.mark.parametrize("kind", list(KINDS))

@@ -1,8 +1,9 @@
 """The one list of lab experiments: each drives its route (app/routers/lab.py), its panel on the lab page
-(app/routers/pages.py, templates/lab.html; the page imports static/js/lab/panels/<panel>.js) and its entry in
-GET /api/lab/experiments. To add an experiment: its numbers in lab/<name>.py, its request, response,
-checks and build in app/lab/<name>.py (ending in `EXPERIMENT = Experiment(...)`), one line here, its panel
-in static/js/lab/panels/<panel>.js and its texts. tests/app/test_lab_experiments.py keeps them in step.
+(app/lab_panels.py, app/routers/pages.py, templates/lab.html: the page imports static/js/lab/panels/<name>.js and
+asks where the server says) and its entry in GET /api/lab/experiments. One name per experiment: its modules, panel,
+texts, URL fields and (kebab-case) route. The recipe is docs/ARCHITECTURE.md's "Add a lab experiment";
+tests/test_recipes.py and tests/app/test_lab_experiments.py keep every experiment's files, tests, texts and
+declared refusals in step.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from app.lab import (
     flash,
     generate,
     head_count,
-    kv_cost,
+    kv_cache,
     linear_attention,
     logit_lens,
     masks,
@@ -38,7 +39,7 @@ EXPERIMENTS: tuple[Experiment[Any], ...] = (
     sampling.EXPERIMENT,
     complexity.EXPERIMENT,
     flash.EXPERIMENT,
-    kv_cost.EXPERIMENT,
+    kv_cache.EXPERIMENT,
     generate.EXPERIMENT,
     norm_placement.EXPERIMENT,
     logit_lens.EXPERIMENT,

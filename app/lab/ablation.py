@@ -80,8 +80,8 @@ def plan(context: LabContext, request: AblationLabRequest) -> Build:
 
 
 EXPERIMENT = Experiment(
-    name="ablation", path="/ablation", method="POST", request=AblationLabRequest, response=AblationLabOut,
-    panel="ablation", plan=plan,
+    name="ablation", method="POST", request=AblationLabRequest, response=AblationLabOut,
+    plan=plan, refuses=("encoder",),
     summary="Every head's attention at `position` beside the change in the loss and in the chosen next token's\n"
             "probability when that head alone is ablated (Lab I's intervention).",
 )

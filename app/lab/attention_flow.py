@@ -99,8 +99,8 @@ def plan(context: LabContext, request: AttentionFlowLabRequest) -> Build:
 
 
 EXPERIMENT = Experiment(
-    name="attention_flow", path="/attention-flow", method="POST", request=AttentionFlowLabRequest,
-    response=AttentionFlowLabOut, panel="flow", plan=plan,
+    name="attention_flow", method="POST", request=AttentionFlowLabRequest,
+    response=AttentionFlowLabOut, plan=plan, aliases=("flow",),
     summary="One head's attention weights a_ij beside what each key actually adds to each position,\n"
             "‖a_ij · v_j W_O^h‖ (Kobayashi et al. 2020): the keys each ranks first, their rank correlation,\n"
             "‖v_j W_O^h‖ per key, and the check that Σ_h Σ_j a_ij v_j W_O^h (+ b_O) is the layer's attention output.",

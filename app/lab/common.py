@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, Field
 
@@ -21,6 +21,7 @@ from app.inference_pool import TraceRun
 from app.resolve import Resolved
 from app.schemas import Bool, Int, StackName, TextInput
 from app.tokenizing import Inputs
+from model.config import Architecture as Family
 
 
 class AttentionLayerInput(TextInput):
@@ -87,20 +88,36 @@ Build = Callable[[LabRun], dict[str, Any]]
 RequestT = TypeVar("RequestT", bound=BaseModel)
 
 
+# The model families (TransformerConfig.architecture); an experiment lists those it refuses.
+FAMILIES: tuple[Family, ...] = get_args(Family)
+
+
 @dataclass(frozen=True)
 class Experiment(Generic[RequestT]):
-    """One lab experiment: one route, one panel, one plan."""
+    """One lab experiment: one route, one panel, one plan, all under one name.
 
-    name: str  # its modules: app/lab/<name>.py, and lab/<name>.py (or analysis/) for the numbers
-    path: str  # under /api/lab
+    `name` is the experiment everywhere: its modules (lab/<name>.py, app/lab/<name>.py,
+    static/js/lab/panels/<name>.js, tests/lab/test_<name>.py, tests/app/test_lab_<name>.py), its panel and
+    link (/lab?panel=<name>), its URL fields (<name>.<key>), its texts (<name>_title, <name>_lead, ... in
+    static/text/lab.<lang>.json) and, in kebab-case, its route (/api/lab/<name-with-dashes>).
+    """
+
+    name: str
     method: Literal["GET", "POST"]
     request: type[RequestT]  # the body (POST) or the query (GET)
     response: type[BaseModel]
-    panel: str  # the lab page's panel that shows it: static/js/lab/panels/<panel>.js
-    summary: str  # what it answers (the API docs' description of the route)
+    summary: str  # what it answers (the API docs' description of the route, and its row in docs/LAB.md)
     plan: Callable[[LabContext, RequestT], Build]
     uses: Uses | Callable[[RequestT], Uses] = "text"
     measured: bool = False  # costs seconds (timings, training): the result is also kept apart from the body cache
+    # the model families its plan refuses with a 422 (the page shows `<name>_refused` instead of asking)
+    refuses: tuple[Family, ...] = ()
+    aliases: tuple[str, ...] = ()  # the panel's older names, still opened by old links (/lab?panel=<alias>)
+
+    @property
+    def path(self) -> str:
+        """Its path under /api/lab: the name in kebab-case (kv_cache -> /kv-cache)."""
+        return "/" + self.name.replace("_", "-")
 
     @property
     def route(self) -> str:
@@ -108,26 +125,27 @@ class Experiment(Generic[RequestT]):
 
     @property
     def route_name(self) -> str:
-        """The route's name (and so its OpenAPI operation id): the path's words, `kv_cache`, `logit_lens`."""
-        return self.path.strip("/").replace("-", "_")
+        """The route's name (and so its OpenAPI operation id): the experiment's name."""
+        return self.name
 
     def uses_for(self, request: RequestT) -> Uses:
         return self.uses(request) if callable(self.uses) else self.uses
 
-    def describe(self) -> dict[str, str]:  # ExperimentOut
-        """Its entry in GET /api/lab/experiments (what the page's script reads)."""
-        return {"name": self.name, "panel": self.panel, "path": self.route, "method": self.method,
-                "summary": self.summary}
+    def describe(self) -> dict[str, Any]:  # ExperimentOut
+        """Its entry in GET /api/lab/experiments."""
+        return {"name": self.name, "path": self.route, "method": self.method, "summary": self.summary,
+                "refuses": list(self.refuses), "aliases": list(self.aliases)}
 
 
 class ExperimentOut(BaseModel):
     """One entry of GET /api/lab/experiments."""
 
-    name: str
-    panel: str
+    name: str = Field(description="The experiment, its lab panel (/lab?panel=<name>) and its modules.")
     path: str
     method: str
     summary: str
+    refuses: list[Family] = Field(description="Model families it answers with a 422 (the panel says why instead).")
+    aliases: list[str] = Field(description="Older names of its panel that /lab?panel= still opens.")
 
 
 def rounded(values: list[float], digits: int = 6) -> list[float]:

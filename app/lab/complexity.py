@@ -96,8 +96,8 @@ def plan(context: LabContext, request: ComplexityLabRequest) -> Build:
 
 
 EXPERIMENT = Experiment(
-    name="complexity", path="/complexity", method="POST", request=ComplexityLabRequest, response=ComplexityLabOut,
-    panel="complexity", plan=plan, uses="nothing", measured=True,
+    name="complexity", method="POST", request=ComplexityLabRequest, response=ComplexityLabOut,
+    plan=plan, uses="nothing", measured=True,
     summary="Time and peak memory of naive (n × n materialised) and tiled attention on random q, k, v at each\n"
             "length, on the server's device, with power-law and n² fits. Lengths that would overrun a time budget\n"
             "are skipped (listed with null times); the result is cached.",

@@ -118,7 +118,7 @@ def plan(context: LabContext, request: FlashLabRequest) -> Build:
 
 
 EXPERIMENT = Experiment(
-    name="flash", path="/flash", method="POST", request=FlashLabRequest, response=FlashLabOut, panel="flash",
+    name="flash", method="POST", request=FlashLabRequest, response=FlashLabOut,
     plan=plan,
     summary="One head of the model, tile by tile with the online softmax: the running max m, sum l and rescaled\n"
             "partial output after every tile; the result against the model's own hook_z; the largest tensor held\n"

@@ -74,8 +74,8 @@ def plan(context: LabContext, request: GenerateLabRequest) -> Build:
 
 
 EXPERIMENT = Experiment(
-    name="generate", path="/generate", method="POST", request=GenerateLabRequest, response=GenerateLabOut,
-    panel="generate", plan=plan,
+    name="generate", method="POST", request=GenerateLabRequest, response=GenerateLabOut,
+    plan=plan, refuses=("encoder",),
     summary="Greedy decoding with a KV cache: the cache growing step by step (bytes measured and by formula),\n"
             "the attention scores computed against recomputing every step, and each step's logits against a full\n"
             "recomputation.",

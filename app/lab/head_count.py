@@ -102,8 +102,8 @@ def plan(context: LabContext, request: HeadCountLabRequest) -> Build:
 
 
 EXPERIMENT = Experiment(
-    name="head_count", path="/head-count", method="POST", request=HeadCountLabRequest, response=HeadCountLabOut,
-    panel="headcount", plan=plan,
+    name="head_count", method="POST", request=HeadCountLabRequest, response=HeadCountLabOut,
+    plan=plan, aliases=("headcount",),
     summary="The layer's real q and k (after RoPE; GQA's K heads repeated), heads side by side, cut again into\n"
             "h heads of d_k = width / h for every h dividing the width: each head's score-table rank against\n"
             "its bound min(tokens, d_k), and the mean row entropy. A re-split, not a model trained with h heads.",

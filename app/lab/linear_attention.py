@@ -111,8 +111,8 @@ def plan(context: LabContext, request: LinearAttentionLabRequest) -> Build:
 
 
 EXPERIMENT = Experiment(
-    name="linear_attention", path="/linear-attention", method="POST", request=LinearAttentionLabRequest,
-    response=LinearAttentionLabOut, panel="linear", plan=plan,
+    name="linear_attention", method="POST", request=LinearAttentionLabRequest,
+    response=LinearAttentionLabOut, plan=plan, aliases=("linear",),
     summary="One head's softmax attention beside linear attention with φ(x) = elu(x) + 1 on the same trained q, k, v\n"
             "(no retraining): both weight matrices, per-row entropy and largest weight, cosine and relative error\n"
             "of the outputs, the recurrent and quadratic forms' agreement, and the fixed state against the KV cache.",

@@ -60,8 +60,8 @@ def plan(context: LabContext, request: LogitLensLabRequest) -> Build:
 
 
 EXPERIMENT = Experiment(
-    name="logit_lens", path="/logit-lens", method="POST", request=LogitLensLabRequest, response=LogitLensLabOut,
-    panel="lens", plan=plan,
+    name="logit_lens", method="POST", request=LogitLensLabRequest, response=LogitLensLabOut,
+    plan=plan, refuses=("encoder",), aliases=("lens",),
     summary="The top-k next tokens after every block at every position, through the final norm and the\n"
             "unembedding; the last layer's reading equals the model's logits.",
 )

@@ -85,7 +85,7 @@ def plan(context: LabContext, request: MasksLabRequest) -> Build:
 
 
 EXPERIMENT = Experiment(
-    name="masks", path="/masks", method="POST", request=MasksLabRequest, response=MasksLabOut, panel="masks",
+    name="masks", method="POST", request=MasksLabRequest, response=MasksLabOut,
     plan=plan,
     summary="Causal, bidirectional, sliding-window (`window`), padding (this sentence and its first `shorter`\n"
             "tokens in one batch) and encoder-decoder cross masks for the sentence's tokens, and the model's\n"

@@ -88,8 +88,8 @@ def build(request: NormPlacementLabRequest) -> dict[str, Any]:
 
 
 EXPERIMENT = Experiment(
-    name="norm_placement", path="/norm-placement", method="POST", request=NormPlacementLabRequest,
-    response=NormPlacementLabOut, panel="norms", plan=plan, uses="nothing", measured=True,
+    name="norm_placement", method="POST", request=NormPlacementLabRequest,
+    response=NormPlacementLabOut, plan=plan, aliases=("norms",), uses="nothing", measured=True,
     summary="Pre-LN and Post-LN models from one seed: every block's gradient norm at initialisation and the loss\n"
             "over the first Adam steps without warm-up (bounded, cached, deterministic for a seed).",
 )

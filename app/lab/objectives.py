@@ -119,8 +119,8 @@ def plan(context: LabContext, request: ObjectivesLabRequest) -> Build:
 
 
 EXPERIMENT = Experiment(
-    name="objectives", path="/objectives", method="POST", request=ObjectivesLabRequest,
-    response=ObjectivesLabOut, panel="objectives", plan=plan,
+    name="objectives", method="POST", request=ObjectivesLabRequest,
+    response=ObjectivesLabOut, plan=plan, refuses=("encoder", "encoder-decoder"),
     summary="Why decoder-only won, on one sentence: the decoder's loss at every position from one forward pass\n"
             "(measured); BERT's seeded 15% masked positions and T5's span counts (formulas); FLOPs ≈ 2 · N per\n"
             "token and training signals per pass; generation cost with and without a cache (formulas).",

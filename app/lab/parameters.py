@@ -43,8 +43,8 @@ def plan(context: LabContext, _: ParametersLabRequest) -> Build:
 
 
 EXPERIMENT = Experiment(
-    name="parameters", path="/parameters", method="POST", request=ParametersLabRequest, response=ParametersLabOut,
-    panel="parameters", plan=plan, uses="model",
+    name="parameters", method="POST", request=ParametersLabRequest, response=ParametersLabOut,
+    plan=plan, uses="model",
     summary="Parameters per component (equal to the state dict's sum); one head of width d_model against h heads\n"
             "of width d_model/h; MHA, GQA and MQA K/V counts; the FFN's share.",
 )

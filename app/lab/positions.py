@@ -115,8 +115,8 @@ def plan(context: LabContext, request: PositionsLabRequest) -> Build:
 
 
 EXPERIMENT = Experiment(
-    name="positions", path="/positions", method="POST", request=PositionsLabRequest, response=PositionsLabOut,
-    panel="positions", plan=plan, uses="chosen_model",
+    name="positions", method="POST", request=PositionsLabRequest, response=PositionsLabOut,
+    plan=plan, uses="chosen_model",
     summary="Sinusoidal PE and PE·PEᵀ; RoPE's rotation of one pair and q_m·k_n for random q, k (equal where\n"
             "m − n is equal); ALiBi biases per head. Learned positions past the model's n_ctx: 422.",
 )

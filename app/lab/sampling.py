@@ -78,8 +78,8 @@ def plan(context: LabContext, request: SamplingLabRequest) -> Build:
 
 
 EXPERIMENT = Experiment(
-    name="sampling", path="/sampling", method="POST", request=SamplingLabRequest, response=SamplingLabOut,
-    panel="sampling", plan=plan,
+    name="sampling", method="POST", request=SamplingLabRequest, response=SamplingLabOut,
+    plan=plan, refuses=("encoder",),
     summary="The next-token distribution after temperature, top-k and top-p, and `draws` seeded draws from it\n"
             "(the same seed gives the same draws).",
 )

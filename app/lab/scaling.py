@@ -124,8 +124,8 @@ def uses(request: ScalingLabRequest) -> Uses:
 
 
 EXPERIMENT = Experiment(
-    name="scaling", path="/scaling", method="POST", request=ScalingLabRequest, response=ScalingLabOut,
-    panel="scaling", plan=plan, uses=uses,
+    name="scaling", method="POST", request=ScalingLabRequest, response=ScalingLabOut,
+    plan=plan, uses=uses,
     summary="Why ÷√d_k: for unit-variance random q, k the measured Var(q·k) for each d_k (≈ d_k), and the max\n"
             "weight and entropy of softmax rows over `n_keys` keys with and without ÷√d_k. With `text` (and a\n"
             "model): the same statistics on that model's real scores at `layer`, per head.",

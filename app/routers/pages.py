@@ -18,7 +18,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from app.lab_panels import LAB_PANELS, lab_panel_names
+from app.lab_panels import LAB_PANELS, lab_panel_named, lab_panel_names
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES_DIR = ROOT / "templates"
@@ -110,12 +110,11 @@ def lab(request: Request) -> Response:
     Its words are in the HTML already, in the page's language, so it reads while the script loads."""
     lang = _page_lang(request)
     words = _lab_words(lang)
-    names = lab_panel_names()
-    asked = request.query_params.get("panel")
-    shown = asked if asked in names else names[0]
-    # the page imports a panel's module when it shows it (static/js/lab/panels/index.js): the shown one is
-    # asked for with the page's own modules
-    modules = sorted({*page_modules("lab/main.js"), *page_modules(f"lab/panels/{shown}.js")})
+    shown = lab_panel_named(request.query_params.get("panel"))  # a panel's name or an older name of it
+    # the page imports every panel's module by its name at start (static/js/lab/panels/index.js: each declares
+    # its URL fields, which the page reads from the first URL): all are asked for with the page's own modules
+    modules = sorted({*page_modules("lab/main.js"), *(m for name in lab_panel_names()
+                                                       for m in page_modules(f"lab/panels/{name}.js"))})
     context = {
         "examples": EXAMPLES,
         "panels": LAB_PANELS,

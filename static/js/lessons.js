@@ -44,13 +44,13 @@ export const CHAPTER_LINKS = {
     { id: "objectives", lab: "objectives", arch: "decoder", text: ANIMAL }, // why decoder-only won (lab: objectives)
   ],
   efficiency: [
-    { id: "linear", lab: "linear" }, // linear attention on this sentence (lab: linear_attention)
+    { id: "linear", lab: "linear_attention" }, // linear attention on this sentence
   ],
   misconceptions: [
-    { id: "flow", lab: "flow" }, // 1 and 6: weights against where information really flows (lab: attention_flow)
+    { id: "flow", lab: "attention_flow" }, // 1 and 6: weights against where information really flows
     { id: "cross", go: { ...TRANSLATOR, stage: "cross_softmax" } }, // 3: the 2014 form, the decoder reads the encoder
     { id: "self", go: { ...TRANSLATOR, stage: "encoder.softmax" } }, // 3: the Transformer's step, a sentence reads itself
-    { id: "headcount", lab: "headcount" }, // 4: more heads, narrower heads (lab: head_count)
+    { id: "headcount", lab: "head_count" }, // 4: more heads, narrower heads
   ],
 };
 

@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -18,6 +19,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from app.factory import create_app
 from app.registry import Registry
 from app.settings import Settings
+from app.tensors import decode_tensor
 from checkpoints import LoadedModel
 from model.config import TransformerConfig
 from model.tokenizer import CharTokenizer, HubTokenizer
@@ -87,3 +89,14 @@ def error_of(response) -> tuple[int, str, str]:  # noqa: ANN001, ANN201
     body = response.json()
     assert set(body) == {"error"} and set(body["error"]) == {"code", "message"}, body
     return response.status_code, body["error"]["code"], body["error"]["message"]
+
+
+def trace_logits(client: TestClient, body: dict[str, object]) -> np.ndarray:
+    """The model's own logits [pos, d_vocab] from /api/trace at full float32 precision."""
+    out = post(client, "/api/trace", {**body, "stages": ["hook_logits"], "encoding": "base64"}).json()
+    return decode_tensor(out["stages"]["hook_logits"]).astype(np.float64)
+
+
+def softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)

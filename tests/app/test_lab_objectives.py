@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 from fastapi.testclient import TestClient
 
-from tests.app.conftest import error_of, post
-from tests.app.test_lab_cost_and_use import trace_logits
+from tests.app.conftest import error_of, post, trace_logits
 
 TEXT = "the cat sat on the mat"
 

@@ -60,7 +60,7 @@ def test_the_js_panel_index_lists_no_panel() -> None:
 def test_the_lab_page_lists_the_python_list_in_its_language_and_shows_one_panel(client: TestClient, lang: str) -> None:
     html = client.get(f"/lab?lang={lang}&panel=masks").text
     words = lab_words(lang)
-    sections = re.findall(r'<section id="panel-(\w+)" class="lab-panel" data-panel="(\w+)"( hidden)?>', html)
+    sections = re.findall(r'<section id="panel-(\w+)" class="lab-panel" data-panel="(\w+)"[^>]*?( hidden)?>', html)
     assert [name for name, _, _ in sections] == lab_panel_names()
     assert [name for name, _, hidden in sections if not hidden] == ["masks"]
     links = re.findall(r'<a href="/lab\?panel=(\w+)" data-panel-link="\w+"[^>]*>([^<]*)</a>', html)
@@ -74,7 +74,21 @@ def test_the_lab_page_lists_the_python_list_in_its_language_and_shows_one_panel(
         assert markup.unescape(shown) == words[key], key
     # an unknown panel opens the first
     other = client.get("/lab?panel=nope").text
-    assert re.findall(r'data-panel="(\w+)">', other) == [LAB_PANELS[0].name]
+    shown = re.findall(r'<section id="panel-\w+" class="lab-panel" data-panel="(\w+)"[^>]*>', other)
+    tags = re.findall(r'<section id="panel-\w+" class="lab-panel"[^>]*>', other)
+    assert [name for name, tag in zip(shown, tags, strict=True) if " hidden" not in tag] == [LAB_PANELS[0].name]
+
+
+def test_no_script_types_a_lab_path_or_lists_the_panels_fields() -> None:
+    # a panel asks where the server says (templates/lab.html: data-path), and declares its own URL fields
+    assert [rel(p) for p in SCRIPTS if "/api/lab" in p.read_text(encoding="utf-8")] == []
+    state = (JS / "lab" / "state.js").read_text(encoding="utf-8")
+    assert not [name for name in lab_panel_names() if name in state], "lab/state.js names no panel"
+    events = (JS / "lab" / "events.js").read_text(encoding="utf-8")
+    assert not re.search(r"\b\w*(layer|Layer|head|Head)\w*: ", events), "a model switch resets no field by name"
+    for panel in LAB_PANELS:
+        module = (JS / "lab" / "panels" / f"{panel.name}.js").read_text(encoding="utf-8")
+        assert re.search(r"^  fields: \{", module, re.M), f"{panel.name}.js declares no fields"
 
 
 def test_every_relative_import_names_a_file_and_an_export() -> None:

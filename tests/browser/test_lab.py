@@ -1,5 +1,7 @@
 """The /lab page in a real browser: one panel at a time, reached from the table of contents or a link
-(?panel=, #name, Back); every panel renders in both languages without a console error; the page reads
+(?panel=, an older name, #name, Back); every panel renders on a decoder, an encoder and an encoder-decoder, or
+shows the refusal its experiment declares, and in Chinese, without a console error; a layer chosen on a deep
+model stays inside a shallower one after a switch; older URLs still open the same view; the page reads
 before its script runs and "Computing…" covers nothing; every intervention toggle changes the chart;
 and its text data (no browser needed) is complete."""
 
@@ -13,12 +15,16 @@ from urllib.parse import urlencode
 
 import pytest
 
+from app.lab import EXPERIMENTS
 from app.lab_panels import LAB_PANELS, lab_panel_names
 
 ROOT = Path(__file__).resolve().parents[2]
 PANELS = lab_panel_names()
 TOGGLES = ["no_scale", "no_mask", "window", "temperature", "ablate", "shuffle"]
-SMALL = {"cxn": "512", "nl": "4", "ns": "3", "gn": "4"}  # keeps the first (uncached) loads of the costly panels short
+# keeps the first (uncached) loads of the costly panels short
+SMALL = {"complexity.longest": "512", "norm_placement.layers": "4", "norm_placement.steps": "3", "generate.steps": "4"}
+VARIANT = {"compare.variant": "set", "compare.setting": "n_heads", "compare.value": "2"}
+FAMILY_MODELS = {"decoder": "gpt", "encoder": "bert", "encoder-decoder": "translator"}  # tests/browser/models.py
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
@@ -37,6 +43,8 @@ def test_lab_text_has_every_key_in_both_languages_with_the_same_placeholders() -
     html = (ROOT / "templates" / "lab.html").read_text(encoding="utf-8")
     used |= {k for k in re.findall(r'data-lab-i18n="(\w+)"', html)}
     used |= {key for p in LAB_PANELS for key in (p.title_key, p.lead_key)} | {f"iv_{t}" for t in TOGGLES}
+    used |= {f"{e.name}_refused" for e in EXPERIMENTS if e.refuses}
+    used |= {f"family_{f.replace('-', '_')}" for f in FAMILY_MODELS}
     assert used - set(en) == set()
 
 
@@ -72,28 +80,92 @@ def chart_state(page: Any) -> str:
         .map(el => (el.data || []).map(t => [t.z, t.y, t.x])))""")
 
 
+def choose_model(page: Any, model: str) -> None:
+    """Switch the model on the panel shown and wait until it is drawn again."""
+    page.select_option("#model", model)
+    page.wait_for_function("(m) => document.querySelector('#explorer-link').href.includes(`model=${m}`)", arg=model)
+    idle(page)
+
+
+def check_panel(page: Any, panel: str, refused: bool) -> None:
+    """The panel is the one shown, titled, and draws a chart, or says why its experiment refuses this model."""
+    assert shown_panels(page) == [panel]
+    assert f"panel={panel}" in page.url
+    section = page.locator(f"#panel-{panel}")
+    title = section.locator("h2").inner_text()
+    assert title and "⟦" not in title and title != panel, (panel, title)
+    assert page.title().startswith(title)
+    if refused:
+        assert section.locator(".lab-refused").count() == 1, f"{panel}: no refusal"
+        assert section.locator(".plot .main-svg").count() == 0, f"{panel}: a chart despite the refusal"
+    else:
+        assert section.locator(".plot .main-svg").count() >= 1, f"{panel}: no chart"
+    assert section.locator(".lab-error").count() == 0, section.locator(".lab-error").all_inner_texts()
+    shown = section.inner_text()
+    assert not re.search(r"⟦|undefined|NaN|\{\w+\}", shown), (panel, shown[:400])
+
+
 @pytest.mark.browser
-@pytest.mark.parametrize("lang", ["en", "zh"])
-def test_every_lab_panel_renders(watched: Any, server: Any, lang: str) -> None:
+def test_every_panel_renders_on_every_family_or_shows_its_refusal(watched: Any, server: Any) -> None:
+    # one page: each family's model in turn, every panel opened from the table of contents
     page = watched.page
     page.set_default_timeout(90000)
-    open_lab(page, server.url, model="gpt", text="我爱北京天安门", lang=lang, vs="set", set="n_heads", val="2", **SMALL)
-    assert page.evaluate("document.documentElement.lang").startswith(lang)
+    refuses = {experiment.name: experiment.refuses for experiment in EXPERIMENTS}
+    open_lab(page, server.url, model="gpt", text="我爱北京天安门", lang="en", **VARIANT, **SMALL)
+    for family, model in FAMILY_MODELS.items():
+        choose_model(page, model)
+        for panel in PANELS:
+            open_panel(page, panel)
+            check_panel(page, panel, family in refuses.get(panel, ()))
+    assert watched.errors == []
+
+
+@pytest.mark.browser
+def test_every_lab_panel_renders_in_chinese(watched: Any, server: Any) -> None:
+    page = watched.page
+    page.set_default_timeout(90000)
+    open_lab(page, server.url, model="gpt", text="我爱北京天安门", lang="zh", **VARIANT, **SMALL)
+    assert page.evaluate("document.documentElement.lang").startswith("zh")
     for panel in PANELS:
         open_panel(page, panel)
-        assert shown_panels(page) == [panel]
-        assert f"panel={panel}" in page.url
-        section = page.locator(f"#panel-{panel}")
-        title = section.locator("h2").inner_text()
-        assert title and "⟦" not in title and title != panel, (panel, title)
-        assert page.title().startswith(title)
-        assert section.locator(".plot .main-svg").count() >= 1, f"{panel}: no chart"
-        assert section.locator(".lab-error").count() == 0, section.locator(".lab-error").all_inner_texts()
-        shown = section.inner_text()
-        assert not re.search(r"⟦|undefined|NaN|\{\w+\}", shown), (panel, shown[:400])
-    if lang == "zh":
-        assert "为什么要除以" in page.inner_text("#panel-scaling")
-        assert "注意力权重不等于重要性" in page.inner_text("#panel-ablation")
+        check_panel(page, panel, False)
+    assert "为什么要除以" in page.inner_text("#panel-scaling")
+    assert "注意力权重不等于重要性" in page.inner_text("#panel-ablation")
+    assert watched.errors == []
+
+
+@pytest.mark.browser
+def test_a_layer_chosen_on_a_deeper_model_stays_inside_a_shallower_one(watched: Any, server: Any) -> None:
+    # the head-count panel once asked the smaller model for "Layer 1 does not exist" after a switch
+    page = watched.page
+    open_lab(page, server.url, model="gpt", text="the cat sat", lang="en", panel="head_count")
+    before = page.get_attribute("#panel-head_count", "data-rendered")
+    page.select_option("#controls-head_count select[data-field='layer']", "1")
+    page.wait_for_function("(b) => document.querySelector('#panel-head_count').dataset.rendered !== b", arg=before)
+    idle(page)
+    assert "head_count.layer=1" in page.url
+    for model in ("bert", "translator"):  # one layer each
+        choose_model(page, model)
+        check_panel(page, "head_count", False)
+        assert page.input_value("#controls-head_count select[data-field='layer']") == "0"
+        assert "head_count.layer" not in page.url  # back at its initial value
+    assert watched.errors == []
+
+
+@pytest.mark.browser
+def test_older_links_open_the_same_view(watched: Any, server: Any) -> None:
+    # an older panel name, and the short keys links used to carry: written back in today's form
+    page = watched.page
+    open_lab(page, server.url, model="gpt", text="the cat sat", lang="en", panel="flow", afl="1", afh="3", hcl="1")
+    check_panel(page, "attention_flow", False)
+    assert page.input_value("#controls-attention_flow select[data-field='layer']") == "1"
+    assert page.input_value("#controls-attention_flow select[data-field='head']") == "3"
+    assert "panel=attention_flow" in page.url and "attention_flow.head=3" in page.url and "afh=" not in page.url
+    assert "head_count.layer=1" in page.url  # another panel's field is kept for its link
+    page.goto(f"{server.url}/lab?model=gpt&text=abc&lang=en#headcount")
+    page.wait_for_selector("body[data-ready='1']")
+    idle(page)
+    assert shown_panels(page) == ["head_count"]
     assert watched.errors == []
 
 
@@ -158,19 +230,19 @@ def test_the_page_reads_before_its_script_and_computing_covers_nothing(browser: 
 @pytest.mark.browser
 def test_every_intervention_toggle_changes_the_chart(watched: Any, server: Any) -> None:
     page = watched.page
-    open_lab(page, server.url, model="gpt", text="the cat sat on a mat", lang="en", ivl="1", abl="0")
+    open_lab(page, server.url, model="gpt", text="the cat sat on a mat", lang="en", ivl="1", abl="0")  # older keys
     original = chart_state(page)
     for name in TOGGLES:
-        box = page.locator(f"#controls-interventions input[data-toggle='{name}']")
+        box = page.locator(f"#controls-interventions input[data-item='{name}']")
         before = page.get_attribute("#panel-interventions", "data-rendered")
         box.check()
         page.wait_for_function(RENDERED_AGAIN, arg=before)
         idle(page)
-        assert f"iv={name}" in page.url
+        assert f"interventions.toggles={name}" in page.url
         assert chart_state(page) != original, f"{name} changed nothing"
         assert page.locator("#panel-interventions .iv-loss").inner_text().count("nats") == 2
         before = page.get_attribute("#panel-interventions", "data-rendered")
-        page.locator(f"#controls-interventions input[data-toggle='{name}']").uncheck()
+        page.locator(f"#controls-interventions input[data-item='{name}']").uncheck()
         page.wait_for_function(RENDERED_AGAIN, arg=before)
         idle(page)
         assert chart_state(page) == original, f"{name} off did not restore the original"
@@ -180,7 +252,8 @@ def test_every_intervention_toggle_changes_the_chart(watched: Any, server: Any) 
 @pytest.mark.browser
 def test_learned_positions_past_n_ctx_say_why(watched: Any, server: Any) -> None:
     page = watched.page
-    open_lab(page, server.url, model="bert", text="the cat", lang="en", len="130", panel="positions")
+    open_lab(page, server.url, model="bert", text="the cat", lang="en", panel="positions",
+             **{"positions.length": "130"})
     text = page.inner_text("#panel-positions")
     assert "422" in text and "n_ctx = 128" in text
     assert page.locator("#panel-positions .plot .main-svg").count() >= 4  # the formulas still ran
@@ -197,7 +270,7 @@ def compare_charts(page: Any) -> list[str]:
 
 def choose_compare_stage(page: Any, stage: str) -> None:
     before = page.get_attribute("#panel-compare", "data-rendered")
-    page.select_option("#controls-compare select[data-field='cmpStage']", stage)
+    page.select_option("#controls-compare select[data-field='stage']", stage)
     page.wait_for_function("(b) => document.querySelector('#panel-compare').dataset.rendered !== b", arg=before)
     idle(page)
 
@@ -207,8 +280,8 @@ def choose_compare_stage(page: Any, stage: str) -> None:
 def test_compare_matches_any_stage_and_keeps_it_in_the_url(watched: Any, server: Any, lang: str) -> None:
     page = watched.page
     open_lab(page, server.url, model="gpt", text="the cat sat", lang=lang, vs="set", set="activation", val="gelu",
-             panel="compare")
-    options = "#controls-compare select[data-field='cmpStage'] option"
+             panel="compare")  # the older keys of compare.variant, .setting and .value
+    options = "#controls-compare select[data-field='stage'] option"
     stages = page.eval_on_selector_all(options, "os => os.map(o => o.value)")
     assert {"blocks.0.hook_resid_post", "blocks.1.ln1.hook_scale", "blocks.0.attn.hook_pattern"} <= set(stages)
     first = compare_charts(page)
@@ -223,14 +296,14 @@ def test_compare_matches_any_stage_and_keeps_it_in_the_url(watched: Any, server:
     choose_compare_stage(page, "blocks.1.ln1.hook_scale")  # 1-D: pos, a bar on each side
     third = compare_charts(page)
     assert all('"bar"' in chart for chart in third) and all(a != b for a, b in zip(second, third, strict=True))
-    assert "cst=blocks.1.ln1.hook_scale" in page.url
+    assert "compare.stage=blocks.1.ln1.hook_scale" in page.url
     shown = page.inner_text("#panel-compare")
     assert not re.search(r"⟦|undefined|NaN|\{\w+\}", shown), shown[:400]
     url = page.url
     page.goto(url)  # the link alone brings the same stage and the same numbers back
     page.wait_for_selector("body[data-ready='1']")
     idle(page)
-    assert page.input_value("#controls-compare select[data-field='cmpStage']") == "blocks.1.ln1.hook_scale"
+    assert page.input_value("#controls-compare select[data-field='stage']") == "blocks.1.ln1.hook_scale"
     assert compare_charts(page) == third
     assert watched.errors == []
 
@@ -253,7 +326,7 @@ def test_compare_says_what_differs_when_shapes_differ(watched: Any, server: Any)
     )
     note = page.inner_text("#panel-compare .cmp-shape")
     assert re.search(r"d_head: (\d+) ≠ (?!\1\b)\d+", note), note
-    assert page.input_value("#controls-compare select[data-field='cmpHead']") == "1"
+    assert page.input_value("#controls-compare select[data-field='head']") == "1"
     assert page.locator("#board-compare .plot").count() == 2
     assert watched.errors == []
 
@@ -270,4 +343,20 @@ def test_compare_offers_the_servers_positional_kinds(watched: Any, server: Any) 
     assert page.input_value("#controls-compare select[data-field='value']") == "alibi"
     drawn = page.eval_on_selector_all("#board-compare .plot", "els => els.map(e => !!e.querySelector('.main-svg'))")
     assert drawn == [True, True]
+    assert watched.errors == []
+
+
+@pytest.mark.browser
+def test_the_flash_tile_step_is_url_state(watched: Any, server: Any) -> None:
+    page = watched.page
+    page.set_default_timeout(90000)
+    open_lab(page, server.url, model="gpt", text="the cat sat", lang="en", panel="flash", **{"flash.tile": "2"},
+             **SMALL)
+    title = page.locator("#panel-flash h3").first.inner_text()
+    assert title.startswith("Step 3 of"), title
+    page.fill("#controls-flash input[data-field='tile']", "0")
+    page.dispatch_event("#controls-flash input[data-field='tile']", "change")
+    idle(page)
+    assert page.locator("#panel-flash h3").first.inner_text().startswith("Step 1 of")
+    assert "flash.tile=" not in page.url  # back at its default
     assert watched.errors == []

@@ -11,11 +11,11 @@ import pytest
 
 from app.lab_panels import lab_panel_names
 from tests.browser.helpers import CHART_PROBLEMS
-from tests.browser.test_lab import SMALL, idle, open_lab, open_panel
+from tests.browser.test_lab import SMALL, VARIANT, idle, open_lab, open_panel
 
 pytestmark = pytest.mark.browser
 
-VARIANT = {"vs": "set", "set": "n_heads", "val": "2"}
+
 
 
 @pytest.mark.parametrize("text", ["我爱北京天安门", "The animal didn't cross the street"])

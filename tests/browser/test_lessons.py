@@ -218,7 +218,7 @@ def test_misconceptions_chapter_opens_both_kinds_of_attention_and_the_lab(server
     model, text = page.input_value("#model"), page.input_value("#text")
     hrefs = page.eval_on_selector_all("#lesson .lesson-live a", "els => els.map(e => e.getAttribute('href'))")
     assert [h.split("?")[0] for h in hrefs] == ["/lab", "/lab"], hrefs
-    assert "panel=flow" in hrefs[0] and "panel=headcount" in hrefs[1] and f"model={model}" in hrefs[1], hrefs
+    assert "panel=attention_flow" in hrefs[0] and "panel=head_count" in hrefs[1] and f"model={model}" in hrefs[1], hrefs
     assert text.replace(" ", "+") in page.evaluate("(h) => decodeURIComponent(h)", hrefs[1]), (text, hrefs)
     for link, stage in (("cross", "decoder.cross_softmax"), ("self", "encoder.softmax")):
         before = page.get_attribute("#stage", "data-rendered")

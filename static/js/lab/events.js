@@ -1,12 +1,13 @@
 // Every control of the lab turns into one go(patch): the input bar, the language button, the table
-// of contents (and Back, and a #panel link), and the panels' fields (data-field, data-kind) and
-// intervention toggles (data-toggle).
+// of contents (and Back, and a #panel link), and the panels' fields. A panel's control names its own
+// field (data-field="layer", data-kind; a list's item: data-item) and the section it sits in names the
+// panel, so its change sets `<panel>.<key>`.
 
 import { $ } from "../shared/dom.js";
 import { initialFields, readURL } from "../shared/page.js";
 import { go } from "./navigate.js";
-import { pageOrder } from "./panels/index.js";
-import { FIELDS, lab, withToggle } from "./state.js";
+import { panelNamed } from "./panels/index.js";
+import { fieldOf, FIELDS, lab, withItem } from "./state.js";
 
 function value(el) {
   const kind = el.dataset.kind;
@@ -15,10 +16,9 @@ function value(el) {
   return el.value;
 }
 
-/** The panel a fragment names (#masks or #panel-masks), or undefined. */
+/** The panel a fragment names (#masks or #panel-masks, or an older name), or undefined. */
 export function panelOfHash(hash) {
-  const name = decodeURIComponent(hash.replace(/^#(panel-)?/, ""));
-  return pageOrder().includes(name) ? name : undefined;
+  return panelNamed(decodeURIComponent(hash.replace(/^#(panel-)?/, "")));
 }
 
 export function bindEvents() {
@@ -26,7 +26,8 @@ export function bindEvents() {
     event.preventDefault();
     go({ text: $("text").value, model: $("model").value });
   });
-  $("model").addEventListener("change", (event) => go({ model: event.target.value, layer: -1, head: 0, maskLayer: 0, maskHead: 0, ablateLayer: 0, flLayer: 0, flHead: 0, flTile: 0, ablPos: -1 }));
+  // the fields that depend on the model are kept inside the new one by every go() (state.js: clampToModel)
+  $("model").addEventListener("change", (event) => go({ model: event.target.value }));
   $("lang").addEventListener("click", () => go({ lang: lab.lang === "en" ? "zh" : "en" }));
   $("toc").addEventListener("click", (event) => {
     const link = event.target.closest("a[data-panel-link]");
@@ -41,12 +42,16 @@ export function bindEvents() {
   });
   $("panels").addEventListener("change", (event) => {
     const el = event.target;
-    if (el.dataset.toggle) go({ toggles: withToggle(lab, el.dataset.toggle, el.checked) });
-    else if (el.dataset.field) {
-      const v = value(el);
-      if (el.dataset.kind !== "str" && !Number.isFinite(v)) return;
-      go({ [el.dataset.field]: v });
+    const section = el.closest("[data-panel]");
+    const spec = el.dataset.field && section && fieldOf(section.dataset.panel, el.dataset.field);
+    if (!spec) return;
+    if (spec.kind === "list") {
+      go({ [spec.field]: withItem(spec, lab[spec.field], el.dataset.item, el.checked) });
+      return;
     }
+    const v = value(el);
+    if (el.dataset.kind !== "str" && !Number.isFinite(v)) return;
+    go({ [spec.field]: v });
   });
   for (const button of document.querySelectorAll(".example")) {
     button.addEventListener("click", () => go({ text: button.dataset.text }));

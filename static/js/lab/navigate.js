@@ -1,29 +1,35 @@
 // The lab's go(patch): the page loop of shared/page.js with what the lab loads. Only the panel on
 // screen loads (answers are cached by request, so coming back to a panel costs no round trip); a
-// panel that fails shows why in its own place, and the rest of the page stays.
+// panel that fails shows why in its own place, and the rest of the page stays. A panel whose
+// experiment refuses the model's family shows that instead of asking.
 
-import { api, ApiError } from "../shared/api.js";
+import { ApiError, api } from "../shared/api.js";
 import { LANGS, loadTexts } from "../shared/i18n.js";
 import { pageLoop } from "../shared/page.js";
 import { plotlyReady } from "../shared/plotly_loader.js";
-import { loadPanel, pageOrder } from "./panels/index.js";
+import { experimentOf, pageOrder, panelContext, panelModule, panelNamed } from "./panels/index.js";
 import { render, renderStatic } from "./render.js";
-import { FIELDS, lab } from "./state.js";
+import { clampToModel, FIELDS, lab } from "./state.js";
 
 async function prepare(next) {
   if (!LANGS.includes(next.lang)) next.lang = "en";
   if (!next.texts[next.lang]) next.texts = { ...next.texts, [next.lang]: await loadTexts(`lab.${next.lang}`) };
-  const order = pageOrder();
-  if (!order.includes(next.panel)) next.panel = order[0];
+  next.panel = panelNamed(next.panel) || pageOrder()[0];
   if (!next.models.length) next.models = await api.models();
   const names = next.models.map((m) => m.name);
   if (!names.includes(next.model)) next.model = (next.models.find((m) => m.default) || next.models[0]).name;
   if (!next.info || next.info.name !== next.model) next.info = await api.model(next.model);
+  clampToModel(next, next.info); // a layer or head the model has (the URL's, or one set on a larger model)
   if (!next.text || !next.text.trim()) throw new ApiError(0, "empty_client", "");
   next.tokens = (await api.tokenize({ model: next.model, text: next.text })).tokens;
-  const panel = await loadPanel(next.panel);
+  const experiment = experimentOf(next.panel);
+  if (experiment && experiment.refuses.includes(next.info.architecture)) {
+    next.data = { refused: next.info.architecture };
+    return;
+  }
+  const panel = panelModule(next.panel);
   const [data] = await Promise.all([
-    Promise.resolve().then(() => panel.load(next, next.info)).then((value) => ({ value }), (error) => ({ error })),
+    Promise.resolve().then(() => panel.load(panelContext(next, next.panel))).then((value) => ({ value }), (error) => ({ error })),
     plotlyReady(),
   ]);
   next.data = data;

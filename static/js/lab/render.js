@@ -3,10 +3,10 @@
 // into go() calls.
 
 import { Board } from "../board.js";
-import { $, tokenChips } from "../shared/dom.js";
+import { $, h, tokenChips } from "../shared/dom.js";
 import { modelOptions } from "../shared/model_menu.js";
 import { urlOf } from "../shared/page.js";
-import { pageOrder, panelModule } from "./panels/index.js";
+import { pageOrder, panelContext, panelModule } from "./panels/index.js";
 import { FIELDS } from "./state.js";
 import { failure } from "./ui.js";
 
@@ -35,6 +35,12 @@ function renderInputs(s, say) {
   $("tokens").replaceChildren(tokenChips(s.tokens));
 }
 
+/** Why the panel's experiment does not run on this model: `<name>_refused`, said of the model and its family. */
+function refusal(name, s, say) {
+  const family = say(`family_${s.info.architecture.replace("-", "_")}`);
+  return h("p", { class: "lab-note lab-refused", text: say(`${name}_refused`, { model: s.model, family }) });
+}
+
 export function render(s) {
   const texts = s.texts[s.lang];
   const say = texts.t;
@@ -42,11 +48,13 @@ export function render(s) {
   renderInputs(s, say);
   const name = s.panel;
   const panel = panelModule(name);
-  $(`controls-${name}`).replaceChildren(...panel.controls(s, say, s.info, s.models, s.data.value));
+  const c = panelContext(s, name);
+  $(`controls-${name}`).replaceChildren(...(s.data.refused ? [] : panel.controls(c, s.data.value)));
   const board = boards.get(name);
   board.begin(`${name}:${s.model}`, say);
-  if (s.data.error) board.block(`${name}-error`, failure(s.data.error, say, texts));
-  else panel.draw(board, s.data.value, { say, s, info: s.info });
+  if (s.data.refused) board.block(`${name}-refused`, refusal(name, s, say));
+  else if (s.data.error) board.block(`${name}-error`, failure(s.data.error, say, texts));
+  else panel.draw(board, s.data.value, c);
   board.end();
   $(`panel-${name}`).dataset.rendered = String(s.generation);
   $("explorer-link").href = `/?${new URLSearchParams({ model: s.model, text: s.text, lang: s.lang })}`;

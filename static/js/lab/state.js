@@ -1,91 +1,74 @@
-// The lab page's one state object and its form in the URL (the fields shared/page.js reads and
-// writes). Only go() (lab/navigate.js) changes it. Each panel's controls are fields here, so a link
-// reproduces the experiment on screen; `panel` names the one panel shown (/lab?panel=masks).
+// The lab page's one state object and its form in the URL (the fields shared/page.js reads and writes).
+// Only go() (lab/navigate.js) changes it. The page's own fields are here (the panel shown, the model,
+// the sentence, the language); every panel declares its own in its module (panels/<name>.js: `fields`),
+// and the page composes them: a panel's field `key` is the state's `<name>.<key>`, written so in the URL
+// (/lab?panel=<name>&<name>.layer=2). A field's `old` is the short key older links carry (such as hcl=2),
+// still read. A field that depends on the model names its largest value for it (`upTo(info)`), and every
+// go() keeps it inside the model shown (clampToModel), so a switch to a smaller model never asks for a
+// layer or head it does not have.
 
-import { ALIASES, KINDS } from "../shared/interventions.js";
-
-const int = (key, field, initial) => ({ key, field, kind: "int", initial });
-const num = (key, field, initial) => ({ key, field, kind: "num", initial });
-const str = (key, field, initial) => ({ key, field, kind: "str", initial });
-
-/** The URL form of the state, in the order the parameters are written. */
-export const FIELDS = [
-  { ...str("panel", "panel", ""), always: true }, // the panel shown ("": the page's first)
-  { ...str("model", "model", ""), always: true },
-  { ...str("text", "text", "我爱北京天安门广场。"), always: true },
-  { ...str("lang", "lang", "en"), always: true },
-  str("dk", "dks", "4,8,16,32,64,128,256,512,1024"),
-  int("w", "window", 3),
-  int("ml", "maskLayer", 0),
-  int("mh", "maskHead", 0),
-  int("len", "length", 32),
-  int("pair", "pair", 0),
-  num("T", "temperature", 1),
-  int("k", "topK", 0),
-  num("p", "topP", 1),
-  int("seed", "seed", 0),
-  int("n", "draws", 20),
-  { key: "iv", field: "toggles", kind: "list", values: KINDS, aliases: ALIASES, initial: "" }, // the interventions on
-  int("ivw", "ivWindow", 2),
-  num("ivt", "ivTemperature", 3),
-  int("ivl", "layer", -1),
-  int("ivh", "head", 0),
-  int("abl", "ablateLayer", 0),
-  str("vs", "variant", ""),
-  str("set", "setting", "n_heads"),
-  str("val", "value", "1"),
-  str("cst", "cmpStage", ""), // the compare panel's stage (a trace name both sides record; "" = the attention pattern)
-  int("cmh", "cmpHead", 0),
-  int("cxn", "cxMax", 2048),
-  int("cxh", "cxHeads", 1),
-  int("fl", "flLayer", 0),
-  int("fh", "flHead", 0),
-  int("fbq", "flBq", 4),
-  int("fbk", "flBk", 4),
-  int("ft", "flTile", 0),
-  int("kvc", "kvContext", 4096),
-  int("kvb", "kvBatch", 1),
-  str("kvd", "kvDtype", "float16"),
-  int("gn", "genSteps", 12),
-  int("nl", "nlLayers", 12),
-  int("nd", "nlWidth", 64),
-  int("ns", "nlSteps", 8),
-  int("nseed", "nlSeed", 0),
-  int("ap", "ablPos", -1),
-  str("pem", "peModel", ""), // the positional-encoding family member the shuffle demo runs ("" = the lab's model or the first)
-  int("pss", "peSeed", 0), // the demo's shuffle
-  int("lal", "linLayer", 1), // the linear-attention panel's head (tiny-gpt's previous-token head: layer 1, head 0)
-  int("lah", "linHead", 0),
-  int("os", "objSeed", 0), // the objectives panel's masked positions
-  int("hcl", "hcLayer", 0), // the head-count panel's layer
-  int("afl", "flowLayer", 0), // the attention-flow panel's layer and head
-  int("afh", "flowHead", 0),
+/** The page's own fields, in the order they are written. */
+const PAGE_FIELDS = [
+  { key: "panel", field: "panel", kind: "str", initial: "", always: true }, // the panel shown ("": the page's first)
+  { key: "model", field: "model", kind: "str", initial: "", always: true },
+  { key: "text", field: "text", kind: "str", initial: "我爱北京天安门广场。", always: true },
+  { key: "lang", field: "lang", kind: "str", initial: "en", always: true },
 ];
 
-export const SETTINGS = ["n_heads", "d_head", "pos_encoding", "norm_placement", "activation", "sliding_window"];
+/** The URL form of the state: the page's fields, then every panel's (addPanelFields), namespaced. */
+export const FIELDS = [...PAGE_FIELDS];
+
+// A panel's field declarations: the initial value, the older URL key, and for a field that depends on the
+// model its largest value there (upTo: info -> number, from GET /api/models/{model}).
+export const int = (initial, old, upTo) => ({ kind: "int", initial, old, upTo });
+export const num = (initial, old) => ({ kind: "num", initial, old });
+export const str = (initial, old) => ({ kind: "str", initial, old });
+export const list = (values, aliases, initial, old) => ({ kind: "list", values, aliases, initial, old });
+export const LAYERS = (info) => info.n_layers - 1; // a layer of the model (the encoder's, or the only stack's)
+export const HEADS = (info) => info.n_heads - 1; // a head of the model
+export const POSITIONS = (info) => info.config.n_ctx - 1; // a position within its context
+
+/** Panel `name`'s fields ({key: declaration}) joined to the page's, as `<name>.<key>`. */
+export function addPanelFields(name, fields = {}) {
+  for (const [key, spec] of Object.entries(fields)) {
+    if (FIELDS.some((f) => f.field === `${name}.${key}`)) continue;
+    FIELDS.push({ ...spec, key: `${name}.${key}`, field: `${name}.${key}`, panel: name });
+    lab[`${name}.${key}`] = spec.initial;
+  }
+}
+
+/** Panel `name`'s values in state `s`, by its own keys ({layer: 2}). */
+export function own(s, name) {
+  const prefix = `${name}.`;
+  return Object.fromEntries(FIELDS.filter((f) => f.panel === name).map((f) => [f.key.slice(prefix.length), s[f.field]]));
+}
+
+/** Every field that depends on the model, kept within model `info` (in place, on the next state). */
+export function clampToModel(s, info) {
+  for (const spec of FIELDS) {
+    if (spec.upTo && Number.isFinite(s[spec.field])) s[spec.field] = Math.min(s[spec.field], Math.max(0, spec.upTo(info)));
+  }
+}
+
+/** The field a panel's control names: its panel's `<name>.<key>`. */
+export function fieldOf(panel, key) {
+  return FIELDS.find((f) => f.field === `${panel}.${key}`);
+}
+
+/** A list field's value with `item` switched on or off, in the order of its values. */
+export function withItem(spec, value, item, on) {
+  const set = new Set(value.split(",").filter(Boolean));
+  if (on) set.add(item);
+  else set.delete(item);
+  return spec.values.filter((x) => set.has(x)).join(",");
+}
 
 export const lab = {
   texts: {}, // language -> Texts (static/text/lab.<lang>.json)
   models: [],
   info: null, // GET /api/models/{model}
   tokens: [], // the sentence's tokens (POST /api/tokenize)
-  data: null, // what the shown panel's load() returned, or {error}
+  data: null, // what the shown panel's load() returned, or {error}, or {refused: family}
   generation: 0, // counts go() calls; only the latest may commit
-  ...Object.fromEntries(FIELDS.map(({ field, initial }) => [field, initial])),
+  ...Object.fromEntries(PAGE_FIELDS.map(({ field, initial }) => [field, initial])),
 };
-
-/** The interventions switched on, as a list of kinds. */
-export function toggledOn(s) {
-  return s.toggles.split(",").filter(Boolean);
-}
-
-export function toggled(s, name) {
-  return toggledOn(s).includes(name);
-}
-
-export function withToggle(s, name, on) {
-  const set = new Set(toggledOn(s));
-  if (on) set.add(name);
-  else set.delete(name);
-  return KINDS.filter((x) => set.has(x)).join(",");
-}

@@ -1,5 +1,5 @@
-// Controls and small blocks the lab panels share. A control carries data-field (a state field)
-// and data-kind; events.js turns its change into one go({field: value}). No state lives here.
+// Controls and small blocks the lab panels share. A control carries data-field (its panel's own key of
+// a field) and data-kind; events.js turns its change into one go({"<panel>.<key>": value}). No state lives here.
 
 import { h } from "../shared/dom.js";
 
@@ -22,11 +22,12 @@ export function selectField(field, options, value, label, kind = "str") {
   return h("label", { class: "field inline" }, h("span", { text: label }), select);
 }
 
-export function toggle(name, on, label) {
+/** A checkbox for one item of a list field (`field`: the panel's key of the list). */
+export function toggle(field, item, on, label) {
   return h(
     "label",
     { class: `toggle${on ? " on" : ""}` },
-    h("input", { type: "checkbox", "data-toggle": name, checked: on }),
+    h("input", { type: "checkbox", "data-field": field, "data-item": item, checked: on }),
     h("span", { text: label }),
   );
 }

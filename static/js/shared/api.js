@@ -70,9 +70,8 @@ export const api = {
   predict: (body) => cached("POST", "/api/predict", body),
   positional: (params) => cached("GET", `/api/positional-encoding?${new URLSearchParams(params)}`),
   positionalKinds: () => cached("GET", "/api/positional-encoding/kinds"), // the server's one registry of kinds
-  /** One lab experiment: POST /api/lab/<path> with `body`, or GET /api/lab/<path>?<query> (kv-cache). */
-  lab: (path, body) => cached("POST", `/api/lab/${path}`, body),
-  labQuery: (path, query) => cached("GET", `/api/lab/${path}?${new URLSearchParams(query)}`),
+  /** One lab experiment at the path the server gave the page: POST `body`, or GET with `body` as the query. */
+  lab: (path, method, body) => (method === "GET" ? cached("GET", `${path}?${new URLSearchParams(body)}`) : cached("POST", path, body)),
   cacheSize: () => cache.size,
 };
 

@@ -1,8 +1,8 @@
-// Attention weight is not importance: each head's weight against the effect of ablating it (POST /api/lab/ablation).
+// Attention weight is not importance: each head's weight against the effect of ablating it (the ablation experiment).
 
 import { draw } from "../../shared/plot.js";
-import { h, visible } from "../../shared/dom.js";
-import { api } from "../../shared/api.js";
+import { visible } from "../../shared/dom.js";
+import { int, POSITIONS } from "../state.js";
 import { fmt, lineLayout, numberField } from "../ui.js";
 
 function median(values) {
@@ -11,24 +11,21 @@ function median(values) {
 }
 
 export default {
-  load(s, info) {
-    if (info.architecture === "encoder") return Promise.resolve(null);
+  fields: { position: int(-1, "ap", POSITIONS) }, // -1: the last position
+
+  load({ s, v, ask }) {
     const body = { model: s.model, text: s.text };
-    if (s.ablPos >= 0) body.position = s.ablPos;
-    return api.lab("ablation", body);
+    if (v.position >= 0) body.position = v.position;
+    return ask(body);
   },
 
-  controls(s, say) {
-    return [numberField("ablPos", s.ablPos, say("abl_position"), { min: -1, max: 512 })];
+  controls({ v, say }) {
+    return [numberField("position", v.position, say("abl_position"), { min: -1, max: 512 })];
   },
 
   draw(board, data, c) {
     const MAX_NAMED = 8;
     const { say } = c;
-    if (!data) {
-      board.block("abl-none", h("p", { class: "lab-note", text: say("lab2_encoder") }));
-      return;
-    }
     const heads = data.heads;
     const name = (e) => `L${e.layer}H${e.head}`;
     const cut = median(heads.map((e) => e.max_weight));

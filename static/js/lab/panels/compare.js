@@ -5,9 +5,12 @@
 import { api, decodeStages } from "../../shared/api.js";
 import { draw, heatmap, indexLabels, tokenLabels } from "../../shared/plot.js";
 import { h } from "../../shared/dom.js";
-import { SETTINGS } from "../state.js";
+import { int, str } from "../state.js";
 import { fmt, range, selectField } from "../ui.js";
 import { changedConfig, commonStages, hasHead, inlineOf, isPos, maxDifference, shapeDiff, sharedScale, sideInfo, sliceOf } from "./compare-stages.js";
+
+/** The settings a variant may change. */
+const SETTINGS = ["n_heads", "d_head", "pos_encoding", "norm_placement", "activation", "sliding_window"];
 
 /** A setting's values to choose from (pos_encoding: the server's kinds, GET /api/positional-encoding/kinds). */
 const CHOICES = {
@@ -18,10 +21,10 @@ const CHOICES = {
   sliding_window: ["none", "1", "2", "3", "4", "8"],
 };
 
-/** The stage shown when none is chosen (or the chosen one is not common): the self-attention pattern. */
-function defaultStage(s, infos, common) {
-  const layers = Math.min(...infos.map((x) => x.nLayers));
-  const layer = Math.min(s.layer < 0 ? layers - 1 : s.layer, layers - 1);
+/** The stage shown when none is chosen (or the chosen one is not common): the last self-attention pattern
+ *  both sides have. */
+function defaultStage(infos, common) {
+  const layer = Math.min(...infos.map((x) => x.nLayers)) - 1;
   const prefix = infos[0].architecture === "encoder-decoder" ? "encoder." : "";
   const pattern = `${prefix}blocks.${layer}.attn.hook_pattern`;
   return common.some((x) => x.name === pattern) ? pattern : common[0].name;
@@ -33,44 +36,52 @@ async function trace(choice, s, stage, head) {
 }
 
 export default {
-  async load(s, info) {
-    if (!s.variant) return null;
-    const kinds = s.variant === "set" ? (await api.positionalKinds()).map((k) => k.name) : null;
+  fields: {
+    variant: str("", "vs"), // "": none, "set": this shape with one setting changed, "model:<name>": another model
+    setting: str("n_heads", "set"),
+    value: str("1", "val"),
+    stage: str("", "cst"), // a trace name both sides record ("": the attention pattern)
+    head: int(0, "cmh"),
+  },
+
+  async load({ s, info, v }) {
+    if (!v.variant) return null;
+    const kinds = v.variant === "set" ? (await api.positionalKinds()).map((k) => k.name) : null;
     let sides;
-    if (s.variant.startsWith("model:")) {
-      const other = s.variant.slice(6);
+    if (v.variant.startsWith("model:")) {
+      const other = v.variant.slice(6);
       sides = [{ choice: { model: s.model }, label: s.model }, { choice: { model: other }, label: other }];
     } else {
       const base = inlineOf(info);
-      sides = [{ choice: { config: base }, label: `${s.model} (random)` }, { choice: { config: changedConfig(base, s.setting, s.value) }, label: `${s.setting} = ${s.value}` }];
+      sides = [{ choice: { config: base }, label: `${s.model} (random)` }, { choice: { config: changedConfig(base, v.setting, v.value) }, label: `${v.setting} = ${v.value}` }];
     }
     const infos = await Promise.all(sides.map((x) => sideInfo(x.choice, s.text)));
     const common = commonStages(infos[0], infos[1]);
     if (!common.length) return { sides, common, stage: null, kinds };
-    const stage = common.find((x) => x.name === s.cmpStage) || common.find((x) => x.name === defaultStage(s, infos, common));
-    const heads = infos.map((x) => Math.min(s.cmpHead, x.nHeads - 1));
+    const stage = common.find((x) => x.name === v.stage) || common.find((x) => x.name === defaultStage(infos, common));
+    const heads = infos.map((x) => Math.min(v.head, x.nHeads - 1));
     const answers = await Promise.all(sides.map((x, i) => trace(x.choice, s, stage, heads[i])));
     return { kinds, common, stage, maxHeads: Math.max(...infos.map((x) => x.nHeads)), sides: sides.map((x, i) => ({ ...x, nHeads: infos[i].nHeads, head: heads[i], answer: answers[i] })) };
   },
 
-  controls(s, say, info, models, loaded) {
+  controls({ s, v, say, models }, loaded) {
     const options = [["", say("cmp_none")], ["set", say("cmp_setting")], ...models.filter((m) => m.name !== s.model).map((m) => [`model:${m.name}`, say("cmp_model", { name: m.name })])];
-    const out = [selectField("variant", options, s.variant, say("cmp_variant"))];
-    if (s.variant === "set") {
-      out.push(selectField("setting", SETTINGS.map((k) => [k, k]), s.setting, say("cmp_which")));
-      const values = s.setting === "pos_encoding" ? (loaded && loaded.kinds) || [s.value] : CHOICES[s.setting] || [];
-      out.push(selectField("value", values.map((v) => [v, v]), values.includes(s.value) ? s.value : values[0], say("cmp_value")));
+    const out = [selectField("variant", options, v.variant, say("cmp_variant"))];
+    if (v.variant === "set") {
+      out.push(selectField("setting", SETTINGS.map((k) => [k, k]), v.setting, say("cmp_which")));
+      const values = v.setting === "pos_encoding" ? (loaded && loaded.kinds) || [v.value] : CHOICES[v.setting] || [];
+      out.push(selectField("value", values.map((x) => [x, x]), values.includes(v.value) ? v.value : values[0], say("cmp_value")));
     }
-    const data = s.variant && loaded;
+    const data = v.variant && loaded;
     if (data && data.stage) {
-      out.push(selectField("cmpStage", data.common.map((x) => [x.name, `${x.name} (${x.dims.join(" × ")})`]), data.stage.name, say("cmp_stage")));
-      if (hasHead(data.stage.dims)) out.push(selectField("cmpHead", range(data.maxHeads), Math.min(s.cmpHead, data.maxHeads - 1), say("cmp_head"), "int"));
+      out.push(selectField("stage", data.common.map((x) => [x.name, `${x.name} (${x.dims.join(" × ")})`]), data.stage.name, say("cmp_stage")));
+      if (hasHead(data.stage.dims)) out.push(selectField("head", range(data.maxHeads), Math.min(v.head, data.maxHeads - 1), say("cmp_head"), "int"));
     }
     return out;
   },
 
   draw(board, data, c) {
-    const { say, s } = c;
+    const { say, v } = c;
     if (!data || !data.stage) {
       board.block("cmp-none", h("p", { class: "lab-note", text: say(data ? "cmp_no_common" : "cmp_intro") }));
       return;
@@ -105,6 +116,6 @@ export default {
     const words = data.sides.map((run) => run.answer.tokens.map((t) => t.text).join("\u0000"));
     const tokensNote = words[0] !== words[1] && slices[0].dims.some(isPos) ? ` ${say("cmp_tokens_differ")}` : "";
     board.block("cmp-shape", h("p", { class: "lab-note cmp-shape", text: shapeNote + tokensNote }));
-    board.block("cmp-note", h("p", { class: "lab-note", text: s.variant === "set" ? say("cmp_random_note") : say("cmp_models_note") }));
+    board.block("cmp-note", h("p", { class: "lab-note", text: v.variant === "set" ? say("cmp_random_note") : say("cmp_models_note") }));
   },
 };

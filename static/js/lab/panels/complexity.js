@@ -1,7 +1,7 @@
-// O(n²): time and peak memory of naive against tiled attention, on log axes (POST /api/lab/complexity).
+// O(n²): time and peak memory of naive against tiled attention, on log axes (the complexity experiment).
 
 import { draw } from "../../shared/plot.js";
-import { api } from "../../shared/api.js";
+import { int } from "../state.js";
 import { fmt, lineLayout, selectField } from "../ui.js";
 
 export function lengthsUpTo(max) {
@@ -15,13 +15,15 @@ function mib(bytes) {
 }
 
 export default {
-  load: (s) => api.lab("complexity", { lengths: lengthsUpTo(s.cxMax), d_model: 64 * s.cxHeads, n_heads: s.cxHeads }),
+  fields: { longest: int(2048, "cxn"), heads: int(1, "cxh") },
 
-  controls(s, say) {
+  load: ({ v, ask }) => ask({ lengths: lengthsUpTo(v.longest), d_model: 64 * v.heads, n_heads: v.heads }),
+
+  controls({ v, say }) {
     const maxes = [512, 1024, 2048, 4096].map((n) => [n, String(n)]);
     return [
-      selectField("cxMax", maxes, s.cxMax, say("cx_max"), "int"),
-      selectField("cxHeads", [1, 2, 4, 8].map((n) => [n, String(n)]), s.cxHeads, say("cx_heads"), "int"),
+      selectField("longest", maxes, v.longest, say("cx_max"), "int"),
+      selectField("heads", [1, 2, 4, 8].map((n) => [n, String(n)]), v.heads, say("cx_heads"), "int"),
     ];
   },
 

@@ -1,31 +1,34 @@
-// FlashAttention step by step: the tiles, and the running max m and sum l after each (POST /api/lab/flash).
+// FlashAttention step by step: the tiles, and the running max m and sum l after each (the flash experiment).
 
 import { draw, heatmap, tokenLabels } from "../../shared/plot.js";
-import { api } from "../../shared/api.js";
+import { HEADS, int, LAYERS } from "../state.js";
 import { lineLayout, numberField, range, selectField } from "../ui.js";
 
 export default {
-  load(s, info) {
-    const body = { model: s.model, text: s.text, layer: s.flLayer, head: s.flHead, block_q: s.flBq, block_k: s.flBk };
+  // tile: the step shown, from 0 (draw keeps it within the tiles of the sentence)
+  fields: { layer: int(0, "fl", LAYERS), head: int(0, "fh", HEADS), block_q: int(4, "fbq"), block_k: int(4, "fbk"), tile: int(0, "ft") },
+
+  load({ s, info, v, ask }) {
+    const body = { model: s.model, text: s.text, layer: v.layer, head: v.head, block_q: v.block_q, block_k: v.block_k };
     if (info.architecture === "encoder-decoder") body.stack = "encoder";
-    return api.lab("flash", body);
+    return ask(body);
   },
 
-  controls(s, say, info) {
+  controls({ v, say, info }) {
     const blocks = [1, 2, 3, 4, 8, 16].map((n) => [n, String(n)]);
     return [
-      selectField("flLayer", range(info.n_layers), s.flLayer, say("layer"), "int"),
-      selectField("flHead", range(info.n_heads), s.flHead, say("head"), "int"),
-      selectField("flBq", blocks, s.flBq, say("fl_block_q"), "int"),
-      selectField("flBk", blocks, s.flBk, say("fl_block_k"), "int"),
-      numberField("flTile", s.flTile, say("fl_tile"), { min: 0, max: 100000 }),
+      selectField("layer", range(info.n_layers), v.layer, say("layer"), "int"),
+      selectField("head", range(info.n_heads), v.head, say("head"), "int"),
+      selectField("block_q", blocks, v.block_q, say("fl_block_q"), "int"),
+      selectField("block_k", blocks, v.block_k, say("fl_block_k"), "int"),
+      numberField("tile", v.tile, say("fl_tile"), { min: 0, max: 100000 }),
     ];
   },
 
   draw(board, data, c) {
-    const { say, s } = c;
+    const { say, v } = c;
     const n = data.tiles.length;
-    const index = Math.max(0, Math.min(s.flTile, n - 1));
+    const index = Math.max(0, Math.min(v.tile, n - 1));
     const tile = data.tiles[index];
     const nq = data.query_tokens.length;
     const nk = data.key_tokens.length;

@@ -1,26 +1,21 @@
-// Decoding with a KV cache: the cache grows one position per step, and the scores it saves (POST /api/lab/generate).
+// Decoding with a KV cache: the cache grows one position per step, and the scores it saves (the generate experiment).
 
 import { draw } from "../../shared/plot.js";
 import { h, visible } from "../../shared/dom.js";
-import { api } from "../../shared/api.js";
+import { int } from "../state.js";
 import { lineLayout, numberField } from "../ui.js";
 
 export default {
-  load(s, info) {
-    if (info.architecture === "encoder") return Promise.resolve(null);
-    return api.lab("generate", { model: s.model, text: s.text, max_new_tokens: s.genSteps });
-  },
+  fields: { steps: int(12, "gn") },
 
-  controls(s, say) {
-    return [numberField("genSteps", s.genSteps, say("gen_steps"), { min: 1, max: 64 })];
+  load: ({ s, v, ask }) => ask({ model: s.model, text: s.text, max_new_tokens: v.steps }),
+
+  controls({ v, say }) {
+    return [numberField("steps", v.steps, say("gen_steps"), { min: 1, max: 64 })];
   },
 
   draw(board, data, c) {
     const { say } = c;
-    if (!data) {
-      board.block("gen-none", h("p", { class: "lab-note", text: say("lab2_encoder") }));
-      return;
-    }
     const steps = data.steps;
     const x = steps.map((st) => st.step + 1);
     const last = steps[steps.length - 1];

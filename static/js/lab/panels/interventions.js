@@ -4,48 +4,62 @@
 import { api, decodeStages } from "../../shared/api.js";
 import { draw, heatmap, safe, tokenLabels } from "../../shared/plot.js";
 import { h, visible } from "../../shared/dom.js";
-import { interventionsOf, KINDS, sentenceStack } from "../../shared/interventions.js";
-import { toggled, toggledOn } from "../state.js";
+import { ALIASES, interventionsOf, KINDS, sentenceStack } from "../../shared/interventions.js";
+import { HEADS, int, LAYERS, list, num } from "../state.js";
 import { fmt, lineLayout, numberField, range, selectField, toggle } from "../ui.js";
 
-/** The layer shown: the state's, or the last one (-1). */
-export function shownLayer(s, info) {
-  return s.layer < 0 || s.layer >= info.n_layers ? info.n_layers - 1 : s.layer;
+/** The layer shown: the panel's, or the last one (-1). */
+function shownLayer(v, info) {
+  return v.layer < 0 ? info.n_layers - 1 : v.layer;
 }
 
-/** The request's `interventions` for the toggles that are on (null: none). */
-function changesOf(s, tokens) {
-  return interventionsOf(toggledOn(s), { window: s.ivWindow, temperature: s.ivTemperature, layer: s.ablateLayer, head: s.head, tokens });
+/** The interventions switched on, as a list of kinds. */
+function on(v) {
+  return v.toggles.split(",").filter(Boolean);
+}
+
+/** The request's `interventions` for the toggles that are on (null: none); `head` is also the one ablated. */
+function changesOf(v, tokens) {
+  return interventionsOf(on(v), { window: v.window, temperature: v.temperature, layer: v.ablate_layer, head: v.head, tokens });
 }
 
 export default {
-  async load(s, info) {
-    const layer = shownLayer(s, info);
+  fields: {
+    toggles: list(KINDS, ALIASES, "", "iv"), // the interventions on, comma-separated
+    window: int(2, "ivw"),
+    temperature: num(3, "ivt"),
+    layer: int(-1, "ivl", LAYERS), // the layer shown (-1: the last)
+    head: int(0, "ivh", HEADS),
+    ablate_layer: int(0, "abl", LAYERS),
+  },
+
+  async load({ s, info, v }) {
+    const layer = shownLayer(v, info);
     const base = { model: s.model, text: s.text, stages: [`${sentenceStack(info)}blocks.${layer}.attn.hook_pattern`], top_k: 8 };
-    const changes = changesOf(s, s.tokens);
+    const changes = changesOf(v, s.tokens);
     const [original, changed] = await Promise.all([api.trace(base), changes ? api.trace({ ...base, interventions: changes }) : null]);
     return { layer, original, changed: changed || original, changes, name: base.stages[0] };
   },
 
-  controls(s, say, info) {
+  controls({ v, say, info }) {
     return [
-      ...KINDS.map((name) => toggle(name, toggled(s, name), say(`iv_${name}`))),
-      numberField("ivWindow", s.ivWindow, say("iv_window_w"), { min: 1, max: 64 }),
-      numberField("ivTemperature", s.ivTemperature, say("iv_temperature_t"), { min: 0.05, max: 100, step: 0.5, kind: "num" }),
-      selectField("ablateLayer", range(info.n_layers), s.ablateLayer, say("iv_ablate_layer"), "int"),
-      selectField("layer", range(info.n_layers), shownLayer(s, info), say("layer"), "int"),
-      selectField("head", range(info.n_heads), s.head, say("head"), "int"),
+      ...KINDS.map((name) => toggle("toggles", name, on(v).includes(name), say(`iv_${name}`))),
+      numberField("window", v.window, say("iv_window_w"), { min: 1, max: 64 }),
+      numberField("temperature", v.temperature, say("iv_temperature_t"), { min: 0.05, max: 100, step: 0.5, kind: "num" }),
+      selectField("ablate_layer", range(info.n_layers), v.ablate_layer, say("iv_ablate_layer"), "int"),
+      selectField("layer", range(info.n_layers), shownLayer(v, info), say("layer"), "int"),
+      selectField("head", range(info.n_heads), v.head, say("head"), "int"),
     ];
   },
 
   draw(board, data, c) {
-    const { say, s } = c;
+    const { say, v } = c;
     const runs = [["original", data.original], ["intervened", data.changed]];
     for (const [which, answer] of runs) {
       const pattern = decodeStages(answer)[data.name];
       const labels = tokenLabels(answer.tokens);
-      const z = pattern.matrix("q_pos", "k_pos", { head: Math.min(s.head, c.info.n_heads - 1) });
-      draw(board.card(`iv-${which}`, { title: say(`iv_${which}_title`, { layer: data.layer, head: s.head }), className: "half" }),
+      const z = pattern.matrix("q_pos", "k_pos", { head: v.head });
+      draw(board.card(`iv-${which}`, { title: say(`iv_${which}_title`, { layer: data.layer, head: v.head }), className: "half" }),
         [heatmap({ z, x: labels, y: labels, signed: false, zmin: 0, zmax: 1, annotate: false, valueLabel: say("weight") })],
         { height: 360, xaxis: { type: "category", tickfont: { size: 10 } }, yaxis: { type: "category", autorange: "reversed", tickfont: { size: 10 } } }, `iv_${which}`);
     }

@@ -1,20 +1,23 @@
 // Which keys each query may see: causal, bidirectional, sliding window, padding and cross masks,
-// and the model's pattern when every layer uses that mask (POST /api/lab/masks).
+// and the model's pattern when every layer uses that mask (the masks experiment).
 
-import { api, Tensor } from "../../shared/api.js";
+import { Tensor } from "../../shared/api.js";
 import { draw, fitMargins, heatmap, tokenLabels } from "../../shared/plot.js";
+import { HEADS, int, LAYERS } from "../state.js";
 import { numberField, range, selectField } from "../ui.js";
 
 const MASKS = ["causal", "bidirectional", "sliding", "padding", "cross"];
 
 export default {
-  load: (s) => api.lab("masks", { model: s.model, text: s.text, window: s.window, layer: s.maskLayer }),
+  fields: { window: int(3, "w"), layer: int(0, "ml", LAYERS), head: int(0, "mh", HEADS) },
 
-  controls(s, say, info) {
+  load: ({ s, v, ask }) => ask({ model: s.model, text: s.text, window: v.window, layer: v.layer }),
+
+  controls({ v, say, info }) {
     return [
-      numberField("window", s.window, say("window"), { min: 1, max: 64 }),
-      selectField("maskLayer", range(info.n_layers), s.maskLayer, say("layer"), "int"),
-      selectField("maskHead", range(info.n_heads), s.maskHead, say("head"), "int"),
+      numberField("window", v.window, say("window"), { min: 1, max: 64 }),
+      selectField("layer", range(info.n_layers), v.layer, say("layer"), "int"),
+      selectField("head", range(info.n_heads), v.head, say("head"), "int"),
     ];
   },
 
@@ -23,10 +26,10 @@ export default {
   },
 
   draw(board, data, c) {
-    const { say, s } = c;
+    const { say, v } = c;
     const source = tokenLabels(data.tokens);
     const target = data.target_tokens ? tokenLabels(data.target_tokens) : source;
-    const head = Math.min(s.maskHead, c.info.n_heads - 1);
+    const head = v.head;
     for (const name of MASKS) {
       const entry = data.masks[name];
       const padded = name === "padding" || name === "cross";

@@ -1,9 +1,9 @@
 // Why decoder-only won: the decoder's loss at every position from one pass (measured), BERT's masked
-// positions and T5's spans, signals per pass at the same FLOPs, generation cost (formulas) (POST /api/lab/objectives).
+// positions and T5's spans, signals per pass at the same FLOPs, generation cost (formulas) (the objectives experiment).
 
 import { draw, heatmap, tokenLabels } from "../../shared/plot.js";
 import { h, visible } from "../../shared/dom.js";
-import { api } from "../../shared/api.js";
+import { int } from "../state.js";
 import { fmt, lineLayout, numberField } from "../ui.js";
 
 const OBJECTIVES = ["causal", "masked", "span"];
@@ -18,14 +18,12 @@ function quoted(tokens, positions, sep) {
 }
 
 export default {
-  load(s, info) {
-    if (info.architecture !== "decoder") return Promise.resolve(null);
-    return api.lab("objectives", { model: s.model, text: s.text, seed: s.objSeed });
-  },
+  fields: { seed: int(0, "os") }, // BERT's masked positions
 
-  controls(s, say, info) {
-    if (info.architecture !== "decoder") return [];
-    return [numberField("objSeed", s.objSeed, say("obj_seed"), { min: 0, max: 99999 })];
+  load: ({ s, v, ask }) => ask({ model: s.model, text: s.text, seed: v.seed }),
+
+  controls({ v, say }) {
+    return [numberField("seed", v.seed, say("obj_seed"), { min: 0, max: 99999 })];
   },
 
   vars(data, say) {
@@ -55,11 +53,6 @@ export default {
 
   draw(board, data, c) {
     const { say } = c;
-    if (!data) {
-      const kind = say(`obj_kind_${c.info.architecture.replace("-", "_")}`);
-      board.block("obj-none", h("p", { class: "lab-note", text: say("obj_needs_decoder", { model: c.s.model, kind }) }));
-      return;
-    }
     const vars = this.vars(data, say);
     const labels = tokenLabels(data.tokens);
     const predicted = labels.slice(1); // loss i is the bar of token i + 1, the one predicted

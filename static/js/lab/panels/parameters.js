@@ -1,15 +1,15 @@
 // Where the parameters are: per component, h heads against one head, MHA/GQA/MQA, the FFN's share
-// (POST /api/lab/parameters).
+// (the parameters experiment).
 
 import { draw } from "../../shared/plot.js";
 import { h } from "../../shared/dom.js";
-import { api } from "../../shared/api.js";
 import { fmt, lineLayout } from "../ui.js";
 
 const PARTS = ["embedding", "positional", "attention", "mlp", "norms", "unembedding"];
 
 export default {
-  load: (s) => api.lab("parameters", { model: s.model }),
+  fields: {},
+  load: ({ s, ask }) => ask({ model: s.model }),
   controls: () => [],
 
   vars(data) {

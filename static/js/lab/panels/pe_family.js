@@ -21,10 +21,11 @@ export function familyTable(models) {
   return members.length ? { ...table, members } : null;
 }
 
-/** The member the demo runs: the one asked for, else the lab's model if it is one, else the first. */
-export function demoMember(s, table) {
+/** The member the demo runs: the one asked for (the positions panel's `member`), else the lab's model if
+ *  it is one, else the first. */
+export function demoMember(s, v, table) {
   const names = table.members.map((row) => row.model);
-  if (names.includes(s.peModel)) return s.peModel;
+  if (names.includes(v.member)) return v.member;
   return names.includes(s.model) ? s.model : names[0];
 }
 
@@ -71,10 +72,10 @@ function lastRow(answer) {
 }
 
 /** Run the demo: the member on the lab's sentence and on its shuffled tokens. */
-export async function loadDemo(s, table) {
-  const model = demoMember(s, table);
+export async function loadDemo(s, v, table) {
+  const model = demoMember(s, v, table);
   const tokens = (await api.tokenize({ model, text: s.text })).tokens;
-  const order = shuffledOrder(tokens, s.peSeed);
+  const order = shuffledOrder(tokens, v.seed);
   const moved = order.filter((v, i) => v !== i).length;
   if (moved < 2) return { model, tokens, tooShort: true };
   const base = { model, text: s.text, stages: [FIRST], top_k: 5 };
@@ -181,11 +182,11 @@ function topList(answer, say) {
 }
 
 /** The demo's controls (member, seed) and what it shows. */
-export function demoBlock(table, demo, s, say) {
+export function demoBlock(table, demo, s, v, say) {
   const members = table.members.map((row) => [row.model, row.model]);
   const controls = h("div", { class: "lab-controls" },
-    selectField("peModel", members, demoMember(s, table), say("pe_demo_member")),
-    numberField("peSeed", s.peSeed, say("pe_demo_seed"), { min: 0, max: 999999 }));
+    selectField("member", members, demoMember(s, v, table), say("pe_demo_member")),
+    numberField("seed", v.seed, say("pe_demo_seed"), { min: 0, max: 999999 }));
   const out = [h("h3", { text: say("pe_demo_title") }), controls];
   if (demo.error) out.push(h("p", { class: "lab-error", text: say("panel_failed", { detail: demo.error.message || String(demo.error) }) }));
   else if (demo.value.tooShort) out.push(h("p", { class: "lab-note", text: say("pe_demo_short", { model: demo.value.model, n: demo.value.tokens.length }) }));

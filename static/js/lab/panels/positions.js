@@ -1,31 +1,35 @@
 // Positions: sinusoidal PE·PEᵀ, RoPE's rotation and its relative scores, ALiBi, and what happens
-// past the trained length (POST /api/lab/positions); then, when a member of the positional-encoding
+// past the trained length (the positions experiment); then, when a member of the positional-encoding
 // family is served, its table and a live shuffled-sentence demo (pe_family.js).
 
-import { api, Tensor } from "../../shared/api.js";
+import { Tensor } from "../../shared/api.js";
 import { draw, fitMargins, heatmap, indexLabels } from "../../shared/plot.js";
 import { h } from "../../shared/dom.js";
+import { int, str } from "../state.js";
 import { fmt, lineLayout, numberField } from "../ui.js";
 import { demoBlock, familyBlock, familyTable, loadDemo } from "./pe_family.js";
 
 export default {
-  async load(s, info) {
+  // member, seed: the family demo's member ("" = the lab's model if it is one, else the first) and its shuffle
+  fields: { length: int(32, "len"), pair: int(0, "pair"), member: str("", "pem"), seed: int(0, "pss") },
+
+  async load({ s, info, v, ask }) {
     const family = familyTable(s.models);
     // the demo fails in its own place: the formulas above it still show
-    const demo = family ? loadDemo(s, family).then((value) => ({ value }), (error) => ({ error })) : null;
-    const body = { model: s.model, length: s.length, pair: s.pair };
+    const demo = family ? loadDemo(s, v, family).then((value) => ({ value }), (error) => ({ error })) : null;
+    const body = { model: s.model, length: v.length, pair: v.pair };
     try {
-      return { answer: await api.lab("positions", body), refused: null, family, demo: await demo };
+      return { answer: await ask(body), refused: null, family, demo: await demo };
     } catch (error) {
       if (error.code !== "beyond_context") throw error;
       // learned positions stop at n_ctx: the formulas still run at the model's sizes
-      const sizes = { length: s.length, pair: s.pair, d_model: info.config.d_model, n_heads: info.n_heads };
-      return { answer: await api.lab("positions", sizes), refused: error.message, family, demo: await demo };
+      const sizes = { length: v.length, pair: v.pair, d_model: info.config.d_model, n_heads: info.n_heads };
+      return { answer: await ask(sizes), refused: error.message, family, demo: await demo };
     }
   },
 
-  controls(s, say) {
-    return [numberField("length", s.length, say("length"), { min: 2, max: 256 }), numberField("pair", s.pair, say("pair"), { min: 0, max: 256 })];
+  controls({ v, say }) {
+    return [numberField("length", v.length, say("length"), { min: 2, max: 256 }), numberField("pair", v.pair, say("pair"), { min: 0, max: 256 })];
   },
 
   vars(data) {
@@ -66,7 +70,7 @@ export default {
     draw(alibi, maps, { height: 300, grid: { rows: 1, columns: a.n_heads, pattern: "independent" }, margin: { l: 40, r, t: 30, b: 40 } }, "alibi");
     if (data.family) {
       board.block("pe-family", familyBlock(data.family, c.s, say));
-      board.block("pe-demo", demoBlock(data.family, data.demo, c.s, say));
+      board.block("pe-demo", demoBlock(data.family, data.demo, c.s, c.v, say));
     }
   },
 };

@@ -1,26 +1,28 @@
-// From logits to a token: temperature, top-k, top-p, and seeded draws (POST /api/lab/sampling).
+// From logits to a token: temperature, top-k, top-p, and seeded draws (the sampling experiment).
 
 import { draw, safe } from "../../shared/plot.js";
 import { h, visible } from "../../shared/dom.js";
-import { api } from "../../shared/api.js";
+import { int, num } from "../state.js";
 import { fmt, lineLayout, numberField } from "../ui.js";
 
 export default {
-  load(s, info) {
-    if (info.architecture === "encoder") return Promise.resolve(null);
-    const body = { model: s.model, text: s.text, temperature: s.temperature, seed: s.seed, draws: s.draws, show: 15 };
-    if (s.topK > 0) body.top_k = s.topK;
-    if (s.topP < 1) body.top_p = s.topP;
-    return api.lab("sampling", body);
+  // top_k 0 and top_p 1: that filter off
+  fields: { temperature: num(1, "T"), top_k: int(0, "k"), top_p: num(1, "p"), seed: int(0, "seed"), draws: int(20, "n") },
+
+  load({ s, v, ask }) {
+    const body = { model: s.model, text: s.text, temperature: v.temperature, seed: v.seed, draws: v.draws, show: 15 };
+    if (v.top_k > 0) body.top_k = v.top_k;
+    if (v.top_p < 1) body.top_p = v.top_p;
+    return ask(body);
   },
 
-  controls(s, say) {
+  controls({ v, say }) {
     return [
-      numberField("temperature", s.temperature, say("temperature"), { min: 0.05, max: 10, step: 0.05, kind: "num" }),
-      numberField("topK", s.topK, say("top_k"), { min: 0, max: 1000 }),
-      numberField("topP", s.topP, say("top_p"), { min: 0.01, max: 1, step: 0.05, kind: "num" }),
-      numberField("seed", s.seed, say("seed"), { min: 0, max: 99999 }),
-      numberField("draws", s.draws, say("draws"), { min: 1, max: 200 }),
+      numberField("temperature", v.temperature, say("temperature"), { min: 0.05, max: 10, step: 0.05, kind: "num" }),
+      numberField("top_k", v.top_k, say("top_k"), { min: 0, max: 1000 }),
+      numberField("top_p", v.top_p, say("top_p"), { min: 0.01, max: 1, step: 0.05, kind: "num" }),
+      numberField("seed", v.seed, say("seed"), { min: 0, max: 99999 }),
+      numberField("draws", v.draws, say("draws"), { min: 1, max: 200 }),
     ];
   },
 
@@ -30,10 +32,6 @@ export default {
 
   draw(board, data, c) {
     const { say } = c;
-    if (!data) {
-      board.block("sampling-none", h("p", { class: "lab-note", text: say("sampling_encoder") }));
-      return;
-    }
     const labels = data.rows.map((r, i) => safe(`${i + 1}·${visible(r.text)}`));
     const steps = ["original", "tempered", "top_k", "final"];
     draw(board.card("sampling-bars", { title: say("sampling_title"), className: "half", note: say("sampling_note", this.vars(data)) }),

@@ -1,12 +1,12 @@
-// Why ÷√d_k: Var(q·k) grows like d_k, and an unscaled softmax saturates (POST /api/lab/scaling).
+// Why ÷√d_k: Var(q·k) grows like d_k, and an unscaled softmax saturates (the scaling experiment).
 
 import { draw } from "../../shared/plot.js";
 import { h } from "../../shared/dom.js";
-import { api } from "../../shared/api.js";
-import { fmt, lineLayout, numberField, selectField } from "../ui.js";
+import { int, LAYERS, str } from "../state.js";
+import { fmt, lineLayout, selectField } from "../ui.js";
 
-function dks(s) {
-  return s.dks.split(",").map(Number).filter((x) => Number.isInteger(x) && x >= 1 && x <= 1024);
+function dks(v) {
+  return v.d_k.split(",").map(Number).filter((x) => Number.isInteger(x) && x >= 1 && x <= 1024);
 }
 
 /** The layer's divisor as a formula: √d_head, or (√d_head × (layer + 1)) in GPT-2's inverse-layer scaling. */
@@ -17,11 +17,14 @@ function divisorText(hd) {
 }
 
 export default {
-  load: (s) => api.lab("scaling", { model: s.model, text: s.text, d_k: dks(s), layer: s.maskLayer }),
+  // d_k: the widths of the random vectors; layer: the model's scores measured (older links: the masks' layer)
+  fields: { d_k: str("4,8,16,32,64,128,256,512,1024", "dk"), layer: int(0, "ml", LAYERS) },
 
-  controls(s, say, info) {
+  load: ({ s, v, ask }) => ask({ model: s.model, text: s.text, d_k: dks(v), layer: v.layer }),
+
+  controls({ v, say, info }) {
     const layers = Array.from({ length: info.n_layers }, (_, i) => [i, String(i)]);
-    return [selectField("maskLayer", layers, s.maskLayer, say("layer"), "int")];
+    return [selectField("layer", layers, v.layer, say("layer"), "int")];
   },
 
   vars(data) {

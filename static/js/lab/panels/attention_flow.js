@@ -1,34 +1,30 @@
 // Attention weights are not what flows: one head's weights beside ‖a_ij · v_j W_O^h‖, what each key adds to
-// each position (POST /api/lab/attention-flow). Every number shown comes from the answer.
+// each position (the attention_flow experiment). Every number shown comes from the answer.
 
 import { categoryAxis, draw, fitCellText, fitMargins, heatmap, rowsHeight, tokenLabels } from "../../shared/plot.js";
 import { h, visible } from "../../shared/dom.js";
-import { api } from "../../shared/api.js";
+import { HEADS, int, LAYERS } from "../state.js";
 import { fmt, lineLayout, range, selectField } from "../ui.js";
 
 const HIDDEN = "#c9ced6"; // the plot's background: cells the mask hides are left out and show it
-
-/** The layer and head asked for, kept inside the model (the URL may carry another model's). */
-function chosen(s, info) {
-  return { layer: Math.max(0, Math.min(s.flowLayer, info.n_layers - 1)), head: Math.max(0, Math.min(s.flowHead, info.n_heads - 1)) };
-}
 
 function extreme(values, better) {
   return values.reduce((best, v, i) => (better(v, values[best]) ? i : best), 0);
 }
 
 export default {
-  load(s, info) {
-    const body = { model: s.model, text: s.text, ...chosen(s, info) };
+  fields: { layer: int(0, "afl", LAYERS), head: int(0, "afh", HEADS) },
+
+  load({ s, info, v, ask }) {
+    const body = { model: s.model, text: s.text, layer: v.layer, head: v.head };
     if (info.architecture === "encoder-decoder") body.stack = "encoder";
-    return api.lab("attention-flow", body);
+    return ask(body);
   },
 
-  controls(s, say, info) {
-    const { layer, head } = chosen(s, info);
+  controls({ v, say, info }) {
     return [
-      selectField("flowLayer", range(info.n_layers), layer, say("layer"), "int"),
-      selectField("flowHead", range(info.n_heads), head, say("head"), "int"),
+      selectField("layer", range(info.n_layers), v.layer, say("layer"), "int"),
+      selectField("head", range(info.n_heads), v.head, say("head"), "int"),
     ];
   },
 

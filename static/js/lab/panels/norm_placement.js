@@ -1,19 +1,22 @@
-// Pre-LN against Post-LN: gradient norms per layer at init and the first training steps (POST /api/lab/norm-placement).
+// Pre-LN against Post-LN: gradient norms per layer at init and the first training steps (the norm_placement experiment).
 
 import { draw } from "../../shared/plot.js";
-import { api } from "../../shared/api.js";
+import { int } from "../state.js";
 import { fmt, lineLayout, numberField, selectField } from "../ui.js";
 
 export default {
-  load: (s) => api.lab("norm-placement", { n_layers: s.nlLayers, d_model: s.nlWidth, n_heads: 4, steps: s.nlSteps, seed: s.nlSeed }),
+  // the two models it trains (not the model on the page)
+  fields: { layers: int(12, "nl"), width: int(64, "nd"), steps: int(8, "ns"), seed: int(0, "nseed") },
 
-  controls(s, say) {
+  load: ({ v, ask }) => ask({ n_layers: v.layers, d_model: v.width, n_heads: 4, steps: v.steps, seed: v.seed }),
+
+  controls({ v, say }) {
     const widths = [32, 64, 128].map((n) => [n, String(n)]);
     return [
-      numberField("nlLayers", s.nlLayers, say("nl_layers"), { min: 1, max: 24 }),
-      selectField("nlWidth", widths, s.nlWidth, "d_model", "int"),
-      numberField("nlSteps", s.nlSteps, say("nl_steps"), { min: 0, max: 100 }),
-      numberField("nlSeed", s.nlSeed, say("seed"), { min: 0, max: 99999 }),
+      numberField("layers", v.layers, say("nl_layers"), { min: 1, max: 24 }),
+      selectField("width", widths, v.width, "d_model", "int"),
+      numberField("steps", v.steps, say("nl_steps"), { min: 0, max: 100 }),
+      numberField("seed", v.seed, say("seed"), { min: 0, max: 99999 }),
     ];
   },
 

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from app.lab.common import Build, Experiment, LabContext, LabRun
-from lab import kv_cost
+from lab import kv_cache
 
 CacheDType = Literal["float32", "float16", "bfloat16", "int8", "fp8"]
 
@@ -63,30 +63,30 @@ NO_CACHE = ("An encoder reads the whole text in one pass and generates nothing, 
 
 
 def plan(context: LabContext, query: KVCacheQuery) -> Build:
-    def rows(shapes: list[kv_cost.CacheShape]) -> list[dict[str, object]]:
-        return kv_cost.kv_cache_table(shapes, context=query.context, batch=query.batch, dtype=query.dtype)
+    def rows(shapes: list[kv_cache.CacheShape]) -> list[dict[str, object]]:
+        return kv_cache.kv_cache_table(shapes, context=query.context, batch=query.batch, dtype=query.dtype)
 
     def build(_: LabRun) -> dict[str, Any]:
         described = []
         for resolved in context.every_model:
-            shape = kv_cost.shape_of(resolved.name, resolved.cfg)
-            decodes = kv_cost.keeps_cache(resolved.cfg)
+            shape = kv_cache.shape_of(resolved.name, resolved.cfg)
+            decodes = kv_cache.keeps_cache(resolved.cfg)
             described.append({
                 "model": resolved.name, "architecture": resolved.cfg.architecture, "decodes": decodes,
-                "own": shape.attention, "variants": rows(list(kv_cost.variants(shape).values())) if decodes else [],
+                "own": shape.attention, "variants": rows(list(kv_cache.variants(shape).values())) if decodes else [],
                 "note": "" if decodes else NO_CACHE,
             })
         return {"context": query.context, "batch": query.batch, "dtype": query.dtype,
-                "bytes_per_value": kv_cost.dtype_bytes(query.dtype),
+                "bytes_per_value": kv_cache.dtype_bytes(query.dtype),
                 "formula": "2 · layers · kv_heads · d_head · bytes · min(context, n_ctx, window) · batch",
-                "published": rows(list(kv_cost.PUBLISHED)), "models": described}
+                "published": rows(list(kv_cache.PUBLISHED)), "models": described}
 
     return build
 
 
 EXPERIMENT = Experiment(
-    name="kv_cost", path="/kv-cache", method="GET", request=KVCacheQuery, response=KVCacheLabOut, panel="kvcache",
-    plan=plan, uses="every_model",
+    name="kv_cache", method="GET", request=KVCacheQuery, response=KVCacheLabOut,
+    plan=plan, aliases=("kvcache",), uses="every_model",
     summary="KV-cache bytes per token and in total for published shapes (GPT-2, GPT-3, Llama-2/3, Mistral, Qwen2.5,\n"
             "SmolLM2) and every registered model with its own K/V heads beside MHA and MQA:\n"
             "2 · layers · kv_heads · d_head · bytes · min(context, n_ctx, window) · batch.",

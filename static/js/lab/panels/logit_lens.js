@@ -1,14 +1,12 @@
-// Logit lens: the top next token after every block at every position (POST /api/lab/logit-lens).
+// Logit lens: the top next token after every block at every position (the logit_lens experiment).
 
 import { draw, heatmap, tokenLabels } from "../../shared/plot.js";
-import { h, visible } from "../../shared/dom.js";
-import { api } from "../../shared/api.js";
+import { visible } from "../../shared/dom.js";
 
 export default {
-  load(s, info) {
-    if (info.architecture === "encoder") return Promise.resolve(null);
-    return api.lab("logit-lens", { model: s.model, text: s.text, k: 5 });
-  },
+  fields: {},
+
+  load: ({ s, ask }) => ask({ model: s.model, text: s.text, k: 5 }),
 
   controls() {
     return [];
@@ -16,10 +14,6 @@ export default {
 
   draw(board, data, c) {
     const { say } = c;
-    if (!data) {
-      board.block("lens-none", h("p", { class: "lab-note", text: say("lab2_encoder") }));
-      return;
-    }
     const rows = data.layers.map((l) => (l === "embed" ? say("lens_embed") : say("lens_after", { layer: l })));
     const z = data.top.map((layer) => layer.map((cell) => cell.probs[0]));
     const text = data.top.map((layer) => layer.map((cell) => visible(cell.texts[0])));

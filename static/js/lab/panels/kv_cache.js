@@ -1,8 +1,8 @@
-// KV cache bytes: published shapes and every model here under MHA, GQA and MQA (GET /api/lab/kv-cache).
+// KV cache bytes: published shapes and every model here under MHA, GQA and MQA (the kv_cache experiment).
 
 import { draw } from "../../shared/plot.js";
 import { h } from "../../shared/dom.js";
-import { api } from "../../shared/api.js";
+import { int, str } from "../state.js";
 import { lineLayout, numberField, selectField } from "../ui.js";
 
 const GIB = 2 ** 30;
@@ -15,14 +15,16 @@ export function bytesText(bytes) {
 }
 
 export default {
-  load: (s) => api.labQuery("kv-cache", { context: s.kvContext, batch: s.kvBatch, dtype: s.kvDtype }),
+  fields: { context: int(4096, "kvc"), batch: int(1, "kvb"), dtype: str("float16", "kvd") },
 
-  controls(s, say) {
+  load: ({ v, ask }) => ask({ context: v.context, batch: v.batch, dtype: v.dtype }),
+
+  controls({ v, say }) {
     const dtypes = ["float32", "float16", "bfloat16", "int8", "fp8"].map((d) => [d, d]);
     return [
-      numberField("kvContext", s.kvContext, say("kv_context"), { min: 1, max: 1048576 }),
-      numberField("kvBatch", s.kvBatch, say("kv_batch"), { min: 1, max: 1024 }),
-      selectField("kvDtype", dtypes, s.kvDtype, say("kv_dtype")),
+      numberField("context", v.context, say("kv_context"), { min: 1, max: 1048576 }),
+      numberField("batch", v.batch, say("kv_batch"), { min: 1, max: 1024 }),
+      selectField("dtype", dtypes, v.dtype, say("kv_dtype")),
     ];
   },
 

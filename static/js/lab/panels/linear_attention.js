@@ -1,21 +1,16 @@
 // Linear attention (φ = elu + 1) on one head's real q, k, v beside the model's softmax: both weight matrices,
 // each row's entropy and largest weight, how close the outputs are, and the state against the KV cache
-// (POST /api/lab/linear-attention).
+// (the linear_attention experiment).
 
-import { api } from "../../shared/api.js";
 import { h, visible } from "../../shared/dom.js";
 import { draw, fitMargins, heatmap, tokenLabels } from "../../shared/plot.js";
+import { HEADS, int, LAYERS } from "../state.js";
 import { fmt, lineLayout, range, selectField } from "../ui.js";
 
 const SOFTMAX = "#1f5fa8";
 const LINEAR = "#d9822b";
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 const gap = (x) => (x === 0 ? "0" : x.toExponential(1)); // a measured difference: "0", not "0.0e+0"
-
-/** The request's layer and head: the state's, kept inside the model (a smaller model after a switch). */
-function chosen(s, info) {
-  return { layer: Math.min(s.linLayer, info.n_layers - 1), head: Math.min(s.linHead, info.n_heads - 1) };
-}
 
 function notes(data, say, sep) {
   const kind = data.rotated ? "lin_pos_rope" : data.alibi_slope !== null ? "lin_pos_alibi" : "lin_pos_vectors";
@@ -25,17 +20,19 @@ function notes(data, say, sep) {
 }
 
 export default {
-  load(s, info) {
-    const body = { model: s.model, text: s.text, ...chosen(s, info) };
+  // tiny-gpt's previous-token head: layer 1, head 0
+  fields: { layer: int(1, "lal", LAYERS), head: int(0, "lah", HEADS) },
+
+  load({ s, info, v, ask }) {
+    const body = { model: s.model, text: s.text, layer: v.layer, head: v.head };
     if (info.architecture === "encoder-decoder") body.stack = "encoder";
-    return api.lab("linear-attention", body);
+    return ask(body);
   },
 
-  controls(s, say, info) {
-    const { layer, head } = chosen(s, info);
+  controls({ v, say, info }) {
     return [
-      selectField("linLayer", range(info.n_layers), layer, say("layer"), "int"),
-      selectField("linHead", range(info.n_heads), head, say("head"), "int"),
+      selectField("layer", range(info.n_layers), v.layer, say("layer"), "int"),
+      selectField("head", range(info.n_heads), v.head, say("head"), "int"),
     ];
   },
 

@@ -1,16 +1,18 @@
 // More heads are not always better: one layer's real q and k, cut again into h heads of d_k = width / h;
-// each head's score-table rank against its bound min(n, d_k), and the row entropy (POST /api/lab/head-count).
+// each head's score-table rank against its bound min(n, d_k), and the row entropy (the head_count experiment).
 
 import { draw } from "../../shared/plot.js";
 import { h } from "../../shared/dom.js";
-import { api } from "../../shared/api.js";
+import { int, LAYERS } from "../state.js";
 import { fmt, lineLayout, range, selectField } from "../ui.js";
 
 export default {
-  load: (s) => api.lab("head-count", { model: s.model, text: s.text, layer: s.hcLayer }),
+  fields: { layer: int(0, "hcl", LAYERS) },
 
-  controls(s, say, info) {
-    return [selectField("hcLayer", range(info.n_layers), s.hcLayer, say("layer"), "int")];
+  load: ({ s, v, ask }) => ask({ model: s.model, text: s.text, layer: v.layer }),
+
+  controls({ v, say, info }) {
+    return [selectField("layer", range(info.n_layers), v.layer, say("layer"), "int")];
   },
 
   vars(data) {

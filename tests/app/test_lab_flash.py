@@ -1,0 +1,57 @@
+"""POST /api/lab/flash: tiled attention equals the model's hook_z, the running max only grows, errors name
+the option."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from app.tensors import decode_tensor
+from tests.app.conftest import error_of, post
+
+TEXT = "the cat sat on"
+
+
+@pytest.mark.parametrize(("model", "extra"), [("gpt", {"layer": 1}), ("bert", {"layer": 0}),
+                                              ("translator", {"target_text": "ab", "stack": "decoder", "cross": True})])
+@pytest.mark.parametrize(("block_q", "block_k"), [(1, 1), (3, 2), (64, 64)])
+def test_flash_output_equals_the_models_hook_z(client: TestClient, model: str, extra: dict[str, object],
+                                               block_q: int, block_k: int) -> None:
+    base = {"model": model, "text": TEXT, **extra}
+    for head in range(2):
+        out = post(client, "/api/lab/flash", {**base, "head": head, "block_q": block_q, "block_k": block_k,
+                                              "encoding": "base64"}).json()
+        qkv = post(client, "/api/qkv", {**base, "head": head, "encoding": "base64"}).json()
+        z = decode_tensor(qkv["tensors"]["z"])
+        flash = decode_tensor(out["output"])
+        assert np.abs(flash - z.reshape(flash.shape)).max() <= 1e-5 and out["max_diff_z"] <= 1e-5
+        assert out["max_diff_naive"] <= 1e-5
+        n_q, n_k = len(out["query_tokens"]), len(out["key_tokens"])
+        assert out["n_squared_bytes"] == n_q * n_k * 4
+        assert out["computed_tiles"] + out["skipped_tiles"] == out["q_tiles"] * out["k_tiles"] == len(out["tiles"]) + \
+            out["skipped_tiles"]
+        if block_q * block_k < n_q * n_k and block_q * out["d_head"] < n_q * n_k:
+            assert out["largest_bytes"] < out["n_squared_bytes"]  # no state held the n × n matrix
+        for tile in out["tiles"]:  # after a query tile's last key tile, acc / l is that tile's output
+            last = max(t["k_block"] for t in out["tiles"] if t["q_block"] == tile["q_block"])
+            if tile["k_block"] == last:
+                q0, q1 = tile["q_range"]
+                rows = np.array(tile["acc"]) / np.array(tile["l"])[:, None]
+                assert np.abs(rows - flash[q0:q1]).max() < 1e-4
+    causal = post(client, "/api/lab/flash", {"model": "gpt", "text": TEXT, "block_q": 2, "block_k": 2}).json()
+    assert causal["causal"] and causal["skipped_tiles"] > 0  # tiles wholly in the future are never computed
+
+
+def test_flash_running_max_only_grows_and_errors_name_the_option(client: TestClient) -> None:
+    out = post(client, "/api/lab/flash", {"model": "gpt", "text": TEXT, "block_q": 4, "block_k": 2}).json()
+    for q_block in range(out["q_tiles"]):
+        states = [t["m"] for t in out["tiles"] if t["q_block"] == q_block]
+        for before, after in zip(states, states[1:], strict=False):
+            assert all(b is None or (a is not None and a >= b) for b, a in zip(before, after, strict=True))
+    status, code, message = error_of(post(client, "/api/lab/flash", {"model": "gpt", "text": TEXT, "head": 4}))
+    assert (status, code) == (422, "out_of_range") and "Head 4" in message
+    status, code, message = error_of(post(client, "/api/lab/flash", {"model": "gpt", "text": TEXT, "block_q": 0}))
+    assert (status, code) == (422, "invalid_request") and "block_q" in message
+    status, code, _ = error_of(post(client, "/api/lab/flash", {"model": "gpt", "text": TEXT, "cross": True}))
+    assert (status, code) == (422, "not_in_model")
