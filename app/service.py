@@ -26,7 +26,6 @@ from app.compression import ApiJSONResponse
 from app.inference_pool import Engine
 from app.lab import EXPERIMENTS
 from app.lab.common import Experiment, LabContext, LabRun, Uses
-from app.predict_schema import PredictRequest
 from app.registry import Registry
 from app.request_checks import Budget, interventions_for, shuffled
 from app.resolve import ModelResolver, Resolved, count_parameters
@@ -37,6 +36,7 @@ from app.schemas import (
     Intervenable,
     ModelChoice,
     PositionalQuery,
+    PredictRequest,
     QKVRequest,
     TextInput,
     TokenizeRequest,

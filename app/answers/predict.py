@@ -1,5 +1,5 @@
-"""POST /api/predict: its request and answer, and the builder: the next-token distribution, the distribution
-sampled from, and a few sampled tokens (seeded)."""
+"""POST /api/predict's builder: the next-token distribution, the distribution sampled from, and a few sampled
+tokens (seeded). Its request and answer are app/schemas/predict.py."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from analysis import readouts
 from app.answers import Builder
 from app.answers.trace import next_tokens, text_loss
 from app.inference_pool import TraceRun
-from app.predict_schema import PredictRequest
 from app.request_checks import check_generative, interventions_for
 from app.resolve import Resolved
+from app.schemas import PredictRequest
 from app.tokenizing import special_token, token_text, tokens_out
 from model.generate import generate
 from model.tokenizer import Token
