@@ -16,7 +16,7 @@ import torch
 from analysis.lens import lm_stack
 from analysis.readouts import sequence_loss
 from model.edits import ablated, ablated_per_row
-from model.hooks import Edit, Trace
+from model.hooks import Edit, Trace, stage_name
 from model.transformer import Transformer
 
 MAX_ABLATED_HEADS = 512  # one forward pass each
@@ -35,7 +35,7 @@ class HeadEffect:
 
 @dataclass(frozen=True)
 class Ablation:
-    stack: str  # "" or "decoder."
+    stack: str | None  # the LM stack, as stage names spell it: None (a single stack) or "decoder"
     position: int
     chosen_id: int
     clean_loss: float | None
@@ -43,9 +43,9 @@ class Ablation:
     heads: list[HeadEffect]
 
 
-def ablation_edits(prefix: str, layer: int, heads: Sequence[int]) -> dict[str, list[Edit]]:
+def ablation_edits(stack: str | None, layer: int, heads: Sequence[int]) -> dict[str, list[Edit]]:
     """Lab I's `ablate_heads` for one stack: these heads' z is zero in that layer's self-attention."""
-    return {f"{prefix}blocks.{layer}.attn.hook_z": [ablated(list(heads))]} if heads else {}
+    return {stage_name("z", layer, stack=stack): [ablated(list(heads))]} if heads else {}
 
 
 @torch.inference_mode()
@@ -85,20 +85,20 @@ def head_ablation(
     position: the query position (default: the last). chosen_id: the next token whose
     probability is followed (default: the clean model's top prediction at `position`).
     """
-    stack, prefix = lm_stack(model)
+    stack = lm_stack(model)
     enc_dec = model.cfg.architecture == "encoder-decoder"
     if enc_dec and target_tokens is None:
         raise ValueError("an encoder-decoder model's ablation reads the decoder: pass target_tokens")
     target = target_tokens if enc_dec else None
     read = target if target is not None else tokens
-    n_layers, n_heads, n_pos = len(stack.blocks), model.cfg.n_heads, read.shape[1]
+    n_layers, n_heads, n_pos = len(model.stack_named(stack).blocks), model.cfg.n_heads, read.shape[1]
     if n_layers * n_heads > MAX_ABLATED_HEADS:
         raise ValueError(f"at most {MAX_ABLATED_HEADS} heads are ablated one by one")
     position = n_pos - 1 if position is None else position
     if not 0 <= position < n_pos:
         raise ValueError(f"position must be in 0..{n_pos - 1}, got {position}")
     ids = read[0].tolist()
-    patterns = [f"{prefix}blocks.{layer}.attn.hook_pattern" for layer in range(n_layers)]
+    patterns = [stage_name("pattern", layer, stack=stack) for layer in range(n_layers)]
     clean, trace = logits_with_edits(model, tokens, target, {}, patterns)
     chosen = int(clean[position].argmax()) if chosen_id is None else chosen_id
     if not 0 <= chosen < clean.shape[-1]:
@@ -110,7 +110,7 @@ def head_ablation(
         # one forward pass per layer: copy b of the text loses head b (the same numbers as one pass per head,
         # with a ninth of the passes for a 9-head model)
         rows = list(range(n_heads))
-        edits = {f"{prefix}blocks.{layer}.attn.hook_z": [ablated_per_row(rows)]}
+        edits = {stage_name("z", layer, stack=stack): [ablated_per_row(rows)]}
         batch = tokens.expand(n_heads, -1)
         all_logits = batched_logits(model, batch, None if target is None else target.expand(n_heads, -1), edits)
         for head in rows:
@@ -127,4 +127,4 @@ def head_ablation(
                     prob - clean_prob,
                 )
             )
-    return Ablation(prefix, position, chosen, clean_loss, clean_prob, effects)
+    return Ablation(stack, position, chosen, clean_loss, clean_prob, effects)

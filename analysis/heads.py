@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from model.hooks import stacks, stage_name
 from model.transformer import Transformer
 
 PATTERNS = ("previous-token", "first-token", "self", "duplicate-token", "induction")
@@ -88,8 +89,10 @@ def _entries(model: Transformer, trace_scores: dict[str, dict[str, torch.Tensor]
     return results
 
 
-def _is_pattern(name: str) -> bool:
-    return name.endswith(".attn.hook_pattern")
+def _self_patterns(model: Transformer) -> list[str]:
+    """Every self-attention layer's pattern, in every stack (cross-attention reads another text)."""
+    return [stage_name("pattern", layer, stack=stack) for stack in stacks(model.cfg)
+            for layer in range(len(model.stack_named(stack).blocks))]
 
 
 @torch.no_grad()
@@ -113,7 +116,7 @@ def natural_head_scores(
             continue
         tokens = torch.tensor([([bos_id] if bos_id is not None else []) + ids + ids], device=model.device)
         kwargs: dict[str, Any] = {"target_tokens": tokens} if cfg.architecture == "encoder-decoder" else {}
-        _, trace = model.run_with_trace(tokens, names=_is_pattern, **kwargs)
+        _, trace = model.run_with_trace(tokens, names=_self_patterns(model), **kwargs)
         for name in trace:
             scores = _pattern_scores(trace[name].float().cpu(), len(ids), offset)
             total = sums.setdefault(name, {k: torch.zeros_like(v) for k, v in scores.items()})
@@ -155,7 +158,7 @@ def head_scores(
         kwargs["target_tokens"] = tokens
     was_training = model.training
     model.eval()
-    _, trace = model.run_with_trace(tokens, names=_is_pattern, **kwargs)
+    _, trace = model.run_with_trace(tokens, names=_self_patterns(model), **kwargs)
     model.train(was_training)
     return _entries(
         model, {name: _pattern_scores(trace[name].float().cpu(), seq_len, offset) for name in trace}, "random"

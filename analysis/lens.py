@@ -15,16 +15,15 @@ from dataclasses import dataclass
 
 import torch
 
-from model.transformer import Stack, Transformer
+from model.hooks import stage_name
+from model.transformer import Transformer
 
 
-def lm_stack(model: Transformer) -> tuple[Stack, str]:
-    """The stack whose output the unembedding reads, and its trace prefix (decoder of an encoder-decoder)."""
+def lm_stack(model: Transformer) -> str | None:
+    """The stack whose output the unembedding reads, as stage names spell it: an encoder-decoder's decoder."""
     if not model.cfg.lm_head:
         raise ValueError("the logit lens needs a model with an unembedding (lm_head)")
-    if model.cfg.architecture == "encoder-decoder":
-        return model.decoder, "decoder."
-    return model.stack, ""
+    return "decoder" if model.cfg.architecture == "encoder-decoder" else None
 
 
 # ---------------------------------------------------------------- logit lens
@@ -42,9 +41,10 @@ class LogitLens:
 
 def lens_stage_names(model: Transformer) -> list[str]:
     """The residual stream before block 0 (the embeddings) and after every block."""
-    stack, prefix = lm_stack(model)
-    return [f"{prefix}blocks.0.hook_resid_pre"] + [
-        f"{prefix}blocks.{i}.hook_resid_post" for i in range(len(stack.blocks))
+    stack = lm_stack(model)
+    n_layers = len(model.stack_named(stack).blocks)
+    return [stage_name("resid_pre", 0, stack=stack)] + [
+        stage_name("resid_post", i, stack=stack) for i in range(n_layers)
     ]
 
 
@@ -57,7 +57,7 @@ def logit_lens(
     ids: the tokens the stack read (the decoder input for encoder-decoders), to report the
     probability each layer gives the token that actually follows.
     """
-    stack, _ = lm_stack(model)
+    stack = model.stack_named(lm_stack(model))
     stages = lens_stage_names(model)
     resid = torch.stack([trace[name][0] for name in stages])  # [layer, pos, d_model]
     normed = stack.ln_final(resid) if model.cfg.final_norm else resid

@@ -20,15 +20,14 @@ from pydantic import BaseModel
 from starlette.responses import Response
 
 from app import process_tuning
-from app.answers import Budget, Builder, activations, attention, models, positional, predict, trace
-from app.answers.request_checks import interventions_for, shuffled
+from app.answers import Builder, activations, attention, models, positional, predict, trace
 from app.cache import LRU
 from app.compression import ApiJSONResponse
 from app.inference_pool import Engine
 from app.lab import EXPERIMENTS
 from app.lab.common import Experiment, LabContext, LabRun, Uses
-from app.predict_schema import PredictRequest
 from app.registry import Registry
+from app.request_checks import Budget, interventions_for, shuffled
 from app.resolve import ModelResolver, Resolved, count_parameters
 from app.schemas import (
     ActivationsRequest,
@@ -37,6 +36,7 @@ from app.schemas import (
     Intervenable,
     ModelChoice,
     PositionalQuery,
+    PredictRequest,
     QKVRequest,
     TextInput,
     TokenizeRequest,
@@ -153,10 +153,9 @@ class Service:
         if cached is not None:
             return cached
         build = experiment.plan(LabContext(resolved, every, self.budget, device), request)
-        run = LabRun(None)
+        run = LabRun()
         if uses == "text" and resolved is not None and isinstance(request, TextInput):
-            inputs = self._tokens(resolved, request)
-            run = LabRun(inputs, lambda: self.engine.trace_sync(resolved.key, resolved.model, inputs))
+            run = LabRun(self._tokens(resolved, request), resolved, self.engine)
         if experiment.measured:
             return await self.engine.render(key, lambda: self._measured(key, lambda: build(run)))
         return await self.engine.render(key, lambda: build(run))

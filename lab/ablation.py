@@ -26,8 +26,7 @@ def ablation_with_check(model: Transformer, ids: Sequence[int], target_ids: Sequ
     tokens = torch.tensor([list(ids)], device=model.device)  # [1, pos]
     target = torch.tensor([list(target_ids)], device=model.device) if target_ids is not None else None
     result = head_ablation(model, tokens, position=position, target_tokens=target)
-    _, prefix = lm_stack(model)
-    none, _ = logits_with_edits(model, tokens, target, ablation_edits(prefix, 0, []))
+    none, _ = logits_with_edits(model, tokens, target, ablation_edits(lm_stack(model), 0, []))
     none_loss = sequence_loss(none, list(target_ids if target_ids is not None else ids))
     none_prob = float(torch.softmax(none[result.position], -1)[result.chosen_id])
     return CheckedAblation(result, None if none_loss is None or result.clean_loss is None

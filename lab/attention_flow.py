@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+from model.hooks import attention_layer, stage_name
 from model.layers import Attention
 from model.transformer import Transformer
 
@@ -46,17 +47,6 @@ class AttentionFlow:
     def mean_rank_correlation(self) -> float | None:
         found = [r for r in self.rank_correlations if r is not None]
         return sum(found) / len(found) if found else None
-
-
-def attention_module(model: Transformer, prefix: str, layer: int) -> Attention:
-    """The self-attention of block `layer` of the stack at `prefix` ("", "encoder." or "decoder.")."""
-    stack = {"": getattr(model, "stack", None), "encoder.": getattr(model, "encoder", None),
-             "decoder.": getattr(model, "decoder", None)}.get(prefix)
-    if stack is None:
-        raise ValueError(f"this model has no stack {prefix!r}")
-    if not 0 <= layer < len(stack.blocks):
-        raise ValueError(f"layer must be in 0..{len(stack.blocks) - 1}, got {layer}")
-    return stack.blocks[layer].attn
 
 
 def projected_values(attn: Attention, v: torch.Tensor) -> torch.Tensor:
@@ -96,22 +86,23 @@ def spearman(a: torch.Tensor, b: torch.Tensor) -> float | None:
 
 @torch.inference_mode()
 def attention_flow(model: Transformer, trace: Mapping[str, torch.Tensor], *, layer: int, head: int,
-                   prefix: str = "") -> AttentionFlow:
-    """Head `head` of the self-attention in block `layer` of a traced run (batch row 0)."""
-    attn = attention_module(model, prefix, layer)
+                   stack: str | None = None) -> AttentionFlow:
+    """Head `head` of the self-attention in block `layer` of `stack` (model.hooks: None for a model's one
+    stack, "encoder" or "decoder"), in a traced run (batch row 0)."""
+    where = attention_layer(model.cfg, layer, stack)
+    attn = model.attention(where)
     cfg = attn.cfg
     if not 0 <= head < cfg.n_heads:
         raise ValueError(f"head must be in 0..{cfg.n_heads - 1}, got {head}")
-    base = f"{prefix}blocks.{layer}.attn."
-    patterns = trace[base + "hook_pattern"][0].double()  # [head, q_pos, k_pos]
-    visible = torch.isfinite(trace[base + "hook_attn_scores"][0, head])  # [q_pos, k_pos]
-    moved = projected_values(attn, trace[base + "hook_v"][0])  # [head, k_pos, d_model]
+    patterns = trace[where.stage("pattern")][0].double()  # [head, q_pos, k_pos]
+    visible = torch.isfinite(trace[where.stage("attn_scores")][0, head])  # [q_pos, k_pos]
+    moved = projected_values(attn, trace[where.stage("v")][0])  # [head, k_pos, d_model]
     # the identity: every head's weighted, projected values, summed, plus the bias, are the layer's output
     rebuilt = torch.einsum("hqk,hkm->qm", patterns, moved)  # [q_pos, d_model]
     bias = attn.W_O.bias
     if bias is not None:
         rebuilt = rebuilt + bias.double()
-    traced = trace[f"{prefix}blocks.{layer}.hook_attn_out"][0].double()  # [q_pos, d_model]
+    traced = trace[stage_name("attn_out", layer, stack=where.stack)][0].double()  # [q_pos, d_model]
     weights = patterns[head]  # [q_pos, k_pos]
     value_norms = moved[head].norm(dim=-1)  # [k_pos]
     flow = weights * value_norms  # [q_pos, k_pos]: ‖a_ij v_j W_O^h‖, a_ij ≥ 0

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from model.hooks import AttentionLayer, attention_layer
 from model.positional import alibi_slopes
 from model.transformer import Transformer
 
@@ -194,28 +195,16 @@ class HeadInputs:
     z: torch.Tensor  # [q_pos, d_head]: the model's own hook_z for this head
 
 
-def head_prefix(model: Transformer, layer: int, stack: str | None, cross: bool) -> str:
-    """The trace prefix of one attention layer: `blocks.1.attn.`, `decoder.blocks.0.cross_attn.`, ..."""
-    cfg = model.cfg
-    if cfg.architecture == "encoder-decoder":
-        if stack not in ("encoder", "decoder"):
-            raise ValueError("an encoder-decoder model needs stack='encoder' or 'decoder'")
-        n_layers, prefix = (cfg.n_layers if stack == "encoder" else cfg.decoder_layers), f"{stack}."
-    else:
-        n_layers, prefix = cfg.n_layers, ""
-    if cross and stack != "decoder":
-        raise ValueError("only the decoder of an encoder-decoder model has cross-attention")
-    if not 0 <= layer < n_layers:
-        raise ValueError(f"layer must be in 0..{n_layers - 1}, got {layer}")
-    return f"{prefix}blocks.{layer}.{'cross_attn' if cross else 'attn'}."
-
-
 def head_stage_names(model: Transformer, layer: int, *, stack: str | None = None, cross: bool = False) -> list[str]:
-    """The trace stages `head_inputs` reads (ask run_with_trace for just these)."""
-    prefix = head_prefix(model, layer, stack, cross)
-    rotated = model.cfg.pos_encoding == "rope" and not cross
-    q_name, k_name = ("hook_rot_q", "hook_rot_k") if rotated else ("hook_q", "hook_k")
-    return [prefix + name for name in (q_name, k_name, "hook_v", "hook_z")]
+    """The trace stages `head_inputs` reads (ask run_with_trace for just these); model.hooks.NotInModel (a
+    ValueError) for a layer the model does not have."""
+    return read_by_head(model, attention_layer(model.cfg, layer, stack, cross))
+
+
+def read_by_head(model: Transformer, where: AttentionLayer) -> list[str]:
+    """q and k (after RoPE where the model rotates), v and z of one attention layer."""
+    rotated = model.cfg.pos_encoding == "rope" and not where.cross
+    return [where.stage(name) for name in (("rot_q", "rot_k") if rotated else ("q", "k")) + ("v", "z")]
 
 
 def head_inputs(
@@ -230,9 +219,10 @@ def head_inputs(
     cfg = model.cfg
     if not 0 <= head < cfg.n_heads:
         raise ValueError(f"head must be in 0..{cfg.n_heads - 1}, got {head}")
-    q_name, k_name, v_name, z_name = head_stage_names(model, layer, stack=stack, cross=cross)
+    where = attention_layer(cfg, layer, stack, cross)
+    q_name, k_name, v_name, z_name = read_by_head(model, where)
     kv_head = head // (cfg.n_heads // cfg.kv_heads)
-    causal = not cross and (stack == "decoder" or (stack is None and cfg.causal))
+    causal = not cross and model.stack_named(where.stack).causal
     slope = float(alibi_slopes(cfg.n_heads)[head]) if cfg.pos_encoding == "alibi" and not cross else None
     return HeadInputs(
         q=trace[q_name][0, :, head].float(),  # [pos, head, d_head] -> [q_pos, d_head]

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
+from model.hooks import AttentionLayer
+
 RTOL = 1e-6  # numerical rank: singular values below RTOL × the largest count as zero (scores in float64)
 MAX_RANK_WORK = 200_000_000  # rank_work's limit (the widths and lengths of SmolLM2-135M on 128 tokens fit)
 PUBLISHED = (  # the seed's configurations (published, not measured here)
@@ -46,21 +48,16 @@ class Split:
     entropy: float  # mean over heads and visible rows of H(softmax(q_h·k_hᵀ/√d_k + mask)) in nats
 
 
-def attention_prefix(stack: str, layer: int, cross: bool) -> str:
-    """The trace names' prefix of one attention layer: `{stack}blocks.{layer}.attn.` (or `.cross_attn.`)."""
-    return f"{stack}blocks.{layer}.{'cross_attn' if cross else 'attn'}."
-
-
-def layer_qk(trace: Mapping[str, torch.Tensor], prefix: str) -> LayerQK:
+def layer_qk(trace: Mapping[str, torch.Tensor], where: AttentionLayer) -> LayerQK:
     """The q and k the layer dotted (batch 0 of the trace), each head side by side."""
-    rotated = prefix + "hook_rot_q" in trace
-    q = trace[prefix + ("hook_rot_q" if rotated else "hook_q")][0]  # [q_pos, head, d_head]
-    k = trace[prefix + ("hook_rot_k" if rotated else "hook_k")][0]  # [k_pos, kv_head, d_head]
+    rotated = where.stage("rot_q") in trace
+    q = trace[where.stage("rot_q" if rotated else "q")][0]  # [q_pos, head, d_head]
+    k = trace[where.stage("rot_k" if rotated else "k")][0]  # [k_pos, kv_head, d_head]
     heads = q.shape[1]
     k = k.repeat_interleave(heads // k.shape[1], dim=1)  # [k_pos, head, d_head], as the model does
-    allowed = torch.isfinite(trace[prefix + "hook_attn_scores"][0, 0])  # [q_pos, k_pos]; -inf: hidden
+    allowed = torch.isfinite(trace[where.stage("attn_scores")][0, 0])  # [q_pos, k_pos]; -inf: hidden
     return LayerQK(q.reshape(q.shape[0], -1), k.reshape(k.shape[0], -1), allowed,
-                   trace[prefix + "hook_scores_raw"][0], heads, rotated)
+                   trace[where.stage("scores_raw")][0], heads, rotated)
 
 
 def divisors(width: int) -> list[int]:

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from lab.flash import HeadInputs, alibi_tile, head_inputs, head_prefix, visible
+from lab.flash import HeadInputs, alibi_tile, head_inputs, visible
+from model.hooks import attention_layer
 from model.transformer import Transformer
 
 # ---------------------------------------------------------------- the two attentions
@@ -175,5 +176,5 @@ def linear_attention_for_head(model: Transformer, trace: Mapping[str, torch.Tens
                               stack: str | None = None, cross: bool = False) -> LinearAttention:
     """One head of a plain traced run (every stage, batch 1): its softmax beside linear attention."""
     inputs = head_inputs(model, trace, layer, head, stack=stack, cross=cross)
-    pattern = trace[head_prefix(model, layer, stack, cross) + "hook_pattern"][0, head]  # [q_pos, k_pos]
+    pattern = trace[attention_layer(model.cfg, layer, stack, cross).stage("pattern")][0, head]  # [q_pos, k_pos]
     return compare_on_head(inputs, pattern)

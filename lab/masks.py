@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from model.hooks import Edit, Trace
+from model.hooks import Edit, Trace, stage_name
 from model.transformer import Transformer, attention_allowed
 
 
@@ -41,32 +41,29 @@ def mask_set(n: int, shorter: int, n_target: int, window: int, causal: bool) -> 
     }
 
 
-def self_attention_prefixes(model: Transformer, stack: str) -> list[str]:
-    """`{stack}blocks.{i}.attn.` for every layer of one stack ("" or "encoder." / "decoder.")."""
-    n = model.cfg.decoder_layers if stack == "decoder." else model.cfg.n_layers
-    return [f"{stack}blocks.{i}.attn." for i in range(n)]
-
-
-def patterns_under_mask(model: Transformer, tokens: torch.Tensor, allowed: torch.Tensor, stack: str,
+def patterns_under_mask(model: Transformer, tokens: torch.Tensor, allowed: torch.Tensor, stack: str | None,
                         layer: int, **kwargs: torch.Tensor | None) -> torch.Tensor:
     """Layer `layer`'s pattern when every self-attention layer of `stack` uses `allowed` as its mask.
 
     tokens: [batch, pos]; allowed: bool [q_pos, k_pos] -> pattern [batch, head, q_pos, k_pos].
     Each layer's softmax input becomes its scaled scores with the cells `allowed` hides set to -inf.
+    stack: as stage names spell it (model.hooks): None for a single stack, "encoder" or "decoder".
     """
-    prefixes = self_attention_prefixes(model, stack)
+    layers = range(len(model.stack_named(stack).blocks))
 
-    def remasked(attn: str) -> Edit:
+    def remasked(scaled: str) -> Edit:
         def edit(_: torch.Tensor, trace: Trace) -> torch.Tensor:
-            return trace[attn + "hook_scores_scaled"].masked_fill(~allowed, float("-inf"))
+            return trace[scaled].masked_fill(~allowed, float("-inf"))
 
         return edit
 
-    edits = {p + "hook_attn_scores": [remasked(p)] for p in prefixes}
-    wanted = [p + "hook_scores_scaled" for p in prefixes] + [prefixes[layer] + "hook_pattern"]
+    edits = {stage_name("attn_scores", i, stack=stack): [remasked(stage_name("scores_scaled", i, stack=stack))]
+             for i in layers}
+    pattern = stage_name("pattern", layer, stack=stack)
+    wanted = [stage_name("scores_scaled", i, stack=stack) for i in layers] + [pattern]
     with torch.inference_mode(), Trace(wanted, edits) as trace:
         model(tokens, **kwargs)
-    return trace[prefixes[layer] + "hook_pattern"]
+    return trace[pattern]
 
 
 def padded_run(model: Transformer, tokens: torch.Tensor, shorter: int, names: Sequence[str],
@@ -87,9 +84,9 @@ def padded_run(model: Transformer, tokens: torch.Tensor, shorter: int, names: Se
 
 
 def masks_with_patterns(model: Transformer, ids: Sequence[int], target_ids: Sequence[int] | None, *, shorter: int,
-                        window: int, layer: int, prefix: str, causal: bool,
+                        window: int, layer: int, stack: str | None, causal: bool,
                         ) -> dict[str, tuple[torch.Tensor, torch.Tensor | None]]:
-    """Each mask and the model's pattern at `layer` of the stack at `prefix` under it.
+    """Each mask and the model's pattern at `layer` of `stack` (None: the model's one stack) under it.
 
     causal, bidirectional, sliding: mask [q_pos, k_pos], pattern [head, q_pos, k_pos] when every
     self-attention layer uses that mask; padding: mask and pattern [row, (head,) q_pos, k_pos] of the
@@ -106,9 +103,9 @@ def masks_with_patterns(model: Transformer, ids: Sequence[int], target_ids: Sequ
     out: dict[str, tuple[torch.Tensor, torch.Tensor | None]] = {}
     for name in ("causal", "bidirectional", "sliding"):
         allowed = masks[name].to(model.device)
-        out[name] = masks[name], patterns_under_mask(model, tokens, allowed, prefix, layer, **kwargs)[0]
-    pattern_name = f"{prefix}blocks.{layer}.attn.hook_pattern"
-    cross_name = f"decoder.blocks.{min(layer, cfg.decoder_layers - 1)}.cross_attn.hook_pattern"
+        out[name] = masks[name], patterns_under_mask(model, tokens, allowed, stack, layer, **kwargs)[0]
+    pattern_name = stage_name("pattern", layer, stack=stack)
+    cross_name = stage_name("pattern", min(layer, cfg.decoder_layers - 1), stack="decoder", cross=True)
     padded = padded_run(model, tokens, shorter, [pattern_name] + ([cross_name] if enc_dec else []), target)
     out["padding"] = masks["padding"], padded[pattern_name]
     out["cross"] = masks["cross"], padded[cross_name] if enc_dec else None

@@ -21,12 +21,15 @@ import fnmatch
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 if TYPE_CHECKING:
+    from model.config import TransformerConfig
+
     NamesFilter = Iterable[str] | Callable[[str], bool] | None
     Edit = Callable[[torch.Tensor, "Trace"], torch.Tensor]
 else:
@@ -133,3 +136,125 @@ def matching(all_names: list[str], pattern: str) -> list[str]:
     32,768 of them, a server's memory that clients choose); `re` keeps a few hundred."""
     regex = re.compile(fnmatch.translate(pattern))
     return [name for name in all_names if regex.match(name)]
+
+
+# ---------------------------------------------------------------- stage names
+#
+# A stage's name says where it sits (TransformerLens's names, an encoder-decoder's stack in front):
+#
+#     [encoder. | decoder.] [blocks.{layer}.] [attn. | cross_attn. | mlp. | ln1. | ...] hook_{stage}
+#
+# `stack` is None for a model's one stack, "encoder" or "decoder" for an encoder-decoder's two. Every name
+# outside model/ is made here, so "attention layer L of stack S" is spelled in one place.
+
+EMBED_STAGES = ("tokens", "embed", "pos_embed", "token_type_embed")  # a stack's, before its blocks
+ATTENTION_STAGES = ("q", "k", "v", "rot_q", "rot_k", "scores_raw", "scores_scaled", "attn_scores", "pattern", "z")
+MLP_STAGES = ("pre", "gate", "up", "post")
+BLOCK_STAGES = ("resid_pre", "attn_out", "resid_mid_unnormed", "resid_mid", "cross_attn_out", "resid_cross_unnormed",
+                "resid_cross", "mlp_out", "resid_post_unnormed", "resid_post")
+NORM_STAGES = ("mean", "scale", "normalized")  # of a norm, named with it: "ln1.normalized", "ln_final.scale"
+
+
+def stack_prefix(stack: str | None) -> str:
+    """"" for a model's one stack, "encoder." or "decoder." for an encoder-decoder's."""
+    return "" if stack is None else f"{stack}."
+
+
+def block_prefix(stack: str | None, layer: int | str) -> str:
+    """`blocks.1.`, `decoder.blocks.0.`; a layer of "*" makes a pattern over every block."""
+    return f"{stack_prefix(stack)}blocks.{layer}."
+
+
+def attention_prefix(stack: str | None, layer: int | str, cross: bool = False) -> str:
+    """`blocks.1.attn.`, `decoder.blocks.0.cross_attn.`: what one attention layer's stage names start with."""
+    return block_prefix(stack, layer) + ("cross_attn." if cross else "attn.")
+
+
+def stage_name(stage: str, layer: int | str | None = None, *, stack: str | None = None, cross: bool = False) -> str:
+    """The trace name of one stage, as TransformerLens's get_act_name (a layer of "*" makes a pattern):
+
+        stage_name("pattern", 1)                               blocks.1.attn.hook_pattern
+        stage_name("pattern", 0, stack="decoder", cross=True)  decoder.blocks.0.cross_attn.hook_pattern
+        stage_name("resid_post", "*")                          blocks.*.hook_resid_post
+        stage_name("ln1.normalized", 0)                        blocks.0.ln1.hook_normalized
+        stage_name("embed", stack="encoder")                   encoder.hook_embed
+        stage_name("logits")                                   hook_logits
+    """
+    norm, _, what = stage.rpartition(".")
+    if cross and stage not in ATTENTION_STAGES:
+        raise ValueError(f"{stage!r} is no attention stage: only those have a cross-attention")
+    if norm and what in NORM_STAGES:  # a norm of a block (ln1, ln2, ln_cross) or of the stack (ln_embed, ln_final)
+        return f"{stack_prefix(stack) if layer is None else block_prefix(stack, layer)}{norm}.hook_{what}"
+    if layer is None and stage == "logits":
+        return "hook_logits"
+    if layer is None and stage in EMBED_STAGES:
+        return f"{stack_prefix(stack)}hook_{stage}"
+    if layer is not None and stage in ATTENTION_STAGES:
+        return f"{attention_prefix(stack, layer, cross)}hook_{stage}"
+    if layer is not None and stage in MLP_STAGES:
+        return f"{block_prefix(stack, layer)}mlp.hook_{stage}"
+    if layer is not None and stage in BLOCK_STAGES:
+        return f"{block_prefix(stack, layer)}hook_{stage}"
+    raise ValueError(f"no stage {stage!r} {'outside the blocks' if layer is None else 'in a block'}")
+
+
+class NotInModel(ValueError):
+    """A stack, cross-attention or layer the model does not have, said for a student.
+
+    `layers` is the stack's number of layers when the layer is past them (the API answers that as out_of_range).
+    """
+
+    def __init__(self, message: str, layers: int | None = None) -> None:
+        super().__init__(message)
+        self.layers = layers
+
+
+def stacks(cfg: TransformerConfig) -> tuple[str | None, ...]:
+    """The model's stacks as stage names spell them: (None,), or ("encoder", "decoder")."""
+    return ("encoder", "decoder") if cfg.architecture == "encoder-decoder" else (None,)
+
+
+def checked_stack(cfg: TransformerConfig, stack: str | None, cross: bool = False) -> tuple[str | None, int]:
+    """(the stack as stage names spell it, its number of layers), checked against the model.
+
+    A single-stack model's stack is None (naming it by its architecture is allowed); an encoder-decoder's
+    must be named, and only its decoder has cross-attention.
+    """
+    if cfg.architecture == "encoder-decoder":
+        if stack not in ("encoder", "decoder"):
+            raise NotInModel("This model is an encoder-decoder: name its stack, 'encoder' or 'decoder'.")
+        if cross and stack != "decoder":
+            raise NotInModel("Cross-attention lives in the decoder: use stack 'decoder'.")
+        return stack, cfg.n_layers if stack == "encoder" else cfg.decoder_layers
+    if cross:
+        raise NotInModel("This model has no cross-attention: only encoder-decoder models have it.")
+    if stack is not None and stack != cfg.architecture:
+        raise NotInModel(f"This model is a single {cfg.architecture} stack; leave out `stack`.")
+    return None, cfg.n_layers
+
+
+@dataclass(frozen=True)
+class AttentionLayer:
+    """Attention layer `layer` of stack `stack` (its cross-attention when `cross`), as `attention_layer` checked it."""
+
+    stack: str | None
+    layer: int
+    cross: bool = False
+
+    @property
+    def prefix(self) -> str:
+        return attention_prefix(self.stack, self.layer, self.cross)
+
+    def stage(self, stage: str) -> str:
+        """One of its stages' trace name: `stage("pattern")` -> blocks.1.attn.hook_pattern."""
+        return stage_name(stage, self.layer, stack=self.stack, cross=self.cross)
+
+
+def attention_layer(cfg: TransformerConfig, layer: int, stack: str | None = None,
+                    cross: bool = False) -> AttentionLayer:
+    """Attention layer `layer` of stack `stack`, checked against the model (NotInModel when it has no such layer)."""
+    stack, n_layers = checked_stack(cfg, stack, cross)
+    if not 0 <= layer < n_layers:
+        raise NotInModel(f"Layer {layer} does not exist: this model has {n_layers}, numbered 0 to {n_layers - 1}.",
+                         n_layers)
+    return AttentionLayer(stack, layer, cross)

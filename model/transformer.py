@@ -15,7 +15,7 @@ from torch import nn
 
 from model.config import TransformerConfig
 from model.edits import Interventions
-from model.hooks import HookPoint, NamesFilter, Trace, select_names
+from model.hooks import AttentionLayer, HookPoint, NamesFilter, Trace, select_names
 from model.kv_cache import KVCache
 from model.layers import Attention, Block, Embed, Norm
 
@@ -224,6 +224,22 @@ class Transformer(nn.Module):
         with torch.inference_mode(), Trace(wanted, hooks) as trace:
             output = self(tokens, **kwargs)
         return output, trace
+
+    def stack_named(self, stack: str | None) -> Stack:
+        """The stack that stage names call `stack` (model.hooks): None, "encoder" or "decoder"."""
+        found = {None: getattr(self, "stack", None), "encoder": getattr(self, "encoder", None),
+                 "decoder": getattr(self, "decoder", None)}.get(stack)
+        if not isinstance(found, Stack):
+            raise ValueError(f"this model has no stack {stack!r}")
+        return found
+
+    def attention(self, where: AttentionLayer) -> Attention:
+        """The module of one attention layer (model.hooks.attention_layer checks that the model has it)."""
+        block = self.stack_named(where.stack).blocks[where.layer]
+        found = getattr(block, "cross_attn" if where.cross else "attn", None)
+        if not isinstance(found, Attention):
+            raise ValueError(f"this model has no {'cross-' if where.cross else ''}attention there")
+        return found
 
     @cached_property
     def attention_layers(self) -> list[Attention]:

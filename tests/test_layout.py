@@ -96,6 +96,14 @@ def test_imports_point_one_way(package: str) -> None:
     assert not wrong, wrong
 
 
+def test_the_lab_does_not_build_on_the_explorers_answers() -> None:
+    """app/lab/ and app/answers/ are peers: what both check (stack, layer, heads, budget) is app/request_checks.py."""
+    lab = [name for name in GRAPH if name == "app.lab" or name.startswith("app.lab.")]
+    wrong = sorted(f"{name} imports {target}" for name in lab for target in GRAPH[name]
+                   if target == "app.answers" or target.startswith("app.answers."))
+    assert lab and not wrong, wrong
+
+
 def test_model_builds_no_optimizer_and_serves_no_web() -> None:
     offenders = []
     for path in sorted((ROOT / "model").rglob("*.py")):

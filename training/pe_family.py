@@ -37,6 +37,7 @@ import torch.nn.functional as F
 
 from analysis.heads import bos_id_for
 from checkpoints import LoadedModel, load_checkpoint
+from model.hooks import stage_name
 from model.transformer import Transformer
 from training.corpus import Corpus, bits_per_character, held_out_sentences, load_corpus
 
@@ -112,9 +113,10 @@ def shuffle_probe(model: Transformer, sentences: list[list[int]], bos_id: int, s
         order = rng.permutation(len(ids) - 1)
         shuffled = [ids[i] for i in order] + [ids[-1]]
         rows = torch.tensor([[bos_id, *ids], [bos_id, *shuffled]], device=model.device)
-        logits, trace = model.run_with_trace(rows, names=["blocks.0.hook_resid_mid"])
+        first = stage_name("resid_mid", 0)  # after layer 0's attention
+        logits, trace = model.run_with_trace(rows, names=[first])
         logits = logits.float()  # [2, pos, d_vocab]
-        resid = trace["blocks.0.hook_resid_mid"][:, -1].float()  # [2, d_model]
+        resid = trace[first][:, -1].float()  # [2, d_model]
         first_layer.append(float((resid[0] - resid[1]).norm() / resid[0].norm()))
         last = logits[:, -1].softmax(-1)
         changes.append(0.5 * float((last[0] - last[1]).abs().sum()))

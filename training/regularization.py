@@ -17,11 +17,11 @@ from collections.abc import Iterator
 import torch
 import torch.nn.functional as F
 
-from model.hooks import Trace
+from model.hooks import Trace, stage_name
 from model.transformer import Transformer
 
 # what joins the residual stream: the embedding, then each block's two outputs
-DROPOUT_STAGES = ("hook_embed", "blocks.*.hook_attn_out", "blocks.*.hook_mlp_out")
+DROPOUT_STAGES = (stage_name("embed"), stage_name("attn_out", "*"), stage_name("mlp_out", "*"))
 
 
 def dropout_stages(model: Transformer) -> list[str]:

@@ -6,32 +6,33 @@ import re
 from typing import Any
 
 from analysis import readouts
-from app.answers import Budget, Builder
-from app.answers.request_checks import check_layer, stack_prefix
+from app.answers import Builder
 from app.inference_pool import TraceRun
+from app.request_checks import Budget, check_layer, stack_of
 from app.resolve import Resolved
 from app.schemas import ActivationsRequest
 from app.tensors import encode_tensor
 from app.tokenizing import tokens_out
+from model.hooks import block_prefix, stack_prefix
 
 ATTENTION_INSIDE = re.compile(r"\.(attn|cross_attn)\.")  # attention internals have their own endpoints
 
 
-def activation_names(resolved: Resolved, prefix: str, layers: list[int], whole_stack: bool) -> list[str]:
+def activation_names(resolved: Resolved, stack: str | None, layers: list[int], whole_stack: bool) -> list[str]:
     """Every block stage outside the attention internals: resid_pre, ln1.*, attn_out, resid_mid, ln2.*, mlp.*, ..."""
-    wanted = tuple(f"{prefix}blocks.{layer}." for layer in layers)
+    wanted = tuple(block_prefix(stack, layer) for layer in layers)
     names = [n for n in resolved.model.trace_names if n.startswith(wanted) and not ATTENTION_INSIDE.search(n)]
     if whole_stack:  # the stream also flows through the final norm
-        names += [n for n in resolved.model.trace_names if n.startswith(f"{prefix}ln_final.")]
+        names += [n for n in resolved.model.trace_names if n.startswith(f"{stack_prefix(stack)}ln_final.")]
     return names
 
 
 def plan(resolved: Resolved, request: ActivationsRequest, budget: Budget) -> Builder:
-    prefix, stack, n_layers = stack_prefix(resolved, request.stack, cross=False)
+    stack, n_layers = stack_of(resolved, request.stack)
     if request.layer is not None:
         check_layer(request.layer, n_layers)
     layers = [request.layer] if request.layer is not None else list(range(n_layers))
-    names = activation_names(resolved, prefix, layers, whole_stack=request.layer is None)
+    names = activation_names(resolved, stack, layers, whole_stack=request.layer is None)
     return lambda run: build_activations(resolved, run, request, names, layers, stack, budget)
 
 

@@ -8,9 +8,9 @@ from typing import Any
 import torch
 
 from analysis import readouts
-from app.answers import Budget, Builder
-from app.answers.request_checks import check_heads, check_layer, stack_prefix
+from app.answers import Builder
 from app.inference_pool import TraceRun
+from app.request_checks import Budget, attention_layer
 from app.resolve import Resolved
 from app.schemas import AttentionRequest, LayerRequest, QKVRequest
 from app.tensors import encode_tensor
@@ -22,15 +22,13 @@ class Selection:
 
     def __init__(self, resolved: Resolved, request: LayerRequest) -> None:
         cfg = resolved.cfg
-        prefix, self.stack, n_layers = stack_prefix(resolved, request.stack, request.cross)
-        check_layer(request.layer, n_layers)
-        if request.head is not None:
-            check_heads([request.head], cfg.n_heads)
+        asked = [request.head] if request.head is not None else []
+        self.where = attention_layer(resolved, request.layer, request.stack, request.cross, asked)
+        self.stack = self.where.stack
         self.resolved, self.request = resolved, request
-        self.heads = [request.head] if request.head is not None else list(range(cfg.n_heads))
+        self.heads = asked or list(range(cfg.n_heads))
         group = cfg.n_heads // cfg.kv_heads
         self.kv_heads = [h // group for h in self.heads]
-        self.base = f"{prefix}blocks.{request.layer}.{'cross_attn' if request.cross else 'attn'}."
         self.rope = cfg.pos_encoding == "rope" and not request.cross
 
     def checked(self, run: TraceRun, stages: tuple[str, ...], budget: Budget) -> TraceRun:
@@ -39,11 +37,12 @@ class Selection:
         return run
 
     def sliced(self, run: TraceRun, stage: str) -> torch.Tensor:
-        name = self.base + stage
+        """One of the layer's stages ("pattern", "q", ...: model.hooks.ATTENTION_STAGES), its heads only."""
+        name = self.where.stage(stage)
         return readouts.select_heads(run.trace[name], run.trace.dims[name], self.heads, self.resolved.cfg)
 
     def tensor(self, run: TraceRun, stage: str, label: str) -> dict[str, Any]:
-        name = self.base + stage
+        name = self.where.stage(stage)
         encoded = encode_tensor(name, self.sliced(run, stage), run.trace.dims[name], self.request.encoding,
                                 self.request.dtype)
         return {**encoded, "label": label}
@@ -62,20 +61,20 @@ class Selection:
 
 def plan_attention(resolved: Resolved, request: AttentionRequest, budget: Budget) -> Builder:
     selection = Selection(resolved, request)
-    stages = ("hook_scores_raw", "hook_scores_scaled", "hook_attn_scores", "hook_pattern", "hook_q", "hook_k")
+    stages = ("scores_raw", "scores_scaled", "attn_scores", "pattern", "q", "k")
     return lambda run: build_attention(selection, selection.checked(run, stages, budget))
 
 
 def build_attention(sel: Selection, run: TraceRun) -> dict[str, Any]:
-    q, k = ("hook_rot_q", "hook_rot_k") if sel.rope else ("hook_q", "hook_k")
+    q, k = ("rot_q", "rot_k") if sel.rope else ("q", "k")
     d_head = sel.resolved.cfg.d_head
     return {
         **sel.header(run),
         "d_head": d_head, "scale": 1 / math.sqrt(d_head), "rope": sel.rope,
-        "raw": sel.tensor(run, "hook_scores_raw", "Q·Kᵀ"),
-        "scaled": sel.tensor(run, "hook_scores_scaled", "Q·Kᵀ / √d_head"),
-        "masked": sel.tensor(run, "hook_attn_scores", "after the mask (null = hidden)"),
-        "pattern": sel.tensor(run, "hook_pattern", "softmax"),
+        "raw": sel.tensor(run, "scores_raw", "Q·Kᵀ"),
+        "scaled": sel.tensor(run, "scores_scaled", "Q·Kᵀ / √d_head"),
+        "masked": sel.tensor(run, "attn_scores", "after the mask (null = hidden)"),
+        "pattern": sel.tensor(run, "pattern", "softmax"),
         "q": sel.tensor(run, q, "Q (rotated)" if sel.rope else "Q"),
         "k": sel.tensor(run, k, "K (rotated)" if sel.rope else "K"),
     }
@@ -83,17 +82,14 @@ def build_attention(sel: Selection, run: TraceRun) -> dict[str, Any]:
 
 def plan_qkv(resolved: Resolved, request: QKVRequest, budget: Budget) -> Builder:
     selection = Selection(resolved, request)
-    stages = tuple(qkv_stages(selection).values())
-    return lambda run: build_qkv(selection, selection.checked(run, stages, budget))
+    return lambda run: build_qkv(selection, selection.checked(run, qkv_stages(selection), budget))
 
 
-def qkv_stages(sel: Selection) -> dict[str, str]:
-    stages = {"q": "hook_q", "k": "hook_k", "v": "hook_v"}
-    if sel.rope:
-        stages |= {"rot_q": "hook_rot_q", "rot_k": "hook_rot_k"}
-    return stages | {"pattern": "hook_pattern", "z": "hook_z"}
+def qkv_stages(sel: Selection) -> tuple[str, ...]:
+    """The answer's tensors, each under its stage's name: q, k, v (+ rot_q, rot_k with RoPE), pattern, z."""
+    return ("q", "k", "v", *(("rot_q", "rot_k") if sel.rope else ()), "pattern", "z")
 
 
 def build_qkv(sel: Selection, run: TraceRun) -> dict[str, Any]:
-    tensors = {key: sel.tensor(run, stage, key) for key, stage in qkv_stages(sel).items()}
+    tensors = {stage: sel.tensor(run, stage, stage) for stage in qkv_stages(sel)}
     return {**sel.header(run), "tensors": tensors}

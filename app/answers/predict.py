@@ -1,26 +1,20 @@
-"""POST /api/predict: its request and answer, and the builder: the next-token distribution, the distribution
-sampled from, and a few sampled tokens (seeded)."""
+"""POST /api/predict's builder: the next-token distribution, the distribution sampled from, and a few sampled
+tokens (seeded). Its request and answer are app/schemas/predict.py."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from analysis import readouts
-from app import errors
 from app.answers import Builder
-from app.answers.request_checks import interventions_for
 from app.answers.trace import next_tokens, text_loss
 from app.inference_pool import TraceRun
-from app.predict_schema import PredictRequest
+from app.request_checks import check_generative, interventions_for
 from app.resolve import Resolved
+from app.schemas import PredictRequest
 from app.tokenizing import special_token, token_text, tokens_out
 from model.generate import generate
 from model.tokenizer import Token
-
-
-def check_generative(resolved: Resolved) -> None:
-    if resolved.cfg.architecture == "encoder" or not resolved.cfg.lm_head:
-        raise errors.not_generative()
 
 
 def plan(resolved: Resolved, request: PredictRequest, seed: int, max_len: int) -> Builder:

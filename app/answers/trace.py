@@ -7,14 +7,14 @@ from typing import Any
 
 from analysis import readouts
 from app import errors
-from app.answers import Budget, Builder
-from app.answers.request_checks import check_heads, check_layer
+from app.answers import Builder
 from app.inference_pool import TraceRun
+from app.request_checks import Budget, check_heads, check_layer
 from app.resolve import Resolved
 from app.schemas import TraceRequest
 from app.tensors import encode_tensor
 from app.tokenizing import Inputs, token_text, tokens_out
-from model.hooks import NoSuchStage, select_names
+from model.hooks import NoSuchStage, select_names, stacks, stage_name
 
 LAYER_OF = re.compile(r"(?:^|\.)blocks\.(\d+)\.")
 
@@ -36,12 +36,10 @@ def first_view(resolved: Resolved) -> list[str]:
     An encoder-decoder's first view keeps its cross-attention, the point of such a model.
     """
     names = set(resolved.model.trace_names)
-    stacks = ["encoder.", "decoder."] if resolved.cfg.architecture == "encoder-decoder" else [""]
-    wanted = []
-    for prefix in stacks:
-        wanted += [f"{prefix}hook_tokens", f"{prefix}hook_embed", f"{prefix}hook_pos_embed"]
+    wanted = [stage_name(stage, stack=stack) for stack in stacks(resolved.cfg)
+              for stage in ("tokens", "embed", "pos_embed")]
     if resolved.cfg.architecture == "encoder-decoder":
-        wanted.append("decoder.blocks.0.cross_attn.hook_pattern")
+        wanted.append(stage_name("pattern", 0, stack="decoder", cross=True))
     return [n for n in wanted if n in names]
 
 

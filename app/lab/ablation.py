@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from analysis.ablation import MAX_ABLATED_HEADS
 from analysis.lens import lm_stack
 from app import errors
-from app.answers.predict import check_generative
 from app.lab.common import Build, Experiment, LabContext, LabRun
+from app.request_checks import check_generative
 from app.schemas import INTEGER, TextInput, TokenOut
 from app.tokenizing import token_text, tokens_out
 from lab.ablation import ablation_with_check
@@ -51,8 +51,7 @@ class AblationLabOut(BaseModel):
 def plan(context: LabContext, request: AblationLabRequest) -> Build:
     resolved = context.model
     check_generative(resolved)
-    stack, _ = lm_stack(resolved.model)
-    heads = len(stack.blocks) * resolved.cfg.n_heads
+    heads = len(resolved.model.stack_named(lm_stack(resolved.model)).blocks) * resolved.cfg.n_heads
     if heads > MAX_ABLATED_HEADS:
         raise errors.too_much_work("model", heads, MAX_ABLATED_HEADS, "heads, each ablated in its own forward pass")
     enc_dec = resolved.cfg.architecture == "encoder-decoder"

@@ -7,8 +7,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.answers.request_checks import check_heads, check_layer, stack_prefix
 from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
+from app.request_checks import attention_layer
 from app.schemas import Int, StackName, TextInput, TokenOut
 from app.tokenizing import tokens_out
 from lab.attention_flow import attention_flow
@@ -61,9 +61,7 @@ class AttentionFlowLabOut(BaseModel):
 def plan(context: LabContext, request: AttentionFlowLabRequest) -> Build:
     resolved = context.model
     cfg = resolved.cfg
-    prefix, stack, n_layers = stack_prefix(resolved, request.stack, False)
-    check_layer(request.layer, n_layers)
-    check_heads([request.head], cfg.n_heads)
+    stack = attention_layer(resolved, request.layer, request.stack, heads=[request.head]).stack
 
     def build(lab_run: LabRun) -> dict[str, Any]:
         run = lab_run.trace()
@@ -71,7 +69,7 @@ def plan(context: LabContext, request: AttentionFlowLabRequest) -> Build:
         n = len(read or [])
         if 3 * n * n > context.budget.max_cells:
             raise errors.response_too_large(3 * n * n, context.budget.max_cells)
-        flow = attention_flow(resolved.model, run.trace, layer=request.layer, head=request.head, prefix=prefix)
+        flow = attention_flow(resolved.model, run.trace, layer=request.layer, head=request.head, stack=stack)
         visible = flow.visible.cpu().tolist()
 
         def shown(matrix: list[list[float]]) -> list[list[float | None]]:

@@ -5,7 +5,8 @@ ends with `EXPERIMENT = Experiment(...)`. The service runs every experiment the 
 (Service.lab): it resolves what the experiment `uses`, answers a repeated request from the body
 cache, calls `plan(context, request)` (the checks: too much work or a bad layer costs nothing),
 then runs the returned build in the inference pool with a `LabRun`. The numbers come from lab/
-and analysis/; the modules here check, pick, round and serialize.
+and analysis/; the modules here check, pick, round and serialize. The checks they share with the
+explorer (stack, layer, heads, a model that writes text, the work budget) are app/request_checks.py.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from typing import Any, Generic, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, Field
 
-from app.answers import Budget
-from app.inference_pool import TraceRun
+from app.inference_pool import Engine, TraceRun
+from app.request_checks import Budget
 from app.resolve import Resolved
 from app.schemas import Bool, Int, StackName, TextInput
 from app.tokenizing import Inputs
@@ -66,10 +67,12 @@ class LabContext:
 
 @dataclass(frozen=True)
 class LabRun:
-    """What a build is given in the pool: the text's tokens, and the plain traced run of them on demand."""
+    """What a build is given in the pool: the text's tokens, its model, and the engine whose trace cache
+    holds the plain traced run of them (all None for an experiment that reads no text)."""
 
-    inputs: Inputs | None
-    traced: Callable[[], TraceRun] | None = None
+    inputs: Inputs | None = None
+    resolved: Resolved | None = None
+    engine: Engine | None = None
 
     @property
     def tokens(self) -> Inputs:
@@ -78,10 +81,11 @@ class LabRun:
         return self.inputs
 
     def trace(self) -> TraceRun:
-        """The full trace of the text (the trace cache's, shared with the explorer's views of the same text)."""
-        if self.traced is None:
+        """The full trace of the text: the trace cache's, shared with the explorer's views of the same text,
+        or computed now (once, however many ask at the same time)."""
+        if self.inputs is None or self.resolved is None or self.engine is None:
             raise RuntimeError("this experiment reads no text")
-        return self.traced()
+        return self.engine.trace_sync(self.resolved.key, self.resolved.model, self.inputs)
 
 
 Build = Callable[[LabRun], dict[str, Any]]

@@ -9,8 +9,8 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.answers.request_checks import check_heads, check_layer, stack_prefix
 from app.lab.common import AttentionHeadInput, Build, Experiment, LabContext, LabRun
+from app.request_checks import attention_layer
 from app.schemas import Encoding, Int, TensorOut, TokenOut
 from app.tensors import encode_tensor
 from app.tokenizing import tokens_out
@@ -75,9 +75,7 @@ def _finite(values: list[float]) -> list[float | None]:
 def plan(context: LabContext, request: FlashLabRequest) -> Build:
     resolved = context.model
     cfg = resolved.cfg
-    _, stack, n_layers = stack_prefix(resolved, request.stack, request.cross)
-    check_layer(request.layer, n_layers)
-    check_heads([request.head], cfg.n_heads)
+    stack = attention_layer(resolved, request.layer, request.stack, request.cross, [request.head]).stack
 
     def build(run: LabRun) -> dict[str, Any]:
         inputs = run.tokens

@@ -7,15 +7,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.answers.request_checks import check_layer, stack_prefix
 from app.lab.common import AttentionLayerInput, Build, Experiment, LabContext, LabRun
+from app.request_checks import attention_layer
 from app.schemas import TokenOut
 from app.tokenizing import tokens_out
 from lab.head_count import (
     MAX_RANK_WORK,
     PUBLISHED,
     RTOL,
-    attention_prefix,
     layer_qk,
     own_split_diff,
     rank_work,
@@ -71,8 +70,8 @@ class HeadCountLabOut(BaseModel):
 def plan(context: LabContext, request: HeadCountLabRequest) -> Build:
     resolved = context.model
     cfg = resolved.cfg
-    prefix, stack, n_layers = stack_prefix(resolved, request.stack, request.cross)
-    check_layer(request.layer, n_layers)
+    where = attention_layer(resolved, request.layer, request.stack, request.cross)
+    stack = where.stack
     width = cfg.n_heads * cfg.d_head
 
     def build(run: LabRun) -> dict[str, Any]:
@@ -84,7 +83,7 @@ def plan(context: LabContext, request: HeadCountLabRequest) -> Build:
         if work > MAX_RANK_WORK:
             raise errors.too_much_work("text", work, MAX_RANK_WORK,
                                        "units of work finding ranks (they grow with the sentence's length)")
-        qk = layer_qk(run.trace().trace, prefix + attention_prefix("", request.layer, request.cross))
+        qk = layer_qk(run.trace().trace, where)
         found = splits(qk)
         return {
             "model": resolved.name, "query_tokens": tokens_out(queries), "key_tokens": tokens_out(keys),

@@ -9,8 +9,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.answers.request_checks import check_heads, check_layer, stack_prefix
 from app.lab.common import AttentionHeadInput, Build, Experiment, LabContext, LabRun, rounded
+from app.request_checks import attention_layer
 from app.schemas import Encoding, TensorOut, TokenOut
 from app.tensors import encode_tensor
 from app.tokenizing import tokens_out
@@ -70,9 +70,7 @@ class LinearAttentionLabOut(BaseModel):
 def plan(context: LabContext, request: LinearAttentionLabRequest) -> Build:
     resolved = context.model
     cfg = resolved.cfg
-    _, stack, n_layers = stack_prefix(resolved, request.stack, request.cross)
-    check_layer(request.layer, n_layers)
-    check_heads([request.head], cfg.n_heads)
+    stack = attention_layer(resolved, request.layer, request.stack, request.cross, [request.head]).stack
 
     def build(lab_run: LabRun) -> dict[str, Any]:
         run = lab_run.trace()

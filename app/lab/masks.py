@@ -7,8 +7,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.answers.request_checks import check_layer, stack_prefix
 from app.lab.common import Build, Experiment, LabContext, LabRun
+from app.request_checks import attention_layer
 from app.schemas import INTEGER, Encoding, Int, TensorOut, TextInput, TokenOut
 from app.tensors import encode_tensor
 from app.tokenizing import tokens_out
@@ -48,8 +48,7 @@ class MasksLabOut(BaseModel):
 def plan(context: LabContext, request: MasksLabRequest) -> Build:
     resolved, budget = context.model, context.budget
     cfg = resolved.cfg
-    prefix, stack, n_layers = stack_prefix(resolved, None, False)
-    check_layer(request.layer, n_layers)
+    stack = attention_layer(resolved, request.layer, None).stack  # an encoder-decoder's: the encoder
     causal = cfg.architecture == "decoder"  # the stack that reads the sentence
 
     def build(run: LabRun) -> dict[str, Any]:
@@ -64,7 +63,7 @@ def plan(context: LabContext, request: MasksLabRequest) -> Build:
             raise errors.response_too_large(cells, budget.max_cells)
         target_ids = [t.id for t in inputs.target_tokens] if inputs.target_tokens is not None else None
         found = masks_with_patterns(resolved.model, [t.id for t in inputs.tokens], target_ids, shorter=shorter,
-                                    window=request.window, layer=request.layer, prefix=prefix, causal=causal)
+                                    window=request.window, layer=request.layer, stack=stack, causal=causal)
         out: dict[str, Any] = {}
         for name, (mask, pattern) in found.items():
             dims = ("head", "q_pos", "k_pos") if name in ("causal", "bidirectional", "sliding") else (

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.answers.predict import check_generative
 from app.lab.common import Build, Experiment, LabContext, LabRun
+from app.request_checks import check_generative
 from app.schemas import INTEGER, NUMBER, Float, Int, TextInput, TokenOut
 from app.tokenizing import token_text, tokens_out
 from lab.sampling import sampling_steps

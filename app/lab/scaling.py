@@ -7,9 +7,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.answers.request_checks import check_layer, stack_prefix
 from app.cache import LRU
 from app.lab.common import Build, Experiment, LabContext, LabRun, Uses, rounded
+from app.request_checks import attention_layer
 from app.schemas import Int, TextInput, TokenOut
 from app.tokenizing import tokens_out
 from lab import scaling
@@ -101,14 +101,13 @@ def plan(context: LabContext, request: ScalingLabRequest) -> Build:
     if not request.text:  # random vectors only
         return lambda _: {**synthetic(request), "model": None, "tokens": None, "heads": None}
     resolved = context.model
-    prefix, stack, n_layers = stack_prefix(resolved, None, False)
-    check_layer(request.layer, n_layers)
-    attn = f"{prefix}blocks.{request.layer}.attn."
+    where = attention_layer(resolved, request.layer, None)  # an encoder-decoder's: the encoder's
+    stack = where.stack
 
     def build(lab_run: LabRun) -> dict[str, Any]:
         run = lab_run.trace()
-        raw = run.trace[attn + "hook_scores_raw"][0]  # [head, q_pos, k_pos]
-        scores = run.trace[attn + "hook_attn_scores"][0]
+        raw = run.trace[where.stage("scores_raw")][0]  # [head, q_pos, k_pos]
+        scores = run.trace[where.stage("attn_scores")][0]
         divisor = resolved.cfg.score_divisor(request.layer)
         stats = scaling.head_statistics(raw, scores, divisor)
         heads = {"layer": request.layer, "d_head": resolved.cfg.d_head, "divisor": divisor, "stack": stack,

@@ -6,8 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from app.predict_schema import PredictOut, PredictRequest
-from app.schemas import ERRORS
+from app.schemas import ERRORS, PredictOut, PredictRequest
 from app.service import ServiceDep
 
 router = APIRouter(prefix="/api", tags=["predict"])

@@ -6,6 +6,7 @@
 import { api, decodeStages } from "./shared/api.js";
 import { categoryAxis, draw, heatmap, rowsHeight, tokenLabels } from "./shared/plot.js";
 import { h } from "./shared/dom.js";
+import { stageName } from "./shared/stage_names.js";
 import { modelFor } from "./lessons.js";
 
 export const ARCHS = ["encoder", "decoder", "encoder-decoder"];
@@ -30,10 +31,10 @@ async function loadOne(s, arch) {
       }
       body.target_text = target;
     }
-    const prefix = arch === "encoder-decoder" ? "decoder." : "";
-    const self = `${prefix}blocks.${layer}.attn.hook_pattern`;
-    const cross = `decoder.blocks.${layer}.cross_attn.hook_pattern`;
-    const mask = `${prefix}blocks.${layer}.attn.hook_attn_scores`;
+    const stack = arch === "encoder-decoder" ? "decoder" : null;
+    const self = stageName("pattern", layer, { stack });
+    const cross = stageName("pattern", layer, { stack: "decoder", cross: true });
+    const mask = stageName("attn_scores", layer, { stack });
     const stages = arch === "encoder-decoder" ? [self, mask, cross] : [self, mask];
     const answer = await api.trace({ ...body, stages, heads: [head], top_k: arch === "encoder" ? 0 : 3 });
     const decoded = decodeStages(answer);

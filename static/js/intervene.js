@@ -5,7 +5,8 @@
 
 import { api, decodeStages } from "./shared/api.js";
 import { h, visible } from "./shared/dom.js";
-import { interventionsOf as buildInterventions, sentenceStack } from "./shared/interventions.js";
+import { interventionsOf as buildInterventions } from "./shared/interventions.js";
+import { sentenceStackName, stageName } from "./shared/stage_names.js";
 import { absMax, categoryAxis, draw, fitCellText, fitMargins, heatmap, indexLabels, rawLabels, rowsHeight, safe, tokenLabels } from "./shared/plot.js";
 
 export const WINDOWS = [1, 2, 3, 4, 6, 8, 16];
@@ -34,7 +35,7 @@ export function interventionsOf(ctx) {
 /** The trace stage the comparison charts: this stage's own, or (tokens, positions) layer 0's pattern. */
 function chartStage(ctx) {
   if (ctx.iv !== "shuffle") return ctx.names.main;
-  return `${sentenceStack(ctx.info)}blocks.0.attn.hook_pattern`;
+  return stageName("pattern", 0, { stack: sentenceStackName(ctx.info) });
 }
 
 /** Both runs (original, intervened) of the chart's stage, with the next-token table and the loss. */

@@ -22,10 +22,10 @@ def test_each_head_ablated_alone_gives_the_same_numbers(architecture: str) -> No
     result = head_ablation(model, tokens, position=4, target_tokens=target)
     read = target if target is not None else tokens
     ids = read[0].tolist()
-    prefix = "decoder." if architecture == "encoder-decoder" else ""
+    stack = "decoder" if architecture == "encoder-decoder" else None
     assert len(result.heads) == 8
     for effect in result.heads:
-        logits, _ = logits_with_edits(model, tokens, target, ablation_edits(prefix, effect.layer, [effect.head]))
+        logits, _ = logits_with_edits(model, tokens, target, ablation_edits(stack, effect.layer, [effect.head]))
         assert effect.loss == pytest.approx(sequence_loss(logits, ids), abs=1e-5)
         assert effect.prob == pytest.approx(float(torch.softmax(logits[4], -1)[result.chosen_id]), abs=1e-6)
     assert len({round(e.prob, 6) for e in result.heads}) > 1  # the heads do differ

@@ -73,7 +73,7 @@ def test_ablating_no_head_changes_nothing() -> None:
     clean = model(TOKENS)
     nothing, _ = model.run_with_trace(TOKENS, [], edits=Interventions(ablate_heads=()))
     assert torch.equal(nothing, clean)
-    none_here, _ = logits_with_edits(model, TOKENS, None, ablation_edits("", 1, []))
+    none_here, _ = logits_with_edits(model, TOKENS, None, ablation_edits(None, 1, []))
     assert torch.equal(none_here, clean[0].float())
 
 
@@ -108,7 +108,7 @@ def test_encoder_decoder_ablates_decoder_heads_only(translator: Any) -> None:
     model = translator.model
     source, target = torch.tensor([[5, 6, 7, 8]]), torch.tensor([[1, 9, 10, 11]])
     report = head_ablation(model, source, target_tokens=target)
-    assert report.stack == "decoder." and len(report.heads) == model.cfg.decoder_layers * model.cfg.n_heads
+    assert report.stack == "decoder" and len(report.heads) == model.cfg.decoder_layers * model.cfg.n_heads
     assert report.position == 3 and len(report.heads[0].weights) == 4
     with pytest.raises(ValueError):
         head_ablation(model, source)

@@ -16,7 +16,7 @@ ROUTERS = sorted((ROOT / "app" / "routers").glob("*.py"))
 # pages and docs serve the page and the offline Swagger files: they touch no model
 FILE_SERVERS = {"pages.py", "docs.py", "__init__.py"}
 BELOW_THE_SERVICE = ("model", "torch", "analysis", "checkpoints", "lab", "app.inference_pool", "app.registry",
-                     "app.resolve", "app.tokenizing", "app.answers",
+                     "app.resolve", "app.tokenizing", "app.answers", "app.request_checks",
                      "app.tensors", "app.cache", "app.catalogue")
 
 

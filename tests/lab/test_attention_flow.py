@@ -40,7 +40,7 @@ def check_flow(model: Transformer, trace: Any, prefix: str = "") -> list[Attenti
     found = []
     for layer in range(n_layers):
         for head in range(cfg.n_heads):
-            flow = attention_flow(model, trace, layer=layer, head=head, prefix=prefix)
+            flow = attention_flow(model, trace, layer=layer, head=head, stack=prefix.rstrip(".") or None)
             assert flow.identity_error <= TOL, (prefix, layer, head, flow.identity_error)
             vectors = head_vectors(model, trace, prefix, layer, head)
             torch.testing.assert_close(flow.flow_norms.double(), vectors.norm(dim=-1), atol=1e-5, rtol=1e-5)
@@ -112,11 +112,11 @@ def test_both_stacks_of_an_encoder_decoder(translator: Any) -> None:
     check_flow(model, trace, "encoder.")
     check_flow(model, trace, "decoder.")  # the decoder's self-attention; its cross-attention is another layer
     with pytest.raises(ValueError):
-        attention_flow(model, trace, layer=0, head=0, prefix="")
+        attention_flow(model, trace, layer=0, head=0, stack=None)
     with pytest.raises(ValueError):
-        attention_flow(model, trace, layer=9, head=0, prefix="encoder.")
+        attention_flow(model, trace, layer=9, head=0, stack="encoder")
     with pytest.raises(ValueError):
-        attention_flow(model, trace, layer=0, head=99, prefix="encoder.")
+        attention_flow(model, trace, layer=0, head=99, stack="encoder")
 
 
 def test_top_keys_and_rank_correlation(tiny_gpt: Any) -> None:

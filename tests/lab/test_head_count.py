@@ -10,7 +10,6 @@ import torch
 from lab.head_count import (
     RTOL,
     LayerQK,
-    attention_prefix,
     divisors,
     layer_qk,
     own_split_diff,
@@ -21,6 +20,7 @@ from lab.head_count import (
     uniform_entropy,
 )
 from model.config import TransformerConfig
+from model.hooks import AttentionLayer
 from model.transformer import Transformer
 
 
@@ -42,20 +42,20 @@ GPT2_LIKE = TransformerConfig(architecture="decoder", vocab_size=64, d_model=32,
 @pytest.mark.parametrize("cfg", [LLAMA_LIKE, GPT2_LIKE], ids=["rope-gqa", "learned-mha"])
 def test_the_models_own_head_count_reproduces_its_traced_scores(cfg: TransformerConfig) -> None:
     trace = traced(cfg, 20)
-    prefix = attention_prefix("", cfg.n_layers - 1, False)
-    qk = layer_qk(trace, prefix)
+    where = AttentionLayer(None, cfg.n_layers - 1)
+    qk = layer_qk(trace, where)
     assert qk.rotated == (cfg.pos_encoding == "rope")
     assert qk.q.shape == qk.k.shape == (20, cfg.n_heads * cfg.d_head)
     own = split_scores(qk.q, qk.k, cfg.n_heads)  # [head, q_pos, k_pos]
-    assert torch.allclose(own.float(), trace[prefix + "hook_scores_raw"][0], atol=1e-5, rtol=1e-5)
+    assert torch.allclose(own.float(), trace[where.stage("scores_raw")][0], atol=1e-5, rtol=1e-5)
     assert own_split_diff(qk) < 1e-5
     # and the scores the model divided: hook_scores_scaled = raw / √d_head (no ALiBi, no per-layer scale here)
-    scaled = trace[prefix + "hook_scores_scaled"][0].double()
+    scaled = trace[where.stage("scores_scaled")][0].double()
     assert torch.allclose(own / math.sqrt(cfg.d_head), scaled, atol=1e-5)
 
 
 def test_ranks_never_exceed_the_bound_and_it_bites_on_a_long_sentence() -> None:
-    qk = layer_qk(traced(LLAMA_LIKE, 30), attention_prefix("", 0, False))
+    qk = layer_qk(traced(LLAMA_LIKE, 30), AttentionLayer(None, 0))
     found = splits(qk)
     assert [s.heads for s in found] == divisors(48) == [1, 2, 3, 4, 6, 8, 12, 16, 24, 48]
     for s in found:
@@ -112,7 +112,7 @@ def test_cross_attention_reads_the_encoder_keys_with_no_mask() -> None:
     cfg = TransformerConfig(architecture="encoder-decoder", vocab_size=64, d_model=32, n_layers=1,
                             n_decoder_layers=1, n_heads=4, n_ctx=64, pos_encoding="sinusoidal", seed=3)
     trace = traced(cfg, 9, target=5)
-    qk = layer_qk(trace, "decoder." + attention_prefix("", 0, True))
+    qk = layer_qk(trace, AttentionLayer("decoder", 0, cross=True))
     assert qk.q.shape == (5, 32) and qk.k.shape == (9, 32) and bool(qk.allowed.all())
     assert own_split_diff(qk) < 1e-5
     assert all(max(s.ranks) <= min(5, s.d_k) for s in splits(qk))

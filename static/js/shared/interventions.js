@@ -2,6 +2,8 @@
 // the one POST /api/trace's `interventions` uses (shuffle; the explorer used to say reverse), and one
 // request shape.
 
+import { sentenceStackName, stackPrefix } from "./stage_names.js";
+
 export const KINDS = ["no_scale", "no_mask", "window", "temperature", "ablate", "shuffle"];
 
 /** Older names a link may carry (?iv=reverse) -> the kind. */
@@ -17,7 +19,7 @@ export function reversedOrder(tokens) {
 
 /** The stack prefix of the self-attention that reads the sentence ("encoder." for encoder-decoders). */
 export function sentenceStack(info) {
-  return info.architecture === "encoder-decoder" ? "encoder." : "";
+  return stackPrefix(sentenceStackName(info));
 }
 
 /**

@@ -1,7 +1,4 @@
-"""POST /api/predict's request and answer: what a router may import (app/answers/predict.py builds the answer).
-
-It lives apart from app/schemas.py, which stays under the 400-line limit.
-"""
+"""POST /api/predict: the next-token table, the distribution sampled from, and a few sampled tokens (seeded)."""
 
 from __future__ import annotations
 
@@ -9,7 +6,10 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.schemas import INTEGER, NUMBER, Float, Int, Intervenable, Prediction, TokenOut
+from app.schemas.fields import INTEGER, NUMBER, Float, Int
+from app.schemas.inputs import Intervenable
+from app.schemas.outputs import TokenOut
+from app.schemas.trace import Prediction
 
 
 class PredictRequest(Intervenable):

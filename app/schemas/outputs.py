@@ -1,0 +1,40 @@
+"""What every answer is made of: tokens, tensors, and the one error shape."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class TokenOut(BaseModel):
+    id: int
+    text: str
+    start: int = Field(description="Character span [start, end) of the input (`chat`: of chat_text); an added start "
+                                   "token has start == end.")
+    end: int
+
+
+class TensorOut(BaseModel):
+    name: str
+    dims: list[str]
+    shape: list[int]
+    dtype: str
+    data: Any = Field(description="Nested lists (null = masked) or {dtype, bdata, shape} when encoding is base64.")
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorOut(BaseModel):
+    error: ErrorBody
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorOut, "description": "Unknown model"},
+    413: {"model": ErrorOut, "description": "Body over 64 KB"},
+    422: {"model": ErrorOut, "description": "Empty or too long text, out-of-range layer/head, invalid request"},
+    503: {"model": ErrorOut, "description": "Busy: retry after the Retry-After header's seconds"},
+}
