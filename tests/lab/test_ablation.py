@@ -32,7 +32,7 @@ def test_no_head_changes_nothing_and_every_head_is_ablated_alone(position: int |
     # one head's effect, recomputed: its output zeroed by the edit, the chosen token's probability read off
     effect = result.heads[5]
     tokens = torch.tensor([IDS])
-    logits, _ = logits_with_edits(model, tokens, None, ablation_edits("", effect.layer, [effect.head]))
+    logits, _ = logits_with_edits(model, tokens, None, ablation_edits(None, effect.layer, [effect.head]))
     prob = float(torch.softmax(logits[result.position], -1)[result.chosen_id])
     assert prob == pytest.approx(effect.prob, abs=1e-6)
     assert effect.prob_change == pytest.approx(effect.prob - result.clean_prob, abs=1e-9)
@@ -41,5 +41,5 @@ def test_no_head_changes_nothing_and_every_head_is_ablated_alone(position: int |
 def test_an_encoder_decoder_ablates_its_decoder_heads() -> None:
     model = make(architecture="encoder-decoder")
     checked = ablation_with_check(model, IDS, [1, 4, 2], None)
-    assert checked.result.stack == "decoder." and len(checked.result.heads) == 2 * 4
+    assert checked.result.stack == "decoder" and len(checked.result.heads) == 2 * 4
     assert checked.none_prob_change == pytest.approx(0.0, abs=1e-6)

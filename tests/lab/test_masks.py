@@ -29,10 +29,10 @@ def test_masks_are_the_models_own() -> None:
     _, trace = model.run_with_trace(IDS)
     n = IDS.shape[1]
     causal = mask_lab.mask_set(n, 2, n, 3, True)
-    own = mask_lab.patterns_under_mask(model, IDS, causal["causal"], "", 1)
+    own = mask_lab.patterns_under_mask(model, IDS, causal["causal"], None, 1)
     torch.testing.assert_close(own, trace["blocks.1.attn.hook_pattern"])  # the causal mask is the model's
     _, peeking = model.run_with_trace(IDS, edits=Interventions(no_mask=True))
-    torch.testing.assert_close(mask_lab.patterns_under_mask(model, IDS, causal["bidirectional"], "", 1),
+    torch.testing.assert_close(mask_lab.patterns_under_mask(model, IDS, causal["bidirectional"], None, 1),
                                peeking["blocks.1.attn.hook_pattern"])
 
 
