@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from model.positional import alibi_slopes
+from model.positional import BiasKind
 from model.transformer import Transformer
 
 # ---------------------------------------------------------------- the algorithm
@@ -213,7 +213,7 @@ def head_prefix(model: Transformer, layer: int, stack: str | None, cross: bool) 
 def head_stage_names(model: Transformer, layer: int, *, stack: str | None = None, cross: bool = False) -> list[str]:
     """The trace stages `head_inputs` reads (ask run_with_trace for just these)."""
     prefix = head_prefix(model, layer, stack, cross)
-    rotated = model.cfg.pos_encoding == "rope" and not cross
+    rotated = model.cfg.positional.where == "q_k" and not cross  # a rotary kind: q and k as the scores see them
     q_name, k_name = ("hook_rot_q", "hook_rot_k") if rotated else ("hook_q", "hook_k")
     return [prefix + name for name in (q_name, k_name, "hook_v", "hook_z")]
 
@@ -233,7 +233,8 @@ def head_inputs(
     q_name, k_name, v_name, z_name = head_stage_names(model, layer, stack=stack, cross=cross)
     kv_head = head // (cfg.n_heads // cfg.kv_heads)
     causal = not cross and (stack == "decoder" or (stack is None and cfg.causal))
-    slope = float(alibi_slopes(cfg.n_heads)[head]) if cfg.pos_encoding == "alibi" and not cross else None
+    kind = cfg.positional
+    slope = float(kind.slopes(cfg.n_heads)[head]) if isinstance(kind, BiasKind) and not cross else None
     return HeadInputs(
         q=trace[q_name][0, :, head].float(),  # [pos, head, d_head] -> [q_pos, d_head]
         k=trace[k_name][0, :, kv_head].float(),  # [pos, kv_head, d_head] -> [k_pos, d_head]

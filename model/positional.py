@@ -157,8 +157,11 @@ class BiasKind(PositionalKind):
         raise NotImplementedError
 
     def bias(self, n_heads: int, q_len: int, k_len: int, causal: bool) -> torch.Tensor:
-        """bias[h, q, k] for queries 0..q_len-1 and keys 0..k_len-1.  [head, q_pos, k_pos]"""
-        raise NotImplementedError
+        """bias[h, q, k] = -slope_h * distance(q, k) for queries 0..q_len-1, keys 0..k_len-1.  [head, q_pos, k_pos]
+
+        The family's form (ALiBi's); a kind picks its slopes. The flash and linear-attention labs tile this form.
+        """
+        return -self.slopes(n_heads)[:, None, None] * score_distance(q_len, k_len, causal)
 
     def show(self, sizes: Sizes, model_table: torch.Tensor | None = None) -> Shown:
         return {"slopes": (self.slopes(sizes.n_heads), ("head",)),
@@ -213,9 +216,6 @@ class Alibi(BiasKind):
 
     def slopes(self, n_heads: int) -> torch.Tensor:
         return alibi_slopes(n_heads)
-
-    def bias(self, n_heads: int, q_len: int, k_len: int, causal: bool) -> torch.Tensor:
-        return alibi_bias(n_heads, q_len, k_len, causal)
 
 
 @register
@@ -289,8 +289,12 @@ def alibi_bias(n_heads: int, q_len: int, k_len: int, causal: bool) -> torch.Tens
 
     Causal stacks use q - k (future keys are masked anyway); bidirectional ones use |q - k|.
     """
+    return -alibi_slopes(n_heads)[:, None, None] * score_distance(q_len, k_len, causal)
+
+
+def score_distance(q_len: int, k_len: int, causal: bool) -> torch.Tensor:
+    """distance[q, k]: q - k for causal stacks (future keys are masked anyway), else |q - k|.  [q_pos, k_pos]"""
     q = torch.arange(q_len)[:, None]
     k = torch.arange(k_len)[None, :]
     distance = (q - k) if causal else (q - k).abs()
-    distance = distance.clamp(min=0).to(torch.float32)  # [q_pos, k_pos]
-    return -alibi_slopes(n_heads)[:, None, None] * distance
+    return distance.clamp(min=0).to(torch.float32)

@@ -11,13 +11,12 @@ import torch
 from fastapi.testclient import TestClient
 
 from app.schemas import InlineConfig, PositionalQuery
-from model.config import POS_ENCODINGS, TransformerConfig
+from model.config import TransformerConfig
 from model.positional import KINDS
 from model.transformer import Transformer
 
 
 def test_config_and_schemas_list_exactly_the_registry() -> None:
-    assert tuple(KINDS) == POS_ENCODINGS
     assert InlineConfig.model_json_schema()["properties"]["pos_encoding"]["enum"] == list(KINDS)
     shown = PositionalQuery.model_json_schema()["properties"]["kind"]["anyOf"][0]["enum"]
     assert shown == [name for name, kind in KINDS.items() if kind.where != "nowhere"]
