@@ -28,7 +28,7 @@ def plan(query: PositionalQuery, resolved: Resolved | None) -> Callable[[], dict
         kind = cfg.positional
     else:
         kind = kind_of(DEFAULT_KIND)
-    own = resolved is not None and resolved.cfg.pos_encoding == kind.name  # the model uses this very kind
+    own = resolved is not None and resolved.cfg.positional is kind  # the model uses this very kind
     if own and kind.learned and resolved is not None:
         if query.length > resolved.cfg.n_ctx:  # a learned table has n_ctx rows and no formula past them
             raise errors.beyond_context(resolved.name, query.length, resolved.cfg.n_ctx)

@@ -10,7 +10,7 @@ import { demoBlock, familyBlock, familyTable, loadDemo } from "./pe_family.js";
 
 export default {
   async load(s, info) {
-    const family = familyTable(s.models);
+    const family = familyTable(s.models, await api.positionalKinds());
     // the demo fails in its own place: the formulas above it still show
     const demo = family ? loadDemo(s, family).then((value) => ({ value }), (error) => ({ error })) : null;
     const body = { model: s.model, length: s.length, pair: s.pair };
