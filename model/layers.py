@@ -15,7 +15,7 @@ from torch import nn
 from model.config import GATED_ACTIVATIONS, TransformerConfig
 from model.hooks import HookPoint
 from model.kv_cache import LayerKV
-from model.positional import BiasKind, RotaryKind
+from model.positional import BiasKind, EmbeddingKind, RotaryKind
 
 
 class Embed(nn.Module):
@@ -30,8 +30,8 @@ class Embed(nn.Module):
         self.hook_tokens = HookPoint(("batch", "pos"))
         self.hook_embed = HookPoint(("batch", "pos", "d_model"))
         kind = cfg.positional
-        self.adds_positions = kind.where == "embedding"
-        if self.adds_positions:
+        self.adds_positions = isinstance(kind, EmbeddingKind)
+        if isinstance(kind, EmbeddingKind):
             if kind.learned:
                 self.W_pos = nn.Embedding(cfg.n_ctx, cfg.d_model)
             else:
@@ -67,7 +67,7 @@ class Embed(nn.Module):
         return x  # [batch, pos, d_model]
 
     def position_table(self) -> torch.Tensor:
-        """The table added to the token vectors: W_pos of a learned kind, else the kind's fixed one.  [n_ctx, d_model]"""
+        """What is added to the token vectors: a learned kind's W_pos, else its fixed table.  [n_ctx, d_model]"""
         return self.W_pos.weight if hasattr(self, "W_pos") else self.pe_table
 
 
@@ -187,7 +187,8 @@ class Attention(nn.Module):
         scores_scaled = scores_raw / self.scale
         if self.score_bias is not None:
             # the rows of queries start .. start + q_len - 1 (all of them without a cache)
-            bias = self.score_bias.bias(cfg.n_heads, start + q_len, k_len, self.causal)[:, start:]  # [head, q_pos, k_pos]
+            bias = self.score_bias.bias(cfg.n_heads, start + q_len, k_len, self.causal)  # [head, q_pos, k_pos]
+            bias = bias[:, start:]
             scores_scaled = scores_scaled + bias.to(scores_raw)
         scores_scaled = self.hook_scores_scaled(scores_scaled)
         # 4) hide what this query may not see, then normalise each row

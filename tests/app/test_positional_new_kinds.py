@@ -15,8 +15,18 @@ from app.schemas import InlineConfig, PositionalQuery
 from app.tensors import decode_tensor
 from model.config import ConfigError, TransformerConfig
 from model.positional import (
-    KINDS, BiasKind, EmbeddingKind, PositionalKind, RotaryKind, Sizes, UnknownKind, alibi_slopes, kind_of,
-    register, rope_angles, sinusoidal_table,
+    KINDS,
+    BiasKind,
+    EmbeddingKind,
+    PositionalKind,
+    RotaryKind,
+    Sizes,
+    UnknownKind,
+    alibi_slopes,
+    kind_of,
+    register,
+    rope_angles,
+    sinusoidal_table,
 )
 from model.transformer import Transformer
 from tests.app.conftest import error_of, post

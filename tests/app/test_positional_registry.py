@@ -74,7 +74,8 @@ def test_no_other_list_of_kinds() -> None:
 # a comparison with a kind's name: `cfg.pos_encoding == ...`, `m.pos === ...`, or `== "rope"` and the like
 # ("none" is too common a word to look for on its own; with pos_encoding it is found)
 SHIPPED = "|".join(name for name in KINDS if name != "none")
-COMPARED = re.compile(rf"""pos_encoding\s*[!=]==?|\.pos\s*[!=]==?|[!=]==?\s*["'](?:{SHIPPED})["']|["'](?:{SHIPPED})["']\s*[!=]==?""")
+COMPARED = re.compile(rf"""pos_encoding\s*[!=]==?|\.pos\s*[!=]==?"""
+                      rf"""|[!=]==?\s*["'](?:{SHIPPED})["']|["'](?:{SHIPPED})["']\s*[!=]==?""")
 # comparisons that are about something else: the rotation's stage is named "rope" (static/js/stages.js)
 NOT_A_KIND = {("static/js/panels/qkv.js", 'key === "rope"')}
 
