@@ -12,7 +12,7 @@ import torch
 
 from model.config import TransformerConfig
 from model.generate import sampling_distributions
-from model.positional import alibi_bias, alibi_slopes, apply_rope, rope_angles, sinusoidal_table
+from model.positional import alibi_bias, alibi_slopes
 from model.transformer import Transformer
 
 # ---------------------------------------------------------------- slicing a trace
@@ -98,27 +98,16 @@ def sequence_loss(logits: torch.Tensor, ids: Sequence[int]) -> float | None:
 # ---------------------------------------------------------------- positional encodings
 
 
-def sinusoidal(length: int, d_model: int) -> dict[str, torch.Tensor]:
-    return {"table": sinusoidal_table(length, d_model)}  # [pos, d_model]
+def position_table(model: Transformer) -> torch.Tensor:
+    """The table the first stack adds to its token vectors (an embedding kind's), detached.  [n_ctx, d_model]"""
+    stack = model.encoder if model.cfg.architecture == "encoder-decoder" else model.stack
+    return stack.embed.position_table().detach().float().cpu()
 
 
 def learned_positions(model: Transformer, length: int) -> dict[str, torch.Tensor]:
     """The learned position table of the model's first stack.  [pos, d_model]"""
-    stack = model.encoder if model.cfg.architecture == "encoder-decoder" else model.stack
-    weight = stack.embed.W_pos.weight.detach()
-    return {"table": weight[: min(length, weight.shape[0])].float().cpu()}
-
-
-def rope(length: int, d_head: int, base: float) -> dict[str, torch.Tensor]:
-    """RoPE angles per (pos, pair), and what the rotation does to a vector of ones.
-
-    `rotated[pos]` is apply_rope([1, 1, ..., 1], pos): pair i of dimension (i, i + d_head/2)
-    turned by angle[pos, i], so each pair traces a circle at its own speed.
-    """
-    angles = rope_angles(length, d_head, base)  # [pos, pair]
-    ones = torch.ones(1, length, 1, d_head)  # [batch, pos, head, d_head]
-    rotated = apply_rope(ones, angles)[0, :, 0, :]  # [pos, d_head]
-    return {"angles": angles, "cos": angles.cos(), "sin": angles.sin(), "rotated": rotated}
+    weight = position_table(model)
+    return {"table": weight[: min(length, weight.shape[0])]}
 
 
 def alibi(n_heads: int, length: int, causal: bool) -> dict[str, torch.Tensor]:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import torch
 
 from model.hooks import AttentionLayer, attention_layer
-from model.positional import alibi_slopes
+from model.positional import BiasKind
 from model.transformer import Transformer
 
 # ---------------------------------------------------------------- the algorithm
@@ -203,7 +203,7 @@ def head_stage_names(model: Transformer, layer: int, *, stack: str | None = None
 
 def read_by_head(model: Transformer, where: AttentionLayer) -> list[str]:
     """q and k (after RoPE where the model rotates), v and z of one attention layer."""
-    rotated = model.cfg.pos_encoding == "rope" and not where.cross
+    rotated = model.cfg.positional.where == "q_k" and not where.cross  # a rotary kind: q and k as the scores see them
     return [where.stage(name) for name in (("rot_q", "rot_k") if rotated else ("q", "k")) + ("v", "z")]
 
 
@@ -223,7 +223,8 @@ def head_inputs(
     q_name, k_name, v_name, z_name = read_by_head(model, where)
     kv_head = head // (cfg.n_heads // cfg.kv_heads)
     causal = not cross and model.stack_named(where.stack).causal
-    slope = float(alibi_slopes(cfg.n_heads)[head]) if cfg.pos_encoding == "alibi" and not cross else None
+    kind = cfg.positional
+    slope = float(kind.slopes(cfg.n_heads)[head]) if isinstance(kind, BiasKind) and not cross else None
     return HeadInputs(
         q=trace[q_name][0, :, head].float(),  # [pos, head, d_head] -> [q_pos, d_head]
         k=trace[k_name][0, :, kv_head].float(),  # [pos, kv_head, d_head] -> [k_pos, d_head]

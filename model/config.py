@@ -8,16 +8,15 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from model.positional import KINDS
+from model.positional import PositionalKind, UnknownKind, kind_of
 
 Architecture = Literal["decoder", "encoder", "encoder-decoder"]
-PosEncoding = str  # a name in model.positional.KINDS (checked in __post_init__)
+PosEncoding = str  # a name in model.positional.KINDS (checked in __post_init__ by the kind itself)
 NormKind = Literal["layernorm", "rmsnorm"]
 NormPlacement = Literal["pre", "post"]
 Activation = Literal["relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh", "reglu"]
 
 ARCHITECTURES: tuple[str, ...] = ("decoder", "encoder", "encoder-decoder")
-POS_ENCODINGS: tuple[str, ...] = tuple(KINDS)  # model/positional.py: the one registry
 NORMS: tuple[str, ...] = ("layernorm", "rmsnorm")
 NORM_PLACEMENTS: tuple[str, ...] = ("pre", "post")
 ACTIVATIONS: tuple[str, ...] = ("relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh", "reglu")
@@ -75,8 +74,10 @@ class TransformerConfig:
 
         if self.architecture not in ARCHITECTURES:
             fail(f"unknown architecture {self.architecture!r}; choose one of {', '.join(ARCHITECTURES)}")
-        if self.pos_encoding not in POS_ENCODINGS:
-            fail(f"unknown positional encoding {self.pos_encoding!r}; choose one of {', '.join(POS_ENCODINGS)}")
+        try:
+            kind_of(self.pos_encoding)  # model/positional.py: the one registry
+        except UnknownKind as error:
+            fail(str(error))
         if self.norm not in NORMS:
             fail(f"unknown norm {self.norm!r}; choose one of {', '.join(NORMS)}")
         if self.norm_placement not in NORM_PLACEMENTS:
@@ -90,10 +91,10 @@ class TransformerConfig:
             fail(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if self.kv_heads < 1 or self.n_heads % self.kv_heads != 0:
             fail(f"n_heads ({self.n_heads}) must be divisible by n_kv_heads ({self.kv_heads})")
-        if self.pos_encoding == "rope" and self.d_head % 2 != 0:
-            fail(f"RoPE needs an even d_head, got {self.d_head}")
-        if self.pos_encoding == "sinusoidal" and self.d_model % 2 != 0:
-            fail(f"sinusoidal encoding needs an even d_model, got {self.d_model}")
+        try:
+            self.positional.check(self.d_model, self.n_heads)  # the sizes this kind needs (even d_head for RoPE, ...)
+        except ValueError as error:
+            fail(str(error))
         if self.sliding_window is not None and self.sliding_window < 1:
             fail(f"sliding_window must be at least 1, got {self.sliding_window}")
         if self.window_layers is not None:
@@ -109,6 +110,11 @@ class TransformerConfig:
             fail(f"n_decoder_layers must be at least 1, got {self.n_decoder_layers}")
         if self.architecture == "encoder-decoder" and not self.lm_head:
             fail("an encoder-decoder model needs its lm_head")
+
+    @property
+    def positional(self) -> PositionalKind:
+        """The positional-encoding kind (model/positional.py): what it changes and how."""
+        return kind_of(self.pos_encoding)
 
     @property
     def d_head(self) -> int:

@@ -15,13 +15,13 @@ from torch import nn
 from model.config import GATED_ACTIVATIONS, TransformerConfig
 from model.hooks import HookPoint
 from model.kv_cache import LayerKV
-from model.positional import KINDS, alibi_bias, apply_rope, rope_angles, sinusoidal_table
+from model.positional import BiasKind, EmbeddingKind, RotaryKind
 
 
 class Embed(nn.Module):
-    """Token ids -> vectors, plus positions (sinusoidal or learned) and BERT's segment embedding."""
+    """Token ids -> vectors, plus positions (an embedding kind's table) and BERT's segment embedding."""
 
-    pe_table: torch.Tensor  # [n_ctx, d_model] buffer, sinusoidal only
+    pe_table: torch.Tensor  # [n_ctx, d_model] buffer: the fixed table of an embedding kind that is not learned
 
     def __init__(self, cfg: TransformerConfig, W_E: nn.Embedding | None = None) -> None:
         super().__init__()
@@ -29,12 +29,14 @@ class Embed(nn.Module):
         self.W_E = W_E if W_E is not None else nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.hook_tokens = HookPoint(("batch", "pos"))
         self.hook_embed = HookPoint(("batch", "pos", "d_model"))
-        if cfg.pos_encoding == "learned":
-            self.W_pos = nn.Embedding(cfg.n_ctx, cfg.d_model)
-        elif cfg.pos_encoding == "sinusoidal":
-            with torch.device("cpu"):  # a fixed table, real even when the modules are built on "meta"
-                self.register_buffer("pe_table", sinusoidal_table(cfg.n_ctx, cfg.d_model), persistent=False)
-        if KINDS[cfg.pos_encoding].where == "embedding":
+        kind = cfg.positional
+        self.adds_positions = isinstance(kind, EmbeddingKind)
+        if isinstance(kind, EmbeddingKind):
+            if kind.learned:
+                self.W_pos = nn.Embedding(cfg.n_ctx, cfg.d_model)
+            else:
+                with torch.device("cpu"):  # a fixed table, real even when the modules are built on "meta"
+                    self.register_buffer("pe_table", kind.table(cfg.n_ctx, cfg.d_model), persistent=False)
             self.hook_pos_embed = HookPoint(("pos", "d_model"))
         if cfg.n_token_types:
             self.W_token_type = nn.Embedding(cfg.n_token_types, cfg.d_model)
@@ -55,16 +57,18 @@ class Embed(nn.Module):
         if cfg.scale_embeddings:
             embed = embed * math.sqrt(cfg.d_model)
         x = self.hook_embed(embed)
-        if cfg.pos_encoding == "learned":
-            x = x + self.hook_pos_embed(self.W_pos.weight[start : start + n_pos])  # [pos, d_model]
-        elif cfg.pos_encoding == "sinusoidal":
-            x = x + self.hook_pos_embed(self.pe_table[start : start + n_pos])  # [pos, d_model]
+        if self.adds_positions:
+            x = x + self.hook_pos_embed(self.position_table()[start : start + n_pos])  # [pos, d_model]
         if cfg.n_token_types:
             types = token_type_ids if token_type_ids is not None else torch.zeros_like(tokens)
             x = x + self.hook_token_type_embed(self.W_token_type(types))  # [batch, pos, d_model]
         if cfg.embed_norm:
             x = self.ln_embed(x)
         return x  # [batch, pos, d_model]
+
+    def position_table(self) -> torch.Tensor:
+        """What is added to the token vectors: a learned kind's W_pos, else its fixed table.  [n_ctx, d_model]"""
+        return self.W_pos.weight if hasattr(self, "W_pos") else self.pe_table
 
 
 class Norm(nn.Module):
@@ -103,7 +107,7 @@ class Attention(nn.Module):
     cfg.scale_attn_by_layer (a GPT-2 option) layer L divides its scores by L + 1 too.
     """
 
-    rope_table: torch.Tensor  # [n_ctx, d_head/2] rotation angles, RoPE only
+    angle_table: torch.Tensor  # [n_ctx, d_head/2] rotation angles, rotary kinds only
 
     def __init__(self, cfg: TransformerConfig, causal: bool, cross: bool = False, layer: int = 0) -> None:
         super().__init__()
@@ -111,8 +115,10 @@ class Attention(nn.Module):
         self.causal = causal
         self.cross = cross
         self.scale = cfg.score_divisor(layer)
-        self.use_rope = cfg.pos_encoding == "rope" and not cross
-        self.use_alibi = cfg.pos_encoding == "alibi" and not cross
+        # the positional kind acts on self-attention only: cross-attention compares two sequences' positions
+        kind = cfg.positional
+        self.rotary = kind if isinstance(kind, RotaryKind) and not cross else None  # rotates q and k
+        self.score_bias = kind if isinstance(kind, BiasKind) and not cross else None  # adds a bias to the scores
         d_head, n_heads, kv_heads = cfg.d_head, cfg.n_heads, cfg.kv_heads
         self.W_Q = nn.Linear(cfg.d_model, n_heads * d_head, bias=cfg.use_qkv_bias)
         self.W_K = nn.Linear(cfg.d_model, kv_heads * d_head, bias=cfg.use_qkv_bias)
@@ -121,11 +127,12 @@ class Attention(nn.Module):
         self.hook_q = HookPoint(("batch", "pos", "head", "d_head"))
         self.hook_k = HookPoint(("batch", "pos", "kv_head", "d_head"))
         self.hook_v = HookPoint(("batch", "pos", "kv_head", "d_head"))
-        if self.use_rope:
+        if self.rotary is not None:
             self.hook_rot_q = HookPoint(("batch", "pos", "head", "d_head"))
             self.hook_rot_k = HookPoint(("batch", "pos", "kv_head", "d_head"))
             with torch.device("cpu"):  # a fixed table, real even when the modules are built on "meta"
-                self.register_buffer("rope_table", rope_angles(cfg.n_ctx, d_head, cfg.rope_base), persistent=False)
+                angles = self.rotary.angles(cfg.n_ctx, d_head, cfg.rope_base)
+                self.register_buffer("angle_table", angles, persistent=False)
         scores_dims = ("batch", "head", "q_pos", "k_pos")
         self.hook_scores_raw = HookPoint(scores_dims)
         self.hook_scores_scaled = HookPoint(scores_dims)
@@ -160,9 +167,9 @@ class Attention(nn.Module):
             new = x_kv.shape[1]
             k = self.hook_k(self.W_K(x_kv).view(batch, new, cfg.kv_heads, cfg.d_head))  # [batch, pos, kv_head, d_head]
             v = self.hook_v(self.W_V(x_kv).view(batch, new, cfg.kv_heads, cfg.d_head))  # [batch, pos, kv_head, d_head]
-            if self.use_rope:  # positions start, start + 1, ...: the angles a full pass gives them
-                q = self.hook_rot_q(apply_rope(q, self.rope_table[start : start + q_len]))
-                k = self.hook_rot_k(apply_rope(k, self.rope_table[start : start + new]))
+            if self.rotary is not None:  # positions start, start + 1, ...: the angles a full pass gives them
+                q = self.hook_rot_q(self.rotary.rotate(q, self.angle_table[start : start + q_len]))
+                k = self.hook_rot_k(self.rotary.rotate(k, self.angle_table[start : start + new]))
             if cache is not None:
                 k, v = cache.extend(k, v)  # every position so far: [batch, k_pos, kv_head, d_head]
         k_len = k.shape[1]
@@ -171,16 +178,17 @@ class Attention(nn.Module):
         if group > 1:
             k = k.repeat_interleave(group, dim=2)  # [batch, pos, head, d_head]
             v = v.repeat_interleave(group, dim=2)
-        if self.fused and not self.use_alibi:
+        if self.fused and self.score_bias is None:
             q_, k_, v_ = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # [batch, head, pos, d_head]
             z = F.scaled_dot_product_attention(q_, k_, v_, attn_mask=allowed, scale=1 / self.scale)
             return self.W_O(z.transpose(1, 2).reshape(batch, q_len, cfg.n_heads * cfg.d_head))
         # 3) score every query against every key
         scores_raw = self.hook_scores_raw(torch.einsum("bqhd,bkhd->bhqk", q, k))  # [batch, head, q_pos, k_pos]
         scores_scaled = scores_raw / self.scale
-        if self.use_alibi:
+        if self.score_bias is not None:
             # the rows of queries start .. start + q_len - 1 (all of them without a cache)
-            bias = alibi_bias(cfg.n_heads, start + q_len, k_len, self.causal)[:, start:]  # [head, q_pos, k_pos]
+            bias = self.score_bias.bias(cfg.n_heads, start + q_len, k_len, self.causal)  # [head, q_pos, k_pos]
+            bias = bias[:, start:]
             scores_scaled = scores_scaled + bias.to(scores_raw)
         scores_scaled = self.hook_scores_scaled(scores_scaled)
         # 4) hide what this query may not see, then normalise each row

@@ -1,45 +1,231 @@
-"""Positional information: the one registry of kinds, and each kind's formula.
+"""Positional information: the one registry of kinds, each kind a class that carries what it does.
 
-Sinusoidal and learned tables are added to the token vectors; RoPE rotates q and k; ALiBi adds a
-bias to the scores. Each function reads like its formula; the explorer's positional view calls the
-same code. KINDS is the only list of kinds: the config, the API's schemas and the page read it.
+Three families, one base class each: an embedding kind adds a table to the token vectors
+(`EmbeddingKind.table`), a rotary kind rotates q and k (`RotaryKind.angles`, `.rotate`), a bias kind
+adds a bias to the attention scores (`BiasKind.bias`). Every kind also checks the sizes it needs
+(`check`) and says what the explorer shows of it (`show`: GET /api/positional-encoding). The layers,
+the config, the API and the page ask the kind; none of them compares its name.
+
+KINDS is the only list of kinds. Adding one is one class here, decorated with `@register`, plus its
+texts (docs/ARCHITECTURE.md, "Add a positional encoding").
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
-from typing import Literal
+from dataclasses import dataclass
+from typing import ClassVar, Literal, TypeVar
 
 import torch
 
 Where = Literal["embedding", "q_k", "scores", "nowhere"]
+Dims = tuple[str, ...]
+Shown = dict[str, tuple[torch.Tensor, Dims]]  # what the explorer shows: name -> (tensor, its dims)
+
+
+class UnknownKind(ValueError):
+    """A positional-encoding name that is not in KINDS."""
+
+
+class NeedsModel(ValueError):
+    """A kind whose numbers exist only in a trained model (a learned table) was asked for without one."""
 
 
 @dataclass(frozen=True)
-class PositionalKind:
-    """One way of telling a Transformer where each token is."""
+class Sizes:
+    """The sizes a kind's numbers are shown at."""
 
-    name: str
-    where: Where  # what it changes: the token vectors, q and k, the attention scores, or nothing
-    learned: bool  # a table trained with the model (it has no row past the trained context)
-    extrapolates: bool  # defined at positions past the longest training sequence
-    paper: str  # where it comes from
+    length: int  # positions
+    d_model: int
+    n_heads: int
+    base: float = 10000.0  # rotary kinds' base (theta)
+    causal: bool = True  # bias kinds: distances q - k (causal) or |q - k|
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+
+class PositionalKind:
+    """One way of telling a Transformer where each token is: what it is, and what it does."""
+
+    name: ClassVar[str]
+    where: ClassVar[Where]  # what it changes: the token vectors, q and k, the attention scores, or nothing
+    learned: ClassVar[bool] = False  # a table trained with the model (it has no row past the trained context)
+    extrapolates: ClassVar[bool] = True  # defined at positions past the longest training sequence
+    paper: ClassVar[str]  # where it comes from
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        return {"name": self.name, "where": self.where, "learned": self.learned,
+                "extrapolates": self.extrapolates, "paper": self.paper}
+
+    def check(self, d_model: int, n_heads: int) -> None:
+        """Raise ValueError, naming this kind and the field, for sizes it cannot work with."""
+
+    def show(self, sizes: Sizes, model_table: torch.Tensor | None = None) -> Shown:
+        """What GET /api/positional-encoding answers for this kind at these sizes.
+
+        model_table: the position table of a model that uses this kind (embedding kinds), if any.
+        """
+        raise NotImplementedError(f"the positional encoding '{self.name}' has no numbers to show")
+
+    def _need_heads(self, d_model: int, n_heads: int) -> None:
+        if d_model % n_heads:
+            raise ValueError(f"positional encoding '{self.name}' works per head: d_model ({d_model}) must be "
+                             f"divisible by n_heads ({n_heads})")
+
+    def __repr__(self) -> str:
+        return f"<positional encoding {self.name!r}>"
 
 
-KINDS: dict[str, PositionalKind] = {
-    kind.name: kind
-    for kind in (
-        PositionalKind("sinusoidal", "embedding", learned=False, extrapolates=True, paper="Vaswani et al. 2017"),
-        PositionalKind("learned", "embedding", learned=True, extrapolates=False, paper="GPT-2, BERT"),
-        PositionalKind("rope", "q_k", learned=False, extrapolates=True, paper="Su et al. 2021 (RoFormer)"),
-        PositionalKind("alibi", "scores", learned=False, extrapolates=True, paper="Press et al. 2022"),
-        PositionalKind("none", "nowhere", learned=False, extrapolates=True, paper="NoPE: causal masks alone"),
-    )
-}
+KINDS: dict[str, PositionalKind] = {}
+K = TypeVar("K", bound=type[PositionalKind])
+
+
+def register(cls: K) -> K:
+    """Add a kind to the registry (in the order kinds are defined: the API lists them so)."""
+    KINDS[cls.name] = cls()
+    return cls
+
+
+def kind_of(name: str) -> PositionalKind:
+    """The registered kind of this name; UnknownKind names it and the known ones."""
+    kind = KINDS.get(name)
+    if kind is None:
+        raise UnknownKind(f"unknown positional encoding {name!r}; choose one of {', '.join(KINDS)}")
+    return kind
+
+
+# ---------------------------------------------------------------- the families
+
+
+class EmbeddingKind(PositionalKind):
+    """Adds one vector per position to the token vectors:  x_i <- x_i + table[i]."""
+
+    where: ClassVar[Where] = "embedding"
+
+    def table(self, n_pos: int, d_model: int) -> torch.Tensor:
+        """The fixed table.  [pos, d_model]  (a learned kind has none: its table is a parameter)"""
+        raise NotImplementedError(f"'{self.name}' is learned: its table is the model's W_pos")
+
+    def show(self, sizes: Sizes, model_table: torch.Tensor | None = None) -> Shown:
+        return {"table": (self.table(sizes.length, sizes.d_model), ("pos", "d_model"))}
+
+
+class RotaryKind(PositionalKind):
+    """Rotates each pair of dimensions of q and k by an angle that grows with the position."""
+
+    where: ClassVar[Where] = "q_k"
+
+    def check(self, d_model: int, n_heads: int) -> None:
+        self._need_heads(d_model, n_heads)
+        if (d_model // n_heads) % 2:
+            raise ValueError(f"positional encoding '{self.name}' rotates pairs of dimensions: it needs an even d_head, "
+                             f"got d_model / n_heads = {d_model} / {n_heads} = {d_model // n_heads}")
+
+    def angles(self, n_pos: int, d_head: int, base: float, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """theta[pos, i]: the angle pair i turns by at position pos.  [pos, d_head/2]"""
+        raise NotImplementedError
+
+    def rotate(self, x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
+        """Each pair of x turned by its angle.  x: [batch, pos, head, d_head]; angles: [pos, d_head/2]"""
+        return apply_rope(x, angles)
+
+    def show(self, sizes: Sizes, model_table: torch.Tensor | None = None) -> Shown:
+        """The angles per (pos, pair), and what the rotation does to a vector of ones.
+
+        `rotated[pos]` is the rotation of [1, 1, ..., 1] at pos: each pair traces a circle at its own speed.
+        """
+        angles = self.angles(sizes.length, sizes.d_head, sizes.base)  # [pos, pair]
+        ones = torch.ones(1, sizes.length, 1, sizes.d_head)  # [batch, pos, head, d_head]
+        rotated = self.rotate(ones, angles)[0, :, 0, :]  # [pos, d_head]
+        pairs = ("pos", "pair")
+        return {"angles": (angles, pairs), "cos": (angles.cos(), pairs), "sin": (angles.sin(), pairs),
+                "rotated": (rotated, ("pos", "d_head"))}
+
+
+class BiasKind(PositionalKind):
+    """Adds a bias to every attention score that depends on the two positions:  S'(h, i, j) += bias[h, i, j]."""
+
+    where: ClassVar[Where] = "scores"
+
+    def check(self, d_model: int, n_heads: int) -> None:
+        self._need_heads(d_model, n_heads)
+
+    def slopes(self, n_heads: int) -> torch.Tensor:
+        """How steeply each head's bias falls with distance.  [head]"""
+        raise NotImplementedError
+
+    def bias(self, n_heads: int, q_len: int, k_len: int, causal: bool) -> torch.Tensor:
+        """bias[h, q, k] = -slope_h * distance(q, k) for queries 0..q_len-1, keys 0..k_len-1.  [head, q_pos, k_pos]
+
+        The family's form (ALiBi's); a kind picks its slopes. The flash and linear-attention labs tile this form.
+        """
+        return -self.slopes(n_heads)[:, None, None] * score_distance(q_len, k_len, causal)
+
+    def show(self, sizes: Sizes, model_table: torch.Tensor | None = None) -> Shown:
+        return {"slopes": (self.slopes(sizes.n_heads), ("head",)),
+                "bias": (self.bias(sizes.n_heads, sizes.length, sizes.length, sizes.causal),
+                         ("head", "q_pos", "k_pos"))}
+
+
+# ---------------------------------------------------------------- the kinds (registered in this order)
+
+
+@register
+class Sinusoidal(EmbeddingKind):
+    name = "sinusoidal"
+    paper = "Vaswani et al. 2017"
+
+    def check(self, d_model: int, n_heads: int) -> None:
+        if d_model % 2:
+            raise ValueError(f"positional encoding '{self.name}' fills each pair of dimensions with a sin and a cos: "
+                             f"it needs an even d_model, got {d_model}")
+
+    def table(self, n_pos: int, d_model: int) -> torch.Tensor:
+        return sinusoidal_table(n_pos, d_model)
+
+
+@register
+class Learned(EmbeddingKind):
+    name = "learned"
+    learned = True
+    extrapolates = False
+    paper = "GPT-2, BERT"
+
+    def show(self, sizes: Sizes, model_table: torch.Tensor | None = None) -> Shown:
+        if model_table is None:
+            raise NeedsModel("A learned table belongs to a trained model: pass `model` naming one with learned "
+                             "positions.")
+        return {"table": (model_table[: min(sizes.length, model_table.shape[0])], ("pos", "d_model"))}
+
+
+@register
+class Rope(RotaryKind):
+    name = "rope"
+    paper = "Su et al. 2021 (RoFormer)"
+
+    def angles(self, n_pos: int, d_head: int, base: float, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        return rope_angles(n_pos, d_head, base, dtype)
+
+
+@register
+class Alibi(BiasKind):
+    name = "alibi"
+    paper = "Press et al. 2022"
+
+    def slopes(self, n_heads: int) -> torch.Tensor:
+        return alibi_slopes(n_heads)
+
+
+@register
+class NoPositions(PositionalKind):
+    name = "none"
+    where: ClassVar[Where] = "nowhere"
+    paper = "NoPE: causal masks alone"
+
+
+# ---------------------------------------------------------------- the formulas
 
 
 def sinusoidal_table(n_pos: int, d_model: int) -> torch.Tensor:
@@ -103,8 +289,12 @@ def alibi_bias(n_heads: int, q_len: int, k_len: int, causal: bool) -> torch.Tens
 
     Causal stacks use q - k (future keys are masked anyway); bidirectional ones use |q - k|.
     """
+    return -alibi_slopes(n_heads)[:, None, None] * score_distance(q_len, k_len, causal)
+
+
+def score_distance(q_len: int, k_len: int, causal: bool) -> torch.Tensor:
+    """distance[q, k]: q - k for causal stacks (future keys are masked anyway), else |q - k|.  [q_pos, k_pos]"""
     q = torch.arange(q_len)[:, None]
     k = torch.arange(k_len)[None, :]
     distance = (q - k) if causal else (q - k).abs()
-    distance = distance.clamp(min=0).to(torch.float32)  # [q_pos, k_pos]
-    return -alibi_slopes(n_heads)[:, None, None] * distance
+    return distance.clamp(min=0).to(torch.float32)

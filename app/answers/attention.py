@@ -29,7 +29,7 @@ class Selection:
         self.heads = asked or list(range(cfg.n_heads))
         group = cfg.n_heads // cfg.kv_heads
         self.kv_heads = [h // group for h in self.heads]
-        self.rope = cfg.pos_encoding == "rope" and not request.cross
+        self.rope = cfg.positional.where == "q_k" and not request.cross  # q and k are rotated (RoPE's family)
 
     def checked(self, run: TraceRun, stages: tuple[str, ...], budget: Budget) -> TraceRun:
         """The run, once the stages this answer will hold fit the budget."""

@@ -89,7 +89,7 @@ def plan(context: LabContext, request: HeadCountLabRequest) -> Build:
             "model": resolved.name, "query_tokens": tokens_out(queries), "key_tokens": tokens_out(keys),
             "stack": stack, "layer": request.layer, "cross": request.cross, "width": width,
             "model_heads": cfg.n_heads, "model_d_head": cfg.d_head, "kv_heads": cfg.kv_heads,
-            "rotated": qk.rotated, "alibi": cfg.pos_encoding == "alibi" and not request.cross, "rtol": RTOL,
+            "rotated": qk.rotated, "alibi": cfg.positional.where == "scores" and not request.cross, "rtol": RTOL,
             "uniform_entropy": round(uniform_entropy(qk.allowed), 6), "own_split_diff": own_split_diff(qk),
             "splits": [{"heads": s.heads, "d_k": s.d_k, "bound": s.bound, "ranks": s.ranks,
                         "min_rank": min(s.ranks), "mean_rank": round(sum(s.ranks) / len(s.ranks), 4),

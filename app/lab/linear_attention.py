@@ -89,7 +89,7 @@ def plan(context: LabContext, request: LinearAttentionLabRequest) -> Build:
             "model": resolved.name, "query_tokens": tokens_out(queries), "key_tokens": tokens_out(keys),
             "stack": stack, "layer": request.layer, "head": request.head,
             "kv_head": request.head // (cfg.n_heads // cfg.kv_heads), "d_head": mem.d_k, "causal": head.causal,
-            "pos_encoding": cfg.pos_encoding, "rotated": cfg.pos_encoding == "rope" and not request.cross,
+            "pos_encoding": cfg.pos_encoding, "rotated": cfg.positional.where == "q_k" and not request.cross,
             "alibi_slope": head.alibi_slope, "window": head.window, "scale": head.scale,
             "softmax_weights": [rounded(row) for row in r.softmax_weights.cpu().tolist()],
             "linear_weights": [rounded(row) for row in r.linear_weights.cpu().tolist()],

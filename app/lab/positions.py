@@ -69,7 +69,7 @@ def plan(context: LabContext, request: PositionsLabRequest) -> Build:
     if request.pair >= d_head // 2:
         raise errors.invalid_option("pair", f"{request.pair} does not exist: d_head {d_head} has pairs 0 to "
                                             f"{d_head // 2 - 1}.")
-    learned = cfg is not None and cfg.pos_encoding == "learned"
+    learned = cfg is not None and cfg.positional.learned
     if learned and resolved is not None and length > resolved.cfg.n_ctx:
         raise errors.beyond_context(resolved.name, length, resolved.cfg.n_ctx)
     cells = length * d_model + 2 * length * length + n_heads * length * length + (

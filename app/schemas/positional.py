@@ -2,21 +2,46 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+import re
+from dataclasses import dataclass
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from app.schemas.fields import DType, Encoding
 from app.schemas.outputs import TensorOut
 from model.positional import KINDS
 
-# the kinds come from the one registry (model/positional.py); Literal of a tuple lists each name in the schema
-if TYPE_CHECKING:  # a Literal built at run time is no type to mypy
-    PosKind = str
-    ShownPosKind = str
-else:
-    PosKind = Literal[tuple(KINDS)]
-    ShownPosKind = Literal[tuple(k for k, kind in KINDS.items() if kind.where != "nowhere")]
+
+@dataclass(frozen=True)
+class KindName:
+    """A positional-encoding kind's name, read from the one registry (model/positional.py) when a request is
+    checked and when the schema is written, so a kind registered after import is taken and listed too.
+    `shown`: only kinds with numbers to show (GET /api/positional-encoding; "none" changes nothing)."""
+
+    shown: bool
+
+    def names(self) -> list[str]:
+        return [name for name, kind in KINDS.items() if not self.shown or kind.where != "nowhere"]
+
+    def __call__(self, name: str) -> str:
+        if name in self.names():
+            return name
+        # a name is repeated back only when it is a plain word (a client's text is never echoed)
+        named = f"'{name}'" if re.fullmatch(r"[A-Za-z0-9_-]{1,32}", name) else "of that name"
+        why = "has no numbers to show" if name in KINDS else "does not exist"
+        raise ValueError(f"the positional encoding {named} {why}; the known kinds are {', '.join(self.names())}")
+
+    def __get_pydantic_json_schema__(self, core: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        schema = handler(core)
+        schema["enum"] = self.names()
+        return schema
+
+
+PosKind = Annotated[str, AfterValidator(KindName(shown=False)), KindName(shown=False)]
+ShownPosKind = Annotated[str, AfterValidator(KindName(shown=True)), KindName(shown=True)]
 
 
 class PositionalKindOut(BaseModel):

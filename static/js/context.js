@@ -47,6 +47,15 @@ export function stageVars(info, tokens, at = {}) {
   return Object.fromEntries(Object.entries(STAGE_VARS).map(([name, get]) => [name, get(info, tokens, at)]));
 }
 
+/**
+ * The registry entry of the model's positional encoding (GET /api/positional-encoding/kinds): what it changes
+ * (`where`: embedding, q_k, scores, nowhere) and whether it is `learned`. The page asks it, never the name.
+ */
+export function positionalKind(s) {
+  const name = s.info.config.pos_encoding;
+  return s.posKinds.find((kind) => kind.name === name) || { name, where: "nowhere", learned: false };
+}
+
 /** The model's choices that pick which sentences a stage's text is made of (see stage_text.js). */
 export function stageChoices(s, step, at) {
   const cfg = s.info.config;
@@ -56,6 +65,7 @@ export function stageChoices(s, step, at) {
     placement: cfg.norm_placement,
     act: cfg.activation,
     pos: cfg.pos_encoding,
+    scoreBias: positionalKind(s).where === "scores", // a bias kind (ALiBi): the scale stage adds its bias
     arch: s.info.architecture,
     causal: step.stack !== "encoder" && s.info.architecture !== "encoder",
     tied: Boolean(cfg.tied_embeddings && cfg.lm_head),
@@ -123,6 +133,7 @@ export function makeContext(s, go) {
     model: s.model,
     info: s.info,
     cfg,
+    posKind: positionalKind(s),
     plan: s.plan,
     step,
     panel,

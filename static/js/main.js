@@ -14,6 +14,7 @@ async function start() {
   const url = readURL();
   // the first requests go out before Plotly's script runs (it holds the main thread for a while)
   api.models().catch(() => {});
+  api.positionalKinds().catch(() => {});
   if (url.model) api.model(url.model).catch(() => {});
   plotlyReady().catch(() => {}); // starts Plotly now; go() waits for it (and reports it) before drawing
   const wanted = url.lang || ((navigator.language || "").toLowerCase().startsWith("zh") ? "zh" : "en");

@@ -35,6 +35,7 @@ async function prepare(next, patch) {
     next.models = await api.models();
     if (!next.models.length) throw new ApiError(0, "no_models", next.texts[next.lang].t("err_no_models"));
   }
+  if (!next.posKinds.length) next.posKinds = await api.positionalKinds();
   if (patch.arch) next.model = modelFor(next.models, patch.arch) || next.model;
   const names = next.models.map((m) => m.name);
   if (!names.includes(next.model)) next.model = (next.models.find((m) => m.default) || next.models[0]).name;

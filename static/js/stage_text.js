@@ -39,7 +39,7 @@ const CHOICES = {
   embed_norm: { formula: normFormula, explain: (m) => ["embed_norm.explain", normKind(m)] },
   pos: {
     // every kind of the server's registry (model/positional.py) has its texts (tests/app/test_positional_registry.py)
-    formula: (m) => [`pos.formula.${m.pos}${m.pos === "alibi" && m.causal ? ".causal" : ""}`],
+    formula: (m) => [`pos.formula.${m.pos}${m.scoreBias && m.causal ? ".causal" : ""}`],
     explain: (m) => ["pos.explain", `pos.explain.${m.pos}`],
   },
   ln1: { title: titleByPlacement("ln1"), formula: normFormula, explain: (m) => ["ln1.explain", normKind(m), normChart(m), placement(m)] },
@@ -55,8 +55,9 @@ const CHOICES = {
     explain: (m) => ["qkv.explain", ...when(m.kv !== "mha", `qkv.explain.${m.kv}`)],
   },
   scale: {
-    formula: (m) => [m.pos === "alibi" ? "scale.formula.alibi" : "scale.formula"],
-    explain: (m) => ["scale.explain", ...when(m.pos === "alibi", "scale.explain.alibi")],
+    // a bias kind adds its bias right after the division: its own formula and sentence (scale.*.<kind>)
+    formula: (m) => [m.scoreBias ? `scale.formula.${m.pos}` : "scale.formula"],
+    explain: (m) => ["scale.explain", ...when(m.scoreBias, `scale.explain.${m.pos}`)],
   },
   mask: {
     formula: (m) => [`mask.formula.${m.causal ? "causal" : "bidirectional"}`, ...when(m.window, "mask.formula.window")],

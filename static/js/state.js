@@ -10,6 +10,7 @@ export const state = {
   lang: "en",
   texts: {}, // language -> Texts (static/text/<lang>.json), loaded when first needed
   models: [],
+  posKinds: [], // GET /api/positional-encoding/kinds: the server's registry, what each positional encoding changes
   model: null,
   info: null, // GET /api/models/{model}
   plan: null, // the stepper's stages (stages.js)

@@ -37,6 +37,7 @@ RENDER_ALL = """async ({name, lang, text}) => {
   const { loadTexts } = await import('/static/js/shared/i18n.js');
   const texts = await loadTexts(lang);
   const info = await (await fetch(`/api/models/${encodeURIComponent(name)}`)).json();
+  const posKinds = await (await fetch('/api/positional-encoding/kinds')).json();
   const body = { model: name, text };
   if (info.architecture === 'encoder-decoder') body.target_text = text;
   const tok = await (await fetch('/api/tokenize', {
@@ -44,7 +45,7 @@ RENDER_ALL = """async ({name, lang, text}) => {
   const plan = buildPlan(info);
   const out = [];
   for (let index = 0; index < plan.order.length; index++) {
-    const s = { lang, texts: { [lang]: texts }, model: name, info, plan, index, text, target: text,
+    const s = { lang, texts: { [lang]: texts }, model: name, info, posKinds, plan, index, text, target: text,
                 tokens: tok.tokens, targetTokens: tok.target_tokens || null, layer: 0, head: 0, view: 'head',
                 compare: false, token: null, snapshot: null };
     const ctx = makeContext(s, null);

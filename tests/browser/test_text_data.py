@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from model.positional import KINDS
+
 ROOT = Path(__file__).resolve().parents[2]
 TEXT_DIR = ROOT / "static" / "text"
 JS_DIR = ROOT / "static" / "js"
@@ -93,8 +95,8 @@ def test_every_stage_has_its_text(texts: dict[str, dict[str, Any]]) -> None:
     # every literal key the selection code names exists
     named = set(re.findall(r'"([a-z_]+\.[a-z_]+(?:\.[a-z_]+)?)"', js("stage_text.js")))
     assert named and named <= keys, named - keys
-    # and every templated one, for the kinds the selection code lists
-    for kind in ("sinusoidal", "learned", "rope", "alibi", "none"):
+    # and every templated one, for every positional-encoding kind of the registry
+    for kind in KINDS:
         assert {f"pos.formula.{kind}", f"pos.explain.{kind}"} <= keys
     for act in ("relu", "gelu", "gelu_tanh", "silu", "gated", "other"):
         assert f"ffn_act.formula.{act}" in keys

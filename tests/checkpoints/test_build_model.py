@@ -23,8 +23,8 @@ def test_weights_are_assigned_not_copied() -> None:
     for name, tensor in state.items():
         assert params[name].data_ptr() == tensor.data_ptr(), name
     assert not any(t.is_meta for t in [*model.parameters(), *model.buffers()])
-    rope = model.stack.blocks[0].attn.rope_table
-    assert torch.equal(rope, Transformer(cfg).stack.blocks[0].attn.rope_table)
+    rope = model.stack.blocks[0].attn.angle_table
+    assert torch.equal(rope, Transformer(cfg).stack.blocks[0].attn.angle_table)
 
 
 def test_tied_weights_stay_one_tensor() -> None:

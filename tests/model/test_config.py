@@ -19,7 +19,8 @@ from model.config import ConfigError
         (dict(architecture="rnn"), "unknown architecture"),
         (dict(sliding_window=0), "sliding_window"),
         (dict(n_layers=0), "n_layers"),
-        (dict(pos_encoding="rope", d_model=12, n_heads=4), "even d_head"),
+        (dict(pos_encoding="rope", d_model=12, n_heads=4), "'rope' .* even d_head"),
+        (dict(pos_encoding="sinusoidal", d_model=7, n_heads=1), "'sinusoidal' .* even d_model, got 7"),
     ],
 )
 def test_bad_configs_fail_clearly(changes: dict, message: str) -> None:

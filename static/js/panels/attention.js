@@ -21,9 +21,9 @@ function kindOf(ctx) {
   return ctx.step.key.replace(/^cross_/, "");
 }
 
-/** hook_scores_scaled is S/√d_k, and with ALiBi also − m·distance (self-attention only). */
+/** hook_scores_scaled is S/√d_k, and with a bias kind (ALiBi) also its bias (self-attention only). */
 export function scaledLabel(ctx) {
-  return ctx.cfg.pos_encoding === "alibi" && !ctx.step.key.startsWith("cross_") ? "hover_scaled_alibi" : "hover_scaled";
+  return ctx.posKind.where === "scores" && !ctx.step.key.startsWith("cross_") ? `hover_scaled_${ctx.posKind.name}` : "hover_scaled";
 }
 
 function matrixChart(plot, ctx, { z, x, y, customdata, probs, masked, filename }) {

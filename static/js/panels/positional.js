@@ -1,4 +1,5 @@
-// Stage: positional encoding, drawn the way this model does it (sinusoidal, learned, RoPE, ALiBi).
+// Stage: positional encoding, drawn the way this model's kind works (ctx.posKind, the server's registry):
+// an embedding kind's table (sinusoidal, learned), a rotary kind's angles (RoPE), a bias kind's bias (ALiBi).
 
 import { api, Tensor } from "../shared/api.js";
 import { categoryAxis, draw, fitMargins, fitTurned, fontSize, heatmap, legendTop, numberLabel, rawLabels, tokenLabels } from "../shared/plot.js";
@@ -52,11 +53,12 @@ const pairs = (n) => [...new Set([0, 1, Math.floor(n / 2), n - 1].filter((c) => 
 export default {
   hasHeads: true,
   async load(ctx) {
-    const kind = ctx.cfg.pos_encoding;
+    const kind = ctx.posKind;
     const n = ctx.tokens.length;
     if (ctx.names.main) return { stages: await fetchStages(ctx, [ctx.names.main]) };
-    if (kind === "rope" || kind === "alibi") {
-      const answer = await api.positional({ kind, length: String(n), model: ctx.model, encoding: "base64", dtype: "float32" });
+    // a kind that is not a table in the trace: what GET /api/positional-encoding shows of it
+    if (kind.where === "q_k" || kind.where === "scores") {
+      const answer = await api.positional({ kind: kind.name, length: String(n), model: ctx.model, encoding: "base64", dtype: "float32" });
       const tensors = {};
       for (const [key, payload] of Object.entries(answer.tensors)) tensors[key] = new Tensor(payload);
       return { answer, tensors };
@@ -65,14 +67,15 @@ export default {
   },
   draw(board, data, ctx) {
     const { t } = ctx;
-    const kind = ctx.cfg.pos_encoding;
+    const kind = ctx.posKind;
     if (data.stages) {
       const table = data.stages[ctx.names.main];
-      drawTokenMatrix(board, "table", ctx, table, { title: kind === "learned" ? "W_pos" : "PE" });
-      curves(board, ctx, table, "pos", "d_model", t("dim_curves"), spread, kind !== "learned");
+      drawTokenMatrix(board, "table", ctx, table, { title: kind.learned ? "W_pos" : "PE" });
+      curves(board, ctx, table, "pos", "d_model", t("dim_curves"), spread, !kind.learned);
       return;
     }
-    if (kind === "rope") {
+    // drawn by what the answer holds: a rotary kind shows angles, a bias kind its bias
+    if (data.tensors && data.tensors.angles) {
       const angles = data.tensors.angles;
       // every angle is ≥ 0 (pos · ω): a one-sided colour scale from 0 to the largest angle
       const largest = Math.max(0, ...angles.matrix("pos", "pair").flat().filter((v) => v !== null));
@@ -80,7 +83,7 @@ export default {
       curves(board, ctx, data.tensors.cos, "pos", "pair", "cos θ(pos, i)", pairs);
       return;
     }
-    if (kind === "alibi") {
+    if (data.tensors && data.tensors.bias) {
       const bias = data.tensors.bias;
       const head = Math.min(ctx.head, bias.size("head") - 1);
       const causal = ctx.info.architecture !== "encoder";
@@ -89,16 +92,16 @@ export default {
       const x = tokenLabels(ctx.tokens);
       const slopes = data.tensors.slopes.vector("head");
       const plot = board.card("bias", {
-        title: `ALiBi · ${t("head")} ${head} · m = ${Number(slopes[head]).toPrecision(3)}`,
+        title: `${kind.name} · ${t("head")} ${head} · m = ${Number(slopes[head]).toPrecision(3)}`,
         badges: [badge(ctx, "bias", bias)],
         exportData: () => ({ head, rows: rawLabels(ctx.tokens), cols: rawLabels(ctx.tokens), z }),
-        filename: `${ctx.fname}_alibi_h${head}`,
+        filename: `${ctx.fname}_${kind.name}_h${head}`,
         note: causal ? t("alibi_blank") : "",
       });
       const trace = heatmap({ z, x, y: x, signed: true, valueLabel: t("hover_cell") });
       const xaxis = categoryAxis(t("ax_key"), { automargin: false });
       const margin = fitMargins(plot, { y: x, x, xSize: xaxis.tickfont.size, colorbar: [trace.zmin, trace.zmax] });
-      draw(plot, [trace], { height: 420, margin, xaxis, yaxis: categoryAxis(t("ax_query"), { autorange: "reversed", automargin: false }) }, `${ctx.fname}_alibi`);
+      draw(plot, [trace], { height: 420, margin, xaxis, yaxis: categoryAxis(t("ax_query"), { autorange: "reversed", automargin: false }) }, `${ctx.fname}_${kind.name}`);
       return;
     }
     board.block("none", h("p", { class: "note", text: t("pos_none") }));

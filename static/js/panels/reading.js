@@ -66,7 +66,7 @@ export function workedExample(ctx, { raw, scaled, masked, weights, v, z }, label
       "div",
       { class: "worked-grid" },
       table(t("worked_raw"), cols, rowsOf(raw)),
-      table(t(ctx.cfg.pos_encoding === "alibi" ? "worked_scaled_alibi" : "worked_scaled", { sqrt_d_head: ctx.vars.sqrt_d_head }), cols, rowsOf(scaled)),
+      table(t(ctx.posKind.where === "scores" ? `worked_scaled_${ctx.posKind.name}` : "worked_scaled", { sqrt_d_head: ctx.vars.sqrt_d_head }), cols, rowsOf(scaled)),
       table(t("worked_masked"), cols, rowsOf(masked)),
       table(t("worked_softmax"), cols, rowsOf(weights)),
     ),

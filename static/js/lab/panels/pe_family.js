@@ -11,14 +11,17 @@ import { numberField, selectField } from "../ui.js";
 
 const FIRST = "blocks.0.hook_resid_mid"; // the residual stream after layer 0's attention, as the table measures
 
-/** The family table of the served members ({how, members} with only the rows that are served), or null. */
-export function familyTable(models) {
+/**
+ * The family table of the served members ({how, members} with only the rows that are served), or null.
+ * `kinds`: the server's registry of positional encodings (GET /api/positional-encoding/kinds).
+ */
+export function familyTable(models, kinds = []) {
   const served = models.filter((m) => familyOf(m));
   if (!served.length) return null;
   const names = new Set(served.map((m) => m.name));
   const table = served[0].meta.pe_family;
   const members = (table.members || []).filter((row) => names.has(row.model));
-  return members.length ? { ...table, members } : null;
+  return members.length ? { ...table, members, kinds } : null;
 }
 
 /** The member the demo runs: the one asked for (the positions panel's `member`), else the lab's model if
@@ -145,7 +148,8 @@ export function familyNotes(table, say) {
   if (steps.length === 1 && tokens.length === 1) {
     notes.push(say("pe_trained", { n: rows.length, steps: steps[0].toLocaleString("en-US"), tokens: tokens[0].toLocaleString("en-US") }));
   }
-  const none = rows.find((r) => r.pos_encoding === "none" && r.shuffle);
+  const unplaced = new Set((table.kinds || []).filter((k) => k.where === "nowhere").map((k) => k.name));
+  const none = rows.find((r) => unplaced.has(r.pos_encoding) && r.shuffle); // the member with no positions at all
   if (none) {
     notes.push(say("pe_order_fact", { model: none.model, first: small(none.shuffle.first_layer_change), last: small(none.shuffle.last_token_change) }));
   }

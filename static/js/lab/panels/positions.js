@@ -2,7 +2,7 @@
 // past the trained length (the positions experiment); then, when a member of the positional-encoding
 // family is served, its table and a live shuffled-sentence demo (pe_family.js).
 
-import { Tensor } from "../../shared/api.js";
+import { api, Tensor } from "../../shared/api.js";
 import { draw, fitMargins, heatmap, indexLabels } from "../../shared/plot.js";
 import { h } from "../../shared/dom.js";
 import { int, str } from "../state.js";
@@ -14,7 +14,7 @@ export default {
   fields: { length: int(32, "len"), pair: int(0, "pair"), member: str("", "pem"), seed: int(0, "pss") },
 
   async load({ s, info, v, ask }) {
-    const family = familyTable(s.models);
+    const family = familyTable(s.models, await api.positionalKinds());
     // the demo fails in its own place: the formulas above it still show
     const demo = family ? loadDemo(s, v, family).then((value) => ({ value }), (error) => ({ error })) : null;
     const body = { model: s.model, length: v.length, pair: v.pair };
