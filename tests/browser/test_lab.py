@@ -42,7 +42,7 @@ def test_lab_text_has_every_key_in_both_languages_with_the_same_placeholders() -
         used |= set(re.findall(r'\bsay\("(\w+)"', path.read_text(encoding="utf-8")))
     html = (ROOT / "templates" / "lab.html").read_text(encoding="utf-8")
     used |= {k for k in re.findall(r'data-lab-i18n="(\w+)"', html)}
-    used |= {key for p in LAB_PANELS for key in (p.title_key, p.lead_key)} | {f"iv_{t}" for t in TOGGLES}
+    used |= {key for p in LAB_PANELS for key in (p.title_key, p.lead_key)} | {f"interventions_{t}" for t in TOGGLES}
     used |= {f"{e.name}_refused" for e in EXPERIMENTS if e.refuses}
     used |= {f"family_{f.replace('-', '_')}" for f in FAMILY_MODELS}
     assert used - set(en) == set()

@@ -43,10 +43,10 @@ export default {
 
   controls({ v, say, info }) {
     return [
-      ...KINDS.map((name) => toggle("toggles", name, on(v).includes(name), say(`iv_${name}`))),
-      numberField("window", v.window, say("iv_window_w"), { min: 1, max: 64 }),
-      numberField("temperature", v.temperature, say("iv_temperature_t"), { min: 0.05, max: 100, step: 0.5, kind: "num" }),
-      selectField("ablate_layer", range(info.n_layers), v.ablate_layer, say("iv_ablate_layer"), "int"),
+      ...KINDS.map((name) => toggle("toggles", name, on(v).includes(name), say(`interventions_${name}`))),
+      numberField("window", v.window, say("interventions_window_w"), { min: 1, max: 64 }),
+      numberField("temperature", v.temperature, say("interventions_temperature_t"), { min: 0.05, max: 100, step: 0.5, kind: "num" }),
+      selectField("ablate_layer", range(info.n_layers), v.ablate_layer, say("interventions_ablate_layer"), "int"),
       selectField("layer", range(info.n_layers), shownLayer(v, info), say("layer"), "int"),
       selectField("head", range(info.n_heads), v.head, say("head"), "int"),
     ];
@@ -59,13 +59,13 @@ export default {
       const pattern = decodeStages(answer)[data.name];
       const labels = tokenLabels(answer.tokens);
       const z = pattern.matrix("q_pos", "k_pos", { head: v.head });
-      draw(board.card(`iv-${which}`, { title: say(`iv_${which}_title`, { layer: data.layer, head: v.head }), className: "half" }),
+      draw(board.card(`iv-${which}`, { title: say(`interventions_${which}_title`, { layer: data.layer, head: v.head }), className: "half" }),
         [heatmap({ z, x: labels, y: labels, signed: false, zmin: 0, zmax: 1, annotate: false, valueLabel: say("weight") })],
         { height: 360, xaxis: { type: "category", tickfont: { size: 10 } }, yaxis: { type: "category", autorange: "reversed", tickfont: { size: 10 } } }, `iv_${which}`);
     }
     const before = data.original.top_tokens;
     if (!before) {
-      board.block("iv-loss", h("p", { class: "lab-note", text: say("iv_no_logits") }));
+      board.block("iv-loss", h("p", { class: "lab-note", text: say("interventions_no_logits") }));
       return;
     }
     const after = data.changed.top_tokens;
@@ -73,16 +73,16 @@ export default {
     const text = new Map([...before, ...after].map((r) => [r.id, r.text]));
     const prob = (rows, id) => (rows.find((r) => r.id === id) || { prob: 0 }).prob;
     const labels = ids.map((id) => safe(visible(text.get(id))));
-    draw(board.card("iv-next", { title: say("iv_next_title"), className: "half" }),
-      [{ type: "bar", x: labels, y: ids.map((id) => prob(before, id)), name: say("iv_original") },
-        { type: "bar", x: labels, y: ids.map((id) => prob(after, id)), name: say("iv_intervened") }],
+    draw(board.card("iv-next", { title: say("interventions_next_title"), className: "half" }),
+      [{ type: "bar", x: labels, y: ids.map((id) => prob(before, id)), name: say("interventions_original") },
+        { type: "bar", x: labels, y: ids.map((id) => prob(after, id)), name: say("interventions_intervened") }],
       { ...lineLayout("", say("probability"), { xaxis: { type: "category" } }), barmode: "group" }, "iv_next");
     const l0 = data.original.loss;
     const l1 = data.changed.loss;
     const delta = l0 !== null && l1 !== null && l0 !== undefined && l1 !== undefined ? l1 - l0 : null;
-    const on = data.changes ? Object.keys(data.changes).join(", ") : say("iv_none");
+    const on = data.changes ? Object.keys(data.changes).join(", ") : say("interventions_none");
     board.block("iv-loss", h("div", {},
-      h("h3", { text: say("iv_loss_title") }),
-      h("p", { class: "iv-loss", text: say("iv_loss", { before: fmt(l0, 3), after: fmt(l1, 3), delta: delta === null ? "–" : `${delta >= 0 ? "+" : ""}${fmt(delta, 3)}`, on }) })), "half");
+      h("h3", { text: say("interventions_loss_title") }),
+      h("p", { class: "iv-loss", text: say("interventions_loss", { before: fmt(l0, 3), after: fmt(l1, 3), delta: delta === null ? "–" : `${delta >= 0 ? "+" : ""}${fmt(delta, 3)}`, on }) })), "half");
   },
 };
