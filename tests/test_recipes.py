@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from app.lab import EXPERIMENTS
+from app.lab_panels import LAB_PANELS
 from model.positional import KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,6 +68,35 @@ def test_the_lab_recipe_lists_every_experiments_files(experiment) -> None:
         wanted = [k for k in keys if experiment.refuses or not k.endswith("_refused")]
         absent = [k for k in wanted if not lookup(texts, k)]
         assert not absent, (lang, absent)
+
+
+# The lab's texts that belong to no one panel, first in static/text/lab.<lang>.json: the page's own words (its
+# template, shared/messages.js, the model menu's group, the families a refusal names) and the words several
+# panels show. Every other key is a panel's and starts with the panel's name.
+LAB_SHARED_TEXT_KEYS = frozenset({
+    # the page
+    "page_title", "app_title", "tagline", "to_explorer", "lang_toggle", "model", "text", "run", "examples",
+    "loading", "toc_title", "err_generic", "err_empty", "err_down", "err_busy", "err_too_long", "dismiss",
+    "panel_failed", "err_text_too_short", "pe_group", "family_decoder", "family_encoder", "family_encoder_decoder",
+    # several panels
+    "layer", "head", "weight", "probability", "seed",
+})
+
+
+def lab_ui(lang: str) -> dict[str, str]:
+    return dict(json.loads((ROOT / "static" / "text" / f"lab.{lang}.json").read_text(encoding="utf-8"))["ui"])
+
+
+def test_every_lab_text_key_is_a_panels_or_shared() -> None:
+    # one name per experiment: a panel's texts start with its name (head_count_rank_title), the page's own and
+    # the words several panels share are the one group above, and both languages hold the same keys
+    en, zh = lab_ui("en"), lab_ui("zh")
+    assert set(en) == set(zh), set(en) ^ set(zh)
+    prefixes = tuple(f"{panel.name}_" for panel in LAB_PANELS)  # the experiments' and interventions, compare
+    assert {e.name for e in EXPERIMENTS} <= {panel.name for panel in LAB_PANELS}
+    stray = [key for key in en if key not in LAB_SHARED_TEXT_KEYS and not key.startswith(prefixes)]
+    assert not stray, f"lab text keys that name no panel: {stray}"
+    assert set(en) >= LAB_SHARED_TEXT_KEYS, LAB_SHARED_TEXT_KEYS - set(en)
 
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS, ids=lambda e: e.name)

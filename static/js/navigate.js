@@ -30,7 +30,7 @@ function resolveIndex(next, patch, planChanged) {
 /** Load everything `next` shows into it (texts, models, model info, tokens, target, index). */
 async function prepare(next, patch) {
   if (!LANGS.includes(next.lang)) next.lang = "en";
-  if (!next.texts[next.lang]) next.texts = { ...next.texts, [next.lang]: await loadTexts(next.lang) };
+  if (!next.texts[next.lang]) next.texts = { ...next.texts, [next.lang]: await loadTexts(next.lang, next.lang) };
   if (!next.models.length) {
     next.models = await api.models();
     if (!next.models.length) throw new ApiError(0, "no_models", next.texts[next.lang].t("err_no_models"));

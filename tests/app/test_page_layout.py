@@ -107,19 +107,23 @@ def test_every_relative_import_names_a_file_and_an_export() -> None:
 def test_the_pages_share_one_loop_one_fetch_one_url_and_one_intervention_builder() -> None:
     shared = {rel(p) for p in (JS / "shared").glob("*.js")}
     assert {"shared/api.js", "shared/dom.js", "shared/plot.js", "shared/i18n.js", "shared/page.js",
-            "shared/interventions.js"} <= shared
+            "shared/interventions.js", "shared/interventions_view.js"} <= shared
     for entry in ("navigate.js", "lab/navigate.js"):
         assert any(t == JS / "shared" / "page.js" and "pageLoop" in names for names, t in imports(JS / entry)), entry
     one_place = {  # what only one module may do
         r"\bhistory\.(replaceState|pushState)\(": "shared/page.js",
         r"\bfetch\(": {"shared/api.js", "shared/i18n.js"},
         r"\bablate_heads:": "shared/interventions.js",
+        r"iv-(before|after)": "shared/interventions_view.js",  # one interventions view, for both pages
         r"\bclassList\.toggle\(\"busy\"": "shared/page.js",
     }
     for pattern, allowed in one_place.items():
         found = {rel(p) for p in SCRIPTS if re.search(pattern, p.read_text(encoding="utf-8"))}
         assert found <= ({allowed} if isinstance(allowed, str) else allowed), (pattern, found)
     assert not (JS / "lab" / "state.js").read_text(encoding="utf-8").count("URLSearchParams")
+    for page in ("intervene.js", "lab/panels/interventions.js"):  # both load and draw the runs the one way
+        used = {name for names, target in imports(JS / page) for name in names}
+        assert {"loadBothRuns", "drawBothRuns"} <= used, page
     # one name per intervention, the API's (`shuffle`), everywhere; "reverse" only as an older link's alias
     kinds = re.search(r"export const KINDS = \[([^\]]*)\]", (JS / "shared" / "interventions.js").read_text())
     assert kinds and re.findall(r'"(\w+)"', kinds.group(1)) == ["no_scale", "no_mask", "window", "temperature",

@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 TEXT_DIR = ROOT / "static" / "text"
 GLOSSARY = ROOT / "docs" / "GLOSSARY.md"
-PAIRS = [("en.json", "zh.json"), ("lab.en.json", "lab.zh.json")]
+PAIRS = [("en.json", "zh.json"), ("lab.en.json", "lab.zh.json"), ("shared.en.json", "shared.zh.json")]
 PLACEHOLDER = re.compile(r"\{\w+\}")
 # 第 before a number counted from 0: a literal 0, or a placeholder holding a layer, block, head or pair index
 ZERO_COUNTED = re.compile(r"第\s*(?:0(?!\.)|\{(?:layer|head|h|kvh|kv|pair|block)\}|\{n\}\s*(?:个块|层|个头))")
@@ -80,7 +80,7 @@ def test_chinese_texts_use_the_glossary(pair: tuple[str, str]) -> None:
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("name", ["zh.json", "lab.zh.json"])
+@pytest.mark.parametrize("name", ["zh.json", "lab.zh.json", "shared.zh.json"])
 def test_chinese_counts_layers_blocks_and_heads_from_zero_by_name(name: str) -> None:
     bad = {key: text for key, text in strings(name).items() if ZERO_COUNTED.search(text)}
     assert not bad, bad

@@ -110,6 +110,17 @@ def test_loss_line_is_the_api_loss(watched: Any, server: Any) -> None:
     assert len(first) == len(changed["top_tokens"]) == 8
     prob = tables.nth(1).locator("tbody tr").first.locator("td").nth(2).inner_text()
     assert prob == f"{100 * changed['top_tokens'][0]['prob']:.1f}%"
+    # the bars beside them: each token of either table, its probability in both runs (the API's top 20; none
+    # where a run does not rank it there)
+    asked = {**base, "top_k": 20}
+    runs = [api_trace(page, asked), api_trace(page, {**asked, "interventions": {"no_mask": True}})]
+    bars = page.evaluate("() => document.querySelector(\"#panel [data-key='iv-next'] .plot\").data.map(t => t.y)")
+    ids = list(dict.fromkeys(r["id"] for run in runs for r in run["top_tokens"][:8]))
+    for run, shown in zip(runs, bars, strict=True):
+        probs = {r["id"]: r["prob"] for r in run["top_tokens"]}
+        wanted = [probs.get(i) for i in ids]
+        assert [v is None for v in shown] == [v is None for v in wanted], (shown, wanted)
+        assert [v for v in shown if v is not None] == pytest.approx([v for v in wanted if v is not None], rel=1e-6)
     assert not watched.errors, watched.errors
 
 
@@ -269,5 +280,5 @@ def test_side_by_side_cell_numbers_read_from_the_back_of_a_room(
             assert size is None, (key, size)
             assert "too small here for their numbers" in note, note
     found = page.evaluate(CHART_PROBLEMS, {"selector": "#panel .chart-card[data-key^='iv-'] .plot", "strict": True})
-    assert found["charts"] == 2 and not found["bad"], found  # margins fitted to the labels: none cut off
+    assert found["charts"] == 3 and not found["bad"], found  # both runs and the bars: no label cut off
     assert not watched.errors, watched.errors

@@ -32,6 +32,18 @@ def lab_texts(lang: str) -> dict[str, str]:
     return json.loads((ROOT / "static" / "text" / f"lab.{lang}.json").read_text(encoding="utf-8"))["ui"]
 
 
+def shared_texts(lang: str) -> dict[str, str]:
+    return json.loads((ROOT / "static" / "text" / f"shared.{lang}.json").read_text(encoding="utf-8"))["ui"]
+
+
+def api_post(page: Any, path: str, body: dict[str, Any]) -> Any:
+    return page.evaluate(
+        """async ([path, body]) => (await fetch(path, {method: 'POST', headers: {'Content-Type': 'application/json'},
+            body: JSON.stringify(body)})).json()""",
+        [path, body],
+    )
+
+
 def test_lab_text_has_every_key_in_both_languages_with_the_same_placeholders() -> None:
     en, zh = lab_texts("en"), lab_texts("zh")
     assert set(en) == set(zh)
@@ -42,7 +54,7 @@ def test_lab_text_has_every_key_in_both_languages_with_the_same_placeholders() -
         used |= set(re.findall(r'\bsay\("(\w+)"', path.read_text(encoding="utf-8")))
     html = (ROOT / "templates" / "lab.html").read_text(encoding="utf-8")
     used |= {k for k in re.findall(r'data-lab-i18n="(\w+)"', html)}
-    used |= {key for p in LAB_PANELS for key in (p.title_key, p.lead_key)} | {f"iv_{t}" for t in TOGGLES}
+    used |= {key for p in LAB_PANELS for key in (p.title_key, p.lead_key)} | {f"interventions_{t}" for t in TOGGLES}
     used |= {f"{e.name}_refused" for e in EXPERIMENTS if e.refuses}
     used |= {f"family_{f.replace('-', '_')}" for f in FAMILY_MODELS}
     assert used - set(en) == set()
@@ -240,12 +252,62 @@ def test_every_intervention_toggle_changes_the_chart(watched: Any, server: Any) 
         idle(page)
         assert f"interventions.toggles={name}" in page.url
         assert chart_state(page) != original, f"{name} changed nothing"
-        assert page.locator("#panel-interventions .iv-loss").inner_text().count("nats") == 2
+        loss = page.locator("#panel-interventions .iv-loss")
+        assert float(loss.get_attribute("data-before")) > 0 and float(loss.get_attribute("data-after")) > 0
         before = page.get_attribute("#panel-interventions", "data-rendered")
         page.locator(f"#controls-interventions input[data-item='{name}']").uncheck()
         page.wait_for_function(RENDERED_AGAIN, arg=before)
         idle(page)
         assert chart_state(page) == original, f"{name} off did not restore the original"
+    assert watched.errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_interventions_panel_is_the_explorers_view(watched: Any, server: Any, lang: str) -> None:
+    # shared/interventions_view.js on both pages: both runs' charts with how they differ, each token's bars, each
+    # run's table and the loss, in the explorer's words (static/text/shared.<lang>.json)
+    page = watched.page
+    open_lab(page, server.url, model="gpt", text="the cat sat", lang=lang, panel="interventions",
+             **{"interventions.toggles": "no_mask,window", "interventions.layer": "0", "interventions.head": "1"})
+    board = page.locator("#board-interventions")
+    keys = board.locator(".chart-card").evaluate_all("els => els.map(e => e.dataset.key)")
+    assert keys == ["iv-before", "iv-after", "iv-next"]
+    texts = shared_texts(lang) | lab_texts(lang)
+    what = texts["interventions_what_no_mask"] + texts["interventions_list_sep"] + \
+        texts["interventions_what_window"].replace("{w}", "2")
+    assert board.locator("[data-key='iv-after'] h3").inner_text().startswith(what)
+    note = board.locator("[data-key='iv-after'] .chart-note").inner_text()
+    assert note.startswith(texts["interventions_diff"].split("{")[0]), note
+    tables = board.locator(".iv-next-table")
+    assert tables.count() == 2 and tables.nth(0).locator("tbody tr").count() == 8
+    # the bars: each token of either table, its probability in both runs as the API gives it (its top 20)
+    base = {"model": "gpt", "text": "the cat sat", "stages": ["hook_tokens"], "top_k": 20}
+    runs = [api_post(page, "/api/trace", base),
+            api_post(page, "/api/trace", {**base, "interventions": {"no_mask": True, "window": 2}})]
+    bars = page.evaluate("() => document.querySelector(`#board-interventions [data-key='iv-next'] .plot`)"
+                         ".data.map(t => t.y)")
+    ids = list(dict.fromkeys(r["id"] for run in runs for r in run["top_tokens"][:8]))
+    for run, shown in zip(runs, bars, strict=True):
+        probs = {r["id"]: r["prob"] for r in run["top_tokens"]}
+        wanted = [probs.get(i) for i in ids]
+        assert [v is None for v in shown] == [v is None for v in wanted], (shown, wanted)
+        assert [v for v in shown if v is not None] == pytest.approx([v for v in wanted if v is not None], rel=1e-6)
+    loss = board.locator(".iv-loss")
+    assert float(loss.get_attribute("data-before")) == pytest.approx(runs[0]["loss"])
+    assert float(loss.get_attribute("data-after")) == pytest.approx(runs[1]["loss"])
+    assert watched.errors == []
+
+
+@pytest.mark.browser
+def test_the_interventions_panel_on_an_encoder_says_there_is_no_next_token(watched: Any, server: Any) -> None:
+    page = watched.page
+    open_lab(page, server.url, model="bert", text="the cat sat", lang="en", panel="interventions",
+             **{"interventions.toggles": "no_scale"})
+    board = page.locator("#board-interventions")
+    assert board.locator("[data-key='iv-next']").count() == 0 and board.locator(".iv-next-table").count() == 0
+    assert "no next-token head" in board.locator(".iv-none").inner_text()
+    assert board.locator(".iv-loss").get_attribute("data-before") == ""
     assert watched.errors == []
 
 

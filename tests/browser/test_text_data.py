@@ -41,6 +41,10 @@ def object_keys(source: str, name: str) -> set[str]:
     return set(re.findall(r"^  (\w+):", block.group(1), re.M))
 
 
+def shared(lang: str) -> dict[str, Any]:
+    return json.loads((TEXT_DIR / f"shared.{lang}.json").read_text(encoding="utf-8"))
+
+
 @pytest.fixture(scope="module")
 def texts() -> dict[str, dict[str, Any]]:
     return {lang: load(lang) for lang in LANGS}
@@ -67,6 +71,26 @@ def test_same_keys_and_placeholders_in_every_language(texts: dict[str, dict[str,
                 theirs = texts[lang][section][key]
                 assert set(PLACEHOLDER.findall(theirs)) == set(PLACEHOLDER.findall(value)), (lang, key)
                 assert bool(theirs) == bool(value), (lang, key)
+
+
+def test_the_shared_words_are_each_a_shared_modules_in_both_languages_and_no_pages_own() -> None:
+    # static/text/shared.<lang>.json: what both pages show (shared/i18n.js joins it to the page's file, and a key
+    # in both is a mistake); each key named after the shared module that shows it (interventions_…)
+    en, zh = shared("en"), shared("zh")
+    assert set(en) == set(zh) == {"language", "html_lang", "separator", "ui"}
+    assert (en["language"], zh["language"]) == ("en", "zh")
+    assert set(en["ui"]) == set(zh["ui"])
+    for key, value in en["ui"].items():
+        assert set(PLACEHOLDER.findall(zh["ui"][key])) == set(PLACEHOLDER.findall(value)), key
+    modules = tuple(f"{p.stem.split('_')[0]}_" for p in (JS_DIR / "shared").glob("*.js"))
+    assert all(key.startswith(modules) for key in en["ui"]), [k for k in en["ui"] if not k.startswith(modules)]
+    for own in ("en", "zh", "lab.en", "lab.zh"):
+        both = set(json.loads((TEXT_DIR / f"{own}.json").read_text(encoding="utf-8"))["ui"]) & set(en["ui"])
+        assert not both, (own, both)
+    # the view reads every key it names
+    view = js("shared/interventions_view.js")
+    named = set(re.findall(r'"(interventions_\w+)"', view))
+    assert named and named <= set(en["ui"]), named - set(en["ui"])
 
 
 def test_stage_placeholders_come_from_the_model(texts: dict[str, dict[str, Any]]) -> None:
@@ -103,7 +127,7 @@ def test_every_stage_has_its_text(texts: dict[str, dict[str, Any]]) -> None:
 
 
 def test_every_ui_key_the_page_uses_exists(texts: dict[str, dict[str, Any]]) -> None:
-    ui = set(texts["en"]["ui"])
+    ui = set(texts["en"]["ui"]) | set(shared("en")["ui"])  # the page loads its file joined to shared.<lang>.json
     html = (ROOT / "templates" / "index.html").read_text(encoding="utf-8")
     used = set(re.findall(r'data-i18n(?:-title)?="([\w-]+)"', html))
     for path in JS_DIR.rglob("*.js"):

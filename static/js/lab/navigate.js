@@ -13,7 +13,7 @@ import { clampToModel, FIELDS, lab } from "./state.js";
 
 async function prepare(next) {
   if (!LANGS.includes(next.lang)) next.lang = "en";
-  if (!next.texts[next.lang]) next.texts = { ...next.texts, [next.lang]: await loadTexts(`lab.${next.lang}`) };
+  if (!next.texts[next.lang]) next.texts = { ...next.texts, [next.lang]: await loadTexts(`lab.${next.lang}`, next.lang) };
   next.panel = panelNamed(next.panel) || pageOrder()[0];
   if (!next.models.length) next.models = await api.models();
   const names = next.models.map((m) => m.name);

@@ -1,15 +1,29 @@
-// Text lookup. Every word a page shows lives in static/text/<file>.json (the explorer's <lang>.json,
-// the lab's lab.<lang>.json; edited by translators); this module only finds a key and fills its
-// {placeholders}. It keeps no language of its own: the language is the page state's `lang`, and
-// one Texts object is made per loaded file.
+// Text lookup. Every word a page shows lives in static/text/<file>.json (the explorer's <lang>.json, the
+// lab's lab.<lang>.json, what both show in shared.<lang>.json; edited by translators); this module only
+// finds a key and fills its {placeholders}. It keeps no language of its own: the language is the page
+// state's `lang`, and one Texts object is made per language (the page's file joined to the shared one).
 
 export const LANGS = ["en", "zh"];
 
-/** Fetch one text file (`name`: "en", "lab.zh", ...) from this origin. */
-export async function loadTexts(name) {
+/** Fetch one text file (`name`: "en", "lab.zh", "shared.en", ...) from this origin. */
+async function textFile(name) {
   const response = await fetch(`/static/text/${encodeURIComponent(name)}.json`);
   if (!response.ok) throw new Error(`text file for "${name}": HTTP ${response.status}`);
-  return new Texts(await response.json());
+  return response.json();
+}
+
+/** A page's words in one language: its own file and shared.<lang> (what both pages show, such as the
+ *  interventions view), their sections joined; a key in both files is a mistake, reported. */
+export async function loadTexts(own, lang) {
+  const [data, shared] = await Promise.all([textFile(own), textFile(`shared.${lang}`)]);
+  const joined = { ...data };
+  for (const [section, entries] of Object.entries(shared)) {
+    if (typeof entries !== "object") continue; // language, html_lang, separator: the page's own
+    const into = joined[section] || {};
+    for (const key of Object.keys(entries)) if (Object.hasOwn(into, key)) report(`text "${key}" is in ${own}.json and shared.${lang}.json`);
+    joined[section] = { ...into, ...entries };
+  }
+  return new Texts(joined);
 }
 
 /** A problem in the text data: reported on the console (the browser tests fail on it). */

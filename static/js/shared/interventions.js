@@ -1,8 +1,9 @@
-// The one intervention builder, for the explorer's toggles and the lab's: each kind has one name,
-// the one POST /api/trace's `interventions` uses (shuffle; the explorer used to say reverse), and one
-// request shape.
+// The one intervention builder and loader, for the explorer's toggles and the lab's: each kind has one name,
+// the one POST /api/trace's `interventions` uses (shuffle; the explorer used to say reverse), one request
+// shape, and both runs are asked the same way. shared/interventions_view.js draws them.
 
-import { sentenceStackName, stackPrefix } from "./stage_names.js";
+import { api, decodeStages } from "./api.js";
+
 
 export const KINDS = ["no_scale", "no_mask", "window", "temperature", "ablate", "shuffle"];
 
@@ -15,11 +16,6 @@ export function reversedOrder(tokens) {
   const words = tokens.map((_, i) => i).filter((i) => !special[i]);
   const back = [...words].reverse();
   return tokens.map((_, i) => (special[i] ? i : back[words.indexOf(i)]));
-}
-
-/** The stack prefix of the self-attention that reads the sentence ("encoder." for encoder-decoders). */
-export function sentenceStack(info) {
-  return stackPrefix(sentenceStackName(info));
 }
 
 /**
@@ -41,4 +37,17 @@ export function interventionsOf(on, p) {
     else if (kind === "shuffle") out.shuffle = reversedOrder(p.tokens);
   }
   return Object.keys(out).length ? out : null;
+}
+
+/** Next tokens each run asks for: the view's tables show the first 8, its bars read the other run's among these. */
+export const NEXT_ASKED = 20;
+
+/**
+ * The original run and the changed one of stage `name` (POST /api/trace twice; `body`: model, text, target):
+ * {name, changes, runs: [{answer, tensor}] × 2}. Without `changes` the original is asked once and shown twice.
+ */
+export async function loadBothRuns(body, name, changes) {
+  const asked = { ...body, stages: [name], top_k: NEXT_ASKED };
+  const [original, changed] = await Promise.all([api.trace(asked), changes ? api.trace({ ...asked, interventions: changes }) : null]);
+  return { name, changes, runs: [original, changed || original].map((answer) => ({ answer, tensor: decodeStages(answer)[name] })) };
 }

@@ -20,7 +20,7 @@ export default {
   },
 
   controls({ v, say }) {
-    return [numberField("position", v.position, say("abl_position"), { min: -1, max: 512 })];
+    return [numberField("position", v.position, say("ablation_position"), { min: -1, max: 512 })];
   },
 
   draw(board, data, c) {
@@ -39,16 +39,16 @@ export default {
       b: name(diffuse), b_w: fmt(diffuse.max_weight, 2), b_e: fmt(diffuse.prob_change, 4),
       none: fmt(data.none_ablated.prob_change, 1),
     };
-    draw(board.card("abl-scatter", { title: say("abl_title", vars), className: "half", note: say("abl_note", vars) }), [{
+    draw(board.card("abl-scatter", { title: say("ablation_weight_effect_title", vars), className: "half", note: say("ablation_note", vars) }), [{
       type: "scatter", mode: "markers+text", x: heads.map((e) => e.max_weight), y: heads.map((e) => e.prob_change),
       // a 30 × 9 model has 270 heads: name only the two the note talks about and the largest effects
       text: heads.map((e) => (named.has(e) ? name(e) : "")), hovertext: heads.map(name), hoverinfo: "text+x+y",
-      textposition: "top center", name: say("abl_heads"),
+      textposition: "top center", name: say("ablation_heads"),
       marker: { size: 10, color: heads.map((e) => e.layer), colorscale: "Viridis" },
-    }], lineLayout(say("abl_weight"), say("abl_effect")), "ablation");
+    }], lineLayout(say("ablation_weight"), say("ablation_effect")), "ablation");
     const loss = heads.map((e) => e.loss_change);
-    draw(board.card("abl-loss", { title: say("abl_loss_title"), className: "half", note: say("abl_loss_note", vars) }), [
-      { type: "bar", x: heads.map(name), y: loss, name: say("abl_loss") },
-    ], lineLayout("", say("abl_loss"), { xaxis: { type: "category" } }), "ablation_loss");
+    draw(board.card("abl-loss", { title: say("ablation_loss_title"), className: "half", note: say("ablation_loss_note", vars) }), [
+      { type: "bar", x: heads.map(name), y: loss, name: say("ablation_loss") },
+    ], lineLayout("", say("ablation_loss"), { xaxis: { type: "category" } }), "ablation_loss");
   },
 };

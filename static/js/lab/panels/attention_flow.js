@@ -46,14 +46,14 @@ export default {
       bias: data.identity.out_bias ? " + b_O" : "",
     };
     const masked = data.weights.some((row) => row.includes(null)); // a mask hides some keys: grey cells
-    const query = say("flow_query");
-    const key = say("flow_key");
+    const query = say("attention_flow_query");
+    const key = say("attention_flow_key");
     const height = rowsHeight(n, n <= 12 ? 34 : 22, 300);
     const maps = [
-      ["flow-weights", data.weights, say("flow_weights_title", vars), [say("flow_weights_note", vars), masked ? say("flow_hidden") : ""].filter(Boolean).join(sep),
-        `${query}: %{y}<br>${key}: %{x}<br>${say("flow_weight")} = %{z:.4f}<extra></extra>`, null],
-      ["flow-moved", data.flow_shares, say("flow_moved_title", vars), say("flow_moved_note", vars),
-        `${query}: %{y}<br>${key}: %{x}<br>${say("flow_share")} = %{z:.4f}<br>${say("flow_norm")} = %{customdata[0]:.4f}<br>${say("flow_weight")} = %{customdata[1]:.4f}<extra></extra>`,
+      ["flow-weights", data.weights, say("attention_flow_weights_title", vars), [say("attention_flow_weights_note", vars), masked ? say("attention_flow_hidden") : ""].filter(Boolean).join(sep),
+        `${query}: %{y}<br>${key}: %{x}<br>${say("attention_flow_weight")} = %{z:.4f}<extra></extra>`, null],
+      ["flow-moved", data.flow_shares, say("attention_flow_moved_title", vars), say("attention_flow_moved_note", vars),
+        `${query}: %{y}<br>${key}: %{x}<br>${say("attention_flow_share")} = %{z:.4f}<br>${say("attention_flow_norm")} = %{customdata[0]:.4f}<br>${say("attention_flow_weight")} = %{customdata[1]:.4f}<extra></extra>`,
         data.flow_norms.map((row, i) => row.map((v, j) => [v, data.weights[i][j]]))],
     ];
     for (const [cardKey, z, title, note, hovertemplate, customdata] of maps) {
@@ -62,24 +62,24 @@ export default {
       const xaxis = categoryAxis(key, { tickangle: n > 8 ? -45 : 0, automargin: false });
       const yaxis = categoryAxis(query, { autorange: "reversed", automargin: false });
       const margin = fitMargins(plot, { y: labels, x: labels, xSize: xaxis.tickfont.size, xAngle: xaxis.tickangle, colorbar: [0, 1] });
-      if (!fitCellText(plot, trace, margin, height)) board.card(cardKey, { title, className: "half", note: [note, say("flow_cells_hidden")].join(sep) });
+      if (!fitCellText(plot, trace, margin, height)) board.card(cardKey, { title, className: "half", note: [note, say("attention_flow_cells_hidden")].join(sep) });
       draw(plot, [trace], { height, margin, plot_bgcolor: HIDDEN, xaxis, yaxis }, cardKey.replace("-", "_"));
     }
-    draw(board.card("flow-values", { title: say("flow_values_title"), className: "half", note: say("flow_values_note", vars) }), [{
-      type: "bar", x: labels, y: norms, name: say("flow_value_norm"),
+    draw(board.card("flow-values", { title: say("attention_flow_values_title"), className: "half", note: say("attention_flow_values_note", vars) }), [{
+      type: "bar", x: labels, y: norms, name: say("attention_flow_value_norm"),
       marker: { color: norms.map((_, i) => (i === 0 ? "#b2302b" : "#4a90c8")) },
-      hovertemplate: `%{x}<br>${say("flow_value_norm")} = %{y:.4f}<extra></extra>`,
-    }], lineLayout(key, say("flow_value_norm"), { xaxis: { type: "category", tickangle: n > 8 ? -45 : 0 } }), "flow_value_norms");
-    const head = h("tr", {}, ["query", "top_weight", "top_flow", "same", "rho"].map((k) => h("th", { text: say(`flow_col_${k}`) })));
+      hovertemplate: `%{x}<br>${say("attention_flow_value_norm")} = %{y:.4f}<extra></extra>`,
+    }], lineLayout(key, say("attention_flow_value_norm"), { xaxis: { type: "category", tickangle: n > 8 ? -45 : 0 } }), "flow_value_norms");
+    const head = h("tr", {}, ["query", "top_weight", "top_flow", "same", "rho"].map((k) => h("th", { text: say(`attention_flow_col_${k}`) })));
     const plain = (i) => (i >= 0 ? `${i}·${word(i)}` : "–");
     const body = data.rows.map((r, i) => h("tr", {}, [
-      plain(i), plain(r.top_weight), plain(r.top_flow), r.top_weight === r.top_flow ? say("flow_same") : say("flow_differ"),
+      plain(i), plain(r.top_weight), plain(r.top_flow), r.top_weight === r.top_flow ? say("attention_flow_same") : say("attention_flow_differ"),
       r.rank_correlation === null ? "–" : r.rank_correlation.toFixed(2),
     ].map((v) => h("td", { text: v }))));
     board.block("flow-rows", h("div", {},
-      h("h3", { text: say("flow_rows_title", vars) }),
-      h("p", { class: "lab-note", text: say("flow_rows_note", vars) }),
+      h("h3", { text: say("attention_flow_rows_title", vars) }),
+      h("p", { class: "lab-note", text: say("attention_flow_rows_note", vars) }),
       h("table", { class: "kv-table" }, h("thead", {}, head), h("tbody", {}, body))), "half");
-    board.block("flow-identity", h("p", { class: "lab-note flow-identity", text: say("flow_identity", vars) }));
+    board.block("flow-identity", h("p", { class: "lab-note flow-identity", text: say("attention_flow_identity", vars) }));
   },
 };

@@ -65,17 +65,17 @@ export default {
   },
 
   controls({ s, v, say, models }, loaded) {
-    const options = [["", say("cmp_none")], ["set", say("cmp_setting")], ...models.filter((m) => m.name !== s.model).map((m) => [`model:${m.name}`, say("cmp_model", { name: m.name })])];
-    const out = [selectField("variant", options, v.variant, say("cmp_variant"))];
+    const options = [["", say("compare_none")], ["set", say("compare_setting")], ...models.filter((m) => m.name !== s.model).map((m) => [`model:${m.name}`, say("compare_model", { name: m.name })])];
+    const out = [selectField("variant", options, v.variant, say("compare_variant"))];
     if (v.variant === "set") {
-      out.push(selectField("setting", SETTINGS.map((k) => [k, k]), v.setting, say("cmp_which")));
+      out.push(selectField("setting", SETTINGS.map((k) => [k, k]), v.setting, say("compare_which")));
       const values = v.setting === "pos_encoding" ? (loaded && loaded.kinds) || [v.value] : CHOICES[v.setting] || [];
-      out.push(selectField("value", values.map((x) => [x, x]), values.includes(v.value) ? v.value : values[0], say("cmp_value")));
+      out.push(selectField("value", values.map((x) => [x, x]), values.includes(v.value) ? v.value : values[0], say("compare_value")));
     }
     const data = v.variant && loaded;
     if (data && data.stage) {
-      out.push(selectField("stage", data.common.map((x) => [x.name, `${x.name} (${x.dims.join(" × ")})`]), data.stage.name, say("cmp_stage")));
-      if (hasHead(data.stage.dims)) out.push(selectField("head", range(data.maxHeads), Math.min(v.head, data.maxHeads - 1), say("cmp_head"), "int"));
+      out.push(selectField("stage", data.common.map((x) => [x.name, `${x.name} (${x.dims.join(" × ")})`]), data.stage.name, say("compare_stage")));
+      if (hasHead(data.stage.dims)) out.push(selectField("head", range(data.maxHeads), Math.min(v.head, data.maxHeads - 1), say("compare_head"), "int"));
     }
     return out;
   },
@@ -83,7 +83,7 @@ export default {
   draw(board, data, c) {
     const { say, v } = c;
     if (!data || !data.stage) {
-      board.block("cmp-none", h("p", { class: "lab-note", text: say(data ? "cmp_no_common" : "cmp_intro") }));
+      board.block("cmp-none", h("p", { class: "lab-note", text: say(data ? "compare_no_common" : "compare_intro") }));
       return;
     }
     const name = data.stage.name;
@@ -96,26 +96,26 @@ export default {
       const axis = (dim, n) => (isPos(dim) ? labels.slice(0, n) : indexLabels(n));
       const loss = run.answer.loss;
       const top = (run.answer.top_tokens || []).slice(0, 3).map((r) => `${r.text} ${fmt(r.prob, 2)}`).join(" · ");
-      const title = hasHead(data.stage.dims) ? say("cmp_side", { label: run.label, head: run.head, n_heads: run.nHeads }) : run.label;
+      const title = hasHead(data.stage.dims) ? say("compare_side", { label: run.label, head: run.head, n_heads: run.nHeads }) : run.label;
       const plot = board.card(`cmp-${i}`, {
         title,
         className: "half",
-        note: say("cmp_side_note", { loss: loss === null || loss === undefined ? "–" : fmt(loss, 3), top: top || "–", n_tokens: labels.length, shape: slice.shape.join(" × ") }),
+        note: say("compare_side_note", { loss: loss === null || loss === undefined ? "–" : fmt(loss, 3), top: top || "–", n_tokens: labels.length, shape: slice.shape.join(" × ") }),
       });
       const own = scale || sharedScale([slice]);
       if (slice.kind === "heatmap") {
         const [rows, cols] = slice.shape;
-        draw(plot, [heatmap({ z: slice.z, x: axis(slice.colDim, cols), y: axis(slice.rowDim, rows), ...own, annotate: false, valueLabel: say("cmp_value_label") })],
+        draw(plot, [heatmap({ z: slice.z, x: axis(slice.colDim, cols), y: axis(slice.rowDim, rows), ...own, annotate: false, valueLabel: say("compare_value_label") })],
           { height: 360, xaxis: { type: "category", title: { text: slice.colDim }, tickfont: { size: 10 }, automargin: true }, yaxis: { type: "category", title: { text: slice.rowDim }, autorange: "reversed", tickfont: { size: 10 }, automargin: true } }, `compare_${i}`);
       } else {
-        draw(plot, [{ type: "bar", x: axis(slice.colDim, slice.shape[0]), y: slice.y, marker: { color: "#4a90c8" }, hovertemplate: `%{x}<br>${say("cmp_value_label")} = %{y:.4f}<extra></extra>` }],
+        draw(plot, [{ type: "bar", x: axis(slice.colDim, slice.shape[0]), y: slice.y, marker: { color: "#4a90c8" }, hovertemplate: `%{x}<br>${say("compare_value_label")} = %{y:.4f}<extra></extra>` }],
           { height: 300, xaxis: { type: "category", title: { text: slice.colDim }, automargin: true }, yaxis: { title: { text: name.split(".").pop() }, range: [Math.min(own.zmin, 0), own.zmax], automargin: true } }, `compare_${i}`);
       }
     }
-    const shapeNote = diff ? say("cmp_shapes_differ", { diff }) : say("cmp_shapes_match", { shape: slices[0].shape.join(" × "), max: fmt(maxDifference(slices[0], slices[1]), 4) });
+    const shapeNote = diff ? say("compare_shapes_differ", { diff }) : say("compare_shapes_match", { shape: slices[0].shape.join(" × "), max: fmt(maxDifference(slices[0], slices[1]), 4) });
     const words = data.sides.map((run) => run.answer.tokens.map((t) => t.text).join("\u0000"));
-    const tokensNote = words[0] !== words[1] && slices[0].dims.some(isPos) ? ` ${say("cmp_tokens_differ")}` : "";
+    const tokensNote = words[0] !== words[1] && slices[0].dims.some(isPos) ? ` ${say("compare_tokens_differ")}` : "";
     board.block("cmp-shape", h("p", { class: "lab-note cmp-shape", text: shapeNote + tokensNote }));
-    board.block("cmp-note", h("p", { class: "lab-note", text: v.variant === "set" ? say("cmp_random_note") : say("cmp_models_note") }));
+    board.block("cmp-note", h("p", { class: "lab-note", text: v.variant === "set" ? say("compare_random_note") : say("compare_models_note") }));
   },
 };

@@ -22,8 +22,8 @@ export default {
   controls({ v, say }) {
     const maxes = [512, 1024, 2048, 4096].map((n) => [n, String(n)]);
     return [
-      selectField("longest", maxes, v.longest, say("cx_max"), "int"),
-      selectField("heads", [1, 2, 4, 8].map((n) => [n, String(n)]), v.heads, say("cx_heads"), "int"),
+      selectField("longest", maxes, v.longest, say("complexity_max"), "int"),
+      selectField("heads", [1, 2, 4, 8].map((n) => [n, String(n)]), v.heads, say("complexity_heads"), "int"),
     ];
   },
 
@@ -39,17 +39,17 @@ export default {
       b_tiled: data.tiled_fit ? fmt(data.tiled_fit.exponent, 2) : "–", r2: data.naive_fit ? fmt(data.naive_fit.r_squared, 3) : "–",
       skipped: skipped.length ? skipped.join(", ") : "–", budget: data.budget_seconds, block: data.block,
       n: last.n, naive_mib: fmt(mib(last.naive_peak_bytes || 0), 1), tiled_mib: fmt(mib(last.tiled_peak_bytes || 0), 2),
-      source: say(data.memory_source === "counted" ? "cx_counted" : "cx_allocator"),
+      source: say(data.memory_source === "counted" ? "complexity_counted" : "complexity_allocator"),
     };
     const log = { type: "log" };
-    draw(board.card("cx-time", { title: say("cx_time_title"), className: "half", note: say("cx_time_note", vars) }), [
-      { x, y: done.map((m) => m.naive_seconds), mode: "lines+markers", name: say("cx_naive") },
-      { x, y: done.map((m) => m.tiled_seconds), mode: "lines+markers", name: say("cx_tiled") },
-      { x, y: x.map((n) => scale * n * n), mode: "lines", name: say("cx_n2"), line: { dash: "dot" } },
-    ], lineLayout(say("cx_length"), say("cx_seconds"), { xaxis: log, yaxis: log }), "complexity_time");
-    draw(board.card("cx-memory", { title: say("cx_memory_title"), className: "half", note: say("cx_memory_note", vars) }), [
-      { x, y: done.map((m) => mib(m.naive_peak_bytes)), mode: "lines+markers", name: say("cx_naive") },
-      { x, y: done.map((m) => mib(m.tiled_peak_bytes)), mode: "lines+markers", name: say("cx_tiled") },
-    ], lineLayout(say("cx_length"), "MiB", { xaxis: log, yaxis: log }), "complexity_memory");
+    draw(board.card("cx-time", { title: say("complexity_time_title"), className: "half", note: say("complexity_time_note", vars) }), [
+      { x, y: done.map((m) => m.naive_seconds), mode: "lines+markers", name: say("complexity_naive") },
+      { x, y: done.map((m) => m.tiled_seconds), mode: "lines+markers", name: say("complexity_tiled") },
+      { x, y: x.map((n) => scale * n * n), mode: "lines", name: say("complexity_n2"), line: { dash: "dot" } },
+    ], lineLayout(say("complexity_length"), say("complexity_seconds"), { xaxis: log, yaxis: log }), "complexity_time");
+    draw(board.card("cx-memory", { title: say("complexity_memory_title"), className: "half", note: say("complexity_memory_note", vars) }), [
+      { x, y: done.map((m) => mib(m.naive_peak_bytes)), mode: "lines+markers", name: say("complexity_naive") },
+      { x, y: done.map((m) => mib(m.tiled_peak_bytes)), mode: "lines+markers", name: say("complexity_tiled") },
+    ], lineLayout(say("complexity_length"), "MiB", { xaxis: log, yaxis: log }), "complexity_memory");
   },
 };

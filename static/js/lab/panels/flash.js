@@ -19,9 +19,9 @@ export default {
     return [
       selectField("layer", range(info.n_layers), v.layer, say("layer"), "int"),
       selectField("head", range(info.n_heads), v.head, say("head"), "int"),
-      selectField("block_q", blocks, v.block_q, say("fl_block_q"), "int"),
-      selectField("block_k", blocks, v.block_k, say("fl_block_k"), "int"),
-      numberField("tile", v.tile, say("fl_tile"), { min: 0, max: 100000 }),
+      selectField("block_q", blocks, v.block_q, say("flash_block_q"), "int"),
+      selectField("block_k", blocks, v.block_k, say("flash_block_k"), "int"),
+      numberField("tile", v.tile, say("flash_tile"), { min: 0, max: 100000 }),
     ];
   },
 
@@ -33,7 +33,7 @@ export default {
     const nq = data.query_tokens.length;
     const nk = data.key_tokens.length;
     // each cell's state (a colour, not a number): 0 never computed (masked), 1 done, 2 this tile, 0.4 still to come
-    const STATES = { 0: say("fl_st_never"), 0.4: say("fl_st_todo"), 1: say("fl_st_done"), 2: say("fl_st_now") };
+    const STATES = { 0: say("flash_st_never"), 0.4: say("flash_st_todo"), 1: say("flash_st_done"), 2: say("flash_st_now") };
     const z = Array.from({ length: nq }, () => Array(nk).fill(0));
     data.tiles.forEach((t, i) => {
       for (let q = t.q_range[0]; q < t.q_range[1]; q++) for (let k = t.k_range[0]; k < t.k_range[1]; k++) z[q][k] = i < index ? 1 : i === index ? 2 : 0.4;
@@ -46,12 +46,12 @@ export default {
     };
     const grid = heatmap({ z, x: tokenLabels(data.key_tokens), y: tokenLabels(data.query_tokens), signed: false, zmin: 0, zmax: 2, showscale: false,
       annotate: false, customdata: z.map((row) => row.map((v) => STATES[v])), hovertemplate: "%{y}<br>%{x}<br>%{customdata}<extra></extra>" });
-    draw(board.card("fl-grid", { title: say("fl_grid_title", vars), className: "half", note: say("fl_grid_note", vars) }), [grid],
-      { xaxis: { title: { text: say("fl_keys") }, type: "category" }, yaxis: { title: { text: say("fl_queries") }, type: "category", autorange: "reversed" }, height: 340, margin: { l: 80, r: 20, t: 30, b: 70 } }, "flash_tiles");
+    draw(board.card("fl-grid", { title: say("flash_grid_title", vars), className: "half", note: say("flash_grid_note", vars) }), [grid],
+      { xaxis: { title: { text: say("flash_keys") }, type: "category" }, yaxis: { title: { text: say("flash_queries") }, type: "category", autorange: "reversed" }, height: 340, margin: { l: 80, r: 20, t: 30, b: 70 } }, "flash_tiles");
     const rows = Array.from({ length: tile.q_range[1] - tile.q_range[0] }, (_, i) => String(tile.q_range[0] + i));
-    draw(board.card("fl-state", { title: say("fl_state_title", vars), className: "half", note: say("fl_state_note", vars) }), [
-      { type: "bar", x: rows, y: tile.m.map((v) => (v === null ? 0 : v)), name: say("fl_m") },
-      { type: "bar", x: rows, y: tile.l, name: say("fl_l") },
-    ], { ...lineLayout(say("fl_query_row"), say("fl_value"), { xaxis: { type: "category" } }), barmode: "group" }, "flash_state");
+    draw(board.card("fl-state", { title: say("flash_state_title", vars), className: "half", note: say("flash_state_note", vars) }), [
+      { type: "bar", x: rows, y: tile.m.map((v) => (v === null ? 0 : v)), name: say("flash_m") },
+      { type: "bar", x: rows, y: tile.l, name: say("flash_l") },
+    ], { ...lineLayout(say("flash_query_row"), say("flash_value"), { xaxis: { type: "category" } }), barmode: "group" }, "flash_state");
   },
 };

@@ -11,7 +11,7 @@ export default {
   load: ({ s, v, ask }) => ask({ model: s.model, text: s.text, max_new_tokens: v.steps }),
 
   controls({ v, say }) {
-    return [numberField("steps", v.steps, say("gen_steps"), { min: 1, max: 64 })];
+    return [numberField("steps", v.steps, say("generate_steps"), { min: 1, max: 64 })];
   },
 
   draw(board, data, c) {
@@ -26,15 +26,15 @@ export default {
       recomputed: last ? last.recomputed_cells.toLocaleString("en-US") : 0,
       diff: Math.max(0, ...steps.map((st) => st.max_diff)).toExponential(1),
     };
-    draw(board.card("gen-bytes", { title: say("gen_bytes_title"), className: "half", note: say("gen_bytes_note", vars) }), [
-      { x, y: steps.map((st) => st.cache_bytes), mode: "lines+markers", name: say("gen_measured") },
-      { x, y: steps.map((st) => st.formula_bytes), mode: "lines", name: say("gen_formula"), line: { dash: "dot" } },
-    ], lineLayout(say("gen_step"), say("gen_bytes")), "generate_bytes");
-    draw(board.card("gen-cells", { title: say("gen_cells_title"), className: "half", note: say("gen_cells_note", vars) }), [
-      { x, y: steps.map((st) => st.cached_cells), mode: "lines+markers", name: say("gen_with_cache") },
-      { x, y: steps.map((st) => st.recomputed_cells), mode: "lines+markers", name: say("gen_without_cache") },
-    ], lineLayout(say("gen_step"), say("gen_cells")), "generate_cells");
+    draw(board.card("gen-bytes", { title: say("generate_bytes_title"), className: "half", note: say("generate_bytes_note", vars) }), [
+      { x, y: steps.map((st) => st.cache_bytes), mode: "lines+markers", name: say("generate_measured") },
+      { x, y: steps.map((st) => st.formula_bytes), mode: "lines", name: say("generate_formula"), line: { dash: "dot" } },
+    ], lineLayout(say("generate_step"), say("generate_bytes")), "generate_bytes");
+    draw(board.card("gen-cells", { title: say("generate_cells_title"), className: "half", note: say("generate_cells_note", vars) }), [
+      { x, y: steps.map((st) => st.cached_cells), mode: "lines+markers", name: say("generate_with_cache") },
+      { x, y: steps.map((st) => st.recomputed_cells), mode: "lines+markers", name: say("generate_without_cache") },
+    ], lineLayout(say("generate_step"), say("generate_cells")), "generate_cells");
     const chips = steps.map((st) => h("li", { class: "chip" }, h("span", { class: "chip-text", text: visible(st.text) }), h("span", { class: "chip-id", text: `${st.fed}→${st.cache_positions}` })));
-    board.block("gen-tokens", h("div", {}, h("h3", { text: say("gen_tokens_title", vars) }), h("ul", { class: "chips" }, chips), h("p", { class: "lab-note", text: say("gen_tokens_note", vars) })));
+    board.block("gen-tokens", h("div", {}, h("h3", { text: say("generate_tokens_title", vars) }), h("ul", { class: "chips" }, chips), h("p", { class: "lab-note", text: say("generate_tokens_note", vars) })));
   },
 };

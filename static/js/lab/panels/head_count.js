@@ -41,7 +41,7 @@ export default {
       type: "line", xref: "x", yref: "paper", x0: ownAt, x1: ownAt, y0: 0, y1: 1, line: { dash: "dot", width: 2, color: "#888" },
     };
     // the model's own split, named low beside its line, clear of the legend above the plot
-    const ownLabel = { xref: "x", yref: "paper", x: ownAt, y: 0.03, xanchor: "left", yanchor: "bottom", xshift: 4, showarrow: false, text: say("hc_own", vars), font: { size: 11 }, bgcolor: "rgba(255,255,255,0.8)" };
+    const ownLabel = { xref: "x", yref: "paper", x: ownAt, y: 0.03, xanchor: "left", yanchor: "bottom", xshift: 4, showarrow: false, text: say("head_count_own", vars), font: { size: 11 }, bgcolor: "rgba(255,255,255,0.8)" };
     // a half-width chart has room for about 14 two-line labels, kept upright; with more splits (a width with
     // many divisors, such as 576) the ends, the model's own split and the first one the bound limits are named,
     // and others as room allows
@@ -51,32 +51,32 @@ export default {
     const ticks = x.filter((_, i) => picked.includes(i));
     const xaxis = { type: "category", tickfont: { size: 10 }, tickangle: 0, tickmode: "array", tickvals: ticks, ticktext: ticks };
     const axes = (yTitle) => {
-      const layout = lineLayout(say("hc_axis"), yTitle, { xaxis, yaxis: { rangemode: "tozero" } });
+      const layout = lineLayout(say("head_count_axis"), yTitle, { xaxis, yaxis: { rangemode: "tozero" } });
       return { ...layout, height: 340, margin: { ...layout.margin, r: 20, b: 80 }, shapes: [own], annotations: [ownLabel] };
     };
-    const fits = vars.first_h === "–" ? "hc_short" : data.model_d_head >= vars.n ? "hc_short_own" : "hc_bites";
-    const gqa = data.kv_heads < data.model_heads ? say("hc_gqa", vars) : "";
-    const rankNote = [say(fits, vars), say("hc_rank_note", vars), gqa].filter(Boolean).join(sep);
-    draw(board.card("hc-rank", { title: say("hc_rank_title", vars), className: "half", note: rankNote }), [
+    const fits = vars.first_h === "–" ? "head_count_short" : data.model_d_head >= vars.n ? "head_count_short_own" : "head_count_bites";
+    const gqa = data.kv_heads < data.model_heads ? say("head_count_gqa", vars) : "";
+    const rankNote = [say(fits, vars), say("head_count_rank_note", vars), gqa].filter(Boolean).join(sep);
+    draw(board.card("hc-rank", { title: say("head_count_rank_title", vars), className: "half", note: rankNote }), [
       // the bound as a wide pale band: the measured ranks lie on it wherever they reach it
-      { x, y: splits.map((s) => s.bound), mode: "lines", name: say("hc_bound"), line: { width: 9, color: "rgba(120, 120, 120, 0.35)" } },
-      { x, y: splits.map((s) => s.mean_rank), mode: "lines+markers", name: say("hc_mean_rank") },
-      { x, y: splits.map((s) => s.min_rank), mode: "markers", name: say("hc_min_rank"), marker: { symbol: "triangle-down", size: 9 } },
-    ], axes(say("hc_rank")), "head_count_rank");
-    draw(board.card("hc-entropy", { title: say("hc_entropy_title"), className: "half", note: say("hc_entropy_note", vars) }), [
-      { x, y: splits.map((s) => s.entropy), mode: "lines+markers", name: say("hc_entropy") },
-      { x, y: splits.map(() => data.uniform_entropy), mode: "lines", name: say("hc_uniform"), line: { dash: "dash" } },
-    ], axes(say("hc_nats")), "head_count_entropy");
+      { x, y: splits.map((s) => s.bound), mode: "lines", name: say("head_count_bound"), line: { width: 9, color: "rgba(120, 120, 120, 0.35)" } },
+      { x, y: splits.map((s) => s.mean_rank), mode: "lines+markers", name: say("head_count_mean_rank") },
+      { x, y: splits.map((s) => s.min_rank), mode: "markers", name: say("head_count_min_rank"), marker: { symbol: "triangle-down", size: 9 } },
+    ], axes(say("head_count_rank")), "head_count_rank");
+    draw(board.card("hc-entropy", { title: say("head_count_entropy_title"), className: "half", note: say("head_count_entropy_note", vars) }), [
+      { x, y: splits.map((s) => s.entropy), mode: "lines+markers", name: say("head_count_entropy") },
+      { x, y: splits.map(() => data.uniform_entropy), mode: "lines", name: say("head_count_uniform"), line: { dash: "dash" } },
+    ], axes(say("head_count_nats")), "head_count_entropy");
     const rows = [
-      ...data.published.map((p) => [p.name, p.d_model, p.n_heads, p.d_head, say("hc_published")]),
-      [data.model, data.width, data.model_heads, data.model_d_head, say("hc_this_model", vars)],
+      ...data.published.map((p) => [p.name, p.d_model, p.n_heads, p.d_head, say("head_count_published")]),
+      [data.model, data.width, data.model_heads, data.model_d_head, say("head_count_this_model", vars)],
     ];
-    const head = h("tr", {}, ["hc_col_model", "hc_col_width", "hc_col_heads", "hc_col_dk", "hc_col_source"].map((k) => h("th", { text: say(k) })));
+    const head = h("tr", {}, ["head_count_col_model", "head_count_col_width", "head_count_col_heads", "head_count_col_dk", "head_count_col_source"].map((k) => h("th", { text: say(k) })));
     const body = rows.map((r) => h("tr", {}, r.map((v) => h("td", { text: String(v) }))));
     board.block("hc-table", h("div", {},
-      h("table", { class: "kv-table hc-table" }, h("caption", { text: say("hc_table_caption") }), h("thead", {}, head), h("tbody", {}, body)),
-      h("p", { class: "lab-note", text: say(data.rotated ? "hc_honest_rope" : "hc_honest", vars) }),
-      ...(data.alibi ? [h("p", { class: "lab-note", text: say("hc_alibi") })] : []),
+      h("table", { class: "kv-table hc-table" }, h("caption", { text: say("head_count_table_caption") }), h("thead", {}, head), h("tbody", {}, body)),
+      h("p", { class: "lab-note", text: say(data.rotated ? "head_count_honest_rope" : "head_count_honest", vars) }),
+      ...(data.alibi ? [h("p", { class: "lab-note", text: say("head_count_alibi") })] : []),
     ));
   },
 };

@@ -1,12 +1,12 @@
-// Change one thing and see why: the original run beside the intervened one (POST /api/trace twice):
-// the pattern, the next-token table and the loss of the sentence.
+// Change one thing and see why: the original run beside the changed one (POST /api/trace twice), drawn by
+// the view the explorer shares (shared/interventions_view.js): one layer and head's pattern in both runs,
+// the next tokens and the loss of the sentence. Here several changes may be on at once.
 
-import { api, decodeStages } from "../../shared/api.js";
-import { draw, heatmap, safe, tokenLabels } from "../../shared/plot.js";
-import { h, visible } from "../../shared/dom.js";
-import { ALIASES, interventionsOf, KINDS, sentenceStack } from "../../shared/interventions.js";
+import { ALIASES, interventionsOf, KINDS, loadBothRuns } from "../../shared/interventions.js";
+import { sentenceStackName, stageName } from "../../shared/stage_names.js";
+import { drawBothRuns, runMatrix } from "../../shared/interventions_view.js";
 import { HEADS, int, LAYERS, list, num } from "../state.js";
-import { fmt, lineLayout, numberField, range, selectField, toggle } from "../ui.js";
+import { numberField, range, selectField, toggle } from "../ui.js";
 
 /** The layer shown: the panel's, or the last one (-1). */
 function shownLayer(v, info) {
@@ -35,18 +35,16 @@ export default {
 
   async load({ s, info, v }) {
     const layer = shownLayer(v, info);
-    const base = { model: s.model, text: s.text, stages: [`${sentenceStack(info)}blocks.${layer}.attn.hook_pattern`], top_k: 8 };
-    const changes = changesOf(v, s.tokens);
-    const [original, changed] = await Promise.all([api.trace(base), changes ? api.trace({ ...base, interventions: changes }) : null]);
-    return { layer, original, changed: changed || original, changes, name: base.stages[0] };
+    const name = stageName("pattern", layer, { stack: sentenceStackName(info) });
+    return { layer, ...(await loadBothRuns({ model: s.model, text: s.text }, name, changesOf(v, s.tokens))) };
   },
 
   controls({ v, say, info }) {
     return [
-      ...KINDS.map((name) => toggle("toggles", name, on(v).includes(name), say(`iv_${name}`))),
-      numberField("window", v.window, say("iv_window_w"), { min: 1, max: 64 }),
-      numberField("temperature", v.temperature, say("iv_temperature_t"), { min: 0.05, max: 100, step: 0.5, kind: "num" }),
-      selectField("ablate_layer", range(info.n_layers), v.ablate_layer, say("iv_ablate_layer"), "int"),
+      ...KINDS.map((name) => toggle("toggles", name, on(v).includes(name), say(`interventions_${name}`))),
+      numberField("window", v.window, say("interventions_window_w"), { min: 1, max: 64 }),
+      numberField("temperature", v.temperature, say("interventions_temperature_t"), { min: 0.05, max: 100, step: 0.5, kind: "num" }),
+      selectField("ablate_layer", range(info.n_layers), v.ablate_layer, say("interventions_ablate_layer"), "int"),
       selectField("layer", range(info.n_layers), shownLayer(v, info), say("layer"), "int"),
       selectField("head", range(info.n_heads), v.head, say("head"), "int"),
     ];
@@ -54,35 +52,12 @@ export default {
 
   draw(board, data, c) {
     const { say, v } = c;
-    const runs = [["original", data.original], ["intervened", data.changed]];
-    for (const [which, answer] of runs) {
-      const pattern = decodeStages(answer)[data.name];
-      const labels = tokenLabels(answer.tokens);
-      const z = pattern.matrix("q_pos", "k_pos", { head: v.head });
-      draw(board.card(`iv-${which}`, { title: say(`iv_${which}_title`, { layer: data.layer, head: v.head }), className: "half" }),
-        [heatmap({ z, x: labels, y: labels, signed: false, zmin: 0, zmax: 1, annotate: false, valueLabel: say("weight") })],
-        { height: 360, xaxis: { type: "category", tickfont: { size: 10 } }, yaxis: { type: "category", autorange: "reversed", tickfont: { size: 10 } } }, `iv_${which}`);
-    }
-    const before = data.original.top_tokens;
-    if (!before) {
-      board.block("iv-loss", h("p", { class: "lab-note", text: say("iv_no_logits") }));
-      return;
-    }
-    const after = data.changed.top_tokens;
-    const ids = [...new Set([...before.map((r) => r.id), ...after.map((r) => r.id)])];
-    const text = new Map([...before, ...after].map((r) => [r.id, r.text]));
-    const prob = (rows, id) => (rows.find((r) => r.id === id) || { prob: 0 }).prob;
-    const labels = ids.map((id) => safe(visible(text.get(id))));
-    draw(board.card("iv-next", { title: say("iv_next_title"), className: "half" }),
-      [{ type: "bar", x: labels, y: ids.map((id) => prob(before, id)), name: say("iv_original") },
-        { type: "bar", x: labels, y: ids.map((id) => prob(after, id)), name: say("iv_intervened") }],
-      { ...lineLayout("", say("probability"), { xaxis: { type: "category" } }), barmode: "group" }, "iv_next");
-    const l0 = data.original.loss;
-    const l1 = data.changed.loss;
-    const delta = l0 !== null && l1 !== null && l0 !== undefined && l1 !== undefined ? l1 - l0 : null;
-    const on = data.changes ? Object.keys(data.changes).join(", ") : say("iv_none");
-    board.block("iv-loss", h("div", {},
-      h("h3", { text: say("iv_loss_title") }),
-      h("p", { class: "iv-loss", text: say("iv_loss", { before: fmt(l0, 3), after: fmt(l1, 3), delta: delta === null ? "–" : `${delta >= 0 ? "+" : ""}${fmt(delta, 3)}`, on }) })), "half");
+    // the changes on, in the words the explorer's toggles use (window W = 2, layer 0, head 1 ablated)
+    const words = { w: v.window, temp: v.temperature, layer: v.ablate_layer, head: v.head };
+    const kinds = on(v);
+    const what = kinds.length ? kinds.map((kind) => say(`interventions_what_${kind}`, words)).join(say("interventions_list_sep")) : say("interventions_none");
+    const where = say("interventions_where", { layer: data.layer, head: v.head });
+    const runs = data.runs.map((run) => ({ answer: run.answer, ...runMatrix(run.tensor, run.answer.tokens, v.head) }));
+    drawBothRuns(board, { name: data.name, changes: data.changes, runs, what, where }, say, { separator: c.s.texts[c.s.lang].separator });
   },
 };

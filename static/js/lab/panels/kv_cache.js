@@ -22,9 +22,9 @@ export default {
   controls({ v, say }) {
     const dtypes = ["float32", "float16", "bfloat16", "int8", "fp8"].map((d) => [d, d]);
     return [
-      numberField("context", v.context, say("kv_context"), { min: 1, max: 1048576 }),
-      numberField("batch", v.batch, say("kv_batch"), { min: 1, max: 1024 }),
-      selectField("dtype", dtypes, v.dtype, say("kv_dtype")),
+      numberField("context", v.context, say("kv_cache_context"), { min: 1, max: 1048576 }),
+      numberField("batch", v.batch, say("kv_cache_batch"), { min: 1, max: 1024 }),
+      selectField("dtype", dtypes, v.dtype, say("kv_cache_dtype")),
     ];
   },
 
@@ -38,7 +38,7 @@ export default {
       l2: bytesText(l2.total_bytes), l3: bytesText(l3.total_bytes), ratio: (l2.total_bytes / l3.total_bytes).toFixed(2),
       l2_pos: l2.cached_positions, l3_pos: l3.cached_positions,
       gpt3: bytesText(byName["GPT-3 175B"].total_bytes), mistral: byName["Mistral-7B"].cached_positions };
-    draw(board.card("kv-published", { title: say("kv_pub_title", vars), className: "half", note: say("kv_pub_note", vars) }), [
+    draw(board.card("kv-published", { title: say("kv_cache_pub_title", vars), className: "half", note: say("kv_cache_pub_note", vars) }), [
       { type: "bar", x: pub.map((r) => `${r.name} (${r.attention})`), y: pub.map((r) => r.total_bytes / GIB), name: "GiB",
         text: pub.map((r) => bytesText(r.total_bytes)), textposition: "outside", hovertext: pub.map((r) => `${r.layers}×${r.kv_heads}×${r.d_head}`) },
     ], lineLayout("", "GiB", { xaxis: { type: "category" }, yaxis: { type: "log" } }), "kv_published");
@@ -47,10 +47,10 @@ export default {
       type: "bar", name: kind, x: data.models.map((m) => m.model),
       y: data.models.map((m) => { const row = m.variants.find((v) => v.attention === kind); return row ? row.total_bytes / 2 ** 20 : null; }),
     }));
-    const own = data.models.map((m) => `${m.model}: ${m.decodes ? m.own : say("kv_no_decode")}`).join(" · ");  // an encoder: no bars
-    draw(board.card("kv-models", { title: say("kv_models_title"), className: "half", note: say("kv_models_note", { own }) }), traces,
+    const own = data.models.map((m) => `${m.model}: ${m.decodes ? m.own : say("kv_cache_no_decode")}`).join(" · ");  // an encoder: no bars
+    draw(board.card("kv-models", { title: say("kv_cache_models_title"), className: "half", note: say("kv_cache_models_note", { own }) }), traces,
       { ...lineLayout("", "MiB", { xaxis: { type: "category" } }), barmode: "group" }, "kv_models");
-    const head = h("tr", {}, ["name", "attention", "layers", "q_heads", "kv_heads", "d_head", "cached_positions", "bytes_per_token", "total_bytes"].map((k) => h("th", { text: say(`kv_col_${k}`) })));
+    const head = h("tr", {}, ["name", "attention", "layers", "q_heads", "kv_heads", "d_head", "cached_positions", "bytes_per_token", "total_bytes"].map((k) => h("th", { text: say(`kv_cache_col_${k}`) })));
     const body = pub.map((r) => h("tr", {}, [r.name, r.attention, r.layers, r.q_heads, r.kv_heads, r.d_head, r.cached_positions, bytesText(r.bytes_per_token), bytesText(r.total_bytes)].map((v) => h("td", { text: String(v) }))));
     board.block("kv-table", h("div", {}, h("table", { class: "kv-table" }, h("thead", {}, head), h("tbody", {}, body))));
   },

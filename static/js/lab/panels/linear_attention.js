@@ -13,9 +13,9 @@ const mean = (xs) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 const gap = (x) => (x === 0 ? "0" : x.toExponential(1)); // a measured difference: "0", not "0.0e+0"
 
 function notes(data, say, sep) {
-  const kind = data.rotated ? "lin_pos_rope" : data.alibi_slope !== null ? "lin_pos_alibi" : "lin_pos_vectors";
-  const parts = [say(data.causal ? "lin_mask_causal" : "lin_mask_full"), say(kind, { slope: fmt(data.alibi_slope, 4) })];
-  if (data.window !== null) parts.push(say("lin_window", { window: data.window }));
+  const kind = data.rotated ? "linear_attention_pos_rope" : data.alibi_slope !== null ? "linear_attention_pos_alibi" : "linear_attention_pos_vectors";
+  const parts = [say(data.causal ? "linear_attention_mask_causal" : "linear_attention_mask_full"), say(kind, { slope: fmt(data.alibi_slope, 4) })];
+  if (data.window !== null) parts.push(say("linear_attention_window", { window: data.window }));
   return parts.join(sep);
 }
 
@@ -59,12 +59,12 @@ export default {
     };
 
     board.block("lin-honest", h("div", {},
-      h("h3", { text: say("lin_honest_title") }),
-      h("p", { class: "lab-note", text: say("lin_honest") }),
-      h("p", { class: "lab-note", text: say("lin_why") })));
+      h("h3", { text: say("linear_attention_honest_title") }),
+      h("p", { class: "lab-note", text: say("linear_attention_honest") }),
+      h("p", { class: "lab-note", text: say("linear_attention_why") })));
 
     // the two weight matrices on one colour scale, the query tokens named once, left of the softmax map
-    const plot = board.card("lin-weights", { title: say("lin_weights_title", vars), note: [say("lin_weights_note", vars), notes(data, say, sep)].join(sep) });
+    const plot = board.card("lin-weights", { title: say("linear_attention_weights_title", vars), note: [say("linear_attention_weights_note", vars), notes(data, say, sep)].join(sep) });
     const soft = heatmap({ z: data.softmax_weights, x: cols, y: rows, signed: false, zmin: 0, zmax: 1, showscale: false, valueLabel: say("weight") });
     const lin = heatmap({ z: data.linear_weights, x: cols, y: rows, signed: false, zmin: 0, zmax: 1, valueLabel: say("weight") });
     Object.assign(lin, { xaxis: "x2", yaxis: "y2" });
@@ -72,32 +72,32 @@ export default {
     draw(plot, [soft, lin], {
       height: Math.max(360, Math.min(560, 90 + 14 * rows.length)), grid: { rows: 1, columns: 2, pattern: "independent", xgap: 0.1 },
       margin: { l: 70, r: fitMargins(plot, { colorbar: [0, 1] }).r, t: 30, b: 70 },
-      xaxis: { ...axes, title: { text: say("lin_softmax") } }, yaxis: { ...axes, autorange: "reversed" },
-      xaxis2: { ...axes, title: { text: say("lin_linear") } }, yaxis2: { ...axes, autorange: "reversed", showticklabels: false },
+      xaxis: { ...axes, title: { text: say("linear_attention_softmax") } }, yaxis: { ...axes, autorange: "reversed" },
+      xaxis2: { ...axes, title: { text: say("linear_attention_linear") } }, yaxis2: { ...axes, autorange: "reversed", showticklabels: false },
     }, "linear_attention_weights");
 
     const bars = (soft, lin) => [
-      { type: "bar", x: rows, y: soft, name: say("lin_softmax"), marker: { color: SOFTMAX } },
-      { type: "bar", x: rows, y: lin, name: say("lin_linear"), marker: { color: LINEAR } },
+      { type: "bar", x: rows, y: soft, name: say("linear_attention_softmax"), marker: { color: SOFTMAX } },
+      { type: "bar", x: rows, y: lin, name: say("linear_attention_linear"), marker: { color: LINEAR } },
     ];
     const category = { xaxis: { type: "category", tickfont: { size: 10 } } };
-    draw(board.card("lin-entropy", { title: say("lin_entropy_title"), className: "half", note: say("lin_entropy_note", vars) }),
+    draw(board.card("lin-entropy", { title: say("linear_attention_entropy_title"), className: "half", note: say("linear_attention_entropy_note", vars) }),
       bars(data.softmax_entropy, data.linear_entropy),
-      { ...lineLayout(say("lin_query"), say("lin_entropy"), { ...category, yaxis: { rangemode: "tozero" } }), barmode: "group" }, "linear_attention_entropy");
-    draw(board.card("lin-max", { title: say("lin_max_title"), className: "half", note: say("lin_max_note", vars) }),
+      { ...lineLayout(say("linear_attention_query"), say("linear_attention_entropy"), { ...category, yaxis: { rangemode: "tozero" } }), barmode: "group" }, "linear_attention_entropy");
+    draw(board.card("lin-max", { title: say("linear_attention_max_title"), className: "half", note: say("linear_attention_max_note", vars) }),
       bars(data.softmax_max, data.linear_max),
-      { ...lineLayout(say("lin_query"), say("lin_max"), { ...category, yaxis: { range: [0, 1.05] } }), barmode: "group" }, "linear_attention_max");
+      { ...lineLayout(say("linear_attention_query"), say("linear_attention_max"), { ...category, yaxis: { range: [0, 1.05] } }), barmode: "group" }, "linear_attention_max");
 
-    draw(board.card("lin-outputs", { title: say("lin_outputs_title"), className: "half", note: say("lin_outputs_note", vars) }), [
-      { type: "scatter", mode: "lines+markers", x: rows, y: data.cosine, name: say("lin_cosine"), marker: { color: SOFTMAX } },
-      { type: "scatter", mode: "lines+markers", x: rows, y: data.relative_error, name: say("lin_relative"), marker: { color: LINEAR } },
-    ], lineLayout(say("lin_query"), say("lin_value"), category), "linear_attention_outputs");
+    draw(board.card("lin-outputs", { title: say("linear_attention_outputs_title"), className: "half", note: say("linear_attention_outputs_note", vars) }), [
+      { type: "scatter", mode: "lines+markers", x: rows, y: data.cosine, name: say("linear_attention_cosine"), marker: { color: SOFTMAX } },
+      { type: "scatter", mode: "lines+markers", x: rows, y: data.relative_error, name: say("linear_attention_relative"), marker: { color: LINEAR } },
+    ], lineLayout(say("linear_attention_query"), say("linear_attention_value"), category), "linear_attention_outputs");
 
-    draw(board.card("lin-memory", { title: say("lin_memory_title"), className: "half", note: [say("lin_memory_note", vars), data.causal ? "" : say("lin_memory_encoder")].filter(Boolean).join(sep) }), [
-      { type: "scatter", mode: "lines", x: mem.lengths, y: mem.lengths.map(() => mem.state_numbers), name: say("lin_state"), line: { color: LINEAR } },
-      { type: "scatter", mode: "lines", x: mem.lengths, y: mem.kv_cache_curve, name: say("lin_cache"), line: { color: SOFTMAX } },
-      { type: "scatter", mode: "markers", x: [mem.n, mem.n], y: [mem.state_numbers, mem.kv_cache_numbers], name: say("lin_here", vars),
+    draw(board.card("lin-memory", { title: say("linear_attention_memory_title"), className: "half", note: [say("linear_attention_memory_note", vars), data.causal ? "" : say("linear_attention_memory_encoder")].filter(Boolean).join(sep) }), [
+      { type: "scatter", mode: "lines", x: mem.lengths, y: mem.lengths.map(() => mem.state_numbers), name: say("linear_attention_state"), line: { color: LINEAR } },
+      { type: "scatter", mode: "lines", x: mem.lengths, y: mem.kv_cache_curve, name: say("linear_attention_cache"), line: { color: SOFTMAX } },
+      { type: "scatter", mode: "markers", x: [mem.n, mem.n], y: [mem.state_numbers, mem.kv_cache_numbers], name: say("linear_attention_here", vars),
         marker: { color: "#1b2330", size: 9, symbol: "diamond" } },
-    ], lineLayout(say("lin_length"), say("lin_numbers"), { xaxis: { rangemode: "tozero" }, yaxis: { rangemode: "tozero" } }), "linear_attention_memory");
+    ], lineLayout(say("linear_attention_length"), say("linear_attention_numbers"), { xaxis: { rangemode: "tozero" }, yaxis: { rangemode: "tozero" } }), "linear_attention_memory");
   },
 };

@@ -15,7 +15,7 @@ export default {
 
   controls({ v, say, info }) {
     return [
-      numberField("window", v.window, say("window"), { min: 1, max: 64 }),
+      numberField("window", v.window, say("masks_window"), { min: 1, max: 64 }),
       selectField("layer", range(info.n_layers), v.layer, say("layer"), "int"),
       selectField("head", range(info.n_heads), v.head, say("head"), "int"),
     ];
@@ -35,11 +35,11 @@ export default {
       const padded = name === "padding" || name === "cross";
       const mask = padded ? entry.mask[1] : entry.mask; // the padded row of the batch: its hidden keys show
       const rows = name === "cross" ? target : source;
-      const traces = [heatmap({ z: mask, x: source, y: rows, signed: false, zmin: 0, zmax: 1, showscale: false, annotate: false, valueLabel: say("mask_value") })];
+      const traces = [heatmap({ z: mask, x: source, y: rows, signed: false, zmin: 0, zmax: 1, showscale: false, annotate: false, valueLabel: say("masks_value") })];
       traces[0].xaxis = "x";
       traces[0].yaxis = "y";
-      const note = entry.pattern ? say(`mask_${name}_note`, this.vars(data)) : say("mask_no_cross");
-      const plot = board.card(`mask-${name}`, { title: say(`mask_${name}`), className: "half", note });
+      const note = entry.pattern ? say(`masks_${name}_note`, this.vars(data)) : say("masks_no_cross");
+      const plot = board.card(`mask-${name}`, { title: say(`masks_${name}`), className: "half", note });
       const bar = entry.pattern ? fitMargins(plot, { colorbar: [0, 1] }).r : 10; // the pattern's colour bar, right of the second map
       const layout = { height: 300, grid: { rows: 1, columns: 2, pattern: "independent", xgap: 0.08 }, margin: { l: 70, r: bar, t: 30, b: 70 } };
       if (entry.pattern) {

@@ -13,9 +13,9 @@ export default {
   controls({ v, say }) {
     const widths = [32, 64, 128].map((n) => [n, String(n)]);
     return [
-      numberField("layers", v.layers, say("nl_layers"), { min: 1, max: 24 }),
+      numberField("layers", v.layers, say("norm_placement_layers"), { min: 1, max: 24 }),
       selectField("width", widths, v.width, "d_model", "int"),
-      numberField("steps", v.steps, say("nl_steps"), { min: 0, max: 100 }),
+      numberField("steps", v.steps, say("norm_placement_steps"), { min: 0, max: 100 }),
       numberField("seed", v.seed, say("seed"), { min: 0, max: 99999 }),
     ];
   },
@@ -27,18 +27,18 @@ export default {
     const growth = (run) => (run.growth === null ? "–" : fmt(run.growth, 2));
     const vars = {
       post: growth(data.post), pre: growth(data.pre), steps: data.settings.steps, lr: data.settings.lr, seed: data.settings.seed,
-      post_loss: end(data.post), pre_loss: end(data.pre), source: say(data.source.startsWith("the shared") ? "nl_corpus" : "nl_builtin"),
-      post_where: data.post.growth !== null && data.post.growth > 1 ? say("nl_post_grows") : say("nl_post_not"),
-      pre_where: data.pre.growth !== null && data.pre.growth < 1 ? say("nl_pre_input") : say("nl_pre_output"),
+      post_loss: end(data.post), pre_loss: end(data.pre), source: say(data.source.startsWith("the shared") ? "norm_placement_corpus" : "norm_placement_builtin"),
+      post_where: data.post.growth !== null && data.post.growth > 1 ? say("norm_placement_post_grows") : say("norm_placement_post_not"),
+      pre_where: data.pre.growth !== null && data.pre.growth < 1 ? say("norm_placement_pre_input") : say("norm_placement_pre_output"),
     };
-    draw(board.card("nl-grads", { title: say("nl_grads_title"), className: "half", note: say("nl_grads_note", vars) }), [
+    draw(board.card("nl-grads", { title: say("norm_placement_grads_title"), className: "half", note: say("norm_placement_grads_note", vars) }), [
       { x: layers, y: data.post.ffn_out_grad_norms, mode: "lines+markers", name: "Post-LN" },
       { x: layers, y: data.pre.ffn_out_grad_norms, mode: "lines+markers", name: "Pre-LN" },
-    ], lineLayout(say("nl_layer"), say("nl_grad"), { yaxis: { type: "log" } }), "norm_placement_grads");
+    ], lineLayout(say("norm_placement_layer"), say("norm_placement_grad"), { yaxis: { type: "log" } }), "norm_placement_grads");
     const steps = data.pre.losses.map((_, i) => i + 1);
-    draw(board.card("nl-loss", { title: say("nl_loss_title"), className: "half", note: say(steps.length ? "nl_loss_note" : "nl_no_steps", vars) }), [
+    draw(board.card("nl-loss", { title: say("norm_placement_loss_title"), className: "half", note: say(steps.length ? "norm_placement_loss_note" : "norm_placement_no_steps", vars) }), [
       { x: steps, y: data.post.losses, mode: "lines", name: "Post-LN" },
       { x: steps, y: data.pre.losses, mode: "lines", name: "Pre-LN" },
-    ], lineLayout(say("nl_step"), say("nl_loss")), "norm_placement_loss");
+    ], lineLayout(say("norm_placement_step"), say("norm_placement_loss")), "norm_placement_loss");
   },
 };

@@ -23,7 +23,7 @@ export default {
   load: ({ s, v, ask }) => ask({ model: s.model, text: s.text, seed: v.seed }),
 
   controls({ v, say }) {
-    return [numberField("seed", v.seed, say("obj_seed"), { min: 0, max: 99999 })];
+    return [numberField("seed", v.seed, say("objectives_seed"), { min: 0, max: 99999 })];
   },
 
   vars(data, say) {
@@ -37,7 +37,7 @@ export default {
       model: data.model, n: data.tokens.length, signals: causal.signals, mean: fmt(causal.mean, 2),
       easy: visible(data.tokens[easiest + 1].text), easy_loss: fmt(losses[easiest], 2),
       hard: visible(data.tokens[hardest + 1].text), hard_loss: fmt(losses[hardest], 2),
-      seed: masked.seed, count: masked.signals, candidates: masked.candidates, masked: quoted(data.tokens, masked.positions, say("obj_list_sep")),
+      seed: masked.seed, count: masked.signals, candidates: masked.candidates, masked: quoted(data.tokens, masked.positions, say("objectives_list_sep")),
       pct: fmt((100 * masked.signals) / masked.candidates, 0), rate: fmt(100 * masked.rate, 0),
       t5_tokens: span.tokens, corrupted: span.corrupted, spans: span.spans, mean_span: span.mean_span,
       input_length: span.input_length, target_length: span.target_length,
@@ -57,32 +57,32 @@ export default {
     const labels = tokenLabels(data.tokens);
     const predicted = labels.slice(1); // loss i is the bar of token i + 1, the one predicted
     const losses = data.causal.losses;
-    draw(board.card("obj-causal", { title: say("obj_causal_title", vars), note: say("obj_causal_note", vars) }), [
-      { type: "bar", x: predicted, y: losses, name: say("obj_loss"), text: losses.map((v) => fmt(v, 2)), textposition: "outside", cliponaxis: false,
-        hovertemplate: `%{x}<br>${say("obj_loss")} = %{y:.4f}<extra></extra>` },
-      { type: "scatter", mode: "lines", x: predicted, y: predicted.map(() => data.causal.mean), name: say("obj_mean", vars), line: { dash: "dot" } },
-    ], lineLayout(say("obj_predicted"), say("obj_loss"), { xaxis: { type: "category", tickangle: -40 }, yaxis: { rangemode: "tozero" } }), "objectives_causal");
+    draw(board.card("obj-causal", { title: say("objectives_causal_title", vars), note: say("objectives_causal_note", vars) }), [
+      { type: "bar", x: predicted, y: losses, name: say("objectives_loss"), text: losses.map((v) => fmt(v, 2)), textposition: "outside", cliponaxis: false,
+        hovertemplate: `%{x}<br>${say("objectives_loss")} = %{y:.4f}<extra></extra>` },
+      { type: "scatter", mode: "lines", x: predicted, y: predicted.map(() => data.causal.mean), name: say("objectives_mean", vars), line: { dash: "dot" } },
+    ], lineLayout(say("objectives_predicted"), say("objectives_loss"), { xaxis: { type: "category", tickangle: -40 }, yaxis: { rangemode: "tozero" } }), "objectives_causal");
 
     const masked = new Set(data.masked.positions);
     const z = [data.tokens.map((_, i) => (i > 0 ? 1 : 0)), data.tokens.map((_, i) => (masked.has(i) ? 1 : 0))];
-    const rowNames = [say("obj_gpt_row"), say("obj_bert_row", vars)];
-    draw(board.card("obj-positions", { title: say("obj_positions_title"), note: say("obj_positions_note", vars) }), [
-      { ...heatmap({ z, x: labels, y: rowNames, signed: false, zmin: 0, zmax: 1, showscale: false, annotate: false, valueLabel: say("obj_carries") }), xgap: 2, ygap: 2 },
+    const rowNames = [say("objectives_gpt_row"), say("objectives_bert_row", vars)];
+    draw(board.card("obj-positions", { title: say("objectives_positions_title"), note: say("objectives_positions_note", vars) }), [
+      { ...heatmap({ z, x: labels, y: rowNames, signed: false, zmin: 0, zmax: 1, showscale: false, annotate: false, valueLabel: say("objectives_carries") }), xgap: 2, ygap: 2 },
     ], { height: 240, margin: { l: 90, r: 20, t: 20, b: 80 },
       xaxis: { type: "category", tickangle: -40, automargin: true }, yaxis: { type: "category", automargin: true, autorange: "reversed" } }, "objectives_positions");
 
     const rows = OBJECTIVES.map((name) => data.signals.find((r) => r.objective === name));
-    draw(board.card("obj-signals", { title: say("obj_signals_title"), className: "half", note: say("obj_signals_note", vars) }), [
-      { type: "bar", x: OBJECTIVES.map((name) => say(`obj_${name}`)), y: rows.map((r) => r.signals), name: say("obj_signals"),
-        text: rows.map((r) => say("obj_per_gflop", { v: perGflop(r.signals_per_gflop) })), textposition: "outside", cliponaxis: false },
-    ], lineLayout("", say("obj_signals"), { xaxis: { type: "category" }, yaxis: { rangemode: "tozero" } }), "objectives_signals");
+    draw(board.card("obj-signals", { title: say("objectives_signals_title"), className: "half", note: say("objectives_signals_note", vars) }), [
+      { type: "bar", x: OBJECTIVES.map((name) => say(`objectives_${name}`)), y: rows.map((r) => r.signals), name: say("objectives_signals"),
+        text: rows.map((r) => say("objectives_per_gflop", { v: perGflop(r.signals_per_gflop) })), textposition: "outside", cliponaxis: false },
+    ], lineLayout("", say("objectives_signals"), { xaxis: { type: "category" }, yaxis: { rangemode: "tozero" } }), "objectives_signals");
 
     const gen = data.generation;
-    draw(board.card("obj-generation", { title: say("obj_gen_title", vars), className: "half", note: say("obj_gen_note", vars) }), [
-      { x: gen.new_tokens, y: gen.cached, mode: "lines+markers", name: say("obj_cached") },
-      { x: gen.new_tokens, y: gen.recomputed, mode: "lines+markers", name: say("obj_recomputed") },
-    ], lineLayout(say("obj_new_tokens"), say("obj_gen_positions"), { xaxis: { range: [0, gen.new_tokens.length + 1] }, yaxis: { rangemode: "tozero" } }), "objectives_generation");
+    draw(board.card("obj-generation", { title: say("objectives_gen_title", vars), className: "half", note: say("objectives_gen_note", vars) }), [
+      { x: gen.new_tokens, y: gen.cached, mode: "lines+markers", name: say("objectives_cached") },
+      { x: gen.new_tokens, y: gen.recomputed, mode: "lines+markers", name: say("objectives_recomputed") },
+    ], lineLayout(say("objectives_new_tokens"), say("objectives_gen_positions"), { xaxis: { range: [0, gen.new_tokens.length + 1] }, yaxis: { rangemode: "tozero" } }), "objectives_generation");
 
-    board.block("obj-why", h("div", {}, h("h3", { text: say("obj_why_title") }), h("p", { class: "lab-note", text: say("obj_why", vars) })));
+    board.block("obj-why", h("div", {}, h("h3", { text: say("objectives_why_title") }), h("p", { class: "lab-note", text: say("objectives_why", vars) })));
   },
 };

@@ -27,18 +27,18 @@ export default {
     const { say } = c;
     const vars = this.vars(data);
     const parts = PARTS.filter((p) => data.counts[p] > 0);
-    board.block("param-summary", h("p", { class: "lab-note", text: say("param_summary", vars) }));
-    draw(board.card("param-parts", { title: say("param_parts_title", vars), className: "third" }),
-      [{ type: "bar", x: parts.map((p) => say(`part_${p}`)), y: parts.map((p) => data.counts[p]), text: parts.map((p) => fmt(data.counts[p])), textposition: "auto" }],
-      lineLayout("", say("parameters")), "parameters_parts");
+    board.block("param-summary", h("p", { class: "lab-note", text: say("parameters_summary", vars) }));
+    draw(board.card("param-parts", { title: say("parameters_parts_title", vars), className: "third" }),
+      [{ type: "bar", x: parts.map((p) => say(`parameters_part_${p}`)), y: parts.map((p) => data.counts[p]), text: parts.map((p) => fmt(data.counts[p])), textposition: "auto" }],
+      lineLayout("", say("parameters_axis")), "parameters_parts");
     const splits = data.head_splits;
-    draw(board.card("param-heads", { title: say("param_heads_title"), className: "third", note: say("param_heads_note", vars) }),
+    draw(board.card("param-heads", { title: say("parameters_heads_title"), className: "third", note: say("parameters_heads_note", vars) }),
       [{ type: "bar", x: splits.map((r) => `${r.n_heads}×${r.d_head}`), y: splits.map((r) => r.total), text: splits.map((r) => fmt(r.total)), textposition: "auto" }],
-      lineLayout(say("heads_x_width"), say("attention_params")), "parameters_heads");
+      lineLayout(say("parameters_heads_x_width"), say("parameters_attention_params")), "parameters_heads");
     const kv = data.kv_sharing;
-    draw(board.card("param-kv", { title: say("param_kv_title"), className: "third", note: say("param_kv_note") }),
+    draw(board.card("param-kv", { title: say("parameters_kv_title"), className: "third", note: say("parameters_kv_note") }),
       [{ type: "bar", x: kv.map((r) => `${r.kind} (${r.n_kv_heads})`), y: kv.map((r) => r.kv), name: "W_K + W_V", text: kv.map((r) => fmt(r.kv)), textposition: "auto" },
         { type: "bar", x: kv.map((r) => `${r.kind} (${r.n_kv_heads})`), y: kv.map((r) => r.W_Q + r.W_O), name: "W_Q + W_O" }],
-      { ...lineLayout(say("kv_heads"), say("attention_params")), barmode: "stack" }, "parameters_kv");
+      { ...lineLayout(say("parameters_kv_heads"), say("parameters_attention_params")), barmode: "stack" }, "parameters_kv");
   },
 };

@@ -99,23 +99,23 @@ export function familyBlock(table, s, say) {
   const ctx = table.members[0].trained_context;
   const head = h("thead", {},
     h("tr", {},
-      h("th", { rowspan: "2", text: say("pe_col_model") }),
-      h("th", { colspan: "2", class: "group", text: say("pe_col_bpc", { ctx }) }),
-      h("th", { colspan: "2", class: "group", text: say("pe_col_bpc2", { ctx2: 2 * ctx }) }),
-      h("th", { colspan: "3", class: "group", text: say("pe_col_shuffle") })),
+      h("th", { rowspan: "2", text: say("positions_pe_col_model") }),
+      h("th", { colspan: "2", class: "group", text: say("positions_pe_col_bpc", { ctx }) }),
+      h("th", { colspan: "2", class: "group", text: say("positions_pe_col_bpc2", { ctx2: 2 * ctx }) }),
+      h("th", { colspan: "3", class: "group", text: say("positions_pe_col_shuffle") })),
     h("tr", {},
-      h("th", { text: say("pe_col_en") }), h("th", { text: say("pe_col_zh") }),
-      h("th", { text: say("pe_col_en") }), h("th", { text: say("pe_col_zh") }),
-      h("th", { text: say("pe_col_first") }), h("th", { text: say("pe_col_last") }), h("th", { text: say("pe_col_bits") })));
+      h("th", { text: say("positions_pe_col_en") }), h("th", { text: say("positions_pe_col_zh") }),
+      h("th", { text: say("positions_pe_col_en") }), h("th", { text: say("positions_pe_col_zh") }),
+      h("th", { text: say("positions_pe_col_first") }), h("th", { text: say("positions_pe_col_last") }), h("th", { text: say("positions_pe_col_bits") })));
   const rows = table.members.map((row) => {
     const link = h("a", {
       href: `/?${new URLSearchParams({ model: row.model, text: s.text, lang: s.lang })}`,
-      title: say("pe_open", { model: row.model }),
+      title: say("positions_pe_open", { model: row.model }),
       text: row.model,
     });
     const twice = row.bits_per_character_2x
       ? [cell(bits(row.bits_per_character_2x.en), { "data-col": "bpc2-en" }), cell(bits(row.bits_per_character_2x.zh), { "data-col": "bpc2-zh" })]
-      : [cell(say("pe_cannot", { rows: tableRows(row) }), { colspan: "2", class: "pe-cannot", "data-col": "bpc2", title: row.bits_per_character_2x_why || "" })];
+      : [cell(say("positions_pe_cannot", { rows: tableRows(row) }), { colspan: "2", class: "pe-cannot", "data-col": "bpc2", title: row.bits_per_character_2x_why || "" })];
     const sh = row.shuffle || {};
     return h("tr", { "data-model": row.model, class: row.model === s.model ? "current" : undefined },
       h("td", {}, link),
@@ -127,7 +127,7 @@ export function familyBlock(table, s, say) {
       cell(`${bits(sh.bits_per_token_original)} → ${bits(sh.bits_per_token_shuffled)}`, { "data-col": "bits" }));
   });
   return h("div", { class: "pe-family" },
-    h("h3", { text: say("pe_table_title", { n: table.members.length }) }),
+    h("h3", { text: say("positions_pe_table_title", { n: table.members.length }) }),
     h("table", { class: "kv-table pe-table" }, head, h("tbody", {}, rows)),
     ...familyNotes(table, say).map((text) => h("p", { class: "lab-note pe-note", text })));
 }
@@ -144,25 +144,25 @@ export function familyNotes(table, say) {
   const sentences = Math.max(...rows.map((r) => (r.shuffle && r.shuffle.sentences) || 0));
   const steps = [...new Set(rows.map((r) => r.training && r.training.steps).filter((x) => x !== undefined))];
   const tokens = [...new Set(rows.map((r) => r.training && r.training.tokens_seen).filter((x) => x !== undefined))];
-  const notes = [say("pe_how", { ctx, ctx2: 2 * ctx, sentences })];
+  const notes = [say("positions_pe_how", { ctx, ctx2: 2 * ctx, sentences })];
   if (steps.length === 1 && tokens.length === 1) {
-    notes.push(say("pe_trained", { n: rows.length, steps: steps[0].toLocaleString("en-US"), tokens: tokens[0].toLocaleString("en-US") }));
+    notes.push(say("positions_pe_trained", { n: rows.length, steps: steps[0].toLocaleString("en-US"), tokens: tokens[0].toLocaleString("en-US") }));
   }
   const unplaced = new Set((table.kinds || []).filter((k) => k.where === "nowhere").map((k) => k.name));
   const none = rows.find((r) => unplaced.has(r.pos_encoding) && r.shuffle); // the member with no positions at all
   if (none) {
-    notes.push(say("pe_order_fact", { model: none.model, first: small(none.shuffle.first_layer_change), last: small(none.shuffle.last_token_change) }));
+    notes.push(say("positions_pe_order_fact", { model: none.model, first: small(none.shuffle.first_layer_change), last: small(none.shuffle.last_token_change) }));
   }
   const learned = rows.find((r) => !r.bits_per_character_2x);
-  if (learned) notes.push(say("pe_learned_fact", { model: learned.model, rows: tableRows(learned), ctx2: 2 * ctx }));
+  if (learned) notes.push(say("positions_pe_learned_fact", { model: learned.model, rows: tableRows(learned), ctx2: 2 * ctx }));
   if (rows.length > 1) {
     const [bestEn] = extremes(rows, (r) => r.bits_per_character.en);
     const [bestZh] = extremes(rows, (r) => r.bits_per_character.zh);
-    notes.push(say("pe_read_best", { ctx, en_model: bestEn.model, en: bits(bestEn.bits_per_character.en), zh_model: bestZh.model, zh: bits(bestZh.bits_per_character.zh) }));
+    notes.push(say("positions_pe_read_best", { ctx, en_model: bestEn.model, en: bits(bestEn.bits_per_character.en), zh_model: bestZh.model, zh: bits(bestZh.bits_per_character.zh) }));
     const longer = rows.filter((r) => r.bits_per_character_2x);
     if (longer.length > 1) {
       const [least, most] = extremes(longer, (r) => Math.abs(r.bits_per_character_2x.en - r.bits_per_character.en));
-      notes.push(say("pe_read_longer", {
+      notes.push(say("positions_pe_read_longer", {
         ctx, ctx2: 2 * ctx,
         most: most.model, most_from: bits(most.bits_per_character.en), most_to: bits(most.bits_per_character_2x.en),
         least: least.model, least_from: bits(least.bits_per_character.en), least_to: bits(least.bits_per_character_2x.en),
@@ -171,7 +171,7 @@ export function familyNotes(table, say) {
     const shuffled = rows.filter((r) => r.shuffle);
     if (shuffled.length > 1) {
       const [least, most] = extremes(shuffled, (r) => r.shuffle.last_token_change);
-      notes.push(say("pe_read_shuffle", { most: most.model, most_value: small(most.shuffle.last_token_change), least: least.model, least_value: small(least.shuffle.last_token_change) }));
+      notes.push(say("positions_pe_read_shuffle", { most: most.model, most_value: small(most.shuffle.last_token_change), least: least.model, least_value: small(least.shuffle.last_token_change) }));
     }
   }
   return notes;
@@ -182,27 +182,27 @@ function tokenLine(answer) {
 }
 
 function topList(answer, say) {
-  return h("ol", { class: "pe-top" }, (answer.top_tokens || []).map((p) => h("li", { text: say("pe_demo_guess", { token: visible(p.text), prob: small(p.prob) }) })));
+  return h("ol", { class: "pe-top" }, (answer.top_tokens || []).map((p) => h("li", { text: say("positions_pe_demo_guess", { token: visible(p.text), prob: small(p.prob) }) })));
 }
 
 /** The demo's controls (member, seed) and what it shows. */
 export function demoBlock(table, demo, s, v, say) {
   const members = table.members.map((row) => [row.model, row.model]);
   const controls = h("div", { class: "lab-controls" },
-    selectField("member", members, demoMember(s, v, table), say("pe_demo_member")),
-    numberField("seed", v.seed, say("pe_demo_seed"), { min: 0, max: 999999 }));
-  const out = [h("h3", { text: say("pe_demo_title") }), controls];
+    selectField("member", members, demoMember(s, v, table), say("positions_pe_demo_member")),
+    numberField("seed", v.seed, say("positions_pe_demo_seed"), { min: 0, max: 999999 }));
+  const out = [h("h3", { text: say("positions_pe_demo_title") }), controls];
   if (demo.error) out.push(h("p", { class: "lab-error", text: say("panel_failed", { detail: demo.error.message || String(demo.error) }) }));
-  else if (demo.value.tooShort) out.push(h("p", { class: "lab-note", text: say("pe_demo_short", { model: demo.value.model, n: demo.value.tokens.length }) }));
+  else if (demo.value.tooShort) out.push(h("p", { class: "lab-note", text: say("positions_pe_demo_short", { model: demo.value.model, n: demo.value.tokens.length }) }));
   else {
     const d = demo.value;
     const toBits = (nats) => (nats === null || nats === undefined ? "–" : (nats / Math.LN2).toFixed(3));
     out.push(
-      h("p", { class: "lab-note", text: say("pe_demo_lead", { model: d.model }) }),
+      h("p", { class: "lab-note", text: say("positions_pe_demo_lead", { model: d.model }) }),
       h("div", { class: "iv-tables" },
-        h("div", { "data-side": "original" }, h("h4", { text: say("pe_demo_original") }), h("p", { class: "pe-tokens", text: tokenLine(d.original) }), topList(d.original, say)),
-        h("div", { "data-side": "shuffled" }, h("h4", { text: say("pe_demo_shuffled") }), h("p", { class: "pe-tokens", text: tokenLine(d.shuffled) }), topList(d.shuffled, say))),
-      h("p", { class: "pe-demo-numbers", text: say("pe_demo_numbers", { first: small(d.first), before: toBits(d.original.loss), after: toBits(d.shuffled.loss) }) }),
+        h("div", { "data-side": "original" }, h("h4", { text: say("positions_pe_demo_original") }), h("p", { class: "pe-tokens", text: tokenLine(d.original) }), topList(d.original, say)),
+        h("div", { "data-side": "shuffled" }, h("h4", { text: say("positions_pe_demo_shuffled") }), h("p", { class: "pe-tokens", text: tokenLine(d.shuffled) }), topList(d.shuffled, say))),
+      h("p", { class: "pe-demo-numbers", text: say("positions_pe_demo_numbers", { first: small(d.first), before: toBits(d.original.loss), after: toBits(d.shuffled.loss) }) }),
     );
   }
   return h("div", { class: "pe-demo" }, out);

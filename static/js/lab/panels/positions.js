@@ -29,7 +29,7 @@ export default {
   },
 
   controls({ v, say }) {
-    return [numberField("length", v.length, say("length"), { min: 2, max: 256 }), numberField("pair", v.pair, say("pair"), { min: 0, max: 256 })];
+    return [numberField("length", v.length, say("positions_length"), { min: 2, max: 256 }), numberField("pair", v.pair, say("positions_pair"), { min: 0, max: 256 })];
   },
 
   vars(data) {
@@ -43,28 +43,28 @@ export default {
     const vars = this.vars(data);
     const pos = indexLabels(a.length);
     const status = data.refused
-      ? h("p", { class: "lab-error", text: say("beyond_refused", { ...vars, n_ctx: c.info.config.n_ctx, detail: data.refused }) })
-      : h("p", { class: "lab-note", text: a.beyond_context ? say("beyond_runs", vars) : say("within_context", vars) });
+      ? h("p", { class: "lab-error", text: say("positions_beyond_refused", { ...vars, n_ctx: c.info.config.n_ctx, detail: data.refused }) })
+      : h("p", { class: "lab-note", text: a.beyond_context ? say("positions_beyond_runs", vars) : say("positions_within_context", vars) });
     board.block("pos-status", status);
     const sim = a.sinusoidal.similarity.data; // [pos, pos] nested lists (encoding "list")
-    draw(board.card("pos-sin", { title: say("pos_sin_title", vars), className: "half", note: say("pos_sin_note", vars) }),
+    draw(board.card("pos-sin", { title: say("positions_sin_title", vars), className: "half", note: say("positions_sin_note", vars) }),
       [heatmap({ z: sim, x: pos, y: pos, signed: true, annotate: false, valueLabel: "PE·PE" })],
       { height: 340, xaxis: { title: { text: "n" } }, yaxis: { title: { text: "m" }, autorange: "reversed" } }, "sinusoidal_similarity");
-    draw(board.card("pos-dist", { title: say("pos_dist_title"), className: "half", note: say("pos_dist_note", vars) }),
-      [{ x: pos.map(Number), y: a.sinusoidal.by_distance, mode: "lines+markers", name: say("sinusoidal") },
-        ...(a.learned ? [{ x: pos.map(Number), y: a.learned.by_distance, mode: "lines+markers", name: say("learned") }] : [])],
-      lineLayout(say("distance"), say("similarity")), "similarity_by_distance");
+    draw(board.card("pos-dist", { title: say("positions_dist_title"), className: "half", note: say("positions_dist_note", vars) }),
+      [{ x: pos.map(Number), y: a.sinusoidal.by_distance, mode: "lines+markers", name: say("positions_sinusoidal") },
+        ...(a.learned ? [{ x: pos.map(Number), y: a.learned.by_distance, mode: "lines+markers", name: say("positions_learned") }] : [])],
+      lineLayout(say("positions_distance"), say("positions_similarity")), "similarity_by_distance");
     const pts = a.rope.points;
-    draw(board.card("pos-rope-circle", { title: say("rope_circle_title", vars), className: "half", note: say("rope_circle_note", vars) }),
-      [{ x: pts.map((p) => p[0]), y: pts.map((p) => p[1]), mode: "markers+text", text: pos, textposition: "top center", marker: { size: 9, color: pos.map(Number), colorscale: "Viridis" }, name: say("position") }],
+    draw(board.card("pos-rope-circle", { title: say("positions_rope_circle_title", vars), className: "half", note: say("positions_rope_circle_note", vars) }),
+      [{ x: pts.map((p) => p[0]), y: pts.map((p) => p[1]), mode: "markers+text", text: pos, textposition: "top center", marker: { size: 9, color: pos.map(Number), colorscale: "Viridis" }, name: say("positions_position") }],
       { height: 340, xaxis: { range: [-1.3, 1.3], zeroline: true, title: { text: `x${a.pair}` } }, yaxis: { range: [-1.3, 1.3], scaleanchor: "x", title: { text: `x${a.pair + a.d_head / 2}` } } }, "rope_pair");
     const scores = new Tensor(a.rope.scores).matrix("q_pos", "k_pos");
-    draw(board.card("pos-rope-scores", { title: say("rope_scores_title"), className: "half", note: say("rope_scores_note", vars) }),
+    draw(board.card("pos-rope-scores", { title: say("positions_rope_scores_title"), className: "half", note: say("positions_rope_scores_note", vars) }),
       [heatmap({ z: scores, x: pos, y: pos, signed: true, annotate: false, valueLabel: "q_m·k_n" })],
       { height: 340, xaxis: { title: { text: "n" } }, yaxis: { title: { text: "m" }, autorange: "reversed" } }, "rope_scores");
     const bias = new Tensor(a.alibi.bias);
     const slopes = a.alibi.slopes.map((v) => fmt(v, 4)).join(", ");
-    const alibi = board.card("pos-alibi", { title: say("alibi_title", { n_heads: a.n_heads }), note: say("alibi_note", { slopes }) });
+    const alibi = board.card("pos-alibi", { title: say("positions_alibi_title", { n_heads: a.n_heads }), note: say("positions_alibi_note", { slopes }) });
     const maps = a.alibi.slopes.map((_, head) => ({ ...heatmap({ z: bias.matrix("q_pos", "k_pos", { head }), x: pos, y: pos, signed: true, annotate: false, showscale: head === 0 }), xaxis: `x${head + 1}`, yaxis: `y${head + 1}` }));
     const r = fitMargins(alibi, { colorbar: [maps[0].zmin, maps[0].zmax] }).r; // the first map's colour bar, right of the last
     draw(alibi, maps, { height: 300, grid: { rows: 1, columns: a.n_heads, pattern: "independent" }, margin: { l: 40, r, t: 30, b: 40 } }, "alibi");

@@ -18,11 +18,11 @@ export default {
 
   controls({ v, say }) {
     return [
-      numberField("temperature", v.temperature, say("temperature"), { min: 0.05, max: 10, step: 0.05, kind: "num" }),
-      numberField("top_k", v.top_k, say("top_k"), { min: 0, max: 1000 }),
-      numberField("top_p", v.top_p, say("top_p"), { min: 0.01, max: 1, step: 0.05, kind: "num" }),
+      numberField("temperature", v.temperature, say("sampling_temperature"), { min: 0.05, max: 10, step: 0.05, kind: "num" }),
+      numberField("top_k", v.top_k, say("sampling_top_k"), { min: 0, max: 1000 }),
+      numberField("top_p", v.top_p, say("sampling_top_p"), { min: 0.01, max: 1, step: 0.05, kind: "num" }),
       numberField("seed", v.seed, say("seed"), { min: 0, max: 99999 }),
-      numberField("draws", v.draws, say("draws"), { min: 1, max: 200 }),
+      numberField("draws", v.draws, say("sampling_draws"), { min: 1, max: 200 }),
     ];
   },
 
@@ -35,12 +35,12 @@ export default {
     const labels = data.rows.map((r, i) => safe(`${i + 1}·${visible(r.text)}`));
     const steps = ["original", "tempered", "top_k", "final"];
     draw(board.card("sampling-bars", { title: say("sampling_title"), className: "half", note: say("sampling_note", this.vars(data)) }),
-      steps.map((step) => ({ type: "bar", x: labels, y: data.rows.map((r) => r[step]), name: say(`dist_${step}`) })),
+      steps.map((step) => ({ type: "bar", x: labels, y: data.rows.map((r) => r[step]), name: say(`sampling_dist_${step}`) })),
       { ...lineLayout("", say("probability"), { xaxis: { type: "category", tickangle: -40 } }), barmode: "group" }, "sampling");
     const chips = data.draw_text.map((text, i) => h("li", { class: "chip" }, h("span", { class: "chip-text", text: visible(text) }), h("span", { class: "chip-id", text: String(data.draws[i]) })));
     board.block("sampling-draws", h("div", {},
-      h("h3", { text: say("draws_title", this.vars(data)) }),
+      h("h3", { text: say("sampling_draws_title", this.vars(data)) }),
       h("ul", { class: "chips draws" }, chips),
-      h("p", { class: "lab-note", text: say("draws_note", this.vars(data)) })), "half");
+      h("p", { class: "lab-note", text: say("sampling_draws_note", this.vars(data)) })), "half");
   },
 };

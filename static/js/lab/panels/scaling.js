@@ -49,22 +49,22 @@ export default {
     draw(
       board.card("scaling-var", { title: say("scaling_var_title"), className: "half", note: say("scaling_var_note", this.vars(data)) }),
       [
-        { x, y: data.variance, mode: "lines+markers", name: say("measured_var") },
-        { x, y: x, mode: "lines", name: say("line_d_k"), line: { dash: "dot" } },
-        { x, y: data.scaled_variance, mode: "lines+markers", name: say("scaled_var") },
+        { x, y: data.variance, mode: "lines+markers", name: say("scaling_measured_var") },
+        { x, y: x, mode: "lines", name: say("scaling_line_d_k"), line: { dash: "dot" } },
+        { x, y: data.scaled_variance, mode: "lines+markers", name: say("scaling_scaled_var") },
       ],
-      lineLayout("d_k", say("variance"), { xaxis: log, yaxis: { type: "log" } }),
+      lineLayout("d_k", say("scaling_variance"), { xaxis: log, yaxis: { type: "log" } }),
       "scaling_variance",
     );
     draw(
       board.card("scaling-soft", { title: say("scaling_soft_title", { n_keys: data.n_keys }), className: "half", note: say("scaling_soft_note", this.vars(data)) }),
       [
-        { x, y: data.max_unscaled, mode: "lines+markers", name: say("max_unscaled") },
-        { x, y: data.max_scaled, mode: "lines+markers", name: say("max_scaled") },
-        { x, y: data.entropy_unscaled, mode: "lines+markers", name: say("entropy_unscaled"), yaxis: "y2", line: { dash: "dot" } },
-        { x, y: data.entropy_scaled, mode: "lines+markers", name: say("entropy_scaled"), yaxis: "y2", line: { dash: "dot" } },
+        { x, y: data.max_unscaled, mode: "lines+markers", name: say("scaling_max_unscaled") },
+        { x, y: data.max_scaled, mode: "lines+markers", name: say("scaling_max_scaled") },
+        { x, y: data.entropy_unscaled, mode: "lines+markers", name: say("scaling_entropy_unscaled"), yaxis: "y2", line: { dash: "dot" } },
+        { x, y: data.entropy_scaled, mode: "lines+markers", name: say("scaling_entropy_scaled"), yaxis: "y2", line: { dash: "dot" } },
       ],
-      { ...lineLayout("d_k", say("max_weight"), { xaxis: log, yaxis: { range: [0, 1.05] } }), yaxis2: { title: { text: say("entropy") }, overlaying: "y", side: "right", rangemode: "nonnegative" } },
+      { ...lineLayout("d_k", say("scaling_max_weight"), { xaxis: log, yaxis: { range: [0, 1.05] } }), yaxis2: { title: { text: say("scaling_entropy") }, overlaying: "y", side: "right", rangemode: "nonnegative" } },
       "scaling_softmax",
     );
     if (!data.heads) return;
@@ -76,12 +76,12 @@ export default {
         note: say("scaling_heads_note", { var_raw: fmt(hd.var_raw[0], 2), var_scaled: fmt(hd.var_scaled[0], 2), divisor: divisorText(hd) }),
       }),
       [
-        { type: "bar", x: heads, y: hd.max_scaled, name: say("max_scaled") },
-        { type: "bar", x: heads, y: hd.max_unscaled, name: say("max_unscaled") },
-        { type: "scatter", mode: "markers", x: heads, y: hd.entropy_scaled, name: say("entropy_scaled"), yaxis: "y2", marker: { size: 11 } },
-        { type: "scatter", mode: "markers", x: heads, y: hd.entropy_unscaled, name: say("entropy_unscaled"), yaxis: "y2", marker: { size: 11, symbol: "x" } },
+        { type: "bar", x: heads, y: hd.max_scaled, name: say("scaling_max_scaled") },
+        { type: "bar", x: heads, y: hd.max_unscaled, name: say("scaling_max_unscaled") },
+        { type: "scatter", mode: "markers", x: heads, y: hd.entropy_scaled, name: say("scaling_entropy_scaled"), yaxis: "y2", marker: { size: 11 } },
+        { type: "scatter", mode: "markers", x: heads, y: hd.entropy_unscaled, name: say("scaling_entropy_unscaled"), yaxis: "y2", marker: { size: 11, symbol: "x" } },
       ],
-      { ...lineLayout("", say("max_weight"), { yaxis: { range: [0, 1.05] } }), barmode: "group", yaxis2: { title: { text: say("entropy") }, overlaying: "y", side: "right", rangemode: "nonnegative" } },
+      { ...lineLayout("", say("scaling_max_weight"), { yaxis: { range: [0, 1.05] } }), barmode: "group", yaxis2: { title: { text: say("scaling_entropy") }, overlaying: "y", side: "right", rangemode: "nonnegative" } },
       "scaling_heads",
     );
     board.block("scaling-tokens", h("p", { class: "lab-note", text: say("scaling_model_note") }));
