@@ -4,7 +4,6 @@
 
 import { api, decodeStages } from "./api.js";
 
-
 export const KINDS = ["no_scale", "no_mask", "window", "temperature", "ablate", "shuffle"];
 
 /** Older names a link may carry (?iv=reverse) -> the kind. */
