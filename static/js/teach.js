@@ -2,7 +2,7 @@
 // the parameters sheet and the architectures sheet. Drawn from the committed state; clicks are
 // data-go buttons that events.js turns into go() calls. Every number comes from params.js.
 
-import { bestHead, CHAPTER_LINKS, CHAPTERS, labPanel, labURL } from "./lessons.js";
+import { CHAPTER_LINKS, CHAPTERS, labPanel, labURL } from "./lessons.js";
 import { blockParts, count, componentShares, fullAttention } from "./params.js";
 import { h } from "./shared/dom.js";
 import { state } from "./state.js";
@@ -44,8 +44,8 @@ export function renderLesson(t) {
     ),
     lessonBody(say("body")),
     ...(c.id === "why" ? [recurrenceTable(t, state.tokens || [], state.info)] : []),
-    ...pickLine(t, c),
     h("p", { class: "lesson-look" }, h("strong", { text: `${t("look_at")} ` }), say("look"), ...labLink(t)),
+    ...claimLines(t, c),
     ...liveLinks(t, c),
   );
   // a chapter just opened starts at its lesson bar, so the chart is on the first screen (1280×720)
@@ -112,14 +112,24 @@ function recurrenceTable(t, tokens, info) {
   );
 }
 
-/** A chapter that picks "the previous-token head" (lessons.js): which head, and which probe measured it. */
-function pickLine(t, c) {
-  const picked = c.pick ? bestHead(state.info, c.pick, state.text) : null;
-  if (!picked) return [];
-  const language = t(`lang_name_${picked.lang === "zh" ? "zh" : "en"}`);
-  const score = typeof picked.score === "number" ? picked.score.toFixed(2) : "?";
-  const text = t(`lesson_pick_${picked.probe}`, { layer: picked.layer, head: picked.head, pattern: t(`pat_${c.pick}`), score, language });
-  return [h("p", { class: "lesson-pick", "data-probe": picked.probe, text })];
+/**
+ * What the chapter asks the class to see, as measured on the numbers on screen (GET /api/lessons/<id>/claims):
+ * one line per claim, its values filled in on the server. On a server without the chapter's model the
+ * chapter opens on another model of its kind, and says that its measured claims are not shown.
+ */
+function claimLines(t, c) {
+  const view = c[state.lang === "zh" ? "zh" : "en"];
+  if (view.model !== state.model) return [h("p", { class: "lesson-claims-missing", text: t("lesson_other_model", { wanted: view.model, model: state.model }) })];
+  const answer = state.claims;
+  if (!answer || answer.chapter !== c.id || answer.lang !== state.lang) return [];
+  return [
+    h(
+      "div",
+      { class: "lesson-claims" },
+      h("strong", { text: `${t("lesson_measured")} ` }),
+      h("ul", {}, answer.claims.map((x) => h("li", { class: x.holds ? "claim" : "claim claim-fails", "data-kind": x.kind, text: x.line }))),
+    ),
+  ];
 }
 
 function labLink(t) {
