@@ -24,7 +24,7 @@ export function renderLesson(t) {
   }
   const c = CHAPTERS[state.chapter];
   const opened = bar.dataset.chapter !== c.id || bar.hidden;
-  const words = lessonText(state.texts[state.lang], state.info, state.tokens || [], state.model, c.id);
+  const words = lessonText(state.texts[state.lang], state.info, state.tokens || [], state.model, c.id, { layer: state.layer, head: state.head });
   const say = (field) => words[field];
   bar.hidden = false;
   bar.dataset.chapter = c.id;
@@ -64,11 +64,11 @@ function lessonBody(text) {
  * A chapter's title, body and "what to look at" for the model on screen: each field's variant for
  * its norm placement (lesson.<id>.<field>.post / .pre) or architecture (.decoder, .encoder,
  * .encoder-decoder) or positional encoding (.rope, .alibi, ...) when the text file has one, else the plain key; numbers from the model and the
- * sentence's `tokens` ({n_tokens}, {d_model}, ...), and {model}: its name.
+ * sentence's `tokens` ({n_tokens}, {d_model}, ...), {model}: its name, and `where` the view's {layer} and {head}.
  */
-export function lessonText(texts, info, tokens, model, id) {
+export function lessonText(texts, info, tokens, model, id, where = {}) {
   const placement = info && info.config.norm_placement === "post" ? "post" : "pre";
-  const vars = info ? { ...stageVars(info, tokens), model } : { model };
+  const vars = info ? { ...stageVars(info, tokens), ...where, model } : { ...where, model };
   const out = {};
   for (const field of ["title", "body", "look"]) {
     const base = `lesson.${id}.${field}`;
