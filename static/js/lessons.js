@@ -56,7 +56,7 @@ export function linkPatch(chapterId, linkId) {
 
 /** The /lab panel that explains a stage or a chapter further (static/js/lab: its sections are #panel-<id>). */
 const LAB_OF_STAGE = { scale: "scaling", softmax: "scaling", mask: "masks", pos: "positions", rope: "positions", qkv: "parameters", z: "interventions", attn_out: "interventions", logits: "sampling" };
-const LAB_OF_CHAPTER = { scale: "scaling", mask: "masks", softmax: "interventions", heads: "parameters", positions: "positions", architectures: "masks", efficiency: "complexity", weighted: "interventions" };
+const LAB_OF_CHAPTER = { scale: "scaling", mask: "masks", softmax: "interventions", heads: "parameters", positions: "positions", architectures: "masks", efficiency: "parameters", weighted: "interventions" };
 
 export function labPanel(stageKey, chapter) {
   if (chapter !== null && chapter !== undefined) return LAB_OF_CHAPTER[CHAPTERS[chapter].id] || null;

@@ -44,7 +44,7 @@ export function renderLesson(t) {
     ),
     lessonBody(say("body")),
     ...(c.id === "why" ? [recurrenceTable(t, state.tokens || [], state.info)] : []),
-    h("p", { class: "lesson-look" }, h("strong", { text: `${t("look_at")} ` }), say("look"), ...labLink(t)),
+    h("p", { class: "lesson-look" }, h("strong", { text: `${t("look_at")} ` }), say("look"), ...labLink(t), ...otherModel(t, c)),
     ...claimLines(t, c),
     ...liveLinks(t, c),
   );
@@ -119,7 +119,7 @@ function recurrenceTable(t, tokens, info) {
  */
 function claimLines(t, c) {
   const view = c[state.lang === "zh" ? "zh" : "en"];
-  if (view.model !== state.model) return [h("p", { class: "lesson-claims-missing", text: t("lesson_other_model", { wanted: view.model, model: state.model }) })];
+  if (view.model !== state.model) return [];
   const answer = state.claims;
   if (!answer || answer.chapter !== c.id || answer.lang !== state.lang) return [];
   return [
@@ -130,6 +130,12 @@ function claimLines(t, c) {
       h("ul", {}, answer.claims.map((x) => h("li", { class: x.holds ? "claim" : "claim claim-fails", "data-kind": x.kind, text: x.line }))),
     ),
   ];
+}
+
+/** On a server without the chapter's model: one sentence, in the look line, naming the model its claims need. */
+function otherModel(t, c) {
+  const wanted = c[state.lang === "zh" ? "zh" : "en"].model;
+  return wanted === state.model ? [] : [" ", h("span", { class: "lesson-claims-missing", text: t("lesson_other_model", { wanted, model: state.model }) })];
 }
 
 function labLink(t) {
