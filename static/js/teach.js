@@ -132,7 +132,7 @@ function claimLines(t, c) {
   ];
 }
 
-/** On a server without the chapter's model: one sentence, in the look line, naming the model its claims need. */
+/** On a server without the chapter's model: a short aside in the look line, naming the model its claims need. */
 function otherModel(t, c) {
   const wanted = c[state.lang === "zh" ? "zh" : "en"].model;
   return wanted === state.model ? [] : [" ", h("span", { class: "lesson-claims-missing", text: t("lesson_other_model", { wanted, model: state.model }) })];

@@ -69,7 +69,9 @@ RENDER_CHAPTERS = """async ({name, lang, text}) => {
     method: 'POST', headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ model: name, text }) })).json();
   return { n: tok.tokens.length,
-           chapters: CHAPTERS.map((c) => ({ id: c.id, ...lessonText(texts, info, tok.tokens, name, c.id, { layer: c[lang].layer, head: c[lang].head }) })) };
+           chapters: CHAPTERS.map((c) => ({
+             id: c.id, ...lessonText(texts, info, tok.tokens, name, c.id, { layer: c[lang].layer, head: c[lang].head }),
+           })) };
 }"""
 
 
