@@ -35,7 +35,8 @@ def error_response(status: int, code: str, message: str, headers: Mapping[str, s
 
 
 # ---------------------------------------------------------------- every error code the API answers with
-# 404 unknown_model · 413 body_too_large · 422 empty_text, text_too_long, out_of_range, unknown_stage,
+# 404 unknown_model, unknown_chapter, chapter_model_missing · 413 body_too_large ·
+# 422 empty_text, text_too_long, out_of_range, unknown_stage,
 # unknown_snapshot, invalid_config, model_too_large, response_too_large, not_in_model, conflicting_fields,
 # invalid_request, invalid_json,
 # invalid_intervention, not_generative, invalid_option, too_much_work, beyond_context · 503 busy · 500 internal;
@@ -46,6 +47,16 @@ def error_response(status: int, code: str, message: str, headers: Mapping[str, s
 def unknown_model(known: list[str]) -> ApiError:
     listed = ", ".join(known) if known else "none are loaded"
     return ApiError(404, "unknown_model", f"There is no model with that name. Known models: {listed}.")
+
+
+def unknown_chapter(known: list[str]) -> ApiError:
+    return ApiError(404, "unknown_chapter", f"There is no chapter with that name. Chapters: {', '.join(known)} "
+                                           f"(or their numbers, 1 to {len(known)}).")
+
+
+def chapter_model_missing(chapter: str, model: str) -> ApiError:
+    return ApiError(404, "chapter_model_missing", f"Chapter {chapter} is shown on {model}, which this server does "
+                                                  "not offer, so its claims cannot be measured here.")
 
 
 def unknown_snapshot(model: str, step: int, steps: list[int]) -> ApiError:

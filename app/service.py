@@ -19,8 +19,8 @@ from fastapi import Depends, Request
 from pydantic import BaseModel
 from starlette.responses import Response
 
-from app import process_tuning
-from app.answers import Builder, activations, attention, models, positional, predict, trace
+from app import errors, lessons, process_tuning
+from app.answers import Builder, activations, attention, lesson_claims, models, positional, predict, trace
 from app.cache import LRU
 from app.compression import ApiJSONResponse
 from app.inference_pool import Engine
@@ -134,6 +134,30 @@ class Service:
 
         # an unseeded request wants fresh samples: its answer is never cached
         return await self._answer("predict", request, plan, cache=request.seed is not None)
+
+    # ------------------------------------------------------------ the lesson path
+
+    def lessons(self) -> Response:
+        return ApiJSONResponse(lessons.for_page())
+
+    async def lesson_claims(self, chapter_id: str, lang: str) -> Response:
+        """What a chapter asks the class to look at, measured on its view in `lang` (app/answers/lesson_claims.py)."""
+        found = lessons.find(chapter_id)
+        if found is None:
+            raise errors.unknown_chapter([c.id for c in lessons.chapters()])
+        number, chapter = found
+        view = chapter.in_lang(lang)
+        if view.model not in self.registry.names():
+            raise errors.chapter_model_missing(chapter.id, view.model)
+        resolved = await self.models.named(view.model)
+        key = ("lesson_claims", chapter.id, lang, resolved.key)
+        cached = self.engine.cached_body(key)
+        if cached is not None:
+            return cached
+        build = lesson_claims.plan(resolved, number, chapter, lang)
+        request = TextInput.model_validate({"model": view.model, "text": view.text, "target_text": view.target})
+        inputs = self._tokens(resolved, request)
+        return await self.engine.answer(key, resolved.key, resolved.model, inputs, None, build)
 
     # ------------------------------------------------------------ the lab: every experiment, one way
 

@@ -16,7 +16,9 @@ from model.config import TransformerConfig
 
 SUPPORTED_ARCHITECTURES = ("llama", "mistral", "qwen2", "gpt2")
 PERMUTED_ARCHITECTURES = frozenset({"llama", "mistral"})  # llama.cpp's converter permutes attn_q / attn_k rows
-LONGEST_CONTEXT = 4096  # RoPE tables are built for at most this many positions (as for Hugging Face checkpoints)
+# RoPE tables are built for at most this many positions: a file that says more is read at this length, and
+# model_meta says so (context_length, context_cap); 8192 keeps SmolLM2's own context (its file says 8192)
+LONGEST_CONTEXT = 8192
 
 # keys (after "{arch}.") that set a config field
 USED_KEYS: dict[str, frozenset[str]] = {
@@ -179,6 +181,15 @@ def model_meta(metadata: dict[str, Any], path: Path, tensor_types: Counter[str])
         "gguf_architecture": arch,
         "tensor_types": dict(tensor_types),
     }
+    context = metadata.get(f"{arch}.context_length")
+    if isinstance(context, int):
+        meta["context_length"] = context  # the model's own, as its file says
+        if arch != "gpt2" and context > LONGEST_CONTEXT:
+            meta["context_cap"] = LONGEST_CONTEXT
+            meta["description"] += (f" Its file gives a context of {context} positions; this server reads at most "
+                                    f"{LONGEST_CONTEXT} of them (n_ctx), to keep its RoPE tables small.")
+            meta["description_zh"] += (f"文件中的上下文长度为 {context} 个位置；本服务器最多只读取其中 "
+                                       f"{LONGEST_CONTEXT} 个（n_ctx），以免 RoPE 表过大。")
     for key, meta_key in (("general.license", "license"), ("general.languages", "language"),
                           ("general.name", "model_name"), ("general.size_label", "size_label")):
         if key in metadata:

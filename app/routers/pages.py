@@ -18,6 +18,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 
+from app import lessons
 from app.lab_panels import LAB_PANELS, lab_panel_named, lab_panel_names
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,7 +87,9 @@ def _secured(response: Response) -> Response:
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
 def index(request: Request) -> Response:
-    context = {"examples": EXAMPLES, "modules": page_modules("main.js"), "plotly": PLOTLY_CARTESIAN}
+    # the lesson path, written once (app/lessons/chapters.json), rendered into the page for static/js/lessons.js
+    context = {"examples": EXAMPLES, "modules": page_modules("main.js"), "plotly": PLOTLY_CARTESIAN,
+               "chapters": lessons.for_page()}
     return _secured(templates.TemplateResponse(request, "index.html", context))
 
 

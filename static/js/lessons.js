@@ -1,32 +1,20 @@
-// The lesson path: chapters in the seed texts' order. Each chapter is a go() patch (which model
-// kind, sentence, stage, layer, head, view) plus text keys lesson.<id>.title / lesson.<id>.look
-// in static/text/<lang>.json. The URL carries the chapter (?chapter=<id>; a number from 1 opens the same).
+// The lesson path: chapters in the seed texts' order. The list lives on the server (app/lessons/chapters.json)
+// and is rendered into the page (templates/index.html, #chapters-data), so it is written once. Each chapter
+// opens one view per language (model, sentence, stage, layer, head, view); what the class should see there
+// is measured on the server (GET /api/lessons/<id>/claims?lang=) and printed by the lesson bar (teach.js).
+// Text keys: lesson.<id>.title / .body / .look in static/text/<lang>.json. The URL carries the chapter
+// (?chapter=<id>; a number from 1 opens the same).
 
 import { bestHead as bestProbeHead, sentenceLang } from "./probes.js";
 
 const ANIMAL = "The animal didn't cross the street because it was too tired";
-const LOVE = "我爱你"; // the textbook's “我 爱 你”: tiny-gpt reads it as 我, 爱, 你 (a space would be a token of its own)
-const BEIJING = "我爱北京天安门广场。";
 
-export const CHAPTERS = [
-  { id: "why", arch: "decoder", text: ANIMAL, stage: "softmax", layer: 0, head: 0, view: "head" },
-  { id: "qkv", arch: "decoder", text: LOVE, stage: "qkv", layer: 0, head: 0, view: "head" },
-  { id: "scores", arch: "decoder", text: LOVE, stage: "scores", layer: 0, head: 0, view: "head" },
-  { id: "scale", arch: "decoder", text: LOVE, stage: "softmax", layer: 0, head: 0, view: "head", iv: "no_scale" },
-  { id: "mask", arch: "decoder", text: BEIJING, stage: "mask", layer: 0, head: 0, view: "head" },
-  // pick: the layer and head come from the model's measured head scores, best first: real sentences
-  // typed twice in the chapter sentence's language (meta.natural_head_scores) when measured, else the
-  // random-token probe (meta.head_scores); the lesson bar says which (teach.js)
-  { id: "softmax", arch: "decoder", text: BEIJING, stage: "softmax", layer: 0, head: 0, view: "head", pick: "previous-token" },
-  { id: "weighted", arch: "decoder", text: LOVE, stage: "softmax", layer: 0, head: 0, view: "head" },
-  { id: "heads", arch: "decoder", text: ANIMAL, stage: "softmax", layer: 0, head: 0, view: "heads", pick: "previous-token" },
-  { id: "ffn", arch: "decoder", text: ANIMAL, stage: "ffn_act", layer: 0, head: 0, view: "head", sheet: "params" },
-  { id: "residual", arch: "encoder-decoder", text: "en:2026", target: "two thousand", stage: "resid_mid", layer: 0, head: 0, view: "head" },
-  { id: "positions", arch: "decoder", text: BEIJING, stage: "pos", layer: 0, head: 0, view: "head" },
-  { id: "architectures", arch: "encoder-decoder", text: "en:2026", target: "two thousand", stage: "cross_softmax", layer: 0, head: 0, view: "head", sheet: "arch" },
-  { id: "efficiency", arch: "decoder", text: BEIJING, stage: "qkv", layer: 0, head: 0, view: "head", sheet: "params" },
-  { id: "misconceptions", arch: "decoder", text: BEIJING, stage: "softmax", layer: 0, head: 0, view: "heads" },
-];
+function readChapters() {
+  const node = typeof document !== "undefined" ? document.getElementById("chapters-data") : null;
+  return node ? JSON.parse(node.textContent) : [];
+}
+
+export const CHAPTERS = readChapters();
 
 /** The translator (encoder-decoder) on its own example: both kinds of attention a chapter can open. */
 const TRANSLATOR = { arch: "encoder-decoder", text: "en:2026", target: "two thousand", layer: 0, head: 0, view: "head" };
@@ -40,11 +28,17 @@ const TRANSLATOR = { arch: "encoder-decoder", text: "en:2026", target: "two thou
 // a lab link may name the architecture its panel needs and a sentence for it (the chapter's own model may be
 // another kind: the architectures chapter shows the translator, and the objectives panel needs a decoder)
 export const CHAPTER_LINKS = {
+  ffn: [
+    { id: "lens", lab: "logit_lens" }, // the answer forming block by block (lab: logit_lens)
+  ],
   architectures: [
     { id: "objectives", lab: "objectives", arch: "decoder", text: ANIMAL }, // why decoder-only won (lab: objectives)
   ],
   efficiency: [
-    { id: "linear", lab: "linear_attention" }, // linear attention on this sentence
+    { id: "complexity", lab: "complexity" }, // O(n²) time and memory, measured (lab: complexity)
+    { id: "flash", lab: "flash" }, // the same output in tiles (lab: flash)
+    { id: "kv", lab: "kv_cache" }, // what GQA saves while generating (lab: kv_cache)
+    { id: "linear", lab: "linear_attention" }, // linear attention on this sentence (lab: linear_attention)
   ],
   misconceptions: [
     { id: "flow", lab: "attention_flow" }, // 1 and 6: weights against where information really flows
@@ -85,22 +79,24 @@ export function chapterIndex(id) {
   return CHAPTERS.findIndex((c) => c.id === text);
 }
 
-/** The go() patch that opens chapter `index` (the model is picked by architecture in navigate.js). */
-export function chapterPatch(index) {
+/** The go() patch that opens chapter `index` in `lang`: its model (navigate.js falls back to a model of the same
+ * architecture when the server lacks it), sentence, stage, layer and head. */
+export function chapterPatch(index, lang = "en") {
   const c = CHAPTERS[index];
   if (!c) return { chapter: null };
+  const v = c[lang === "zh" ? "zh" : "en"];
   return {
     chapter: index,
-    arch: c.arch,
-    text: c.text,
-    target: c.target || "",
+    model: v.model,
+    arch: v.arch,
+    text: v.text,
+    target: v.target || "",
     stage: c.stage,
-    layer: c.layer,
-    head: c.head,
+    layer: v.layer,
+    head: v.head,
     view: c.view,
     iv: c.iv || null,
     sheet: c.sheet || null,
-    pick: c.pick,
   };
 }
 

@@ -36,8 +36,9 @@ async function prepare(next, patch) {
     if (!next.models.length) throw new ApiError(0, "no_models", next.texts[next.lang].t("err_no_models"));
   }
   if (!next.posKinds.length) next.posKinds = await api.positionalKinds();
-  if (patch.arch) next.model = modelFor(next.models, patch.arch) || next.model;
   const names = next.models.map((m) => m.name);
+  // a chapter names its model; a server without it shows the chapter on a model of the same architecture
+  if (patch.arch && !(patch.model && names.includes(patch.model))) next.model = modelFor(next.models, patch.arch) || next.model;
   if (!names.includes(next.model)) next.model = (next.models.find((m) => m.default) || next.models[0]).name;
   let planChanged = false;
   if (next.model !== state.model || !next.info) {
@@ -78,7 +79,10 @@ async function prepare(next, patch) {
 
 /** The next state before loading: a chapter of the lesson path is a patch of its own (model kind, sentence, stage, ...). */
 function begin(request) {
-  const patch = typeof request.chapter === "number" ? { ...chapterPatch(request.chapter), ...request } : request;
+  // a chapter opens its own view in the page's language: switching language inside a chapter reopens it
+  const relang = "lang" in request && !("chapter" in request) && request.lang !== state.lang && typeof state.chapter === "number";
+  const asked = relang ? { ...request, chapter: state.chapter } : request;
+  const patch = typeof asked.chapter === "number" ? { ...chapterPatch(asked.chapter, asked.lang ?? state.lang), ...asked } : asked;
   const { stage, complete, arch, pick, ...fields } = patch; // eslint-disable-line no-unused-vars
   if ("text" in patch || "target" in patch) showInputs(patch);
   return { next: { ...state, preview: null, note: null, ...fields }, patch };
@@ -88,13 +92,27 @@ function begin(request) {
 async function load(next, patch) {
   await prepare(next, patch);
   const ctx = makeContext(next, go);
-  const [data, ivData, archData] = await Promise.all([
+  const [data, ivData, archData, claims] = await Promise.all([
     ctx.panel.load(ctx),
     loadIntervention(ctx),
     next.sheet === "arch" ? loadArch(next) : null,
+    loadClaims(next),
     plotlyReady(),
   ]);
+  next.claims = claims;
   return { ctx, data, ivData, archData };
+}
+
+/** A chapter's claims, measured on the server on its own model (none when this server shows it on another). */
+async function loadClaims(next) {
+  const c = typeof next.chapter === "number" ? CHAPTERS[next.chapter] : null;
+  if (!c || c[next.lang === "zh" ? "zh" : "en"].model !== next.model) return null;
+  try {
+    return await api.lessonClaims(c.id, next.lang);
+  } catch (error) {
+    console.warn("claims not measured:", error); // eslint-disable-line no-console
+    return null; // the chapter still opens; its lines are left out
+  }
 }
 
 function draw({ ctx, data, ivData, archData }) {

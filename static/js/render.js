@@ -188,7 +188,7 @@ function renderModelExamples(info) {
     h("button", { type: "button", class: "example small", "data-text": source, "data-target": String(target), text: `${source} → ${target}` }),
   );
   // a model's own lesson-worthy sentences (smollm2: "The capital of France is", a sentence typed twice)
-  for (const text of exampleSentences(info)) buttons.push(h("button", { type: "button", class: "example small model-example", "data-text": text, text }));
+  for (const text of exampleSentences(info, state.chat)) buttons.push(h("button", { type: "button", class: "example small model-example", "data-text": text, text }));
   $("model-examples").replaceChildren(...buttons);
 }
 

@@ -29,6 +29,7 @@ export const state = {
   token: null,
   present: false,
   snapshot: null, // a training step from meta.snapshots; null: the final weights
+  claims: null, // the chapter's claims as measured on its view (GET /api/lessons/<id>/claims)
   chapter: null, // the lesson path's chapter (index into lessons.js CHAPTERS); null: free exploring
   sheet: null, // "params" | "arch": the parameters or architectures sheet above the stage
   explainOpen: false, // presentation mode: the explanation is shown (E toggles it)

@@ -2,7 +2,7 @@
 // the parameters sheet and the architectures sheet. Drawn from the committed state; clicks are
 // data-go buttons that events.js turns into go() calls. Every number comes from params.js.
 
-import { bestHead, CHAPTER_LINKS, CHAPTERS, labPanel, labURL } from "./lessons.js";
+import { CHAPTER_LINKS, CHAPTERS, labPanel, labURL } from "./lessons.js";
 import { blockParts, count, componentShares, fullAttention } from "./params.js";
 import { h } from "./shared/dom.js";
 import { state } from "./state.js";
@@ -24,7 +24,7 @@ export function renderLesson(t) {
   }
   const c = CHAPTERS[state.chapter];
   const opened = bar.dataset.chapter !== c.id || bar.hidden;
-  const words = lessonText(state.texts[state.lang], state.info, state.tokens || [], state.model, c.id);
+  const words = lessonText(state.texts[state.lang], state.info, state.tokens || [], state.model, c.id, { layer: state.layer, head: state.head });
   const say = (field) => words[field];
   bar.hidden = false;
   bar.dataset.chapter = c.id;
@@ -44,8 +44,8 @@ export function renderLesson(t) {
     ),
     lessonBody(say("body")),
     ...(c.id === "why" ? [recurrenceTable(t, state.tokens || [], state.info)] : []),
-    ...pickLine(t, c),
-    h("p", { class: "lesson-look" }, h("strong", { text: `${t("look_at")} ` }), say("look"), ...labLink(t)),
+    h("p", { class: "lesson-look" }, h("strong", { text: `${t("look_at")} ` }), say("look"), ...labLink(t), ...otherModel(t, c)),
+    ...claimLines(t, c),
     ...liveLinks(t, c),
   );
   // a chapter just opened starts at its lesson bar, so the chart is on the first screen (1280×720)
@@ -64,11 +64,11 @@ function lessonBody(text) {
  * A chapter's title, body and "what to look at" for the model on screen: each field's variant for
  * its norm placement (lesson.<id>.<field>.post / .pre) or architecture (.decoder, .encoder,
  * .encoder-decoder) or positional encoding (.rope, .alibi, ...) when the text file has one, else the plain key; numbers from the model and the
- * sentence's `tokens` ({n_tokens}, {d_model}, ...), and {model}: its name.
+ * sentence's `tokens` ({n_tokens}, {d_model}, ...), {model}: its name, and `where` the view's {layer} and {head}.
  */
-export function lessonText(texts, info, tokens, model, id) {
+export function lessonText(texts, info, tokens, model, id, where = {}) {
   const placement = info && info.config.norm_placement === "post" ? "post" : "pre";
-  const vars = info ? { ...stageVars(info, tokens), model } : { model };
+  const vars = info ? { ...stageVars(info, tokens), ...where, model } : { ...where, model };
   const out = {};
   for (const field of ["title", "body", "look"]) {
     const base = `lesson.${id}.${field}`;
@@ -112,14 +112,30 @@ function recurrenceTable(t, tokens, info) {
   );
 }
 
-/** A chapter that picks "the previous-token head" (lessons.js): which head, and which probe measured it. */
-function pickLine(t, c) {
-  const picked = c.pick ? bestHead(state.info, c.pick, state.text) : null;
-  if (!picked) return [];
-  const language = t(`lang_name_${picked.lang === "zh" ? "zh" : "en"}`);
-  const score = typeof picked.score === "number" ? picked.score.toFixed(2) : "?";
-  const text = t(`lesson_pick_${picked.probe}`, { layer: picked.layer, head: picked.head, pattern: t(`pat_${c.pick}`), score, language });
-  return [h("p", { class: "lesson-pick", "data-probe": picked.probe, text })];
+/**
+ * What the chapter asks the class to see, as measured on the numbers on screen (GET /api/lessons/<id>/claims):
+ * one line per claim, its values filled in on the server. On a server without the chapter's model the
+ * chapter opens on another model of its kind, and says that its measured claims are not shown.
+ */
+function claimLines(t, c) {
+  const view = c[state.lang === "zh" ? "zh" : "en"];
+  if (view.model !== state.model) return [];
+  const answer = state.claims;
+  if (!answer || answer.chapter !== c.id || answer.lang !== state.lang) return [];
+  return [
+    h(
+      "div",
+      { class: "lesson-claims" },
+      h("strong", { text: `${t("lesson_measured")} ` }),
+      h("ul", {}, answer.claims.map((x) => h("li", { class: x.holds ? "claim" : "claim claim-fails", "data-kind": x.kind, text: x.line }))),
+    ),
+  ];
+}
+
+/** On a server without the chapter's model: a short aside in the look line, naming the model its claims need. */
+function otherModel(t, c) {
+  const wanted = c[state.lang === "zh" ? "zh" : "en"].model;
+  return wanted === state.model ? [] : [" ", h("span", { class: "lesson-claims-missing", text: t("lesson_other_model", { wanted, model: state.model }) })];
 }
 
 function labLink(t) {

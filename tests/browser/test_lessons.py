@@ -69,7 +69,9 @@ RENDER_CHAPTERS = """async ({name, lang, text}) => {
     method: 'POST', headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ model: name, text }) })).json();
   return { n: tok.tokens.length,
-           chapters: CHAPTERS.map((c) => ({ id: c.id, ...lessonText(texts, info, tok.tokens, name, c.id) })) };
+           chapters: CHAPTERS.map((c) => ({
+             id: c.id, ...lessonText(texts, info, tok.tokens, name, c.id, { layer: c[lang].layer, head: c[lang].head }),
+           })) };
 }"""
 
 
@@ -149,7 +151,7 @@ def test_a_chapter_shows_its_chart_on_the_first_screen(server: Any, watched: Any
 def test_presentation_shows_the_chapter_text_on_e(server: Any, watched: Any) -> None:
     page = watched.page
     page.set_viewport_size({"width": 1280, "height": 720})
-    open_page(page, server.url, chapter="softmax", present=1)
+    open_page(page, server.url, chapter="softmax", present=1, lang="zh")  # 我爱北京天安门广场。: 11 tokens
     assert page.is_hidden("#lesson .lesson-body")
     assert "POST" not in page.inner_text("body") and "/api/" not in page.inner_text("body")
     page.keyboard.press("e")
@@ -248,6 +250,6 @@ def test_a_lab_link_that_needs_a_decoder_opens_one(server: Any, watched: Any) ->
     open_page(page, server.url, chapter="efficiency", lang="en")
     href = page.get_attribute("#lesson .lesson-live a[data-live=linear]", "href")
     query = dict(urllib.parse.parse_qsl(href.split("?", 1)[1].split("#")[0]))
-    assert query["panel"] == "linear" and query["model"] == page.input_value("#model")
+    assert query["panel"] == "linear_attention" and query["model"] == page.input_value("#model")
     assert query["text"] == page.input_value("#text")
     assert not watched.errors, watched.errors

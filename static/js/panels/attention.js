@@ -147,7 +147,8 @@ export default {
     let note = "";
     const known = ctx.headLabel(ctx.head);
     if (known) note = labelNote(ctx.texts, known);
-    if (probs) note = [note, readingNote(t, weights)].filter(Boolean).join(" ");
+    // diagonal, previous and first token are places in a sentence reading itself: a target × source map has none
+    if (probs && !ctx.step.key.startsWith("cross_")) note = [note, readingNote(t, weights)].filter(Boolean).join(" ");
     if (kind === "mask") {
       const why = ctx.cfg.sliding_window && !ctx.step.key.startsWith("cross_") ? t("masked_window", { window: ctx.cfg.sliding_window }) : t("masked_future");
       note = hiddenCount ? `${why} ${t("masked_count", { n: hiddenCount, total: masked.flat().length })}` : t("masked_none");

@@ -69,6 +69,8 @@ export const api = {
   trace: (body) => cached("POST", "/api/trace", { encoding: "base64", dtype: "float16", ...body }),
   predict: (body) => cached("POST", "/api/predict", body),
   positional: (params) => cached("GET", `/api/positional-encoding?${new URLSearchParams(params)}`),
+  /** What a lesson chapter asks the class to look at, measured on its view (app/answers/lesson_claims.py). */
+  lessonClaims: (chapter, lang) => cached("GET", `/api/lessons/${encodeURIComponent(chapter)}/claims?lang=${encodeURIComponent(lang)}`),
   positionalKinds: () => cached("GET", "/api/positional-encoding/kinds"), // the server's one registry of kinds
   /** One lab experiment at the path the server gave the page: POST `body`, or GET with `body` as the query. */
   lab: (path, method, body) => (method === "GET" ? cached("GET", `${path}?${new URLSearchParams(body)}`) : cached("POST", path, body)),

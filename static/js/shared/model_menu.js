@@ -45,9 +45,14 @@ export function hasChatTemplate(info) {
   return typeof template === "string" && template.trim() !== "";
 }
 
-/** Sentences worth a lesson that the model's meta offers (`example_sentences`), e.g. "The capital of France is". */
-export function exampleSentences(info) {
-  const listed = info && info.meta && info.meta.example_sentences;
+/**
+ * Sentences worth a lesson that the model's meta offers (`example_sentences`), e.g. "The capital of France is";
+ * with the chat format on, its questions (`chat_examples`) instead: a chat model answers a question, and a
+ * completion prompt sent as a chat message only confuses it.
+ */
+export function exampleSentences(info, chat = false) {
+  const meta = (info && info.meta) || {};
+  const listed = chat && Array.isArray(meta.chat_examples) ? meta.chat_examples : meta.example_sentences;
   return Array.isArray(listed) ? listed.filter((s) => typeof s === "string" && s) : [];
 }
 

