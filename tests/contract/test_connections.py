@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import select
 import socket
 import time
 from collections.abc import Iterator
@@ -104,13 +105,32 @@ def test_a_malformed_request_gets_the_api_error_shape_and_the_security_headers(s
     assert headers["x-frame-options"] == "DENY"
 
 
-def test_the_server_keeps_answering_while_slow_clients_hold_connections(server: LiveServer) -> None:
+@pytest.fixture(scope="module")
+def patient_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A server that lets a slow client hold its connection for 30 s: long enough that, on a loaded machine,
+    nothing can pass for "the slow clients were timed out first"."""
+    settings = make_settings(Path(tmp_path_factory.mktemp("patient")), client_timeout_s=30.0, max_head_bytes=4096)
+    with LiveServer(create_app(settings, make_registry())) as live:
+        yield live
+
+
+def test_the_server_keeps_answering_while_slow_clients_hold_connections(patient_server: LiveServer) -> None:
+    # no clock: the claim is an order. The health request is answered while all 20 slow clients still hold
+    # their connections (none of them has been answered or closed yet), so they do not block the server.
+    slow = [connect(patient_server) for _ in range(20)]
+    for sock in slow:
+        sock.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\n")
+    assert httpx.get(f"{patient_server.url}/api/health", timeout=25).status_code == 200
+    readable, _, _ = select.select(slow, [], [], 0)
+    assert readable == [], "a slow client was answered (or dropped) before the server answered the health check"
+    for sock in slow:
+        sock.close()
+
+
+def test_slow_clients_are_timed_out_with_a_408(server: LiveServer) -> None:
     slow = [connect(server) for _ in range(20)]
     for sock in slow:
         sock.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\n")
-    started = time.monotonic()
-    assert httpx.get(f"{server.url}/api/health", timeout=5).status_code == 200
-    assert time.monotonic() - started < 1.0
     assert all(status_and_error(read_until_closed(sock)[0])[0] == 408 for sock in slow)
 
 
@@ -179,9 +199,9 @@ def test_trailers_and_endless_bodies_are_bounded(server: LiveServer) -> None:
 def test_a_413_closes_the_connection_so_the_unread_body_is_not_taken_for_a_request(server: LiveServer) -> None:
     raw = (b"POST /api/trace HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
            b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n")
-    received, waited = read_all_of(server, raw)
+    received, _ = read_all_of(server, raw)
+    # one answer: closed at once; had it waited for the deadline, a second, unasked-for 408 would follow
     assert status_and_error(received)[0] == 413 and received.count(b"HTTP/1.1") == 1
-    assert waited < 1.0  # closed at once, not by the deadline with a second, unasked-for answer
 
 
 def test_a_dropped_reader_leaves_no_error_in_the_log(server: LiveServer, caplog: pytest.LogCaptureFixture) -> None:
