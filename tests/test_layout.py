@@ -14,6 +14,7 @@ Imports anywhere in a file count (inside functions too): a lazy import is still 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,17 @@ def test_one_train_loop() -> None:
     stepping = sorted(p.relative_to(ROOT).as_posix() for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")
                       if ".step()" in p.read_text(encoding="utf-8"))
     assert stepping == ["optimization/loop.py"], stepping
+
+
+def test_the_architecture_document_names_every_module() -> None:
+    """docs/ARCHITECTURE.md is the map a newcomer reads first: every module of every package is on it."""
+    doc = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    missing = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            stem = path.parent.name if path.name == "__init__.py" else path.stem
+            if path.name == "__init__.py" and path.parent == ROOT / package:
+                continue  # the package itself is a heading of the map
+            if not re.search(rf"(?<!\w){re.escape(stem)}(?!\w)", doc):
+                missing.append(str(path.relative_to(ROOT)))
+    assert not missing, f"docs/ARCHITECTURE.md does not name: {missing}"

@@ -1,4 +1,4 @@
-"""Training beside the model: one train loop with pluggable tasks, one LR schedule, checkpoints.
+"""Training beside the model: tasks for the one train loop (optimization.loop), one LR schedule, checkpoints.
 
 - `training.train`: the `transformer-explorer train` command (language modelling on the corpus;
   its options in `training.options`, residual dropout in `training.regularization`);

@@ -2,46 +2,34 @@
 (?panel=, an older name, #name, Back); every panel renders on a decoder, an encoder and an encoder-decoder, or
 shows the refusal its experiment declares, and in Chinese, without a console error; a layer chosen on a deep
 model stays inside a shallower one after a switch; older URLs still open the same view; the page reads
-before its script runs and "Computing…" covers nothing; every intervention toggle changes the chart;
-and its text data (no browser needed) is complete."""
+before its script runs and "Computing…" covers nothing; and its text data (no browser needed) is complete.
+The two side-by-side panels (interventions, compare): test_lab_side_by_side.py."""
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 import pytest
 
 from app.lab import EXPERIMENTS
-from app.lab_panels import LAB_PANELS, lab_panel_names
-
-ROOT = Path(__file__).resolve().parents[2]
-PANELS = lab_panel_names()
-TOGGLES = ["no_scale", "no_mask", "window", "temperature", "ablate", "shuffle"]
-# keeps the first (uncached) loads of the costly panels short
-SMALL = {"complexity.longest": "512", "norm_placement.layers": "4", "norm_placement.steps": "3", "generate.steps": "4"}
-VARIANT = {"compare.variant": "set", "compare.setting": "n_heads", "compare.value": "2"}
-FAMILY_MODELS = {"decoder": "gpt", "encoder": "bert", "encoder-decoder": "translator"}  # tests/browser/models.py
-PLACEHOLDER = re.compile(r"\{(\w+)\}")
-
-
-def lab_texts(lang: str) -> dict[str, str]:
-    return json.loads((ROOT / "static" / "text" / f"lab.{lang}.json").read_text(encoding="utf-8"))["ui"]
-
-
-def shared_texts(lang: str) -> dict[str, str]:
-    return json.loads((ROOT / "static" / "text" / f"shared.{lang}.json").read_text(encoding="utf-8"))["ui"]
-
-
-def api_post(page: Any, path: str, body: dict[str, Any]) -> Any:
-    return page.evaluate(
-        """async ([path, body]) => (await fetch(path, {method: 'POST', headers: {'Content-Type': 'application/json'},
-            body: JSON.stringify(body)})).json()""",
-        [path, body],
-    )
+from app.lab_panels import LAB_PANELS
+from tests.browser.lab_page import (
+    FAMILY_MODELS,
+    PANELS,
+    PLACEHOLDER,
+    ROOT,
+    SMALL,
+    TOGGLES,
+    VARIANT,
+    check_panel,
+    choose_model,
+    idle,
+    lab_texts,
+    open_lab,
+    open_panel,
+    shown_panels,
+)
 
 
 def test_lab_text_has_every_key_in_both_languages_with_the_same_placeholders() -> None:
@@ -58,63 +46,6 @@ def test_lab_text_has_every_key_in_both_languages_with_the_same_placeholders() -
     used |= {f"{e.name}_refused" for e in EXPERIMENTS if e.refuses}
     used |= {f"family_{f.replace('-', '_')}" for f in FAMILY_MODELS}
     assert used - set(en) == set()
-
-
-def open_lab(page: Any, base: str, **params: Any) -> None:
-    page.goto(f"{base}/lab?{urlencode(params)}")
-    page.wait_for_selector("body[data-ready='1']")
-    idle(page)
-
-
-def idle(page: Any) -> None:
-    page.wait_for_function("() => !document.body.classList.contains('busy')")
-
-
-def shown_panels(page: Any) -> list[str]:
-    return page.eval_on_selector_all("#panels > section:not([hidden])", "els => els.map(e => e.dataset.panel)")
-
-
-def open_panel(page: Any, name: str) -> None:
-    """Click the panel's entry in the table of contents and wait until it is drawn."""
-    page.click(f"#toc a[data-panel-link='{name}']")
-    page.wait_for_function(
-        "(n) => { const s = document.getElementById(`panel-${n}`); return !s.hidden && s.dataset.rendered; }", arg=name
-    )
-    idle(page)
-
-
-RENDERED_AGAIN = "(b) => document.querySelector('#panel-interventions').dataset.rendered !== b"
-
-
-def chart_state(page: Any) -> str:
-    """The numbers the interventions panel draws: both heatmaps and the next-token bars."""
-    return page.evaluate("""() => JSON.stringify([...document.querySelectorAll('#board-interventions .plot')]
-        .map(el => (el.data || []).map(t => [t.z, t.y, t.x])))""")
-
-
-def choose_model(page: Any, model: str) -> None:
-    """Switch the model on the panel shown and wait until it is drawn again."""
-    page.select_option("#model", model)
-    page.wait_for_function("(m) => document.querySelector('#explorer-link').href.includes(`model=${m}`)", arg=model)
-    idle(page)
-
-
-def check_panel(page: Any, panel: str, refused: bool) -> None:
-    """The panel is the one shown, titled, and draws a chart, or says why its experiment refuses this model."""
-    assert shown_panels(page) == [panel]
-    assert f"panel={panel}" in page.url
-    section = page.locator(f"#panel-{panel}")
-    title = section.locator("h2").inner_text()
-    assert title and "⟦" not in title and title != panel, (panel, title)
-    assert page.title().startswith(title)
-    if refused:
-        assert section.locator(".lab-refused").count() == 1, f"{panel}: no refusal"
-        assert section.locator(".plot .main-svg").count() == 0, f"{panel}: a chart despite the refusal"
-    else:
-        assert section.locator(".plot .main-svg").count() >= 1, f"{panel}: no chart"
-    assert section.locator(".lab-error").count() == 0, section.locator(".lab-error").all_inner_texts()
-    shown = section.inner_text()
-    assert not re.search(r"⟦|undefined|NaN|\{\w+\}", shown), (panel, shown[:400])
 
 
 @pytest.mark.browser
@@ -240,78 +171,6 @@ def test_the_page_reads_before_its_script_and_computing_covers_nothing(browser: 
 
 
 @pytest.mark.browser
-def test_every_intervention_toggle_changes_the_chart(watched: Any, server: Any) -> None:
-    page = watched.page
-    open_lab(page, server.url, model="gpt", text="the cat sat on a mat", lang="en", ivl="1", abl="0")  # older keys
-    original = chart_state(page)
-    for name in TOGGLES:
-        box = page.locator(f"#controls-interventions input[data-item='{name}']")
-        before = page.get_attribute("#panel-interventions", "data-rendered")
-        box.check()
-        page.wait_for_function(RENDERED_AGAIN, arg=before)
-        idle(page)
-        assert f"interventions.toggles={name}" in page.url
-        assert chart_state(page) != original, f"{name} changed nothing"
-        loss = page.locator("#panel-interventions .iv-loss")
-        assert float(loss.get_attribute("data-before")) > 0 and float(loss.get_attribute("data-after")) > 0
-        before = page.get_attribute("#panel-interventions", "data-rendered")
-        page.locator(f"#controls-interventions input[data-item='{name}']").uncheck()
-        page.wait_for_function(RENDERED_AGAIN, arg=before)
-        idle(page)
-        assert chart_state(page) == original, f"{name} off did not restore the original"
-    assert watched.errors == []
-
-
-@pytest.mark.browser
-@pytest.mark.parametrize("lang", ["en", "zh"])
-def test_the_interventions_panel_is_the_explorers_view(watched: Any, server: Any, lang: str) -> None:
-    # shared/interventions_view.js on both pages: both runs' charts with how they differ, each token's bars, each
-    # run's table and the loss, in the explorer's words (static/text/shared.<lang>.json)
-    page = watched.page
-    open_lab(page, server.url, model="gpt", text="the cat sat", lang=lang, panel="interventions",
-             **{"interventions.toggles": "no_mask,window", "interventions.layer": "0", "interventions.head": "1"})
-    board = page.locator("#board-interventions")
-    keys = board.locator(".chart-card").evaluate_all("els => els.map(e => e.dataset.key)")
-    assert keys == ["iv-before", "iv-after", "iv-next"]
-    texts = shared_texts(lang) | lab_texts(lang)
-    what = texts["interventions_what_no_mask"] + texts["interventions_list_sep"] + \
-        texts["interventions_what_window"].replace("{w}", "2")
-    assert board.locator("[data-key='iv-after'] h3").inner_text().startswith(what)
-    note = board.locator("[data-key='iv-after'] .chart-note").inner_text()
-    assert note.startswith(texts["interventions_diff"].split("{")[0]), note
-    tables = board.locator(".iv-next-table")
-    assert tables.count() == 2 and tables.nth(0).locator("tbody tr").count() == 8
-    # the bars: each token of either table, its probability in both runs as the API gives it (its top 20)
-    base = {"model": "gpt", "text": "the cat sat", "stages": ["hook_tokens"], "top_k": 20}
-    runs = [api_post(page, "/api/trace", base),
-            api_post(page, "/api/trace", {**base, "interventions": {"no_mask": True, "window": 2}})]
-    bars = page.evaluate("() => document.querySelector(`#board-interventions [data-key='iv-next'] .plot`)"
-                         ".data.map(t => t.y)")
-    ids = list(dict.fromkeys(r["id"] for run in runs for r in run["top_tokens"][:8]))
-    for run, shown in zip(runs, bars, strict=True):
-        probs = {r["id"]: r["prob"] for r in run["top_tokens"]}
-        wanted = [probs.get(i) for i in ids]
-        assert [v is None for v in shown] == [v is None for v in wanted], (shown, wanted)
-        assert [v for v in shown if v is not None] == pytest.approx([v for v in wanted if v is not None], rel=1e-6)
-    loss = board.locator(".iv-loss")
-    assert float(loss.get_attribute("data-before")) == pytest.approx(runs[0]["loss"])
-    assert float(loss.get_attribute("data-after")) == pytest.approx(runs[1]["loss"])
-    assert watched.errors == []
-
-
-@pytest.mark.browser
-def test_the_interventions_panel_on_an_encoder_says_there_is_no_next_token(watched: Any, server: Any) -> None:
-    page = watched.page
-    open_lab(page, server.url, model="bert", text="the cat sat", lang="en", panel="interventions",
-             **{"interventions.toggles": "no_scale"})
-    board = page.locator("#board-interventions")
-    assert board.locator("[data-key='iv-next']").count() == 0 and board.locator(".iv-next-table").count() == 0
-    assert "no next-token head" in board.locator(".iv-none").inner_text()
-    assert board.locator(".iv-loss").get_attribute("data-before") == ""
-    assert watched.errors == []
-
-
-@pytest.mark.browser
 def test_learned_positions_past_n_ctx_say_why(watched: Any, server: Any) -> None:
     page = watched.page
     open_lab(page, server.url, model="bert", text="the cat", lang="en", panel="positions",
@@ -322,90 +181,6 @@ def test_learned_positions_past_n_ctx_say_why(watched: Any, server: Any) -> None
     # the browser logs the refused request itself; that 422 is the point of this panel
     assert [e for e in watched.errors if "status of 422" not in e] == []
     assert len(watched.errors) == 1
-
-
-def compare_charts(page: Any) -> list[str]:
-    """What each side of the compare panel draws (its traces' numbers), left then right."""
-    return page.evaluate("""() => [...document.querySelectorAll('#board-compare .plot')]
-        .map(el => JSON.stringify((el.data || []).map(t => [t.type, t.z, t.y])))""")
-
-
-def choose_compare_stage(page: Any, stage: str) -> None:
-    before = page.get_attribute("#panel-compare", "data-rendered")
-    page.select_option("#controls-compare select[data-field='stage']", stage)
-    page.wait_for_function("(b) => document.querySelector('#panel-compare').dataset.rendered !== b", arg=before)
-    idle(page)
-
-
-@pytest.mark.browser
-@pytest.mark.parametrize("lang", ["en", "zh"])
-def test_compare_matches_any_stage_and_keeps_it_in_the_url(watched: Any, server: Any, lang: str) -> None:
-    page = watched.page
-    open_lab(page, server.url, model="gpt", text="the cat sat", lang=lang, vs="set", set="activation", val="gelu",
-             panel="compare")  # the older keys of compare.variant, .setting and .value
-    options = "#controls-compare select[data-field='stage'] option"
-    stages = page.eval_on_selector_all(options, "os => os.map(o => o.value)")
-    assert {"blocks.0.hook_resid_post", "blocks.1.ln1.hook_scale", "blocks.0.attn.hook_pattern"} <= set(stages)
-    first = compare_charts(page)
-    choose_compare_stage(page, "blocks.0.hook_resid_post")  # 2-D: pos × d_model, a heatmap on each side
-    second = compare_charts(page)
-    assert len(second) == 2 and all(a != b for a, b in zip(first, second, strict=True)), "both sides change"
-    assert all('"heatmap"' in chart for chart in second)
-    scales = page.evaluate(
-        "[...document.querySelectorAll('#board-compare .plot')].map(el => [el.data[0].zmin, el.data[0].zmax])"
-    )
-    assert scales[0] == scales[1], "same shape, same colour scale"
-    choose_compare_stage(page, "blocks.1.ln1.hook_scale")  # 1-D: pos, a bar on each side
-    third = compare_charts(page)
-    assert all('"bar"' in chart for chart in third) and all(a != b for a, b in zip(second, third, strict=True))
-    assert "compare.stage=blocks.1.ln1.hook_scale" in page.url
-    shown = page.inner_text("#panel-compare")
-    assert not re.search(r"⟦|undefined|NaN|\{\w+\}", shown), shown[:400]
-    url = page.url
-    page.goto(url)  # the link alone brings the same stage and the same numbers back
-    page.wait_for_selector("body[data-ready='1']")
-    idle(page)
-    assert page.input_value("#controls-compare select[data-field='stage']") == "blocks.1.ln1.hook_scale"
-    assert compare_charts(page) == third
-    assert watched.errors == []
-
-
-@pytest.mark.browser
-def test_compare_says_what_differs_when_shapes_differ(watched: Any, server: Any) -> None:
-    page = watched.page
-    open_lab(
-        page,
-        server.url,
-        model="gpt",
-        text="the cat sat",
-        lang="en",
-        vs="set",
-        set="d_head",
-        val="64",
-        cst="blocks.1.attn.hook_z",
-        cmh="1",
-        panel="compare",
-    )
-    note = page.inner_text("#panel-compare .cmp-shape")
-    assert re.search(r"d_head: (\d+) ≠ (?!\1\b)\d+", note), note
-    assert page.input_value("#controls-compare select[data-field='head']") == "1"
-    assert page.locator("#board-compare .plot").count() == 2
-    assert watched.errors == []
-
-
-@pytest.mark.browser
-def test_compare_offers_the_servers_positional_kinds(watched: Any, server: Any) -> None:
-    page = watched.page
-    open_lab(page, server.url, model="gpt", text="the cat sat", lang="en", vs="set", set="pos_encoding", val="alibi",
-             panel="compare")
-    offered = page.eval_on_selector_all("#controls-compare select[data-field='value'] option",
-                                        "os => os.map(o => o.value)")
-    kinds = page.evaluate("async () => (await (await fetch('/api/positional-encoding/kinds')).json()).map(k => k.name)")
-    assert offered == kinds and "alibi" in kinds
-    assert page.input_value("#controls-compare select[data-field='value']") == "alibi"
-    drawn = page.eval_on_selector_all("#board-compare .plot", "els => els.map(e => !!e.querySelector('.main-svg'))")
-    assert drawn == [True, True]
-    assert watched.errors == []
 
 
 @pytest.mark.browser
