@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from analysis.lens import logit_lens
+from model.hooks import stage_name
 from model.tokenizer import Token
 from model.transformer import Transformer
 
@@ -38,12 +39,16 @@ class View:
     text: str  # the text those tokens cover
     layer: int
     head: int
-    prefix: str = ""  # the stack's trace prefix: "", "encoder." or "decoder."
+    stack: str | None = None  # the stack on screen: None (a single stack), "encoder" or "decoder"
     source_tokens: Sequence[Token] = ()  # an encoder-decoder's source, the keys of cross-attention
     source_text: str = ""
     piece: Callable[[int], str] = str  # a token id's text, as the explorer shows it
     meta: Mapping[str, Any] = field(default_factory=dict)  # the model's measured head scores
     lang: str = "en"
+
+    def at(self, stage: str) -> str:
+        """The trace name of a stage of the layer on screen (model.hooks.stage_name)."""
+        return stage_name(stage, self.layer, stack=self.stack)
 
 
 @dataclass(frozen=True)
@@ -76,7 +81,7 @@ def covering(tokens: Sequence[Token], text: str, word: str, occurrence: int = 1)
 
 def _pattern(view: View, cross: bool = False) -> torch.Tensor:
     """[head, q_pos, k_pos] the softmax weights of the view's layer (cross-attention when asked)."""
-    name = f"{view.prefix}blocks.{view.layer}.{'cross_attn' if cross else 'attn'}.hook_pattern"
+    name = stage_name("pattern", view.layer, stack=view.stack, cross=cross)
     if name not in view.trace:
         raise ClaimError(f"the trace has no {name}")
     return view.trace[name][0].float()
@@ -153,7 +158,7 @@ def probe_best(view: View, pattern: str) -> Claim:
 
 
 def _logits(view: View) -> torch.Tensor:
-    name = f"{view.prefix}hook_logits"
+    name = stage_name("logits")
     if name not in view.trace:
         raise ClaimError(f"the trace has no {name}")
     return view.trace[name][0, -1].float()  # [d_vocab] after the last token
@@ -198,8 +203,8 @@ def _kv_head(view: View, n_kv_heads: int) -> int:
 def weighted_sum(view: View) -> Claim:
     """z, the head's output, is its weights times the value vectors: Σ_j a_ij v_j (largest difference)."""
     a = _pattern(view)[view.head]  # [q_pos, k_pos]
-    v = view.trace[f"{view.prefix}blocks.{view.layer}.attn.hook_v"][0].float()  # [pos, kv_head, d_head]
-    z = view.trace[f"{view.prefix}blocks.{view.layer}.attn.hook_z"][0, :, view.head].float()  # [pos, d_head]
+    v = view.trace[view.at("v")][0].float()  # [pos, kv_head, d_head]
+    z = view.trace[view.at("z")][0, :, view.head].float()  # [pos, d_head]
     error = float((a @ v[:, _kv_head(view, v.shape[1])] - z).abs().max())
     scale = float(z.abs().max())
     return Claim("weighted_sum", error <= 1e-4 * max(1.0, scale), {
@@ -208,7 +213,7 @@ def weighted_sum(view: View) -> Claim:
 
 def heads_split(view: View) -> Claim:
     """The query tensor is [tokens, heads, d_head], and heads × d_head is d_model."""
-    _, pos, heads, d_head = view.trace[f"{view.prefix}blocks.{view.layer}.attn.hook_q"].shape
+    _, pos, heads, d_head = view.trace[view.at("q")].shape
     d_model = view.model.cfg.d_model
     return Claim("heads_split", heads * d_head == d_model and pos == len(view.tokens), {
         "n_tokens": int(pos), "n_heads": int(heads), "d_head": int(d_head), "d_model": d_model})
@@ -216,16 +221,15 @@ def heads_split(view: View) -> Claim:
 
 def kv_heads(view: View) -> Claim:
     """K and V have fewer heads than Q (GQA): each is shared by a group of query heads."""
-    q = view.trace[f"{view.prefix}blocks.{view.layer}.attn.hook_q"].shape[2]
-    kv = view.trace[f"{view.prefix}blocks.{view.layer}.attn.hook_k"].shape[2]
+    q = view.trace[view.at("q")].shape[2]
+    kv = view.trace[view.at("k")].shape[2]
     ratio = q // kv if q % kv == 0 else round(q / kv, 2)
     return Claim("kv_heads", kv < q, {"n_heads": int(q), "n_kv_heads": int(kv), "ratio": ratio})
 
 
 def unscaled_peakier(view: View) -> Claim:
     """Without ÷√d_k the same scores give peakier rows: the mean of each row's largest weight, with and without."""
-    stem = f"{view.prefix}blocks.{view.layer}.attn"
-    raw = view.trace[f"{stem}.hook_scores_raw"][0, view.head].float()  # [q_pos, k_pos] QKᵀ, undivided
+    raw = view.trace[view.at("scores_raw")][0, view.head].float()  # [q_pos, k_pos] QKᵀ, undivided
     scaled = _pattern(view)[view.head]
     hidden = torch.ones_like(raw, dtype=torch.bool).triu(1) if view.model.cfg.architecture != "encoder" else None
     unscaled = torch.softmax(raw.masked_fill(hidden, float("-inf")) if hidden is not None else raw, dim=-1)
@@ -238,10 +242,9 @@ def unscaled_peakier(view: View) -> Claim:
 
 def residual_add(view: View) -> Claim:
     """The stream after attention is the stream before it plus what attention wrote: x + F(x)."""
-    stem = f"{view.prefix}blocks.{view.layer}"
-    after = f"{stem}.hook_resid_mid_unnormed"  # Post-Norm: the sum before its norm
-    after = after if after in view.trace else f"{stem}.hook_resid_mid"
-    x, fx, total = (view.trace[n][0].float() for n in (f"{stem}.hook_resid_pre", f"{stem}.hook_attn_out", after))
+    after = view.at("resid_mid_unnormed")  # Post-Norm: the sum before its norm
+    after = after if after in view.trace else view.at("resid_mid")
+    x, fx, total = (view.trace[n][0].float() for n in (view.at("resid_pre"), view.at("attn_out"), after))
     error = float((x + fx - total).abs().max())
     return Claim("residual_add", error <= 1e-4 * max(1.0, float(total.abs().max())), {
         "error": error, "post_norm": view.model.cfg.norm_placement == "post"})
@@ -250,10 +253,9 @@ def residual_add(view: View) -> Claim:
 def rope_turns(view: View) -> Claim:
     """RoPE turns each pair of q's dimensions by its own angle per position: the first pair fast, the last slowly.
     Read from the trace: the angle between q and rotated q at position 1, pairs (i, i + d_head/2)."""
-    stem = f"{view.prefix}blocks.{view.layer}.attn"
-    if f"{stem}.hook_rot_q" not in view.trace:
+    if view.at("rot_q") not in view.trace:
         raise ClaimError("this model does not rotate q and k (no RoPE)")
-    q, rot = (view.trace[f"{stem}.{n}"][0, 1, view.head].float() for n in ("hook_q", "hook_rot_q"))  # [d_head]
+    q, rot = (view.trace[view.at(n)][0, 1, view.head].float() for n in ("q", "rot_q"))  # [d_head]
     half = q.shape[-1] // 2
     before = torch.atan2(q[half:], q[:half])
     after = torch.atan2(rot[half:], rot[:half])
@@ -264,7 +266,7 @@ def rope_turns(view: View) -> Claim:
 
 def ffn_width(view: View) -> Claim:
     """The FFN's hidden layer is wider than d_model (its hidden activations on screen have d_mlp columns)."""
-    d_mlp = int(view.trace[f"{view.prefix}blocks.{view.layer}.mlp.hook_pre"].shape[-1])
+    d_mlp = int(view.trace[view.at("pre")].shape[-1])
     d_model = view.model.cfg.d_model
     return Claim("ffn_width", d_mlp > d_model, {"d_mlp": d_mlp, "d_model": d_model, "ratio": round(d_mlp / d_model, 2)})
 

@@ -55,7 +55,7 @@ def plan(resolved: Resolved, number: int, chapter: Chapter, lang: str) -> Callab
         enc_dec = run.target_tokens is not None
         on_screen = View(
             model=loaded.model, trace=run.trace, lang=lang, layer=view.layer, head=view.head,
-            prefix="decoder." if enc_dec else "",
+            stack="decoder" if enc_dec else None,
             tokens=run.target_tokens if enc_dec else run.tokens,  # type: ignore[arg-type]
             text=(view.target or "") if enc_dec else view.text,
             source_tokens=run.tokens if enc_dec else (), source_text=view.text if enc_dec else "",
