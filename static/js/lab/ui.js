@@ -2,6 +2,7 @@
 // a field) and data-kind; events.js turns its change into one go({"<panel>.<key>": value}). No state lives here.
 
 import { h } from "../shared/dom.js";
+import { ownWords } from "../shared/messages.js";
 
 export function numberField(field, value, label, { min, max, step = 1, kind = "int" } = {}) {
   return h(
@@ -39,7 +40,7 @@ export function range(n) {
 /** A panel's failure, shown in the panel itself (the other panels stay). */
 export function failure(error, say, texts) {
   // the server's messages are English: a refusal the page has words for is said in the page's language
-  const own = error && error.code && texts && texts.has(`err_${error.code}`) ? texts.t(`err_${error.code}`) : null;
+  const own = error && error.code && texts && texts.has(`err_${error.code}`) ? texts.t(`err_${error.code}`) : ownWords(error, texts);
   const detail = own || (error && error.message ? error.message : String(error));
   return h("p", { class: "lab-error", text: say("panel_failed", { detail }) });
 }
