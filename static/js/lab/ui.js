@@ -48,7 +48,8 @@ export function failure(error, say, texts) {
 export function fmt(value, digits = 3) {
   if (value === null || value === undefined || Number.isNaN(value)) return "–";
   if (Number.isInteger(value) || Math.abs(value) >= 1000) return Math.round(value).toLocaleString("en-US");
-  return Number(value).toFixed(digits);
+  const text = Number(value).toFixed(digits);
+  return /^-0\.?0*$/.test(text) ? text.slice(1) : text; // a change that rounds to zero is 0, not "-0.0000"
 }
 
 /**
