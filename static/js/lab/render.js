@@ -54,7 +54,8 @@ export function showWorking(s) {
   renderStatic(texts, s); // the panel asked for is the one shown, with its title
   const panel = panelModule(s.panel);
   const c = panelContext(s, s.panel);
-  const what = (panel.working && panel.working(c)) || texts.t("panel_working", { title: texts.t(`${s.panel}_title`), model: s.model });
+  const say = texts.t;
+  const what = (panel.working && panel.working(c)) || say("panel_working", { title: say(`${s.panel}_title`), model: s.model });
   let line = section.querySelector(".lab-working");
   if (!line) {
     line = h("p", { class: "lab-working", role: "status" });
