@@ -320,7 +320,7 @@ def test_learned_positions_past_n_ctx_say_why_in_the_pages_language(watched: Any
     status = page.inner_text("#panel-positions .lab-error")
     # said from the model's numbers in the page's words, not the server's English refusal
     assert "128" in status and "0–127" in status and "130" in status
-    assert "is past what" not in status and "422" not in status
+    assert "`length`" not in status and "422" not in status
     if lang == "zh":
         assert "可学习的位置表" in status and not re.search(r"[A-Za-z]{4,}", status.replace("RoPE", "").replace("ALiBi", ""))
     assert page.locator("#panel-positions .plot .main-svg").count() >= 4  # the formulas still ran
@@ -341,11 +341,11 @@ def test_a_refusal_in_the_chinese_lab_is_said_in_chinese(watched: Any, server: A
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("context", ["4096", "8192"])
-def test_the_kv_caption_compares_gqa_at_one_context(watched: Any, server: Any, context: str) -> None:
+@pytest.mark.parametrize("held", ["4096", "8192"])
+def test_the_kv_caption_compares_gqa_at_one_context(watched: Any, server: Any, held: str) -> None:
     # Llama-2-7B holds 4096 positions, Llama-3-8B 8192: GQA's own saving (32 → 8 K/V heads) is 4× at the same positions
     page = watched.page
-    open_lab(page, server.url, model="gpt", text="the cat sat", lang="en", panel="kv_cache", **{"kv_cache.context": context})
+    open_lab(page, server.url, model="gpt", text="the cat sat", lang="en", panel="kv_cache", **{"kv_cache.context": held})
     note = page.inner_text("section[data-key='kv-published']")
     assert "at the same 4096 positions" in note and "4× less" in note, note
     assert "2.00 GiB" in note and "512.00 MiB" in note, note  # 4096 · 2 · 32 layers · (32 | 8) · 128 · 2 bytes
