@@ -322,7 +322,8 @@ def test_learned_positions_past_n_ctx_say_why_in_the_pages_language(watched: Any
     assert "128" in status and "0–127" in status and "130" in status
     assert "`length`" not in status and "422" not in status
     if lang == "zh":
-        assert "可学习的位置表" in status and not re.search(r"[A-Za-z]{4,}", status.replace("RoPE", "").replace("ALiBi", ""))
+        english = status.replace("RoPE", "").replace("ALiBi", "")
+        assert "可学习的位置表" in status and not re.search(r"[A-Za-z]{4,}", english)
     assert page.locator("#panel-positions .plot .main-svg").count() >= 4  # the formulas still ran
     # the browser logs the refused request itself; that 422 is the point of this panel
     assert [e for e in watched.errors if "status of 422" not in e] == []
@@ -331,9 +332,10 @@ def test_learned_positions_past_n_ctx_say_why_in_the_pages_language(watched: Any
 
 @pytest.mark.browser
 def test_a_refusal_in_the_chinese_lab_is_said_in_chinese(watched: Any, server: Any) -> None:
-    # a layer the model does not have: the server answers 422 out_of_range in English; the Chinese page says it in Chinese
+    # a position the sentence does not have: the server answers 422 in English; the Chinese page says it in Chinese
     page = watched.page
-    open_lab(page, server.url, model="gpt", text="the cat sat", lang="zh", panel="ablation", **{"ablation.position": "40"})
+    open_lab(page, server.url, model="gpt", text="the cat sat", lang="zh", panel="ablation",
+             **{"ablation.position": "40"})
     shown = page.inner_text("#panel-ablation .lab-error")
     assert shown and re.search(r"[\u4e00-\u9fff]{6}", shown), shown
     assert not re.search(r"[A-Za-z]{4,}", shown), shown  # no English sentence inside the Chinese page
@@ -343,9 +345,10 @@ def test_a_refusal_in_the_chinese_lab_is_said_in_chinese(watched: Any, server: A
 @pytest.mark.browser
 @pytest.mark.parametrize("held", ["4096", "8192"])
 def test_the_kv_caption_compares_gqa_at_one_context(watched: Any, server: Any, held: str) -> None:
-    # Llama-2-7B holds 4096 positions, Llama-3-8B 8192: GQA's own saving (32 → 8 K/V heads) is 4× at the same positions
+    # Llama-2-7B holds 4096 positions, Llama-3-8B 8192: GQA's own saving (32 → 8 K/V heads) is 4× at one count
     page = watched.page
-    open_lab(page, server.url, model="gpt", text="the cat sat", lang="en", panel="kv_cache", **{"kv_cache.context": held})
+    open_lab(page, server.url, model="gpt", text="the cat sat", lang="en", panel="kv_cache",
+             **{"kv_cache.context": held})
     note = page.inner_text("section[data-key='kv-published']")
     assert "at the same 4096 positions" in note and "4× less" in note, note
     assert "2.00 GiB" in note and "512.00 MiB" in note, note  # 4096 · 2 · 32 layers · (32 | 8) · 128 · 2 bytes
