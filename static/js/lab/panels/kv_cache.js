@@ -53,7 +53,8 @@ export default {
         text: pub.map((r) => bytesText(r.total_bytes)), textposition: "outside", hovertext: pub.map((r) => `${r.layers}×${r.kv_heads}×${r.d_head}`),
       textfont: { size: 12 }, cliponaxis: false }],
     // powers of ten only: the minor ticks of a log axis (2, 5, …) read as unexplained numbers
-    lineLayout("", say("kv_cache_axis_gib"), { xaxis: { type: "category" }, yaxis: { type: "log", dtick: 1, exponentformat: "none" } }), "kv_published");
+    { ...lineLayout("", say("kv_cache_axis_gib"), { xaxis: { type: "category" }, yaxis: { type: "log", dtick: 1, exponentformat: "none" } }),
+      uniformtext: { minsize: 10, mode: "show" } }, "kv_published"); // bar labels stay readable on narrow bars
     const kinds = ["MHA", "GQA", "MQA"];
     const traces = kinds.map((kind) => ({
       type: "bar", name: kind, x: data.models.map((m) => m.model),
