@@ -26,6 +26,7 @@ class CachedDecoding:
     steps: list[dict[str, Any]]  # per step: id, fed, cache sizes, score cells, max_diff, top ids and logits
     shape: kv_cache.CacheShape
     bytes_per_value: int
+    dtype: str  # how the model (and so its cache) stores each number here: float32 on a CPU
     saved_fraction: float  # 1 - cached / recomputed score cells
 
 
@@ -39,8 +40,8 @@ def cached_decoding(model: Transformer, name: str, ids: Sequence[int], target_id
     source = torch.tensor([list(ids)], device=device)  # [1, pos]
     prompt_len = len(target_ids) if enc_dec and target_ids is not None else len(ids)
     shape = kv_cache.shape_of(name, cfg)
-    dtype = next(model.parameters()).dtype
-    per_token = kv_cache.bytes_per_token(shape, TORCH_DTYPES.get(dtype, "float32"))
+    dtype = TORCH_DTYPES.get(next(model.parameters()).dtype, "float32")
+    per_token = kv_cache.bytes_per_token(shape, dtype)
     steps: list[dict[str, Any]] = []
 
     def record(step: Step) -> None:
@@ -63,5 +64,5 @@ def cached_decoding(model: Transformer, name: str, ids: Sequence[int], target_id
              temperature=0.0, on_step=record)
     cached_total: int = steps[-1]["cached_cells"] if steps else 0
     recomputed_total: int = steps[-1]["recomputed_cells"] if steps else 0
-    return CachedDecoding(steps, shape, next(model.parameters()).element_size(),
+    return CachedDecoding(steps, shape, next(model.parameters()).element_size(), dtype,
                           1 - cached_total / recomputed_total if recomputed_total else 0.0)

@@ -44,6 +44,9 @@ class GenerateLabOut(BaseModel):
     kv_heads: int
     d_head: int
     bytes_per_value: int
+    dtype: str = Field(description=(
+        "How the model here stores each cached number (float32 on a CPU): the cache's bytes follow from it. "
+        "The KV-cache experiment's default, float16, is what GPUs usually keep."))
     steps: list[GenerateStep]
     text: str = Field(description="The new tokens, joined.")
     saved_fraction: float = Field(description="1 − cached / recomputed score cells.")
@@ -66,7 +69,8 @@ def plan(context: LabContext, request: GenerateLabRequest) -> Build:
         return {
             "model": resolved.name, "tokens": tokens_out(read), "stack": "decoder" if enc_dec else None,
             "layers": shape.layers, "kv_heads": shape.kv_heads, "d_head": shape.d_head,
-            "bytes_per_value": decoded.bytes_per_value, "steps": steps, "text": "".join(s["text"] for s in steps),
+            "bytes_per_value": decoded.bytes_per_value, "dtype": decoded.dtype,
+            "steps": steps, "text": "".join(s["text"] for s in steps),
             "saved_fraction": decoded.saved_fraction,
         }
 

@@ -171,16 +171,48 @@ def test_the_page_reads_before_its_script_and_computing_covers_nothing(browser: 
 
 
 @pytest.mark.browser
-def test_learned_positions_past_n_ctx_say_why(watched: Any, server: Any) -> None:
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_learned_positions_past_n_ctx_say_why_in_the_pages_language(watched: Any, server: Any, lang: str) -> None:
     page = watched.page
-    open_lab(page, server.url, model="bert", text="the cat", lang="en", panel="positions",
+    open_lab(page, server.url, model="bert", text="the cat", lang=lang, panel="positions",
              **{"positions.length": "130"})
-    text = page.inner_text("#panel-positions")
-    assert "422" in text and "n_ctx = 128" in text
+    status = page.inner_text("#panel-positions .lab-error")
+    # said from the model's numbers in the page's words, not the server's English refusal
+    assert "128" in status and "0–127" in status and "130" in status
+    assert "`length`" not in status and "422" not in status
+    if lang == "zh":
+        english = status.replace("RoPE", "").replace("ALiBi", "")
+        assert "可学习的位置表" in status and not re.search(r"[A-Za-z]{4,}", english)
     assert page.locator("#panel-positions .plot .main-svg").count() >= 4  # the formulas still ran
     # the browser logs the refused request itself; that 422 is the point of this panel
     assert [e for e in watched.errors if "status of 422" not in e] == []
     assert len(watched.errors) == 1
+
+
+@pytest.mark.browser
+def test_a_refusal_in_the_chinese_lab_is_said_in_chinese(watched: Any, server: Any) -> None:
+    # a position the sentence does not have: the server answers 422 in English; the Chinese page says it in Chinese
+    page = watched.page
+    open_lab(page, server.url, model="gpt", text="the cat sat", lang="zh", panel="ablation",
+             **{"ablation.position": "40"})
+    shown = page.inner_text("#panel-ablation .lab-error")
+    assert shown and re.search(r"[\u4e00-\u9fff]{6}", shown), shown
+    assert not re.search(r"[A-Za-z]{4,}", shown), shown  # no English sentence inside the Chinese page
+    assert [e for e in watched.errors if "status of 422" not in e] == []
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("held", ["4096", "8192"])
+def test_the_kv_caption_compares_gqa_at_one_context(watched: Any, server: Any, held: str) -> None:
+    # Llama-2-7B holds 4096 positions, Llama-3-8B 8192: GQA's own saving (32 → 8 K/V heads) is 4× at one count
+    page = watched.page
+    open_lab(page, server.url, model="gpt", text="the cat sat", lang="en", panel="kv_cache",
+             **{"kv_cache.context": held})
+    note = page.inner_text("section[data-key='kv-published']")
+    assert "at the same 4096 positions" in note and "4× less" in note, note
+    assert "2.00 GiB" in note and "512.00 MiB" in note, note  # 4096 · 2 · 32 layers · (32 | 8) · 128 · 2 bytes
+    assert "kv_heads" not in note and "n_ctx" not in note
+    assert watched.errors == []
 
 
 @pytest.mark.browser

@@ -149,3 +149,52 @@ def test_no_mutable_module_state_in_the_page_scripts() -> None:
     """Module-level `let`/`var` would be state outside the one state object (state.js)."""
     for path in JS_DIR.rglob("*.js"):
         assert not re.search(r"^(?:export )?(?:let|var) ", path.read_text(encoding="utf-8"), re.M), path
+
+
+CJK = "\u4e00-\u9fff"
+HALF_WIDTH_COLON = re.compile(rf"[{CJK}（）“”]\s*:|:\s*[{CJK}（“]")  # an ASCII colon touching Chinese
+HALF_WIDTH_NUMBERING = re.compile(r"\(\d\)")  # (1) (2): Chinese text numbers with （1）（2）
+SPURIOUS_DECIMAL = re.compile(r"1/\{?\w*\}?\.\d|1/\d+\.0+\b")  # "1/4.00"
+
+
+def chinese_texts() -> list[tuple[str, str, str]]:
+    """(file, key, text) of every Chinese text a learner reads."""
+    out = []
+    for name in ("zh.json", "lab.zh.json", "shared.zh.json"):
+        data = json.loads((TEXT_DIR / name).read_text(encoding="utf-8"))
+        for section in ("ui", "stages"):
+            out += [(name, key, value) for key, value in data.get(section, {}).items()]
+    return out
+
+
+def test_chinese_texts_use_full_width_colons_and_numbering() -> None:
+    bad = [(name, key, m.group(0)) for name, key, text in chinese_texts()
+           for m in [*HALF_WIDTH_COLON.finditer(text), *HALF_WIDTH_NUMBERING.finditer(text)]]
+    assert bad == []
+
+
+def test_the_punctuation_check_catches_what_it_should() -> None:
+    assert HALF_WIDTH_COLON.search("看这里: 热力图") and HALF_WIDTH_COLON.search("minilm: 编码器")
+    assert HALF_WIDTH_NUMBERING.search("自注意力分四步：(1) 每个 Token")
+    assert not HALF_WIDTH_COLON.search("softmax(QKᵀ/√d_k)·V") and not HALF_WIDTH_COLON.search("RoPE：维度对 {pair}")
+    assert not HALF_WIDTH_NUMBERING.search("（1）每个 Token")
+
+
+def test_chinese_titles_space_mixed_scripts_and_say_ratios_as_whole_numbers() -> None:
+    lab = json.loads((TEXT_DIR / "lab.zh.json").read_text(encoding="utf-8"))["ui"]
+    assert lab["generate_title"] == "用 KV Cache 逐步解码"
+    # the KV caption's ratio is filled as a whole number when it is one (kv_cache.js gqaSaving), never "1/4.00"
+    kv = (JS_DIR / "lab" / "panels" / "kv_cache.js").read_text(encoding="utf-8")
+    assert "Number.isInteger(ratio) ? String(ratio)" in kv
+    bad = [(name, key) for name, key, text in chinese_texts()
+           if re.search(r"[A-Za-z]\s?[\u4e00-\u9fff]", text) and re.search(r"Cache[\u4e00-\u9fff]", text)]
+    assert bad == []
+
+
+def test_the_kv_caption_compares_one_context() -> None:
+    # GQA's saving is only GQA's at one context: the caption names one count of positions, not one per model
+    for lang in LANGS:
+        note = json.loads((TEXT_DIR / f"lab.{lang}.json").read_text(encoding="utf-8"))["ui"]["kv_cache_pub_note"]
+        names = set(PLACEHOLDER.findall(note))
+        assert "pos" in names and not {"l2_pos", "l3_pos"} & names, (lang, names)
+        assert "kv_heads" not in note and "n_ctx" not in note, lang

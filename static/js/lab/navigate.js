@@ -8,7 +8,7 @@ import { LANGS, loadTexts } from "../shared/i18n.js";
 import { pageLoop } from "../shared/page.js";
 import { plotlyReady } from "../shared/plotly_loader.js";
 import { experimentOf, pageOrder, panelContext, panelModule, panelNamed } from "./panels/index.js";
-import { render, renderStatic } from "./render.js";
+import { render, renderStatic, showWorking } from "./render.js";
 import { clampToModel, FIELDS, lab } from "./state.js";
 
 async function prepare(next) {
@@ -28,6 +28,7 @@ async function prepare(next) {
     return;
   }
   const panel = panelModule(next.panel);
+  showWorking(next); // a long experiment (ablation on SmolLM2) says in its own panel what it is running
   const [data] = await Promise.all([
     Promise.resolve().then(() => panel.load(panelContext(next, next.panel))).then((value) => ({ value }), (error) => ({ error })),
     plotlyReady(),

@@ -15,6 +15,7 @@ const boards = new Map(pageOrder().map((name) => [name, new Board($(`board-${nam
 /** The fixed words of the page (data-lab-i18n), its language, and which panel is shown. */
 export function renderStatic(texts, s) {
   const say = texts.t;
+  for (const line of document.querySelectorAll(".lab-working")) line.remove(); // showWorking's line: the run is over
   document.documentElement.lang = texts.htmlLang;
   for (const el of document.querySelectorAll("[data-lab-i18n]")) el.textContent = say(el.dataset.labI18n);
   for (const section of document.querySelectorAll("#panels > [data-panel]")) section.hidden = section.dataset.panel !== s.panel;
@@ -39,6 +40,28 @@ function renderInputs(s, say) {
 function refusal(name, s, say) {
   const family = say(`family_${s.info.architecture.replace("-", "_")}`);
   return h("p", { class: "lab-note lab-refused", text: say(`${name}_refused`, { model: s.model, family }) });
+}
+
+/**
+ * While the panel's experiment runs: a line in the panel itself, above its last charts, saying what runs
+ * (the page's spinner sits in the input bar, scrolled away on a long panel). A panel may say more
+ * (`working(c)`: ablation names its forward passes); renderStatic() takes the line away.
+ */
+export function showWorking(s) {
+  const texts = s.texts[s.lang];
+  const section = document.getElementById(`panel-${s.panel}`);
+  if (!texts || !section) return;
+  renderStatic(texts, s); // the panel asked for is the one shown, with its title
+  const panel = panelModule(s.panel);
+  const c = panelContext(s, s.panel);
+  const say = texts.t;
+  const what = (panel.working && panel.working(c)) || say("panel_working", { title: say(`${s.panel}_title`), model: s.model });
+  let line = section.querySelector(".lab-working");
+  if (!line) {
+    line = h("p", { class: "lab-working", role: "status" });
+    section.querySelector(".panel").before(line);
+  }
+  line.replaceChildren(h("span", { class: "lab-working-dot", "aria-hidden": "true" }), h("span", { text: what }));
 }
 
 export function render(s) {

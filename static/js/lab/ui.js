@@ -2,6 +2,7 @@
 // a field) and data-kind; events.js turns its change into one go({"<panel>.<key>": value}). No state lives here.
 
 import { h } from "../shared/dom.js";
+import { ownWords } from "../shared/messages.js";
 
 export function numberField(field, value, label, { min, max, step = 1, kind = "int" } = {}) {
   return h(
@@ -39,7 +40,7 @@ export function range(n) {
 /** A panel's failure, shown in the panel itself (the other panels stay). */
 export function failure(error, say, texts) {
   // the server's messages are English: a refusal the page has words for is said in the page's language
-  const own = error && error.code && texts && texts.has(`err_${error.code}`) ? texts.t(`err_${error.code}`) : null;
+  const own = error && error.code && texts && texts.has(`err_${error.code}`) ? texts.t(`err_${error.code}`) : ownWords(error, texts);
   const detail = own || (error && error.message ? error.message : String(error));
   return h("p", { class: "lab-error", text: say("panel_failed", { detail }) });
 }
@@ -47,7 +48,8 @@ export function failure(error, say, texts) {
 export function fmt(value, digits = 3) {
   if (value === null || value === undefined || Number.isNaN(value)) return "–";
   if (Number.isInteger(value) || Math.abs(value) >= 1000) return Math.round(value).toLocaleString("en-US");
-  return Number(value).toFixed(digits);
+  const text = Number(value).toFixed(digits);
+  return /^-0\.?0*$/.test(text) ? text.slice(1) : text; // a change that rounds to zero is 0, not "-0.0000"
 }
 
 /**

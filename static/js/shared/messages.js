@@ -6,18 +6,31 @@ import { h } from "./dom.js";
 
 const box = () => document.getElementById("message");
 
-function errorText(error, t) {
+/**
+ * The server's refusal in the page's language: the server writes English, so a page in another language
+ * says a refusal it has words for (shared.<lang>.json: messages_code_<code>) in its own; the English page
+ * keeps the server's own, more specific, message. null: no words for it.
+ */
+export function ownWords(error, texts) {
+  const key = error && error.code ? `messages_code_${error.code}` : "";
+  return texts && texts.lang !== "en" && key && texts.has(key) ? texts.t(key) : null;
+}
+
+function errorText(error, texts) {
+  const t = texts.t;
   if (!(error instanceof ApiError)) return t("err_generic", { detail: String(error && error.message ? error.message : error) });
   if (error.code === "empty_client" || error.code === "empty_text") return t("err_empty");
   if (error.status === 0 && error.code === "network") return t("err_down");
   if (error.status === 503 || error.status === 429) return t("err_busy");
   if (error.status === 502 || error.status === 504) return t("err_down");
+  const own = ownWords(error, texts);
+  if (own) return own;
   if (error.status === 413 || /too_long|too_large/.test(error.code)) return t("err_too_long", { detail: error.message });
   return t("err_generic", { detail: error.message });
 }
 
 export function showError(error, texts) {
-  const text = texts ? errorText(error, texts.t) : String(error && error.message ? error.message : error);
+  const text = texts ? errorText(error, texts) : String(error && error.message ? error.message : error);
   box().replaceChildren(
     h("span", { class: "message-text", text }),
     h("button", { type: "button", class: "small", text: texts ? texts.t("dismiss") : "×", onclick: hideMessage }),

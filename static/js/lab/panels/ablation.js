@@ -19,6 +19,12 @@ export default {
     return ask(body);
   },
 
+  /** What runs while the panel waits (render.js showWorking): one forward pass per layer, a copy per head. */
+  working({ info, s, say }) {
+    const layers = info.architecture === "encoder-decoder" ? (info.config.decoder_layers ?? info.n_layers) : info.n_layers;
+    return say("ablation_working", { model: s.model, heads: layers * info.n_heads, layers, per_layer: info.n_heads });
+  },
+
   controls({ v, say }) {
     return [numberField("position", v.position, say("ablation_position"), { min: -1, max: 512 })];
   },
@@ -32,11 +38,13 @@ export default {
     const effect = (e) => Math.abs(e.prob_change);
     const strong = heads.filter((e) => e.max_weight >= cut).sort((a, b) => effect(a) - effect(b))[0];
     const diffuse = heads.filter((e) => e.max_weight < cut).sort((a, b) => effect(b) - effect(a))[0] || strong;
+    const largest = [...heads].sort((a, b) => effect(b) - effect(a))[0]; // the largest effect of all, whatever its weight
     const named = new Set([strong, diffuse, ...[...heads].sort((a, b) => effect(b) - effect(a)).slice(0, MAX_NAMED - 2)]);
     const vars = {
       pos: data.position, token: visible(data.tokens[data.position].text), chosen: visible(data.chosen_text), p: fmt(data.clean_prob, 4),
       a: name(strong), a_w: fmt(strong.max_weight, 2), a_e: fmt(strong.prob_change, 4),
       b: name(diffuse), b_w: fmt(diffuse.max_weight, 2), b_e: fmt(diffuse.prob_change, 4),
+      c: name(largest), c_w: fmt(largest.max_weight, 2), c_e: fmt(largest.prob_change, 4), n: heads.length,
       none: fmt(data.none_ablated.prob_change, 1),
     };
     draw(board.card("abl-scatter", { title: say("ablation_weight_effect_title", vars), className: "half", note: say("ablation_note", vars) }), [{
@@ -44,7 +52,9 @@ export default {
       // a 30 × 9 model has 270 heads: name only the two the note talks about and the largest effects
       text: heads.map((e) => (named.has(e) ? name(e) : "")), hovertext: heads.map(name), hoverinfo: "text+x+y",
       textposition: "top center", name: say("ablation_heads"),
-      marker: { size: 10, color: heads.map((e) => e.layer), colorscale: "Viridis" },
+      // the colour is the head's layer: its colour bar says so
+      marker: { size: 10, color: heads.map((e) => e.layer), colorscale: "Viridis", showscale: true,
+        colorbar: { title: { text: say("ablation_colour"), side: "right" }, thickness: 12 } },
     }], lineLayout(say("ablation_weight"), say("ablation_effect")), "ablation");
     const loss = heads.map((e) => e.loss_change);
     draw(board.card("abl-loss", { title: say("ablation_loss_title"), className: "half", note: say("ablation_loss_note", vars) }), [

@@ -21,7 +21,7 @@ export default {
     const last = steps[steps.length - 1];
     const vars = {
       n: steps.length, prompt: data.tokens.length, text: visible(data.text), bytes: last ? last.cache_bytes.toLocaleString("en-US") : 0,
-      per: last ? (last.cache_bytes / last.cache_positions).toLocaleString("en-US") : 0, layers: data.layers, kv: data.kv_heads, d_head: data.d_head, value: data.bytes_per_value,
+      per: last ? (last.cache_bytes / last.cache_positions).toLocaleString("en-US") : 0, layers: data.layers, kv: data.kv_heads, d_head: data.d_head, value: data.bytes_per_value, dtype: data.dtype,
       saved: (100 * data.saved_fraction).toFixed(1), cached: last ? last.cached_cells.toLocaleString("en-US") : 0,
       recomputed: last ? last.recomputed_cells.toLocaleString("en-US") : 0,
       diff: Math.max(0, ...steps.map((st) => st.max_diff)).toExponential(1),

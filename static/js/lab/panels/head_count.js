@@ -75,7 +75,9 @@ export default {
     const body = rows.map((r) => h("tr", {}, r.map((v) => h("td", { text: String(v) }))));
     board.block("hc-table", h("div", {},
       h("table", { class: "kv-table hc-table" }, h("caption", { text: say("head_count_table_caption") }), h("thead", {}, head), h("tbody", {}, body)),
-      h("p", { class: "lab-note", text: say(data.rotated ? "head_count_honest_rope" : "head_count_honest", vars) }),
+      h("p", { class: "lab-note", text: say(data.rotated ? "head_count_honest_rope" : "head_count_honest",
+        // only GQA copies K/V heads to the query heads they serve; with MHA each head has its own
+        { ...vars, heads_clause: say(data.kv_heads < data.model_heads ? "head_count_clause_gqa" : "head_count_clause_mha", vars) }) }),
       ...(data.alibi ? [h("p", { class: "lab-note", text: say("head_count_alibi") })] : []),
     ));
   },

@@ -53,7 +53,11 @@ export default {
 
   draw(board, data, c) {
     const { say } = c;
-    const vars = this.vars(data, say);
+    // the uniform guess over the vocabulary scores ln V at every position: a bar above it is worse than blind
+    const vocab = c.info.vocab_size;
+    const uniform = Math.log(vocab);
+    const vars = { ...this.vars(data, say), vocab: fmt(vocab), uniform: fmt(uniform, 2),
+      above: data.causal.losses.filter((v) => v > uniform).length };
     const labels = tokenLabels(data.tokens);
     const predicted = labels.slice(1); // loss i is the bar of token i + 1, the one predicted
     const losses = data.causal.losses;
@@ -61,6 +65,7 @@ export default {
       { type: "bar", x: predicted, y: losses, name: say("objectives_loss"), text: losses.map((v) => fmt(v, 2)), textposition: "outside", cliponaxis: false,
         hovertemplate: `%{x}<br>${say("objectives_loss")} = %{y:.4f}<extra></extra>` },
       { type: "scatter", mode: "lines", x: predicted, y: predicted.map(() => data.causal.mean), name: say("objectives_mean", vars), line: { dash: "dot" } },
+      { type: "scatter", mode: "lines", x: predicted, y: predicted.map(() => uniform), name: say("objectives_uniform", vars), line: { dash: "dash", color: "#c0392b" } },
     ], lineLayout(say("objectives_predicted"), say("objectives_loss"), { xaxis: { type: "category", tickangle: -40 }, yaxis: { rangemode: "tozero" } }), "objectives_causal");
 
     const masked = new Set(data.masked.positions);

@@ -24,7 +24,8 @@ export default {
       if (error.code !== "beyond_context") throw error;
       // learned positions stop at n_ctx: the formulas still run at the model's sizes
       const sizes = { length: v.length, pair: v.pair, d_model: info.config.d_model, n_heads: info.n_heads };
-      return { answer: await ask(sizes), refused: error.message, family, demo: await demo };
+      // refused: said in the page's language from n_ctx (the server's message is English)
+      return { answer: await ask(sizes), refused: true, family, demo: await demo };
     }
   },
 
@@ -43,7 +44,7 @@ export default {
     const vars = this.vars(data);
     const pos = indexLabels(a.length);
     const status = data.refused
-      ? h("p", { class: "lab-error", text: say("positions_beyond_refused", { ...vars, n_ctx: c.info.config.n_ctx, detail: data.refused }) })
+      ? h("p", { class: "lab-error", text: say("positions_beyond_refused", { ...vars, n_ctx: c.info.config.n_ctx, last: c.info.config.n_ctx - 1 }) })
       : h("p", { class: "lab-note", text: a.beyond_context ? say("positions_beyond_runs", vars) : say("positions_within_context", vars) });
     board.block("pos-status", status);
     const sim = a.sinusoidal.similarity.data; // [pos, pos] nested lists (encoding "list")
