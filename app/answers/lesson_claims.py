@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from analysis.claims import ClaimError, View, measure
 from app import errors
 from app.inference_pool import TraceRun
@@ -73,23 +71,3 @@ def plan(resolved: Resolved, number: int, chapter: Chapter, lang: str) -> Callab
                 "head": view.head, "claims": claims}
 
     return build
-
-
-class ClaimOut(BaseModel):
-    kind: str = Field(description="What is measured (analysis/claims.py KINDS).")
-    holds: bool = Field(description="Whether the chapter's claim is true on this view's numbers.")
-    values: dict[str, Any] = Field(description="What was measured, by name (weights, counts, tokens).")
-    line: str = Field(description="The sentence the lesson bar prints, in the asked language, with those values.")
-
-
-class LessonClaimsOut(BaseModel):
-    chapter: str
-    number: int = Field(description="Its place on the lesson path, from 1.")
-    lang: str
-    model: str
-    text: str
-    target: str | None
-    stage: str
-    layer: int
-    head: int
-    claims: list[ClaimOut]

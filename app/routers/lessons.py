@@ -6,8 +6,7 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Query
 
-from app.answers.lesson_claims import LessonClaimsOut
-from app.schemas import ERRORS
+from app.schemas import ERRORS, LessonClaimsOut
 from app.service import ServiceDep
 
 router = APIRouter(prefix="/api", tags=["lessons"])

@@ -9,6 +9,7 @@
     activations  POST /api/activations
     predict      POST /api/predict
     positional   the positional-encoding kinds and GET /api/positional-encoding
+    lessons      GET /api/lessons/{chapter}/claims
 
 Every name is importable from `app.schemas` itself; app/lab/<name>.py holds each lab experiment's own models.
 
@@ -24,6 +25,7 @@ from app.schemas.activations import ActivationsOut, ActivationsRequest
 from app.schemas.attention import AttentionOut, AttentionRequest, LayerRequest, QKVOut, QKVRequest
 from app.schemas.fields import INTEGER, LIMITS, NUMBER, Bool, DType, Encoding, Float, Int, StackName, StageName
 from app.schemas.inputs import InlineConfig, Intervenable, InterventionsIn, ModelChoice, TextInput
+from app.schemas.lessons import ClaimOut, LessonClaimsOut
 from app.schemas.models import HealthOut, ModelInfo, StageInfo, WeightInfo
 from app.schemas.outputs import ERRORS, ErrorBody, ErrorOut, TensorOut, TokenOut
 from app.schemas.positional import PositionalKindOut, PositionalOut, PositionalQuery, PosKind, ShownPosKind
@@ -31,6 +33,8 @@ from app.schemas.predict import Generated, PredictOut, PredictRequest, SamplingO
 from app.schemas.trace import Prediction, TokenizeOut, TokenizeRequest, TraceOut, TraceRequest
 
 __all__ = [
+    "ClaimOut",
+    "LessonClaimsOut",
     "ActivationsOut",
     "ActivationsRequest",
     "AttentionOut",

@@ -63,7 +63,7 @@ RENDER_CHAPTERS = """async ({name, lang, text}) => {
   const { CHAPTERS } = await import('/static/js/lessons.js');
   const { lessonText } = await import('/static/js/teach.js');
   const { loadTexts } = await import('/static/js/shared/i18n.js');
-  const texts = await loadTexts(lang);
+  const texts = await loadTexts(lang, lang); // the explorer's words: static/text/<lang>.json + shared.<lang>.json
   const info = await (await fetch(`/api/models/${encodeURIComponent(name)}`)).json();
   const tok = await (await fetch('/api/tokenize', {
     method: 'POST', headers: { 'Content-Type': 'application/json' },

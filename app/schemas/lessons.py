@@ -1,0 +1,27 @@
+"""The lesson path: GET /api/lessons/{chapter}/claims, what a chapter asks the class to look at, measured."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class ClaimOut(BaseModel):
+    kind: str = Field(description="What is measured (analysis/claims.py KINDS).")
+    holds: bool = Field(description="Whether the chapter's claim is true on this view's numbers.")
+    values: dict[str, Any] = Field(description="What was measured, by name (weights, counts, tokens).")
+    line: str = Field(description="The sentence the lesson bar prints, in the asked language, with those values.")
+
+
+class LessonClaimsOut(BaseModel):
+    chapter: str
+    number: int = Field(description="Its place on the lesson path, from 1.")
+    lang: str
+    model: str
+    text: str
+    target: str | None
+    stage: str
+    layer: int
+    head: int
+    claims: list[ClaimOut]
