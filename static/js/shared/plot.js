@@ -2,7 +2,7 @@
 // Plotly reads pseudo-HTML (<b>, <a href>, <br>, entities) and $…$ (LaTeX) in labels, so every
 // piece of user text that reaches a chart passes through `safe()` first.
 
-import { h, visible } from "./dom.js";
+import { h, tokenTexts } from "./dom.js";
 
 /** Escape text for a Plotly label: &, <, > as entities; $ as &#36; so it never opens LaTeX. */
 export function safe(text) {
@@ -15,10 +15,10 @@ export function safe(text) {
 
 const MAX_LABEL = 20;
 
-/** Unique, safe category labels for tokens: "3·the" (the position keeps duplicates apart). */
+/** Unique, safe category labels for tokens: "3·the" (the position keeps duplicates apart); a byte token: "3·我 1–2/3". */
 export function tokenLabels(tokens) {
-  return tokens.map((tok, i) => {
-    let text = visible(tok.text);
+  return tokenTexts(tokens).map((shown, i) => {
+    let text = shown;
     if ([...text].length > MAX_LABEL) text = `${[...text].slice(0, MAX_LABEL - 1).join("")}…`;
     return safe(`${i}·${text}`);
   });
@@ -266,17 +266,121 @@ export function fitCellText(el, trace, margin, height) {
   return true;
 }
 
-/** Draw (or update in place) a Plotly chart. */
-/** In presentation mode a chart takes the rest of the screen below its top (a projector shows one chart). */
-function presentHeight(el, height) { // the panel's own height outside presentation
-  if (!document.body.classList.contains("present")) return height;
+// ------------------------------------------------------------------ presentation mode: one chart a screen
+// A projector shows one chart: it takes the rest of the screen below its top, less the note under it
+// (a head's label, "Measured when…", stays on the screen too). It never gets so short that its token
+// rows are thinner than MIN_ROW px (U1 of teaching review 3: E squashed rows to 10 px); then the page
+// scrolls. Where rows or columns are still thinner than their labels, every k-th label is shown
+// (thinTicks), on the page too, so no label is drawn over its neighbour.
+
+export const MIN_ROW = 16; // px of a category row in presentation mode (cells stay cells, labels thin)
+const NOTE_SHARE = 0.25; // at most this share of the screen is kept for the note under a chart
+
+const isPresent = () => document.body.classList.contains("present");
+
+/** Categories on the axis `name` ("x", "y") of a one-plot chart: the first trace's, or none. */
+function categories(traces, layout, name) {
+  const axis = layout[`${name}axis`];
+  if (!axis || axis.type !== "category" || layout.grid) return [];
+  const trace = traces.find((tr) => Array.isArray(tr[name]) && !tr[`${name}axis`]);
+  return trace ? trace[name] : [];
+}
+
+/** The note (and anything else) under the chart in its card: kept on a presentation screen. */
+function roomBelow(el) {
+  let px = 0;
+  for (let next = el.nextElementSibling; next; next = next.nextElementSibling) if (!next.hidden) px += next.getBoundingClientRect().height;
+  return Math.min(px + 12, NOTE_SHARE * window.innerHeight);
+}
+
+/** The chart's height: its panel's own outside presentation mode; there, the rest of the screen (at least MIN_ROW a row). */
+function presentHeight(el, height, margin, rows) {
+  if (!isPresent()) return height;
   const top = el.getBoundingClientRect().top + window.scrollY;
-  return Math.max(300, Math.round(window.innerHeight - top - 16));
+  const fit = Math.round(window.innerHeight - top - 16 - roomBelow(el));
+  return Math.max(300, fit, Math.ceil(margin.t + margin.b + rows * MIN_ROW));
+}
+
+/** Every k-th category label where one per row/column would overlap: the axis's dtick (category axes count in categories). */
+export function thinTicks(axis, labels, px) {
+  const size = (axis.tickfont && axis.tickfont.size) || fontSize();
+  const angle = Math.abs(axis.tickangle || 0) % 180;
+  // along the axis a label needs its line height (turned labels: / sin of the angle) or, flat on x, its width
+  const need = axis.along === "y" ? size * 1.1 : angle ? (size * 1.25) / Math.sin((angle * Math.PI) / 180) : widest(labels, size) + 6;
+  return Math.max(1, Math.ceil(need / Math.max(px, 0.01)));
 }
 
 export function draw(el, traces, layout, filename) {
-  const sized = { ...layout, height: presentHeight(el, layout.height) };
-  return window.Plotly.react(el, traces, baseLayout(sized), plotConfig(filename));
+  const base = baseLayout(layout);
+  const margin = { ...base.margin, ...(layout.margin || {}) };
+  const ys = categories(traces, layout, "y");
+  const xs = categories(traces, layout, "x");
+  const height = presentHeight(el, layout.height, margin, ys.length); // undefined: Plotly's own (450)
+  const sized = { ...layout, height };
+  const plotHeight = (height || 450) - margin.t - margin.b;
+  if (ys.length && (layout.yaxis.dtick ?? 1) === 1) {
+    const dtick = thinTicks({ ...layout.yaxis, along: "y" }, ys, plotHeight / ys.length);
+    if (dtick > 1) sized.yaxis = { ...layout.yaxis, dtick };
+  }
+  if (xs.length && (layout.xaxis.dtick ?? 1) === 1 && layout.xaxis.showticklabels !== false) {
+    const width = (el.clientWidth || 600) - margin.l - margin.r;
+    const dtick = thinTicks({ ...layout.xaxis, tickfont: layout.xaxis.tickfont || { size: fontSize() } }, xs, width / xs.length);
+    if (dtick > 1) sized.xaxis = { ...layout.xaxis, dtick };
+  }
+  // cell numbers that the final height leaves no room for are dropped (hover still shows each value)
+  const fitted = traces.map((tr) => (tr.type === "heatmap" && /^%\{z/.test(tr.texttemplate || "") && !layout.grid ? fitted1(el, tr, margin, height || 450) : tr));
+  // Plotly measures a chart's box once; in presentation mode E makes the box narrower (the text beside it), so the width
+  // is given there, and again on a chart drawn in that mode before (leaving it makes the box wider)
+  if ((isPresent() || (el.layout && el.layout.width)) && el.clientWidth) sized.width = el.clientWidth;
+  return window.Plotly.react(el, fitted, baseLayout(sized), plotConfig(filename));
+}
+
+function fitted1(el, trace, margin, height) {
+  const copy = { ...trace, textfont: trace.textfont && { ...trace.textfont, size: Math.min(trace.textfont.size || 99, cellFontSize(trace.z.length)) } };
+  const size = copy.textfont ? copy.textfont.size : cellFontSize(trace.z.length);
+  const cols = (trace.z[0] || []).length;
+  const width = ((el.clientWidth || 600) - margin.l - margin.r) / Math.max(1, cols) - (trace.xgap || 0);
+  const tall = (height - margin.t - margin.b) / Math.max(1, trace.z.length) - (trace.ygap || 0);
+  const digits = Number((/\.(\d+)f/.exec(trace.texttemplate) || [0, 2])[1]);
+  if (textWidth(widestCell(trace.z, digits), size) > width || size * 1.15 > tall) {
+    delete copy.texttemplate;
+    delete copy.textfont;
+  }
+  return copy;
+}
+
+// ------------------------------------------------------------------ hidden (masked) cells
+// A cell the mask hides (−∞ before softmax, weight 0 after it) looks the same in every view: one grey,
+// no number (U13 of teaching review 3: grey "0" in one view, white "0.00" in another). The value trace
+// leaves it empty (null), and a grey trace under the same axes fills it; hovering it says why.
+
+export const HIDDEN_GREY = "#b8bec8";
+
+/** `z` with the cells `masked` marks hidden (null there: the −∞ of hook_attn_scores) left empty. */
+export function withoutHidden(z, masked) {
+  if (!masked) return z;
+  return z.map((row, i) => row.map((v, j) => (masked[i] && masked[i][j] === null ? null : v)));
+}
+
+/** The grey trace of the hidden cells of `masked` (null = hidden), or null when none is hidden. */
+export function hiddenTrace(masked, x, y, hovertemplate, extra = {}) {
+  const hidden = masked.map((row) => row.map((v) => (v === null ? 1 : null)));
+  if (!hidden.some((row) => row.some((v) => v !== null))) return null;
+  const small = masked.length <= 12 && (masked[0] || []).length <= 12;
+  return {
+    type: "heatmap",
+    z: hidden,
+    x,
+    y,
+    name: "hidden",
+    colorscale: [[0, HIDDEN_GREY], [1, HIDDEN_GREY]],
+    showscale: false,
+    hoverongaps: false,
+    xgap: small ? 1 : 0,
+    ygap: small ? 1 : 0,
+    hovertemplate,
+    ...extra,
+  };
 }
 
 export function purge(el) {
