@@ -5,7 +5,7 @@
 import { categoryAxis, cellFontSize, draw, fitMargins, heatmap, hiddenTrace, rawLabels, rowsHeight, safe, tokenLabels, withoutHidden } from "../shared/plot.js";
 import { badge, drawGrid, fetchStages, keyTokensFor } from "./common.js";
 import { readingNote, workedExample } from "./reading.js";
-import { labelNote, shortLabel } from "../probes.js";
+import { labelNote } from "../probes.js";
 import { drawHeadOverview } from "../head_overview.js";
 
 const WORKED_MAX_TOKENS = 5; // a sentence this short gets the worked example with every number
@@ -46,10 +46,10 @@ function matrixChart(plot, ctx, { z, x, y, customdata, probs, masked, filename }
   draw(plot, traces, { height: side, margin, xaxis, yaxis }, filename);
 }
 
-/** "Head 6 · induction (real text)": a small map's title with its measured pattern, as the head menu shows it. */
+/** "Head 6 · induction": a small map's title with its measured pattern, as the head menu names it (the menu adds the probe). */
 function headTitle(ctx, head) {
   const known = ctx.headLabel(head);
-  return safe(known ? `${ctx.t("head")} ${head} · ${shortLabel(ctx.t, known)}` : `${ctx.t("head")} ${head}`);
+  return safe(known ? `${ctx.t("head")} ${head} · ${ctx.t(`pat_${known.label}`)}` : `${ctx.t("head")} ${head}`);
 }
 
 export default {
@@ -107,7 +107,8 @@ export default {
         filename: `${ctx.fname}_heads`,
         note: t("overview_hint"),
       });
-      const cols = Math.min(4, n);
+      // a projector: two rows of maps (9 heads: 5 + 4), so the grid fits under the lesson bar
+      const cols = n <= 4 ? n : document.body.classList.contains("present") ? Math.min(6, Math.ceil(n / 2)) : 4;
       drawGrid(plot, ctx, cells, {
         rows: Math.ceil(n / cols),
         cols,

@@ -1,7 +1,7 @@
 // Shared pieces of the stage panels.
 
 import { api, decodeStages } from "../shared/api.js";
-import { absMax, categoryAxis, draw, fitMargins, heatmap, hiddenTrace, indexLabels, rawLabels, rowsHeight, shapeBadge, tokenLabels, withoutHidden } from "../shared/plot.js";
+import { absMax, categoryAxis, draw, fitMargins, heatmap, hiddenTrace, indexLabels, rawLabels, rowsHeight, shapeBadge, textWidth, tokenLabels, withoutHidden } from "../shared/plot.js";
 
 /** Fetch some trace stages (exact names) for the current text; cached per request. */
 export async function fetchStages(ctx, names, extra = {}) {
@@ -119,11 +119,13 @@ export function drawGrid(plot, ctx, cells, { rows, cols, x, y, signed, zmin, zma
     annotations: [],
     margin: { l: Math.max(40, fit.l), r: fit.r, t: 40, b: Math.max(20, fit.b) },
   };
-  // every k-th label where a row (column) of one small map is thinner than a label's line
-  const mapHeight = ((height - layout.margin.t - layout.margin.b) * (1 - 0.12 * (rows > 1 ? (rows - 1) / rows : 0))) / rows;
-  const mapWidth = (((plot.clientWidth || 900) - layout.margin.l - layout.margin.r) * (1 - 0.06 * (cols > 1 ? (cols - 1) / cols : 0))) / cols;
-  const yStep = Math.max(1, Math.ceil((size * 1.2) / (mapHeight / Math.max(1, y.length))));
-  const xStep = Math.max(1, Math.ceil((size * 1.25) / (mapWidth / Math.max(1, x.length))));
+  // a title wider than its map is cut ("Head 3 · first-token (atten…"): neighbours' titles never run together
+  const mapWidth = (((plot.clientWidth || 900) - layout.margin.l - layout.margin.r) * (1 - (0.06 * (cols - 1)) / cols)) / cols;
+  const fitTitle = (title) => {
+    let chars = [...title];
+    while (chars.length > 4 && textWidth(chars.join(""), size + 2) > mapWidth) chars = chars.slice(0, -2).concat("…");
+    return chars.join("");
+  };
   cells.forEach((cell, i) => {
     const axis = i === 0 ? "" : String(i + 1);
     const trace = heatmap({ z: withoutHidden(cell.z, cell.masked), x, y, signed, zmin, zmax, showscale: i === 0, annotate: false, valueLabel: ctx.t("hover_cell") });
@@ -135,10 +137,11 @@ export function drawGrid(plot, ctx, cells, { rows, cols, x, y, signed, zmin, zma
     if (grey) greys.push({ grey, owner: i });
     const firstColumn = i % cols === 0; // token labels once per row of maps, never over a neighbour
     const lastInColumn = i + cols >= cells.length; // column labels only where no map sits below
-    layout[`xaxis${axis}`] = { type: "category", showgrid: false, ticks: "", showticklabels: lastInColumn, tickangle: 90, dtick: xStep, tickfont: { size } };
-    layout[`yaxis${axis}`] = { type: "category", showgrid: false, autorange: "reversed", ticks: "", showticklabels: firstColumn, dtick: yStep, tickfont: { size } };
+    // dtick 1: draw() shows every k-th label where the final height leaves a row less than a label's line
+    layout[`xaxis${axis}`] = { type: "category", showgrid: false, ticks: "", showticklabels: lastInColumn, tickangle: 90, dtick: 1, tickfont: { size } };
+    layout[`yaxis${axis}`] = { type: "category", showgrid: false, autorange: "reversed", ticks: "", showticklabels: firstColumn, dtick: 1, tickfont: { size } };
     layout.annotations.push({
-      text: titles[i],
+      text: fitTitle(titles[i]),
       xref: `x${axis} domain`,
       yref: `y${axis} domain`,
       x: 0.5,

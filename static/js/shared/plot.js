@@ -298,7 +298,28 @@ function presentHeight(el, height, margin, rows) {
   if (!isPresent()) return height;
   const top = el.getBoundingClientRect().top + window.scrollY;
   const fit = Math.round(window.innerHeight - top - 16 - roomBelow(el));
-  return Math.max(300, fit, Math.ceil(margin.t + margin.b + rows * MIN_ROW));
+  return Math.max(300, fit, Math.ceil(margin.t + margin.b + rows));
+}
+
+const MIN_MAP = 130; // px of one small map of a grid (all heads) in presentation mode
+
+/** Every k-th label on the category axes of a grid of small maps (layout.grid), for its final size. */
+function thinGrid(el, traces, layout, margin, height) {
+  const { rows, columns, xgap = 0.1, ygap = 0.1 } = layout.grid;
+  const mapH = ((height - margin.t - margin.b) * (1 - (ygap * (rows - 1)) / rows)) / rows;
+  const mapW = (((el.clientWidth || 600) - margin.l - margin.r) * (1 - (xgap * (columns - 1)) / columns)) / columns;
+  const out = { ...layout };
+  traces.forEach((trace) => {
+    const suffix = (trace.xaxis || "x").slice(1);
+    for (const [name, labels, px] of [["x", trace.x, mapW], ["y", trace.y, mapH]]) {
+      const key = `${name}axis${suffix}`;
+      const axis = out[key];
+      if (!axis || axis.type !== "category" || axis.dtick !== 1 || !Array.isArray(labels)) continue;
+      const dtick = thinTicks({ ...axis, along: name }, labels, px / labels.length);
+      if (dtick > 1) out[key] = { ...axis, dtick };
+    }
+  });
+  return out;
 }
 
 /** Every k-th category label where one per row/column would overlap: the axis's dtick (category axes count in categories). */
@@ -315,8 +336,9 @@ export function draw(el, traces, layout, filename) {
   const margin = { ...base.margin, ...(layout.margin || {}) };
   const ys = categories(traces, layout, "y");
   const xs = categories(traces, layout, "x");
-  const height = presentHeight(el, layout.height, margin, ys.length); // undefined: Plotly's own (450)
-  const sized = { ...layout, height };
+  const rows = layout.grid ? layout.grid.rows * MIN_MAP : ys.length * MIN_ROW; // the least a projector gets
+  const height = presentHeight(el, layout.height, margin, rows); // undefined: Plotly's own (450)
+  const sized = layout.grid ? thinGrid(el, traces, { ...layout, height }, margin, height || 450) : { ...layout, height };
   const plotHeight = (height || 450) - margin.t - margin.b;
   if (ys.length && (layout.yaxis.dtick ?? 1) === 1) {
     const dtick = thinTicks({ ...layout.yaxis, along: "y" }, ys, plotHeight / ys.length);
