@@ -19,23 +19,29 @@ LONG = "the cat sat on the mat and then the dog ran to the cat"  # 55 characters
 
 # [plot-area height, rows] of the main chart, and the tick labels on one axis that overlap: flat labels by their
 # boxes, turned ones (x, −45° or 90°) by the gap between neighbours across their slant (their boxes overlap by design)
-PLOT_AREA = """(sel) => { const p = document.querySelector(sel); const r = p.querySelector('.nsewdrag').getBoundingClientRect();
+PLOT_AREA = """(sel) => { const p = document.querySelector(sel);
+  const r = p.querySelector('.nsewdrag').getBoundingClientRect();
   return {top: r.top, height: r.height, right: p.getBoundingClientRect().right, rows: p.data[0].y.length}; }"""
 OVERLAPS = r"""(sel) => { const out = [];
   for (const plot of document.querySelectorAll(sel)) for (const axis of ['xtick', 'ytick']) {
-    const texts = [...plot.querySelectorAll(`g.${axis} text`)].filter((e) => e.textContent.trim() && e.getBoundingClientRect().width > 0);
+    const texts = [...plot.querySelectorAll(`g.${axis} text`)]
+      .filter((e) => e.textContent.trim() && e.getBoundingClientRect().width > 0);
     const turn = texts.length && /rotate\((-?[\d.]+)/.exec(texts[0].getAttribute('transform') || '');
     if (turn && Math.abs(Number(turn[1])) > 1) {
       const sin = Math.abs(Math.sin((Number(turn[1]) * Math.PI) / 180));
       const size = parseFloat(getComputedStyle(texts[0]).fontSize);
-      const xs = texts.map((e) => { const r = e.getBoundingClientRect(); return [e.textContent, (r.left + r.right) / 2]; }).sort((a, b) => a[1] - b[1]);
-      for (let i = 1; i < xs.length; i++) if ((xs[i][1] - xs[i - 1][1]) * sin < size) out.push([xs[i - 1][0], xs[i][0]]);
+      const middle = (e) => { const r = e.getBoundingClientRect(); return (r.left + r.right) / 2; };
+      const xs = texts.map((e) => [e.textContent, middle(e)]).sort((a, b) => a[1] - b[1]);
+      for (let i = 1; i < xs.length; i++) {
+        if ((xs[i][1] - xs[i - 1][1]) * sin < size) out.push([xs[i - 1][0], xs[i][0]]);
+      }
       continue;
     }
     const boxes = texts.map((e) => [e.textContent, e.getBoundingClientRect()]);
     for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
       const [a, b] = [boxes[i][1], boxes[j][1]];
-      const overlap = Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1 && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1;
+      const overlap = Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1
+        && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1;
       if (overlap) out.push([boxes[i][0], boxes[j][0]]);
     } }
   return out; }"""
@@ -59,7 +65,8 @@ def test_explanation_stands_beside_the_chart_and_never_squashes_it(server: Any, 
     assert area["top"] + area["height"] <= 720, area  # the whole plot area on the screen
     # the chapter's text reads at the explanation's size (U3), and "try it in the lab" is shown (U3)
     sizes = page.evaluate(
-        "() => ['#lesson .lesson-body', '#explain'].map((s) => parseFloat(getComputedStyle(document.querySelector(s)).fontSize))"
+        "() => ['#lesson .lesson-body', '#explain']"
+        ".map((s) => parseFloat(getComputedStyle(document.querySelector(s)).fontSize))"
     )
     assert sizes[0] == sizes[1], sizes
     assert page.locator("a.lab-link:visible").count() == 1
@@ -88,7 +95,8 @@ def test_a_long_sentence_keeps_its_rows_and_thins_its_labels(server: Any, watche
 
 def test_byte_tokens_are_named_by_their_character(server: Any, watched: Any) -> None:
     page = watched.page
-    open_page(page, server.url, model="gpt", text="a€a", stage="softmax", layer=0, lang="en")  # € = E2 82 AC, not in its vocabulary
+    # € = E2 82 AC, not in the gpt test model's vocabulary
+    open_page(page, server.url, model="gpt", text="a€a", stage="softmax", layer=0, lang="en")
     chips = page.eval_on_selector_all("#tokens .chip-text", "els => els.map(e => e.textContent)")
     assert [c for c in chips if "€" in c] == ["€ 1/3", "€ 2/3", "€ 3/3"], chips
     assert not any("<0x" in c for c in chips), chips
@@ -99,14 +107,16 @@ def test_byte_tokens_are_named_by_their_character(server: Any, watched: Any) -> 
     assert not watched.errors, watched.errors
 
 
-# every heatmap of a chart: its grey "hidden" traces (colour, text) and whether a value trace prints or colours a hidden cell
+# every heatmap of a chart: its grey "hidden" traces (colour, text) and whether a value trace prints or colours a
+# hidden cell
 HIDDEN = """(sel) => [...document.querySelectorAll(sel)].map((plot) => {
   const traces = plot.data.filter((t) => t.type === 'heatmap');
   const greys = traces.filter((t) => t.name === 'hidden');
   const values = traces.filter((t) => t.name !== 'hidden');
   const shown = greys.some((g) => values.some((v) => (v.xaxis || 'x') === (g.xaxis || 'x') &&
     g.z.some((row, i) => row.some((c, j) => c !== null && v.z[i][j] !== null))));
-  return {key: plot.dataset.key, greys: greys.length, colours: [...new Set(greys.flatMap((g) => g.colorscale.map((c) => c[1])))],
+  return {key: plot.dataset.key, greys: greys.length,
+          colours: [...new Set(greys.flatMap((g) => g.colorscale.map((c) => c[1])))],
           text: greys.some((g) => g.texttemplate || g.text), shown}; })"""
 
 
@@ -119,7 +129,11 @@ def test_hidden_cells_look_the_same_in_every_view(server: Any, watched: Any, whe
     if where == "no_scale":
         params["iv"] = "no_scale"  # the two runs side by side (chapter 4)
     open_page(page, server.url, **params)
-    charts = page.evaluate(HIDDEN, "#panel .plot[data-key=main], #panel .plot[data-key=grid], #panel .plot[data-key^=iv-b], #panel .plot[data-key=iv-after]")
+    charts = page.evaluate(
+        HIDDEN,
+        "#panel .plot[data-key=main], #panel .plot[data-key=grid], #panel .plot[data-key=iv-before], "
+        "#panel .plot[data-key=iv-after]",
+    )
     charts = [c for c in charts if c["key"] != "main" or where == "head"]
     assert charts and all(c["greys"] >= 1 for c in charts), charts
     assert all(c["colours"] == [HIDDEN_GREY] and not c["text"] and not c["shown"] for c in charts), charts
@@ -129,15 +143,19 @@ def test_hidden_cells_look_the_same_in_every_view(server: Any, watched: Any, whe
 def test_all_heads_grid_names_its_tokens_and_patterns(server: Any, watched: Any) -> None:
     page = watched.page
     projector(page)
-    open_page(page, server.url, model="gpt", text="the cat sat. the cat sat.", stage="softmax", layer=1, view="heads", present=1)
+    text = "the cat sat. the cat sat."
+    open_page(page, server.url, model="gpt", text=text, stage="softmax", layer=1, view="heads", present=1)
     # the head menu shows in presentation mode, and names the measured heads as the grid's titles do (M11, U8)
     assert page.is_visible("#head")
     options = page.eval_on_selector_all("#head option[data-probe]", "els => els.map(e => e.textContent)")
-    titles = page.evaluate("() => document.querySelector('#panel .plot[data-key=grid]').layout.annotations.map((a) => a.text)")
+    titles = page.evaluate(
+        "() => document.querySelector('#panel .plot[data-key=grid]').layout.annotations.map((a) => a.text)"
+    )
     assert options, options
     for option in options:
         head, pattern = option.split(" · ")[:2]
-        assert any(t.startswith(f"Head {head} · ") and pattern.startswith(t.split(" · ")[1].rstrip("…")) for t in titles), (option, titles)
+        named = [t for t in titles if t.startswith(f"Head {head} · ")]
+        assert named and pattern.startswith(named[0].split(" · ")[1].rstrip("…")), (option, titles)
     ticks = page.eval_on_selector_all("#panel .plot[data-key=grid] g.ytick text", "els => els.map(e => e.textContent)")
     assert any(t.startswith("0·") for t in ticks), ticks  # token labels on the small maps
     assert page.evaluate(OVERLAPS, "#panel .plot[data-key=grid]") == []
@@ -150,6 +168,7 @@ def test_logit_lens_shows_the_last_blocks_first(server: Any, watched: Any) -> No
     rows = page.evaluate(
         """async () => { const m = await import('/static/js/lab/panels/logit_lens.js');
         const deep = ['embed', ...Array.from({length: 30}, (_, i) => i)];
-        return [m.shownRows(deep, false).map((i) => deep[i]), m.shownRows(deep, true).length, m.shownRows(deep.slice(0, 5), false).length]; }"""
+        return [m.shownRows(deep, false).map((i) => deep[i]), m.shownRows(deep, true).length,
+                m.shownRows(deep.slice(0, 5), false).length]; }"""
     )
     assert rows[0] == list(range(18, 30)) and rows[1] == 31 and rows[2] == 5, rows

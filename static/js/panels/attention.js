@@ -2,7 +2,8 @@
 // matrices of the layer, so every cell's hover shows its dot product, scaled value and weight.
 // "Without ÷√d_k" and the other interventions are server runs beside the chart (intervene.js).
 
-import { categoryAxis, cellFontSize, draw, fitMargins, heatmap, hiddenTrace, rawLabels, rowsHeight, safe, tokenLabels, withoutHidden } from "../shared/plot.js";
+import { categoryAxis, cellFontSize, draw, fitMargins, heatmap, rawLabels, rowsHeight, safe, tokenLabels } from "../shared/plot.js";
+import { hiddenTrace, withoutHidden } from "../shared/screen_fit.js";
 import { badge, drawGrid, fetchStages, keyTokensFor } from "./common.js";
 import { readingNote, workedExample } from "./reading.js";
 import { labelNote } from "../probes.js";

@@ -1,7 +1,8 @@
 // Shared pieces of the stage panels.
 
 import { api, decodeStages } from "../shared/api.js";
-import { absMax, categoryAxis, draw, fitMargins, heatmap, hiddenTrace, indexLabels, rawLabels, rowsHeight, shapeBadge, textWidth, tokenLabels, withoutHidden } from "../shared/plot.js";
+import { absMax, categoryAxis, draw, fitMargins, heatmap, indexLabels, rawLabels, rowsHeight, shapeBadge, textWidth, tokenLabels } from "../shared/plot.js";
+import { hiddenTrace, withoutHidden } from "../shared/screen_fit.js";
 
 /** Fetch some trace stages (exact names) for the current text; cached per request. */
 export async function fetchStages(ctx, names, extra = {}) {

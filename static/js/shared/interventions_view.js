@@ -6,7 +6,8 @@
 
 import { h, visible } from "./dom.js";
 import { NEXT_ASKED } from "./interventions.js";
-import { absMax, categoryAxis, draw, fitCellText, fitMargins, heatmap, hiddenTrace, indexLabels, rawLabels, rowsHeight, safe, tokenLabels, withoutHidden } from "./plot.js";
+import { absMax, categoryAxis, draw, fitCellText, fitMargins, heatmap, indexLabels, rawLabels, rowsHeight, safe, tokenLabels } from "./plot.js";
+import { hiddenTrace, withoutHidden } from "./screen_fit.js";
 
 const SHOWN = 8; // next tokens in each run's table (the bars: the tokens of either table)
 

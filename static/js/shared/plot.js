@@ -3,6 +3,7 @@
 // piece of user text that reaches a chart passes through `safe()` first.
 
 import { h, tokenTexts } from "./dom.js";
+import { categories, isPresent, MIN_MAP, MIN_ROW, presentHeight, thinGrid, thinTicks } from "./screen_fit.js";
 
 /** Escape text for a Plotly label: &, <, > as entities; $ as &#36; so it never opens LaTeX. */
 export function safe(text) {
@@ -266,143 +267,43 @@ export function fitCellText(el, trace, margin, height) {
   return true;
 }
 
-// ------------------------------------------------------------------ presentation mode: one chart a screen
-// A projector shows one chart: it takes the rest of the screen below its top, less the note under it
-// (a head's label, "Measured when…", stays on the screen too). It never gets so short that its token
-// rows are thinner than MIN_ROW px (U1 of teaching review 3: E squashed rows to 10 px); then the page
-// scrolls. Where rows or columns are still thinner than their labels, every k-th label is shown
-// (thinTicks), on the page too, so no label is drawn over its neighbour.
+// ------------------------------------------------------------------ drawing (sized for presentation mode: screen_fit.js)
 
-export const MIN_ROW = 16; // px of a category row in presentation mode (cells stay cells, labels thin)
-const NOTE_SHARE = 0.25; // at most this share of the screen is kept for the note under a chart
-
-const isPresent = () => document.body.classList.contains("present");
-
-/** Categories on the axis `name` ("x", "y") of a one-plot chart: the first trace's, or none. */
-function categories(traces, layout, name) {
-  const axis = layout[`${name}axis`];
-  if (!axis || axis.type !== "category" || layout.grid) return [];
-  const trace = traces.find((tr) => Array.isArray(tr[name]) && !tr[`${name}axis`]);
-  return trace ? trace[name] : [];
-}
-
-/** The note (and anything else) under the chart in its card: kept on a presentation screen. */
-function roomBelow(el) {
-  let px = 0;
-  for (let next = el.nextElementSibling; next; next = next.nextElementSibling) if (!next.hidden) px += next.getBoundingClientRect().height;
-  return Math.min(px + 12, NOTE_SHARE * window.innerHeight);
-}
-
-/** The chart's height: its panel's own outside presentation mode; there, the rest of the screen (at least MIN_ROW a row). */
-function presentHeight(el, height, margin, rows) {
-  if (!isPresent()) return height;
-  const top = el.getBoundingClientRect().top + window.scrollY;
-  const fit = Math.round(window.innerHeight - top - 16 - roomBelow(el));
-  return Math.max(300, fit, Math.ceil(margin.t + margin.b + rows));
-}
-
-const MIN_MAP = 130; // px of one small map of a grid (all heads) in presentation mode
-
-/** Every k-th label on the category axes of a grid of small maps (layout.grid), for its final size. */
-function thinGrid(el, traces, layout, margin, height) {
-  const { rows, columns, xgap = 0.1, ygap = 0.1 } = layout.grid;
-  const mapH = ((height - margin.t - margin.b) * (1 - (ygap * (rows - 1)) / rows)) / rows;
-  const mapW = (((el.clientWidth || 600) - margin.l - margin.r) * (1 - (xgap * (columns - 1)) / columns)) / columns;
-  const out = { ...layout };
-  traces.forEach((trace) => {
-    const suffix = (trace.xaxis || "x").slice(1);
-    for (const [name, labels, px] of [["x", trace.x, mapW], ["y", trace.y, mapH]]) {
-      const key = `${name}axis${suffix}`;
-      const axis = out[key];
-      if (!axis || axis.type !== "category" || axis.dtick !== 1 || !Array.isArray(labels)) continue;
-      const dtick = thinTicks({ ...axis, along: name }, labels, px / labels.length);
-      if (dtick > 1) out[key] = { ...axis, dtick };
-    }
-  });
-  return out;
-}
-
-/** Every k-th category label where one per row/column would overlap: the axis's dtick (category axes count in categories). */
-export function thinTicks(axis, labels, px) {
+/** What one category label needs along its axis, in px: its line (turned labels: / sin of the angle) or, flat on x, its width. */
+function labelNeed(axis, labels, along) {
   const size = (axis.tickfont && axis.tickfont.size) || fontSize();
   const angle = Math.abs(axis.tickangle || 0) % 180;
-  // along the axis a label needs its line height (turned labels: / sin of the angle) or, flat on x, its width
-  const need = axis.along === "y" ? size * 1.1 : angle ? (size * 1.25) / Math.sin((angle * Math.PI) / 180) : widest(labels, size) + 6;
-  return Math.max(1, Math.ceil(need / Math.max(px, 0.01)));
+  return along === "y" ? size * 1.1 : angle ? (size * 1.25) / Math.sin((angle * Math.PI) / 180) : widest(labels, size) + 6;
 }
 
+/** Draw (or update in place) a Plotly chart; in presentation mode sized for the screen, labels thinned where they would overlap. */
 export function draw(el, traces, layout, filename) {
-  const base = baseLayout(layout);
-  const margin = { ...base.margin, ...(layout.margin || {}) };
+  const margin = { ...baseLayout().margin, ...(layout.margin || {}) };
   const ys = categories(traces, layout, "y");
   const xs = categories(traces, layout, "x");
-  const rows = layout.grid ? layout.grid.rows * MIN_MAP : ys.length * MIN_ROW; // the least a projector gets
-  const height = presentHeight(el, layout.height, margin, rows); // undefined: Plotly's own (450)
-  const sized = layout.grid ? thinGrid(el, traces, { ...layout, height }, margin, height || 450) : { ...layout, height };
-  const plotHeight = (height || 450) - margin.t - margin.b;
+  const numbered = traces.some((tr) => tr.type === "heatmap" && /^%\{z/.test(tr.texttemplate || ""));
+  const row = Math.max(MIN_ROW, numbered ? Math.ceil(cellFontSize(ys.length) * 1.2) + 1 : 0); // cell numbers keep their room
+  const height = presentHeight(el, layout.height, margin, layout.grid ? layout.grid.rows * MIN_MAP : ys.length * row); // undefined: Plotly's 450
+  const sized = layout.grid ? thinGrid(el, traces, { ...layout, height }, margin, height || 450, labelNeed) : { ...layout, height };
   if (ys.length && (layout.yaxis.dtick ?? 1) === 1) {
-    const dtick = thinTicks({ ...layout.yaxis, along: "y" }, ys, plotHeight / ys.length);
+    const dtick = thinTicks(labelNeed(layout.yaxis, ys, "y"), ((height || 450) - margin.t - margin.b) / ys.length);
     if (dtick > 1) sized.yaxis = { ...layout.yaxis, dtick };
   }
   if (xs.length && (layout.xaxis.dtick ?? 1) === 1 && layout.xaxis.showticklabels !== false) {
-    const width = (el.clientWidth || 600) - margin.l - margin.r;
-    const dtick = thinTicks({ ...layout.xaxis, tickfont: layout.xaxis.tickfont || { size: fontSize() } }, xs, width / xs.length);
+    const dtick = thinTicks(labelNeed(layout.xaxis, xs, "x"), ((el.clientWidth || 600) - margin.l - margin.r) / xs.length);
     if (dtick > 1) sized.xaxis = { ...layout.xaxis, dtick };
   }
-  // cell numbers that the final height leaves no room for are dropped (hover still shows each value)
-  const fitted = traces.map((tr) => (tr.type === "heatmap" && /^%\{z/.test(tr.texttemplate || "") && !layout.grid ? fitted1(el, tr, margin, height || 450) : tr));
+  // cell numbers the final size leaves no room for are dropped (hover still shows each value)
+  const fitted = layout.grid ? traces : traces.map((tr) => {
+    if (tr.type !== "heatmap" || !/^%\{z/.test(tr.texttemplate || "")) return tr;
+    const copy = { ...tr };
+    fitCellText(el, copy, margin, height || 450);
+    return copy;
+  });
   // Plotly measures a chart's box once; in presentation mode E makes the box narrower (the text beside it), so the width
   // is given there, and again on a chart drawn in that mode before (leaving it makes the box wider)
   if ((isPresent() || (el.layout && el.layout.width)) && el.clientWidth) sized.width = el.clientWidth;
   return window.Plotly.react(el, fitted, baseLayout(sized), plotConfig(filename));
-}
-
-function fitted1(el, trace, margin, height) {
-  const copy = { ...trace, textfont: trace.textfont && { ...trace.textfont, size: Math.min(trace.textfont.size || 99, cellFontSize(trace.z.length)) } };
-  const size = copy.textfont ? copy.textfont.size : cellFontSize(trace.z.length);
-  const cols = (trace.z[0] || []).length;
-  const width = ((el.clientWidth || 600) - margin.l - margin.r) / Math.max(1, cols) - (trace.xgap || 0);
-  const tall = (height - margin.t - margin.b) / Math.max(1, trace.z.length) - (trace.ygap || 0);
-  const digits = Number((/\.(\d+)f/.exec(trace.texttemplate) || [0, 2])[1]);
-  if (textWidth(widestCell(trace.z, digits), size) > width || size * 1.15 > tall) {
-    delete copy.texttemplate;
-    delete copy.textfont;
-  }
-  return copy;
-}
-
-// ------------------------------------------------------------------ hidden (masked) cells
-// A cell the mask hides (−∞ before softmax, weight 0 after it) looks the same in every view: one grey,
-// no number (U13 of teaching review 3: grey "0" in one view, white "0.00" in another). The value trace
-// leaves it empty (null), and a grey trace under the same axes fills it; hovering it says why.
-
-export const HIDDEN_GREY = "#b8bec8";
-
-/** `z` with the cells `masked` marks hidden (null there: the −∞ of hook_attn_scores) left empty. */
-export function withoutHidden(z, masked) {
-  if (!masked) return z;
-  return z.map((row, i) => row.map((v, j) => (masked[i] && masked[i][j] === null ? null : v)));
-}
-
-/** The grey trace of the hidden cells of `masked` (null = hidden), or null when none is hidden. */
-export function hiddenTrace(masked, x, y, hovertemplate, extra = {}) {
-  const hidden = masked.map((row) => row.map((v) => (v === null ? 1 : null)));
-  if (!hidden.some((row) => row.some((v) => v !== null))) return null;
-  const small = masked.length <= 12 && (masked[0] || []).length <= 12;
-  return {
-    type: "heatmap",
-    z: hidden,
-    x,
-    y,
-    name: "hidden",
-    colorscale: [[0, HIDDEN_GREY], [1, HIDDEN_GREY]],
-    showscale: false,
-    hoverongaps: false,
-    xgap: small ? 1 : 0,
-    ygap: small ? 1 : 0,
-    hovertemplate,
-    ...extra,
-  };
 }
 
 export function purge(el) {
