@@ -84,7 +84,8 @@ export function bindEvents() {
   $("prev").addEventListener("click", () => stepBy(-1));
   $("next").addEventListener("click", () => stepBy(1));
   $("layer").addEventListener("change", (event) => go({ layer: Number(event.target.value) }));
-  $("head").addEventListener("change", (event) => go({ head: Number(event.target.value) }));
+  // from the all-heads grid, a head chosen in the menu opens its own map (as a click on its small map does)
+  $("head").addEventListener("change", (event) => go({ head: Number(event.target.value), ...(state.view === "heads" ? { view: "head" } : {}) }));
   $("views").addEventListener("click", (event) => {
     const button = event.target.closest("button[data-view]");
     if (button && !button.disabled) go({ view: button.dataset.view });

@@ -109,7 +109,7 @@ export function drawIntervention(board, data, ctx) {
   if (!data) return;
   // an encoder-decoder's decoder stages are read on the target's tokens (the reversed tokens chart the encoder)
   const onDecoder = ctx.info.architecture === "encoder-decoder" && ctx.step.stack !== "encoder" && ctx.iv !== "shuffle";
-  const runs = data.runs.map((run) => ({ answer: run.answer, ...runMatrix(run.tensor, onDecoder ? run.answer.target_tokens || [] : run.answer.tokens, ctx.head) }));
+  const runs = data.runs.map((run) => ({ answer: run.answer, ...runMatrix(run.tensor, onDecoder ? run.answer.target_tokens || [] : run.answer.tokens, ctx.head, run.hidden) }));
   const what = ivLabel(t, ctx.iv, ctx);
   const where = ctx.iv === "shuffle" ? t("iv_shuffle_chart", { head: ctx.head }) : `${ctx.text.title} · ${t("head")} ${ctx.head}`;
   drawBothRuns(board, { name: data.name, changes: data.changes, runs, what, where }, t, { separator: ctx.texts.separator, fname: ctx.fname });

@@ -29,6 +29,25 @@ export function renderStatic(texts, present, explainOpen = false) {
   for (const el of document.querySelectorAll("[data-i18n-title]")) el.title = t(el.dataset.i18nTitle);
   $("present").textContent = present ? t("exit_present") : t("present");
   document.body.classList.toggle("explain-open", Boolean(explainOpen));
+  placeSide(present && Boolean(explainOpen));
+}
+
+/**
+ * Presentation mode with the explanation open (E): the chapter's text and the stage's explanation stand
+ * in a column beside the chart, so the chart keeps the screen's height (U1 of teaching review 3: above
+ * it they squashed it to 150 px). Closed, they go back to their places above the stage.
+ */
+function placeSide(on) {
+  const side = $("present-side");
+  const lesson = $("lesson");
+  const explain = document.querySelector(".explain-box");
+  side.hidden = !on;
+  if (on) {
+    if (lesson.parentElement !== side) side.append(lesson, explain);
+  } else if (lesson.parentElement === side) {
+    $("message").after(lesson);
+    document.querySelector("#stage .stage-head").after(explain);
+  }
 }
 
 /** A sentence the model cannot use (the translator given "The animal…"): offer its own example. */
@@ -104,7 +123,7 @@ function renderSelectors(ctx) {
     }),
   );
   headSel.value = String(ctx.head);
-  headSel.disabled = !ctx.panel.hasHeads || ctx.view !== "head";
+  headSel.disabled = !ctx.panel.hasHeads || ctx.view === "layers"; // all heads: choosing one opens its map (events.js)
   for (const button of document.querySelectorAll("#views button")) {
     const view = button.dataset.view;
     const allowed = view === "head" || (ctx.step.block && ctx.panel.hasHeads && (view === "heads" || ctx.panel.hasLayers));

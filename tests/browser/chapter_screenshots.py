@@ -1,4 +1,5 @@
-"""Screenshots of every lesson chapter in presentation mode at 1280×720, EN and ZH, for docs/images/chapters.
+"""Screenshots of every lesson chapter in presentation mode at 1280×720, EN and ZH, with the explanation closed and
+open (E: `…-E.png`), for docs/images/chapters.
 
     python -m tests.browser.chapter_screenshots http://127.0.0.1:8000   (a running server with the shipped weights)
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import io
 import sys
 from pathlib import Path
+from typing import Any
 
 from PIL import Image
 from playwright.sync_api import sync_playwright
@@ -18,6 +20,11 @@ from tests.browser.conftest import CHROMIUM
 from tests.browser.teach_models import CHAPTER_IDS
 
 OUT = Path(__file__).resolve().parents[2] / "docs" / "images" / "chapters"
+
+
+def save(page: Any, path: Path) -> None:
+    shot = Image.open(io.BytesIO(page.screenshot())).convert("RGB")
+    shot.quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
 
 
 def main(base: str) -> None:
@@ -31,9 +38,14 @@ def main(base: str) -> None:
                 page.wait_for_selector("body[data-ready='1']", timeout=180000)
                 page.wait_for_function("() => !document.body.classList.contains('busy')", timeout=180000)
                 page.wait_for_timeout(300)
-                shot = Image.open(io.BytesIO(page.screenshot())).convert("RGB")
-                small = shot.quantize(colors=256, method=Image.Quantize.MEDIANCUT)
-                small.save(OUT / f"{n:02d}-{cid}-{lang}.png", optimize=True)
+                save(page, OUT / f"{n:02d}-{cid}-{lang}.png")
+                # E: the chapter text and the explanation beside the chart
+                before = page.get_attribute("#stage", "data-rendered")
+                page.keyboard.press("e")
+                page.wait_for_function("(b) => document.querySelector('#stage').dataset.rendered !== b", arg=before)
+                page.wait_for_function("() => !document.body.classList.contains('busy')", timeout=180000)
+                page.wait_for_timeout(300)
+                save(page, OUT / f"{n:02d}-{cid}-{lang}-E.png")
         browser.close()
 
 

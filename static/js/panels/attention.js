@@ -2,7 +2,8 @@
 // matrices of the layer, so every cell's hover shows its dot product, scaled value and weight.
 // "Without ÷√d_k" and the other interventions are server runs beside the chart (intervene.js).
 
-import { categoryAxis, cellFontSize, draw, fitMargins, heatmap, rawLabels, rowsHeight, tokenLabels } from "../shared/plot.js";
+import { categoryAxis, cellFontSize, draw, fitMargins, heatmap, rawLabels, rowsHeight, safe, tokenLabels } from "../shared/plot.js";
+import { hiddenTrace, withoutHidden } from "../shared/screen_fit.js";
 import { badge, drawGrid, fetchStages, keyTokensFor } from "./common.js";
 import { readingNote, workedExample } from "./reading.js";
 import { labelNote } from "../probes.js";
@@ -28,43 +29,28 @@ export function scaledLabel(ctx) {
 
 function matrixChart(plot, ctx, { z, x, y, customdata, probs, masked, filename }) {
   const { t } = ctx;
-  const hiddenText = probs ? "0" : "−∞";
   const fmt = (i) => `%{customdata[${i}]:.3f}`;
   const hovertemplate =
     `${t("ax_query")}: %{y}<br>${t("ax_key")}: %{x}<br>` +
     `${t("hover_dot")} = ${fmt(0)}<br>${t(scaledLabel(ctx))} = ${fmt(1)}<br>${t("hover_weight")} = ${fmt(2)}<extra></extra>`;
   const traces = [
-    heatmap({ z, x, y, signed: !probs, zmin: probs ? 0 : undefined, zmax: probs ? 1 : undefined, customdata, hovertemplate }),
+    heatmap({ z: withoutHidden(z, masked), x, y, signed: !probs, zmin: probs ? 0 : undefined, zmax: probs ? 1 : undefined, customdata, hovertemplate }),
   ];
-  if (masked) {
-    const hidden = masked.map((row) => row.map((v) => (v === null ? 1 : null)));
-    if (hidden.some((row) => row.some((v) => v !== null))) {
-      traces.push({
-        type: "heatmap",
-        z: hidden,
-        x,
-        y,
-        colorscale: [
-          [0, "#b8bec8"],
-          [1, "#b8bec8"],
-        ],
-        showscale: false,
-        hoverongaps: false,
-        xgap: z.length <= 12 ? 1 : 0,
-        ygap: z.length <= 12 ? 1 : 0,
-        text: hidden.map((row) => row.map((v) => (v === null ? "" : hiddenText))),
-        texttemplate: z.length <= 12 && (z[0] || []).length <= 12 ? "%{text}" : "",
-        textfont: { color: "#4a505a" },
-        hovertemplate: `${t("ax_query")}: %{y}<br>${t("ax_key")}: %{x}<br>${t("hover_masked")}<extra></extra>`,
-      });
-    }
-  }
+  // hidden cells: grey and empty, as in every other view (plot.js hiddenTrace)
+  const grey = masked && hiddenTrace(masked, x, y, `${t("ax_query")}: %{y}<br>${t("ax_key")}: %{x}<br>${t("hover_masked")}<extra></extra>`);
+  if (grey) traces.push(grey);
   const side = rowsHeight(z.length, z.length <= 12 ? 40 : 22, 300);
   const xaxis = categoryAxis(t("ax_key"), { side: "bottom", tickangle: x.length > 8 ? -45 : 0, automargin: false });
   const yaxis = categoryAxis(t("ax_query"), { autorange: "reversed", automargin: false });
   const margin = fitMargins(plot, { y, x, xSize: xaxis.tickfont.size, xAngle: xaxis.tickangle, colorbar: [traces[0].zmin, traces[0].zmax] });
   if (traces[0].textfont) traces[0].textfont = { size: cellFontSize(z.length) }; // presentation mode: read from the back of a room
   draw(plot, traces, { height: side, margin, xaxis, yaxis }, filename);
+}
+
+/** "Head 6 · induction": a small map's title with its measured pattern, as the head menu names it (the menu adds the probe). */
+function headTitle(ctx, head) {
+  const known = ctx.headLabel(head);
+  return safe(known ? `${ctx.t("head")} ${head} · ${ctx.t(`pat_${known.label}`)}` : `${ctx.t("head")} ${head}`);
 }
 
 export default {
@@ -113,7 +99,8 @@ export default {
 
     if (ctx.view === "heads") {
       const n = main.size("head");
-      const cells = Array.from({ length: n }, (_, i) => ({ z: main.matrix("q_pos", "k_pos", { head: i }) }));
+      const mask = kind === "softmax" ? tensors.hook_attn_scores : null; // weights: the mask's hidden cells grey, as on one head's map
+      const cells = Array.from({ length: n }, (_, i) => ({ z: main.matrix("q_pos", "k_pos", { head: i }), masked: mask && mask.matrix("q_pos", "k_pos", { head: i }) }));
       const plot = board.card("grid", {
         title: `${title} — ${t("view_heads")}`,
         badges: [badge(ctx, "", main)],
@@ -121,7 +108,8 @@ export default {
         filename: `${ctx.fname}_heads`,
         note: t("overview_hint"),
       });
-      const cols = Math.min(4, n);
+      // a projector: two rows of maps (9 heads: 5 + 4), so the grid fits under the lesson bar
+      const cols = n <= 4 ? n : document.body.classList.contains("present") ? Math.min(6, Math.ceil(n / 2)) : 4;
       drawGrid(plot, ctx, cells, {
         rows: Math.ceil(n / cols),
         cols,
@@ -130,7 +118,7 @@ export default {
         signed: !probs,
         zmin: probs ? 0 : undefined,
         zmax: probs ? 1 : undefined,
-        titles: cells.map((_, i) => `${t("head")} ${i}`),
+        titles: cells.map((_, i) => headTitle(ctx, i)), // the head's measured pattern, as the head menu names it
         onPick: (i) => ctx.go({ head: i, view: "head" }),
       });
       return;

@@ -1,7 +1,8 @@
 // Shared pieces of the stage panels.
 
 import { api, decodeStages } from "../shared/api.js";
-import { absMax, categoryAxis, draw, fitMargins, heatmap, indexLabels, rawLabels, rowsHeight, shapeBadge, tokenLabels } from "../shared/plot.js";
+import { absMax, categoryAxis, draw, fitMargins, heatmap, indexLabels, rawLabels, rowsHeight, shapeBadge, textWidth, tokenLabels } from "../shared/plot.js";
+import { hiddenTrace, withoutHidden } from "../shared/screen_fit.js";
 
 /** Fetch some trace stages (exact names) for the current text; cached per request. */
 export async function fetchStages(ctx, names, extra = {}) {
@@ -92,10 +93,15 @@ export function drawTokenMatrix(board, key, ctx, tensor, { title, label = "", fi
   return plot;
 }
 
-/** A grid of small heatmaps in one Plotly figure (all heads, or layers × heads). */
+/**
+ * A grid of small heatmaps in one Plotly figure (all heads, or layers × heads). A cell's `masked` (null =
+ * hidden by the mask) draws those cells grey, as on the single map. Token labels where they fit: rows on
+ * the first column of maps, columns under the maps with none below, every k-th where a row is thinner than
+ * its label (U8 of teaching review 3: a class could not tell which row is "it").
+ */
 export function drawGrid(plot, ctx, cells, { rows, cols, x, y, signed, zmin, zmax, onPick, titles }) {
   const traces = [];
-  const big = cells.length <= 4;
+  const greys = [];
   if (signed && zmin === undefined) {
     const m = Math.max(...cells.map((c) => absMax(c.z)));
     zmin = -m; // one colour scale for every small map, so they compare
@@ -105,41 +111,53 @@ export function drawGrid(plot, ctx, cells, { rows, cols, x, y, signed, zmin, zma
   if (zmin === undefined || zmax === undefined) {
     for (const cell of cells) for (const row of cell.z) for (const v of row) if (v !== null && Number.isFinite(v)) [lo, hi] = [Math.min(lo, v), Math.max(hi, v)];
   }
-  // labels (9 px) only on the big maps: the margins hold them, and the colour bar beside the last column
-  const fit = fitMargins(plot, { y: big ? y : [], x: big ? x : [], ySize: 9, xSize: 9, yTitle: false, xTitle: false, colorbar: [lo, hi], top: 40 });
+  const size = document.body.classList.contains("present") ? 12 : 10; // the labels' px
+  const height = Math.max(320, Math.min(1400, rows * (cols > 6 ? 150 : 210) + 80));
+  const fit = fitMargins(plot, { y, x, ySize: size, xSize: size, xAngle: 90, yTitle: false, xTitle: false, colorbar: [lo, hi], top: 40 });
   const layout = {
     grid: { rows, columns: cols, pattern: "independent", xgap: 0.06, ygap: 0.12 },
-    height: Math.max(320, Math.min(1400, rows * (cols > 6 ? 150 : 210) + 80)),
+    height,
     annotations: [],
-    margin: { l: big ? Math.max(80, fit.l) : 30, r: fit.r, t: 40, b: big ? Math.max(20, fit.b) : 20 },
+    margin: { l: Math.max(40, fit.l), r: fit.r, t: 40, b: Math.max(20, fit.b) },
+  };
+  // a title wider than its map is cut ("Head 3 · first-token (atten…"): neighbours' titles never run together
+  const mapWidth = (((plot.clientWidth || 900) - layout.margin.l - layout.margin.r) * (1 - (0.06 * (cols - 1)) / cols)) / cols;
+  const fitTitle = (title) => {
+    let chars = [...title];
+    while (chars.length > 4 && textWidth(chars.join(""), size + 2) > mapWidth) chars = chars.slice(0, -2).concat("…");
+    return chars.join("");
   };
   cells.forEach((cell, i) => {
     const axis = i === 0 ? "" : String(i + 1);
-    const trace = heatmap({ z: cell.z, x, y, signed, zmin, zmax, showscale: i === 0, annotate: false, valueLabel: ctx.t("hover_cell") });
+    const trace = heatmap({ z: withoutHidden(cell.z, cell.masked), x, y, signed, zmin, zmax, showscale: i === 0, annotate: false, valueLabel: ctx.t("hover_cell") });
     trace.xaxis = `x${axis}`;
     trace.yaxis = `y${axis}`;
     trace.customdata = undefined;
     traces.push(trace);
-    layout[`xaxis${axis}`] = { type: "category", showgrid: false, ticks: big ? "outside" : "", showticklabels: big, tickfont: { size: 9 } };
+    const grey = cell.masked && hiddenTrace(cell.masked, x, y, `%{y}<br>%{x}<br>${ctx.t("hover_masked")}<extra></extra>`, { xaxis: `x${axis}`, yaxis: `y${axis}`, xgap: 0, ygap: 0 });
+    if (grey) greys.push({ grey, owner: i });
     const firstColumn = i % cols === 0; // token labels once per row of maps, never over a neighbour
-    layout[`yaxis${axis}`] = { type: "category", showgrid: false, autorange: "reversed", showticklabels: big && firstColumn, tickfont: { size: 9 } };
+    const lastInColumn = i + cols >= cells.length; // column labels only where no map sits below
+    // dtick 1: draw() shows every k-th label where the final height leaves a row less than a label's line
+    layout[`xaxis${axis}`] = { type: "category", showgrid: false, ticks: "", showticklabels: lastInColumn, tickangle: 90, dtick: 1, tickfont: { size } };
+    layout[`yaxis${axis}`] = { type: "category", showgrid: false, autorange: "reversed", ticks: "", showticklabels: firstColumn, dtick: 1, tickfont: { size } };
     layout.annotations.push({
-      text: titles[i],
+      text: fitTitle(titles[i]),
       xref: `x${axis} domain`,
       yref: `y${axis} domain`,
       x: 0.5,
       y: 1.0,
       yanchor: "bottom",
       showarrow: false,
-      font: { size: 12 },
+      font: { size: size + 2 },
     });
   });
-  draw(plot, traces, layout, `${ctx.fname}_grid`);
+  draw(plot, [...traces, ...greys.map((g) => g.grey)], layout, `${ctx.fname}_grid`);
   if (onPick) {
     plot.removeAllListeners && plot.removeAllListeners("plotly_click");
     plot.on("plotly_click", (event) => {
       const point = event.points && event.points[0];
-      if (point) onPick(point.curveNumber);
+      if (point) onPick(point.curveNumber < cells.length ? point.curveNumber : greys[point.curveNumber - cells.length].owner); // a grey trace: its map's head
     });
   }
 }

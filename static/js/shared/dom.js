@@ -27,17 +27,52 @@ export function visible(text) {
   return shown === "" ? "∅" : shown;
 }
 
-/** The tokens as chips: the text and the id of each. */
+const BYTE_TOKEN = /^(?:<0x[0-9A-Fa-f]{2}>)+$/;
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * How each of `tokens` reads on screen. A byte token ("<0xE6><0x88>", a piece of a character the
+ * vocabulary lacks) is named by the character its group spells and the bytes it holds: "我 1–2/3"
+ * (我 = E6 88 91). A group is the run of byte tokens with the same character span [start, end) that
+ * the API gives every token; its bytes are the tokens' own, so nothing is guessed. A group whose
+ * bytes are not UTF-8 keeps the raw text.
+ */
+export function tokenTexts(tokens) {
+  const shown = tokens.map((tok) => visible(tok.text));
+  let i = 0;
+  while (i < tokens.length) {
+    const tok = tokens[i];
+    if (!BYTE_TOKEN.test(tok.text) || !(tok.end > tok.start)) { i += 1; continue; }
+    let j = i + 1;
+    while (j < tokens.length && BYTE_TOKEN.test(tokens[j].text) && tokens[j].start === tok.start && tokens[j].end === tok.end) j += 1;
+    const bytes = tokens.slice(i, j).map((t) => t.text.match(/[0-9A-Fa-f]{2}(?=>)/g).map((b) => parseInt(b, 16)));
+    const total = bytes.reduce((n, b) => n + b.length, 0);
+    let chars = null;
+    try { chars = UTF8.decode(new Uint8Array(bytes.flat())); } catch { chars = null; }
+    if (chars) {
+      let at = 0;
+      bytes.forEach((b, k) => {
+        const range = b.length === 1 ? `${at + 1}` : `${at + 1}–${at + b.length}`;
+        shown[i + k] = `${visible(chars)} ${range}/${total}`;
+        at += b.length;
+      });
+    }
+    i = j;
+  }
+  return shown;
+}
+
+/** The tokens as chips: the text and the id of each (a byte token: its character, its raw bytes in the title). */
 export function tokenChips(tokens, className = "") {
   return h(
     "ol",
     { class: `chips ${className}`.trim() },
-    tokens.map((tok, i) =>
+    tokenTexts(tokens).map((text, i) =>
       h(
         "li",
-        { class: "chip", title: `#${i} · id ${tok.id}` },
-        h("span", { class: "chip-text", text: visible(tok.text) }),
-        h("span", { class: "chip-id", text: String(tok.id) }),
+        { class: text === visible(tokens[i].text) ? "chip" : "chip byte-chip", title: `#${i} · id ${tokens[i].id} · ${tokens[i].text}` },
+        h("span", { class: "chip-text", text }),
+        h("span", { class: "chip-id", text: String(tokens[i].id) }),
       ),
     ),
   );

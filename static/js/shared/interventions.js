@@ -43,10 +43,19 @@ export const NEXT_ASKED = 20;
 
 /**
  * The original run and the changed one of stage `name` (POST /api/trace twice; `body`: model, text, target):
- * {name, changes, runs: [{answer, tensor}] × 2}. Without `changes` the original is asked once and shown twice.
+ * {name, changes, runs: [{answer, tensor, hidden}] × 2} (hidden: the masked scores of a pattern's layer, else null). Without `changes` the original is asked once and shown twice.
  */
 export async function loadBothRuns(body, name, changes) {
-  const asked = { ...body, stages: [name], top_k: NEXT_ASKED };
+  // attention weights come with the scores after the mask: its −∞ cells are the hidden ones, drawn grey in each run
+  const mask = /hook_pattern$/.test(name) ? name.replace(/hook_pattern$/, "hook_attn_scores") : null;
+  const asked = { ...body, stages: mask ? [name, mask] : [name], top_k: NEXT_ASKED };
   const [original, changed] = await Promise.all([api.trace(asked), changes ? api.trace({ ...asked, interventions: changes }) : null]);
-  return { name, changes, runs: [original, changed || original].map((answer) => ({ answer, tensor: decodeStages(answer)[name] })) };
+  return {
+    name,
+    changes,
+    runs: [original, changed || original].map((answer) => {
+      const stages = decodeStages(answer);
+      return { answer, tensor: stages[name], hidden: mask ? stages[mask] : null };
+    }),
+  };
 }

@@ -7,17 +7,21 @@
 import { h, visible } from "./dom.js";
 import { NEXT_ASKED } from "./interventions.js";
 import { absMax, categoryAxis, draw, fitCellText, fitMargins, heatmap, indexLabels, rawLabels, rowsHeight, safe, tokenLabels } from "./plot.js";
+import { hiddenTrace, withoutHidden } from "./screen_fit.js";
 
 const SHOWN = 8; // next tokens in each run's table (the bars: the tokens of either table)
 
 /**
  * A run's [rows × cols] numbers of stage tensor `tensor` (at head `head` where it has heads) and their labels:
- * `tokens` name the query rows and the key columns; other columns are numbered (d_model, d_head).
+ * `tokens` name the query rows and the key columns; other columns are numbered (d_model, d_head). `hidden`:
+ * the masked scores of the same layer (attention weights): the cells it hides are left empty (null), drawn grey.
  */
-export function runMatrix(tensor, tokens, head) {
+export function runMatrix(tensor, tokens, head, hidden = null) {
   const rowDim = ["q_pos", "pos"].find((d) => tensor.has(d)) || tensor.dims[0];
   const colDim = tensor.has("k_pos") ? "k_pos" : tensor.dims[tensor.dims.length - 1];
-  const z = tensor.matrix(rowDim, colDim, tensor.has("head") ? { head } : {});
+  const at = tensor.has("head") ? { head } : {};
+  const masked = hidden && colDim === "k_pos" ? hidden.matrix(rowDim, colDim, at) : null; // null cells: hidden by the mask
+  const z = withoutHidden(tensor.matrix(rowDim, colDim, at), masked);
   const y = tokenLabels(tokens).slice(0, z.length);
   const x = colDim === "k_pos" ? tokenLabels(tokens).slice(0, (z[0] || []).length) : indexLabels((z[0] || []).length);
   const colTitle = colDim === "k_pos" ? "interventions_axis_key" : colDim === "d_head" ? "interventions_axis_dhead" : "interventions_axis_dim";
@@ -51,11 +55,10 @@ function differenceNote(t, before, after) {
   return t("interventions_diff", { n: diff.n, flips: diff.flips, total: diff.total, most });
 }
 
-/** Grey cells for the values a run hides (−∞), as on the stage's own chart. */
+/** Grey cells for the values a run hides (−∞, or a weight the mask set to 0), as on the stage's own chart. */
 function hiddenCells(z, x, y, t) {
-  const hidden = z.map((row) => row.map((v) => (v === null ? 1 : null)));
-  if (!hidden.some((row) => row.some((v) => v !== null))) return [];
-  return [{ type: "heatmap", z: hidden, x, y, colorscale: [[0, "#b8bec8"], [1, "#b8bec8"]], showscale: false, hoverongaps: false, hovertemplate: `%{y}<br>%{x}<br>${t("interventions_masked")}<extra></extra>` }];
+  const grey = hiddenTrace(z, x, y, `%{y}<br>%{x}<br>${t("interventions_masked")}<extra></extra>`);
+  return grey ? [grey] : [];
 }
 
 /** One run's chart: its numbers on one colour scale shared with the other run (`m`), weights on 0…1. */

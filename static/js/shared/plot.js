@@ -2,7 +2,8 @@
 // Plotly reads pseudo-HTML (<b>, <a href>, <br>, entities) and $…$ (LaTeX) in labels, so every
 // piece of user text that reaches a chart passes through `safe()` first.
 
-import { h, visible } from "./dom.js";
+import { h, tokenTexts } from "./dom.js";
+import { categories, isPresent, MIN_MAP, MIN_ROW, presentHeight, thinGrid, thinTicks } from "./screen_fit.js";
 
 /** Escape text for a Plotly label: &, <, > as entities; $ as &#36; so it never opens LaTeX. */
 export function safe(text) {
@@ -15,10 +16,10 @@ export function safe(text) {
 
 const MAX_LABEL = 20;
 
-/** Unique, safe category labels for tokens: "3·the" (the position keeps duplicates apart). */
+/** Unique, safe category labels for tokens: "3·the" (the position keeps duplicates apart); a byte token: "3·我 1–2/3". */
 export function tokenLabels(tokens) {
-  return tokens.map((tok, i) => {
-    let text = visible(tok.text);
+  return tokenTexts(tokens).map((shown, i) => {
+    let text = shown;
     if ([...text].length > MAX_LABEL) text = `${[...text].slice(0, MAX_LABEL - 1).join("")}…`;
     return safe(`${i}·${text}`);
   });
@@ -266,17 +267,43 @@ export function fitCellText(el, trace, margin, height) {
   return true;
 }
 
-/** Draw (or update in place) a Plotly chart. */
-/** In presentation mode a chart takes the rest of the screen below its top (a projector shows one chart). */
-function presentHeight(el, height) { // the panel's own height outside presentation
-  if (!document.body.classList.contains("present")) return height;
-  const top = el.getBoundingClientRect().top + window.scrollY;
-  return Math.max(300, Math.round(window.innerHeight - top - 16));
+// ------------------------------------------------------------------ drawing (sized for presentation mode: screen_fit.js)
+
+/** What one category label needs along its axis, in px: its line (turned labels: / sin of the angle) or, flat on x, its width. */
+function labelNeed(axis, labels, along) {
+  const size = (axis.tickfont && axis.tickfont.size) || fontSize();
+  const angle = Math.abs(axis.tickangle || 0) % 180;
+  return along === "y" ? size * 1.1 : angle ? (size * 1.25) / Math.sin((angle * Math.PI) / 180) : widest(labels, size) + 6;
 }
 
+/** Draw (or update in place) a Plotly chart; in presentation mode sized for the screen, labels thinned where they would overlap. */
 export function draw(el, traces, layout, filename) {
-  const sized = { ...layout, height: presentHeight(el, layout.height) };
-  return window.Plotly.react(el, traces, baseLayout(sized), plotConfig(filename));
+  const margin = { ...baseLayout().margin, ...(layout.margin || {}) };
+  const ys = categories(traces, layout, "y");
+  const xs = categories(traces, layout, "x");
+  const numbered = traces.some((tr) => tr.type === "heatmap" && /^%\{z/.test(tr.texttemplate || ""));
+  const row = Math.max(MIN_ROW, numbered ? Math.ceil(cellFontSize(ys.length) * 1.2) + 1 : 0); // cell numbers keep their room
+  const height = presentHeight(el, layout.height, margin, layout.grid ? layout.grid.rows * MIN_MAP : ys.length * row); // undefined: Plotly's 450
+  const sized = layout.grid ? thinGrid(el, traces, { ...layout, height }, margin, height || 450, labelNeed) : { ...layout, height };
+  if (ys.length && (layout.yaxis.dtick ?? 1) === 1) {
+    const dtick = thinTicks(labelNeed(layout.yaxis, ys, "y"), ((height || 450) - margin.t - margin.b) / ys.length);
+    if (dtick > 1) sized.yaxis = { ...layout.yaxis, dtick };
+  }
+  if (xs.length && (layout.xaxis.dtick ?? 1) === 1 && layout.xaxis.showticklabels !== false) {
+    const dtick = thinTicks(labelNeed(layout.xaxis, xs, "x"), ((el.clientWidth || 600) - margin.l - margin.r) / xs.length);
+    if (dtick > 1) sized.xaxis = { ...layout.xaxis, dtick };
+  }
+  // cell numbers the final size leaves no room for are dropped (hover still shows each value)
+  const fitted = layout.grid ? traces : traces.map((tr) => {
+    if (tr.type !== "heatmap" || !/^%\{z/.test(tr.texttemplate || "")) return tr;
+    const copy = { ...tr };
+    fitCellText(el, copy, margin, height || 450);
+    return copy;
+  });
+  // Plotly measures a chart's box once; in presentation mode E makes the box narrower (the text beside it), so the width
+  // is given there, and again on a chart drawn in that mode before (leaving it makes the box wider)
+  if ((isPresent() || (el.layout && el.layout.width)) && el.clientWidth) sized.width = el.clientWidth;
+  return window.Plotly.react(el, fitted, baseLayout(sized), plotConfig(filename));
 }
 
 export function purge(el) {

@@ -57,7 +57,7 @@ export default {
     const kinds = on(v);
     const what = kinds.length ? kinds.map((kind) => say(`interventions_what_${kind}`, words)).join(say("interventions_list_sep")) : say("interventions_none");
     const where = say("interventions_where", { layer: data.layer, head: v.head });
-    const runs = data.runs.map((run) => ({ answer: run.answer, ...runMatrix(run.tensor, run.answer.tokens, v.head) }));
+    const runs = data.runs.map((run) => ({ answer: run.answer, ...runMatrix(run.tensor, run.answer.tokens, v.head, run.hidden) }));
     drawBothRuns(board, { name: data.name, changes: data.changes, runs, what, where }, say, { separator: c.s.texts[c.s.lang].separator });
   },
 };
