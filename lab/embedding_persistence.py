@@ -10,11 +10,12 @@ measures
 and, to see where the stream is heading, its cosine with the stack's last stream (the last block's
 resid_post, before any final norm). Beside them, ‖x_L[i]‖ / ‖e[i]‖: a cosine falls both when the
 embedding's direction is lost and when the stream grows around it (SmolLM2's block 0 writes a
-vector some 20 times longer than its embeddings), and the ratio tells the two apart. e[i] is the token's embedding before anything else is added:
-W_E[t] (× √d_model where the model scales it, which leaves a cosine unchanged), without the
-positions an embedding kind adds, BERT's segment vector or an embedding norm. Where the model adds
-none of these (RoPE, ALiBi, NoPE models without an embedding norm) the stack's input is e itself,
-so its cosine is 1 at every position.
+vector some 20 times longer than its embeddings), and the ratio tells the two apart.
+
+e[i] is the token's embedding before anything else is added: W_E[t] (× √d_model where the model
+scales it, which leaves a cosine unchanged), without the positions an embedding kind adds, BERT's
+segment vector or an embedding norm. Where the model adds none of these (RoPE, ALiBi, NoPE models
+without an embedding norm) the stack's input is e itself, so its cosine is 1 at every position.
 
 One stack at a time: a decoder's or an encoder's only stack, an encoder-decoder's encoder or decoder
 (the decoder's stream starts from its own embedding of the target tokens).
