@@ -31,8 +31,11 @@ export default {
       input: fmt(data.mean_to_embedding[0], 2), ratio: fmt(data.mean_norm_ratio[last], 1), layers: last, added,
       final_first: fmt(data.mean_to_final[Math.min(1, last)], 2),
     };
+    const half = data.mean_to_final.findIndex((x) => x >= 0.5); // the first stream at least half-way to the last
+    vars.half = half <= 0 ? say("embedding_persistence_input") : rows[half];
     const inputNote = say(data.added.length ? "embedding_persistence_input_added" : "embedding_persistence_input_same", vars);
-    const grid = board.card("ep-grid", { title: say("embedding_persistence_grid_title"), note: `${inputNote} ${say("embedding_persistence_grid_note", vars)}` });
+    const sep = c.s.texts[c.s.lang].separator; // between sentences: " " in English, "" in Chinese
+    const grid = board.card("ep-grid", { title: say("embedding_persistence_grid_title"), note: [inputNote, say("embedding_persistence_grid_note", vars)].join(sep) });
     const labels = tokenLabels(data.tokens);
     const trace = heatmap({ z: data.to_embedding, x: labels, y: rows, zmin: -1, zmax: 1, valueLabel: say("embedding_persistence_cosine") });
     const xaxis = categoryAxis(say("embedding_persistence_token"), { tickangle: labels.length > 8 ? -45 : 0, automargin: false });
@@ -40,10 +43,11 @@ export default {
     const margin = fitMargins(grid, { y: rows, x: labels, xSize: xaxis.tickfont.size, xAngle: xaxis.tickangle, colorbar: [-1, 1] });
     const layout = { height: rowsHeight(rows.length, rows.length <= 12 ? 30 : 16, 260), margin, xaxis, yaxis };
     draw(grid, [trace], layout, "embedding_persistence");
+    const short = data.streams.map((name) => (name === "input" ? say("embedding_persistence_input_short") : name)); // the line's x: block numbers
     draw(board.card("ep-mean", { title: say("embedding_persistence_mean_title"), note: say("embedding_persistence_mean_note", vars) }), [
-      { x: rows, y: data.mean_to_embedding, mode: "lines+markers", name: say("embedding_persistence_to_embedding") },
-      { x: rows, y: data.mean_to_final, mode: "lines+markers", name: say("embedding_persistence_to_final") },
-    ], lineLayout(say("embedding_persistence_stream"), say("embedding_persistence_mean_cosine"),
+      { x: short, y: data.mean_to_embedding, mode: "lines+markers", name: say("embedding_persistence_to_embedding") },
+      { x: short, y: data.mean_to_final, mode: "lines+markers", name: say("embedding_persistence_to_final") },
+    ], lineLayout(say("embedding_persistence_after_block"), say("embedding_persistence_mean_cosine"),
       { xaxis: { type: "category" }, yaxis: { range: [-1.05, 1.05] } }), "embedding_persistence_mean");
   },
 };
