@@ -43,11 +43,12 @@ export default {
     const margin = fitMargins(grid, { y: rows, x: labels, xSize: xaxis.tickfont.size, xAngle: xaxis.tickangle, colorbar: [-1, 1] });
     const layout = { height: rowsHeight(rows.length, rows.length <= 12 ? 30 : 16, 260), margin, xaxis, yaxis };
     draw(grid, [trace], layout, "embedding_persistence");
+    const low = Math.min(0, ...data.mean_to_embedding, ...data.mean_to_final); // no negative ticks for numbers >= 0
     const short = data.streams.map((name) => (name === "input" ? say("embedding_persistence_input_short") : name)); // the line's x: block numbers
     draw(board.card("ep-mean", { title: say("embedding_persistence_mean_title"), note: say("embedding_persistence_mean_note", vars) }), [
       { x: short, y: data.mean_to_embedding, mode: "lines+markers", name: say("embedding_persistence_to_embedding") },
       { x: short, y: data.mean_to_final, mode: "lines+markers", name: say("embedding_persistence_to_final") },
     ], lineLayout(say("embedding_persistence_after_block"), say("embedding_persistence_mean_cosine"),
-      { xaxis: { type: "category" }, yaxis: { range: [-1.05, 1.05] } }), "embedding_persistence_mean");
+      { xaxis: { type: "category" }, yaxis: { range: [low - 0.05, 1.05] } }), "embedding_persistence_mean");
   },
 };
