@@ -105,7 +105,7 @@ def test_every_chapter_states_the_models_numbers(teach_server: Any, watched: Any
             "O(n²·d)" in by_id["efficiency"]["body"] and "memory for the table as O(n²)" in by_id["efficiency"]["body"]
         )
     else:
-        assert f"{n} 个 Token，d_model {d} = {heads} 个头 × {d_head} 维" in qkv, qkv
+        assert f"{n} 个 Token，d_model {d} = {heads} 个头 × 每头 {d_head} 维" in qkv, qkv
         assert f"{n} × {n}" in scores, scores
         assert ("后置归一化" if cfg["norm_placement"] == "post" else "前置归一化") in residual.split("：")[0] + residual
         assert f"{name} 和" in residual, residual
@@ -207,7 +207,7 @@ def test_why_chapter_counts_rnn_against_attention_on_the_sentence(server: Any, w
     assert [row[1:] for row in cells[:3]] == [[str(n), "1"], [str(n - 1), "1"], ["0", str(n * (n + 1) // 2)]], cells
     assert str(info["config"]["d_model"]) in cells[3][1] and str(n) in cells[3][2], cells
     caption = page.inner_text("#lesson .lesson-demo caption")
-    assert str(n) in caption and ("not measured" in caption if lang == "en" else "不是实测" in caption), caption
+    assert str(n) in caption and ("not measured" in caption if lang == "en" else "非实测" in caption), caption
     assert not watched.errors, watched.errors
 
 
