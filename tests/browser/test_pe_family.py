@@ -136,13 +136,13 @@ def demo_tokens(page: Any, side: str) -> list[str]:
 def test_shuffle_demo_runs_the_chosen_member(watched: Any, pe_server: Any) -> None:
     page = watched.page
     open_lab(page, pe_server.url, model="pe-rope", text=TEXT, lang="en", panel="positions")
-    assert page.input_value("#board-positions select[data-field='peModel']") == "pe-rope"  # the lab's model
+    assert page.input_value("#board-positions select[data-field='member']") == "pe-rope"  # the lab's model
     assert page.get_attribute("#board-positions .pe-table tr[data-model='pe-rope']", "class") == "current"
     before = page.get_attribute("#panel-positions", "data-rendered")
-    page.select_option("#board-positions select[data-field='peModel']", "pe-none")
+    page.select_option("#board-positions select[data-field='member']", "pe-none")
     page.wait_for_function(RENDERED_AGAIN, arg=before)
     idle(page)
-    assert "pem=pe-none" in page.url
+    assert "positions.member=pe-none" in page.url
     original, shuffled = demo_tokens(page, "original"), demo_tokens(page, "shuffled")
     assert len(original) == len(TEXT) + 1  # characters and the start token
     assert sorted(original) == sorted(shuffled) and original != shuffled
@@ -152,11 +152,11 @@ def test_shuffle_demo_runs_the_chosen_member(watched: Any, pe_server: Any) -> No
     assert first < 1e-4  # no positions: the first layer sees a set (0 up to float rounding)
     assert page.locator("#board-positions .pe-demo .pe-top").first.locator("li").count() == 5
     before = page.get_attribute("#panel-positions", "data-rendered")
-    page.fill("#board-positions input[data-field='peSeed']", "7")
-    page.press("#board-positions input[data-field='peSeed']", "Enter")
+    page.fill("#board-positions input[data-field='seed']", "7")
+    page.press("#board-positions input[data-field='seed']", "Enter")
     page.wait_for_function(RENDERED_AGAIN, arg=before)
     idle(page)
-    assert "pss=7" in page.url and demo_tokens(page, "shuffled") != shuffled
+    assert "positions.seed=7" in page.url and demo_tokens(page, "shuffled") != shuffled
     assert watched.errors == []
 
 
