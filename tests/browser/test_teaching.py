@@ -35,7 +35,7 @@ RENDER_ALL = """async ({name, lang, text}) => {
   const { makeContext } = await import('/static/js/context.js');
   const { buildPlan } = await import('/static/js/stages.js');
   const { loadTexts } = await import('/static/js/shared/i18n.js');
-  const texts = await loadTexts(lang);
+  const texts = await loadTexts(lang, lang); // the explorer's words: static/text/<lang>.json + shared.<lang>.json
   const info = await (await fetch(`/api/models/${encodeURIComponent(name)}`)).json();
   const posKinds = await (await fetch('/api/positional-encoding/kinds')).json();
   const body = { model: name, text };
