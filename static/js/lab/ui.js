@@ -66,3 +66,18 @@ export function lineLayout(xTitle, yTitle, extra = {}) {
     margin: { l: 70, r: 70, t: 40, b: 60 },
   };
 }
+
+/** The body of a panel that reads one head of the sentence's self-attention (an encoder-decoder's: its encoder). */
+export function headBody({ s, info, v }, extra = {}) {
+  const body = { model: s.model, text: s.text, layer: v.layer, head: v.head, ...extra };
+  if (info.architecture === "encoder-decoder") body.stack = "encoder";
+  return body;
+}
+
+/** Its layer and head menus, within the model on screen. */
+export function headControls({ v, say, info }) {
+  return [
+    selectField("layer", range(info.n_layers), v.layer, say("layer"), "int"),
+    selectField("head", range(info.n_heads), v.head, say("head"), "int"),
+  ];
+}

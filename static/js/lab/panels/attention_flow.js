@@ -4,7 +4,7 @@
 import { categoryAxis, draw, fitCellText, fitMargins, heatmap, rowsHeight, tokenLabels } from "../../shared/plot.js";
 import { h, visible } from "../../shared/dom.js";
 import { HEADS, int, LAYERS } from "../state.js";
-import { fmt, lineLayout, range, selectField } from "../ui.js";
+import { fmt, headBody, headControls, lineLayout } from "../ui.js";
 
 const HIDDEN = "#c9ced6"; // the plot's background: cells the mask hides are left out and show it
 
@@ -15,18 +15,8 @@ function extreme(values, better) {
 export default {
   fields: { layer: int(0, "afl", LAYERS), head: int(0, "afh", HEADS) },
 
-  load({ s, info, v, ask }) {
-    const body = { model: s.model, text: s.text, layer: v.layer, head: v.head };
-    if (info.architecture === "encoder-decoder") body.stack = "encoder";
-    return ask(body);
-  },
-
-  controls({ v, say, info }) {
-    return [
-      selectField("layer", range(info.n_layers), v.layer, say("layer"), "int"),
-      selectField("head", range(info.n_heads), v.head, say("head"), "int"),
-    ];
-  },
+  load: (c) => c.ask(headBody(c)),
+  controls: headControls,
 
   draw(board, data, c) {
     const { say } = c;

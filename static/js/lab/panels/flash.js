@@ -2,23 +2,18 @@
 
 import { draw, heatmap, tokenLabels } from "../../shared/plot.js";
 import { HEADS, int, LAYERS } from "../state.js";
-import { lineLayout, numberField, range, selectField } from "../ui.js";
+import { headBody, headControls, lineLayout, numberField, selectField } from "../ui.js";
 
 export default {
   // tile: the step shown, from 0 (draw keeps it within the tiles of the sentence)
   fields: { layer: int(0, "fl", LAYERS), head: int(0, "fh", HEADS), block_q: int(4, "fbq"), block_k: int(4, "fbk"), tile: int(0, "ft") },
 
-  load({ s, info, v, ask }) {
-    const body = { model: s.model, text: s.text, layer: v.layer, head: v.head, block_q: v.block_q, block_k: v.block_k };
-    if (info.architecture === "encoder-decoder") body.stack = "encoder";
-    return ask(body);
-  },
+  load: (c) => c.ask(headBody(c, { block_q: c.v.block_q, block_k: c.v.block_k })),
 
   controls({ v, say, info }) {
     const blocks = [1, 2, 3, 4, 8, 16].map((n) => [n, String(n)]);
     return [
-      selectField("layer", range(info.n_layers), v.layer, say("layer"), "int"),
-      selectField("head", range(info.n_heads), v.head, say("head"), "int"),
+      ...headControls({ v, say, info }),
       selectField("block_q", blocks, v.block_q, say("flash_block_q"), "int"),
       selectField("block_k", blocks, v.block_k, say("flash_block_k"), "int"),
       numberField("tile", v.tile, say("flash_tile"), { min: 0, max: 100000 }),

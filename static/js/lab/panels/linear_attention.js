@@ -5,7 +5,7 @@
 import { h, visible } from "../../shared/dom.js";
 import { draw, fitMargins, heatmap, tokenLabels } from "../../shared/plot.js";
 import { HEADS, int, LAYERS } from "../state.js";
-import { fmt, lineLayout, range, selectField } from "../ui.js";
+import { fmt, headBody, headControls, lineLayout } from "../ui.js";
 
 const SOFTMAX = "#1f5fa8";
 const LINEAR = "#d9822b";
@@ -23,18 +23,8 @@ export default {
   // tiny-gpt's previous-token head: layer 1, head 0
   fields: { layer: int(1, "lal", LAYERS), head: int(0, "lah", HEADS) },
 
-  load({ s, info, v, ask }) {
-    const body = { model: s.model, text: s.text, layer: v.layer, head: v.head };
-    if (info.architecture === "encoder-decoder") body.stack = "encoder";
-    return ask(body);
-  },
-
-  controls({ v, say, info }) {
-    return [
-      selectField("layer", range(info.n_layers), v.layer, say("layer"), "int"),
-      selectField("head", range(info.n_heads), v.head, say("head"), "int"),
-    ];
-  },
+  load: (c) => c.ask(headBody(c)),
+  controls: headControls,
 
   draw(board, data, c) {
     const { say } = c;
