@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
-DIM_WORDS = {"pos": "seq", "q_pos": "query", "k_pos": "key", "head": "heads", "kv_head": "K/V heads", "d_vocab": "vocab"}
+DIM_WORDS = {"pos": "seq", "q_pos": "query", "k_pos": "key", "head": "heads", "kv_head": "K/V heads",
+             "d_vocab": "vocab"}
 
 
 def open_page(page: Any, base: str, **params: Any) -> None:

@@ -9,10 +9,11 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlencode, urlparse
+from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from tests.browser.lab_page import idle, open_lab
 from tests.browser.pe_models import CONTEXT, TABLE, write_pe_family
 
 TEXT = "the cat sat on a mat"
@@ -44,16 +45,6 @@ def pe_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     srv.start()
     yield srv
     srv.stop()
-
-
-def open_lab(page: Any, base: str, **params: Any) -> None:
-    page.goto(f"{base}/lab?{urlencode(params)}")
-    page.wait_for_selector("body[data-ready='1']")
-    idle(page)
-
-
-def idle(page: Any) -> None:
-    page.wait_for_function("() => !document.body.classList.contains('busy')")
 
 
 def cells(row: Any) -> dict[str, str]:
