@@ -79,6 +79,9 @@ def add_store(registry: Registry, store: str, found: list[tuple[str, Path]], ski
         except CheckpointError as error:
             skipped.append((name, str(error)))
             continue
+        except Exception as error:  # noqa: BLE001 — a file in a learner's store never stops the others
+            skipped.append((name, f"{path.name} cannot be read: {type(error).__name__}: {error}"))
+            continue
         if summary["parameters"] > max_parameters:
             gigabytes = summary["parameters"] * 4 / 1e9
             skipped.append((name, f"{summary['parameters'] / 1e9:.2f} B parameters need {gigabytes:.1f} GB as "

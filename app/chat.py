@@ -7,22 +7,36 @@ add_generation_prompt=True, raise_exception. The result is split into pieces: th
 the *template* writes (`<|im_start|>`, `<s>`, ... when the tokenizer has them as one id) and plain
 text between them, which the tokenizer encodes as it encodes any text (llama.cpp splits the same way
 around special tokens). Special-looking text the user typed stays plain text.
+
+The template comes from a model file, so it renders in a child process (app/chat_sandbox.py) under a time,
+memory and output limit, never on the server's request loop: a template that loops, recurses or builds a
+huge string is a ChatTemplateError naming the limit, and the server keeps answering. It is rendered once per
+template (with a placeholder where the message goes), so the child costs one start per model.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from jinja2 import TemplateError
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from app.cache import LRU
 
 # where a template writes a special token: <|im_start|>, <s>, </s>, <start_of_turn>, [INST], <<SYS>> ...
 SPECIAL_SHAPE = re.compile(r"<\|[^\s<>|]{1,40}\|>|<<?/?[A-Za-z_][^\s<>]{0,38}>>?|\[/?[A-Z_]{1,20}\]")
 _CONTENT = "\ue000content\ue001"  # private-use marks: where the user's text goes in the rendered template
 MAX_TEMPLATE_CHARS = 64_000
+MAX_RENDERED_CHARS = 64_000  # what one message's chat may add around it (real templates write a few hundred)
+RENDER_SECONDS = 3.0  # wall clock for the child (real templates render in milliseconds)
+SANDBOX = Path(__file__).with_name("chat_sandbox.py")
+_rendered: LRU[dict[str, str]] = LRU(max_entries=64)  # (template, variables) -> rendered text or error: final
+_one_at_a_time = threading.Lock()  # a class sending one hostile template at once starts one child, not thirty
 
 
 class ChatTemplateError(ValueError):
@@ -35,24 +49,36 @@ class Piece:
     special: bool  # True: one special token, looked up by its text
 
 
-def _raise(message: str) -> None:
-    raise ChatTemplateError(f"the chat template raised: {message}")
-
-
 def render(template: str, content: str, specials: dict[str, Any]) -> str:
     """The template rendered for one user message `content` (with the assistant's turn opened)."""
     if len(template) > MAX_TEMPLATE_CHARS:
         raise ChatTemplateError(f"the chat template is longer than {MAX_TEMPLATE_CHARS} characters")
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-    env.globals["raise_exception"] = _raise
+    variables = {"messages": [{"role": "user", "content": content}], "add_generation_prompt": True, **specials}
+    key = (template, json.dumps(variables, sort_keys=True))
+    with _one_at_a_time:
+        answer = _rendered.get(key)
+        if answer is None:
+            answer = _rendered.put(key, _render_in_child(template, variables))
+    if "error" in answer:
+        raise ChatTemplateError(answer["error"])
+    return answer["rendered"]
+
+
+def _render_in_child(template: str, variables: dict[str, Any]) -> dict[str, str]:
+    request = json.dumps({"template": template, "variables": variables, "max_chars": MAX_RENDERED_CHARS})
     try:
-        compiled = env.from_string(template)
-        return compiled.render(messages=[{"role": "user", "content": content}], add_generation_prompt=True,
-                               **specials)
-    except ChatTemplateError:
-        raise
-    except (TemplateError, TypeError, ValueError, KeyError, IndexError, AttributeError) as error:
-        raise ChatTemplateError(f"the chat template cannot be rendered: {type(error).__name__}: {error}") from error
+        done = subprocess.run([sys.executable, "-I", str(SANDBOX)], input=request, capture_output=True,
+                              text=True, timeout=RENDER_SECONDS, check=False)
+    except subprocess.TimeoutExpired:
+        return {"error": f"the chat template takes longer than {RENDER_SECONDS:g} s to render one message"}
+    try:
+        answer = json.loads(done.stdout)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict) or not isinstance(answer.get("rendered", answer.get("error")), str):
+        return {"error": "the chat template stopped its renderer (it ran out of time or memory: "
+                         f"exit status {done.returncode})"}
+    return {key: str(value) for key, value in answer.items()}
 
 
 def pieces(template: str, content: str, specials: dict[str, Any], is_special: Callable[[str], bool]) -> list[Piece]:

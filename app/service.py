@@ -10,6 +10,7 @@ Every lab experiment (app/lab/) goes through one method, `lab`.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import Callable, Hashable
 from typing import Annotated, Any, TypeVar
@@ -111,7 +112,7 @@ class Service:
     async def tokenize(self, request: TokenizeRequest) -> Response:
         check_lengths(request, self.settings)
         resolved = await self.models.resolve(request)
-        return ApiJSONResponse(trace.tokenized(resolved, self._tokens(resolved, request)))
+        return ApiJSONResponse(trace.tokenized(resolved, await self._tokens(resolved, request)))
 
     async def trace(self, request: TraceRequest) -> Response:
         return await self._answer("trace", request, trace.plan)
@@ -156,7 +157,7 @@ class Service:
             return cached
         build = lesson_claims.plan(resolved, number, chapter, lang)
         request = TextInput.model_validate({"model": view.model, "text": view.text, "target_text": view.target})
-        inputs = self._tokens(resolved, request)
+        inputs = await self._tokens(resolved, request)
         return await self.engine.answer(key, resolved.key, resolved.model, inputs, None, build)
 
     # ------------------------------------------------------------ the lab: every experiment, one way
@@ -179,7 +180,7 @@ class Service:
         build = experiment.plan(LabContext(resolved, every, self.budget, device), request)
         run = LabRun()
         if uses == "text" and resolved is not None and isinstance(request, TextInput):
-            run = LabRun(self._tokens(resolved, request), resolved, self.engine)
+            run = LabRun(await self._tokens(resolved, request), resolved, self.engine)
         if experiment.measured:
             return await self.engine.render(key, lambda: self._measured(key, lambda: build(run)))
         return await self.engine.render(key, lambda: build(run))
@@ -199,12 +200,17 @@ class Service:
         found = self.measured.get(key)
         return found if found is not None else self.measured.put(key, compute())
 
-    def _tokens(self, resolved: Resolved, request: TextInput) -> Inputs:
-        """The request's tokens within the limits (app.tokenizing.encode), kept for the next request on that text."""
+    async def _tokens(self, resolved: Resolved, request: TextInput) -> Inputs:
+        """The request's tokens within the limits (app.tokenizing.encode), kept for the next request on that text.
+        A chat request may render the model's chat template (a child process, up to seconds): off the loop."""
         key = (resolved.key, request.text, request.target_text, request.chat)
         inputs = self.tokenized.get(key)
         if inputs is None:
-            inputs = self.tokenized.put(key, encode(resolved.loaded, request, self.settings))
+            if request.chat:
+                inputs = await asyncio.to_thread(encode, resolved.loaded, request, self.settings)
+            else:
+                inputs = encode(resolved.loaded, request, self.settings)
+            self.tokenized.put(key, inputs)
         return inputs
 
     async def _admit(self, endpoint: str, request: TextInput,
@@ -229,7 +235,7 @@ class Service:
             return cached
         build = plan(resolved, request, self.budget)
         edits = interventions_for(resolved, request.interventions)
-        inputs = shuffled(self._tokens(resolved, request), request.interventions)
+        inputs = shuffled(await self._tokens(resolved, request), request.interventions)
         return await self.engine.answer(key, resolved.key, resolved.model, inputs, edits, build)
 
 

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from checkpoints.base import CheckpointError, LoadedModel, StateDict, build_model
+from checkpoints.gguf_layout import check_layout
 from checkpoints.gguf_metadata import (
     PERMUTED_ARCHITECTURES,
     check_understood,
@@ -49,9 +50,10 @@ def open_reader(path: Path) -> Any:
         raise CheckpointError(f"{path} is not a file")
     if not is_gguf(path):
         raise CheckpointError(f"{path.name} is not a GGUF file (it does not start with the bytes 'GGUF')")
+    check_layout(path)  # every count, length and offset against the file's size, before the reader trusts them
     try:
         return gguf.GGUFReader(str(path), "r")
-    except (ValueError, IndexError, UnicodeDecodeError, OverflowError) as error:
+    except (ValueError, IndexError, KeyError, UnicodeDecodeError, OverflowError) as error:
         # numpy reshape/frombuffer errors: the header promises more bytes than the file holds
         raise CheckpointError(f"{path.name} is not a readable GGUF file (truncated or corrupt?): {error}") from error
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
@@ -19,6 +20,8 @@ OLLAMA_UNSUPPORTED_LAYERS = {
     "application/vnd.ollama.image.adapter": "a LoRA adapter layer",
     "application/vnd.ollama.image.projector": "a vision projector layer",
 }
+
+OLLAMA_DIGEST = re.compile(r"sha256[:-][0-9a-f]{64}")
 
 Found = list[tuple[str, Path]]
 Skipped = list[tuple[str, str]]
@@ -57,26 +60,52 @@ def ollama_models(root: Path) -> tuple[Found, Skipped]:
         if any(name == seen for seen, _ in found):
             skipped.append((name, f"another model already has this name ({host}/{namespace}/{model}:{tag})"))
             continue
-        try:
-            layers = json.loads(manifest.read_text(encoding="utf-8")).get("layers", [])
-        except (OSError, ValueError, AttributeError) as error:
-            skipped.append((name, f"unreadable manifest {manifest}: {error}"))
-            continue
-        kinds = {layer.get("mediaType") for layer in layers if isinstance(layer, dict)}
-        extra = [what for kind, what in OLLAMA_UNSUPPORTED_LAYERS.items() if kind in kinds]
-        if extra:
-            skipped.append((name, f"it has {' and '.join(extra)}, which is not implemented"))
-            continue
-        models = [layer for layer in layers if isinstance(layer, dict) and layer.get("mediaType") == OLLAMA_MODEL_LAYER]
-        if len(models) != 1:
-            skipped.append((name, f"its manifest names {len(models)} model layers, not one"))
-            continue
-        blob = root / "blobs" / str(models[0].get("digest", "")).replace(":", "-")
-        if not blob.is_file():
-            skipped.append((name, f"its model blob {blob} is missing"))
-            continue
-        found.append((name, blob))
+        try:  # each manifest on its own: one bad file never stops the others
+            found.append((name, ollama_blob(root, manifest)))
+        except StoreEntryError as error:
+            skipped.append((name, str(error)))
     return found, skipped
+
+
+class StoreEntryError(ValueError):
+    """One store entry cannot be offered; the message says why."""
+
+
+def ollama_blob(root: Path, manifest: Path) -> Path:
+    """The GGUF blob a manifest names, checked: a JSON object without duplicate keys, a `layers` list, one
+    model layer, a digest of the form sha256:<64 hex> (nothing else can name a file inside the store)."""
+    try:
+        document = json.loads(manifest.read_text(encoding="utf-8"), object_pairs_hook=_no_duplicate_keys)
+    except (OSError, ValueError) as error:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise StoreEntryError(f"unreadable manifest {manifest}: {error}") from error
+    layers = document.get("layers") if isinstance(document, dict) else None
+    if not isinstance(layers, list) or not all(isinstance(layer, dict) for layer in layers):
+        raise StoreEntryError(f"its manifest {manifest} has no list of layers")
+    kinds = [layer.get("mediaType") for layer in layers]
+    extra = [what for kind, what in OLLAMA_UNSUPPORTED_LAYERS.items() if kind in kinds]
+    if extra:
+        raise StoreEntryError(f"it has {' and '.join(extra)}, which is not implemented")
+    models = [layer for layer in layers if layer.get("mediaType") == OLLAMA_MODEL_LAYER]
+    if len(models) != 1:
+        raise StoreEntryError(f"its manifest names {len(models)} model layers, not one")
+    digest = models[0].get("digest")
+    if not isinstance(digest, str) or not OLLAMA_DIGEST.fullmatch(digest):
+        raise StoreEntryError(f"its model layer's digest {str(digest)[:80]!r} is not sha256:<64 hex digits>")
+    blobs = (root / "blobs").resolve()
+    blob = (blobs / digest.replace(":", "-")).resolve()
+    if blob.parent != blobs:  # a symlink out of the store
+        raise StoreEntryError(f"its model blob {blob} is outside the store's blobs folder")
+    if not blob.is_file():
+        raise StoreEntryError(f"its model blob {blob} is missing")
+    return blob
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    keys = [key for key, _ in pairs]
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    if repeated:
+        raise ValueError(f"the key {repeated[0]!r} appears twice")
+    return dict(pairs)
 
 
 def lmstudio_models(root: Path) -> tuple[Found, Skipped]:

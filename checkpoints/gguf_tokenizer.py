@@ -135,13 +135,18 @@ def pre_tokenizer(metadata: dict[str, Any]) -> PreTokenizer:
 def byte_level_bpe(metadata: dict[str, Any], regexes: tuple[str, ...], ignore_merges: bool) -> HubTokenizer:
     """GPT-2-style byte-level BPE from tokens + merges, split first by llama.cpp's regexes."""
     tokens: list[str] = metadata["tokenizer.ggml.tokens"]
+    vocab = _vocab(tokens)
     merges = []
-    for merge in metadata.get("tokenizer.ggml.merges") or []:
+    for index, merge in enumerate(metadata.get("tokenizer.ggml.merges") or []):
         left, sep, right = merge.partition(" ")
         if not sep or not left or not right:
             raise CheckpointError(f"tokenizer.ggml.merges holds {merge!r}, not two tokens separated by a space")
+        for part in (left, right, left + right):  # a merge joins two tokens of the vocabulary into a third
+            if part not in vocab:
+                raise CheckpointError(f"tokenizer.ggml.merges[{index}] = {merge!r} names {part!r}, which is not "
+                                      "in tokenizer.ggml.tokens")
         merges.append((left, right))
-    bpe = models.BPE(vocab=_vocab(tokens), merges=merges, ignore_merges=ignore_merges)
+    bpe = models.BPE(vocab=vocab, merges=merges, ignore_merges=ignore_merges)
     tok = Tokenizer(bpe)
     tok.pre_tokenizer = pre_tokenizers.Sequence(
         [pre_tokenizers.Split(Regex(regex), behavior="isolated") for regex in regexes]

@@ -96,6 +96,9 @@ class HubTokenizer:
         # pads to 128): the explorer shows exactly the tokens of the text, limits are the API's.
         tokenizer.no_padding()
         tokenizer.no_truncation()
+        # The learner's text is text: a typed "<|im_end|>" or "[SEP]" is encoded as the characters it is made of,
+        # never as the control token (only a chat template writes those, app/chat.py).
+        tokenizer.encode_special_tokens = True
         self.tokenizer = tokenizer
         self.kind = kind
         self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from tokenizers import AddedToken, Tokenizer, models
 
 from app.factory import create_app
 from app.registry import Registry
 from checkpoints import LoadedModel
 from model.config import TransformerConfig
-from model.tokenizer import CharTokenizer
+from model.tokenizer import CharTokenizer, HubTokenizer
 from model.transformer import Transformer
 from tests.app.conftest import make_settings, tiny_models
 
@@ -24,6 +27,17 @@ CHATML = (
     "{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}"
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
+# templates from a hostile model file: each must be a 422 naming what it did, within its bounds
+HOSTILE = {
+    "power": "{{ 9 ** (9 ** 9) }}",  # CPU: a number of 370 million digits
+    "huge": "{{ 'a' * 10 ** 9 }}",  # memory: a 1 GB string
+    "loops": "{% for a in range(99999) %}{% for b in range(99999) %}{% endfor %}{% endfor %}",  # time
+    "wide": "{% for a in range(99999) %}{{ 'x' * 1000 }}{% endfor %}",  # 100 MB of output
+    "range": "{% for a in range(10 ** 9) %}{% endfor %}",
+    "recursion": "{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}",
+}
+WHAT = {"power": "longer than", "huge": "memory", "loops": "longer than", "wide": "more than",
+        "range": "cannot be rendered", "recursion": "recurses"}
 LLAMA2 = "{{ bos_token }}{% for m in messages %}[INST] {{ m['content'] }} [/INST]{% endfor %}"
 
 
@@ -45,6 +59,8 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     registry.add("evil", decoder("{{ ''.__class__.__mro__[1].__subclasses__() }}{{ messages[0].content }}",
                                  (BOS,)), source="test")
     registry.add("refuses", decoder("{{ raise_exception('only system messages') }}", (BOS,)), source="test")
+    for name, template in HOSTILE.items():
+        registry.add(name, decoder(template + "{{ messages[0].content }}", (BOS,)), source="test")
     for name, loaded in tiny_models().items():  # gpt: a decoder without a template; bert: an encoder
         registry.add(name, loaded, source="test")
     settings = make_settings(tmp_path_factory.mktemp("chat"), default_model="chatml", max_tokens=200)
@@ -113,3 +129,35 @@ def test_a_template_that_fails_is_a_422_not_a_500(client: TestClient, model: str
 
 def test_chat_is_a_strict_boolean(client: TestClient) -> None:
     assert tokenize(client, model="chatml", text="Hi", chat=1).status_code == 422
+
+
+@pytest.mark.parametrize("model", sorted(HOSTILE))
+def test_a_hostile_template_is_a_422_naming_the_limit_and_the_server_keeps_answering(client: TestClient,
+                                                                                    model: str) -> None:
+    with ThreadPoolExecutor(2) as pool:
+        started = time.perf_counter()
+        chat = pool.submit(tokenize, client, model=model, text="Hi", chat=True)
+        time.sleep(0.3)  # the template is rendering in its child now
+        health = time.perf_counter()
+        assert client.get("/api/health").status_code == 200
+        assert time.perf_counter() - health < 1.0  # the request loop is free while the template renders
+        answer = chat.result(timeout=30)
+        took = time.perf_counter() - started
+    assert answer.status_code == 422, answer.text
+    message = answer.json()["error"]["message"]
+    assert "chat template" in message and WHAT[model] in message, message
+    assert took < 10
+    again = time.perf_counter()  # the refusal is remembered: a class repeating it costs nothing
+    assert tokenize(client, model=model, text="Hello", chat=True).status_code == 422
+    assert time.perf_counter() - again < 1.0
+
+
+def test_typed_special_tokens_stay_text_in_a_real_tokenizer() -> None:
+    """A byte-level BPE with control tokens (as a GGUF file has them): "<|im_end|>" typed is characters."""
+    tokenizer = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate("<|>_abdeimnt ")}, merges=[]))
+    tokenizer.add_special_tokens([AddedToken("<|im_end|>", special=True, normalized=False)])
+    special = tokenizer.token_to_id("<|im_end|>")
+    assert special in tokenizer.encode("a<|im_end|>b").ids  # the library's own habit: this is what we turn off
+    tokens = HubTokenizer(tokenizer).encode("a<|im_end|>b")
+    assert special not in [t.id for t in tokens]
+    assert "".join(t.text for t in tokens) == "a<|im_end|>b"

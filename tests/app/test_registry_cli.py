@@ -214,7 +214,7 @@ def test_lmstudio_folder(gguf_files: dict[str, tuple[Path, str]], tmp_path: Path
         registry = build_registry(make_settings(tmp_path, lmstudio_models=str(root)))
     assert registry.names() == ["tiny-Q8_0"]
     assert "skipped mmproj-tiny: a vision projector" in caplog.text
-    assert "skipped broken: broken.gguf is not a readable GGUF file (truncated or corrupt?)" in caplog.text
+    assert "skipped broken: broken.gguf is not a valid GGUF file: " in caplog.text
 
 
 def test_store_flags() -> None:
@@ -265,3 +265,42 @@ def test_readme_run_command_starts_a_server() -> None:
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_a_hostile_ollama_store_opens_nothing_outside_it_and_one_bad_manifest_stops_nothing(
+        gguf_files: dict[str, tuple[Path, str]], tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    root = ollama_store(tmp_path / "ollama", gguf_files)
+    outside = tmp_path / "secret.gguf"  # a readable GGUF file outside the store, which no digest may reach
+    outside.write_bytes((gguf_files["not a GGUF"][0].parent / "good.gguf").read_bytes())
+    model_layer = "application/vnd.ollama.image.model"
+    hostile = {
+        "dotdot": f'{{"layers": [{{"mediaType": "{model_layer}", "digest": "sha256:../../../secret.gguf"}}]}}',
+        "absolute": f'{{"layers": [{{"mediaType": "{model_layer}", "digest": "{outside}"}}]}}',
+        "notalist": '{"layers": 7}',
+        "unhashable": '{"layers": [{"mediaType": ["a", "b"], "digest": "sha256:1"}]}',
+        "duplicate": f'{{"layers": [{{"mediaType": "{model_layer}", "mediaType": "x"}}]}}',
+        "notjson": "{",
+        "notutf8": None,
+    }
+    for model, text in hostile.items():
+        manifest = root / "manifests" / "registry.ollama.ai" / "library" / model / "latest"
+        manifest.parent.mkdir(parents=True, exist_ok=True)
+        if text is None:
+            manifest.write_bytes(b"\xff\xfe")
+        else:
+            manifest.write_text(text)
+    (root / "blobs" / ("sha256-" + "2" * 64)).symlink_to(outside)  # a blob that is a link out of the store
+    link = root / "manifests" / "registry.ollama.ai" / "library" / "link" / "latest"
+    link.parent.mkdir(parents=True)
+    link.write_text(f'{{"layers": [{{"mediaType": "{model_layer}", "digest": "sha256:{"2" * 64}"}}]}}')
+    with caplog.at_level("INFO"):
+        registry = build_registry(make_settings(tmp_path, ollama_models=str(root)))
+    assert "tiny:latest" in registry.names()  # the good models are still offered
+    assert not any(name.startswith(tuple(hostile) + ("link",)) for name in registry.names())
+    reasons = {line.split("skipped ", 1)[1].split(": ", 1)[0]: line for line in caplog.text.splitlines()
+               if "skipped " in line}
+    for model, words in {"dotdot": "is not sha256:<64 hex digits>", "absolute": "is not sha256:<64 hex digits>",
+                         "notalist": "has no list of layers", "unhashable": "names 0 model layers",
+                         "duplicate": "appears twice", "notjson": "unreadable manifest",
+                         "notutf8": "unreadable manifest", "link": "outside the store's blobs folder"}.items():
+        assert words in reasons[f"{model}:latest"], (model, reasons)

@@ -32,7 +32,7 @@ def bad_files(root: Path) -> dict[str, tuple[Path, str]]:
     q8k = np.zeros((1, gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType.Q8_K][1]), dtype=np.uint8)
     cases: dict[str, tuple[Path, str]] = {
         "not a GGUF": (root / "not-gguf.gguf", "is not a GGUF file"),
-        "truncated": (root / "truncated.gguf", "truncated or corrupt"),
+        "truncated": (root / "truncated.gguf", "(truncated?)"),
         "architecture": (written("phi3", arch="phi3"), "unsupported architecture general.architecture = 'phi3'"),
         "quantization": (written("q8k", add={"blk.0.extra.weight": (q8k, gguf.GGMLQuantizationType.Q8_K)}),
                          "stored as Q8_K, which the gguf package cannot dequantize"),

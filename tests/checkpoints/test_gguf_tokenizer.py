@@ -98,8 +98,10 @@ def test_regex_table_holds_llama_cpp_strings() -> None:
 def test_special_tokens_and_bos_meta() -> None:
     tokenizer, meta = gguf_tokenizer(bpe_metadata("qwen2", **{"tokenizer.ggml.add_bos_token": True}))
     assert meta["bos_token"] == "<|im_start|>" and meta["eos_token"] == "<|im_end|>" and meta["prepend_bos"]
-    ids = [t.id for t in tokenizer.encode("<|im_start|>the")]
-    assert ids[0] == 1  # a control token is one token, as llama.cpp parses special tokens
+    assert tokenizer.token_id("<|im_start|>") == 1  # one token where the chat template writes it (app/chat.py)
+    tokens = tokenizer.encode("<|im_start|>the")
+    assert 1 not in [t.id for t in tokens]  # typed by the learner it is text: llama.cpp's parse_special=false
+    assert "".join(t.text for t in tokens) == "<|im_start|>the"
     _, meta = gguf_tokenizer(bpe_metadata("llama-bpe"))
     assert meta["prepend_bos"]  # llama.cpp's default for this pre-tokenizer when the file does not say
     _, meta = gguf_tokenizer(bpe_metadata("smollm"))
