@@ -19,16 +19,21 @@ function layerName(layer, say) {
   return layer === "embed" ? say("generation_tree_embed") : say("generation_tree_after", { layer });
 }
 
-function drawBars(el, data, step, c) {
-  const { say } = c;
-  const st = data.steps[step];
+/** The step's alternatives as they read; at the branch step a byte that only starts a character is named by the
+ *  character its branch finishes ("◌ 1/3 → 美"). */
+function barLabels(data, step) {
   const before = data.steps.slice(0, step);
-  // at the branch step a byte that only starts a character is named by the character its branch finishes
   const finished = step === data.branch_step ? data.branches.map((b) => shownAfter(before, b.tokens)[0]) : [];
-  const labels = st.alternatives.map((alt, k) => {
+  return data.steps[step].alternatives.map((alt, k) => {
     const label = shownAfter(before, [alt])[0];
     return label.startsWith("◌") && finished[k] && !finished[k].startsWith("◌") ? `${label} → ${finished[k].split(" ")[0]}` : label;
   });
+}
+
+function drawBars(el, data, step, c) {
+  const { say } = c;
+  const st = data.steps[step];
+  const labels = barLabels(data, step);
   const y = labels.map((label, i) => safe(`${i + 1}. ${label}`));
   const colors = st.alternatives.map((_, i) => (i === 0 ? "#08306b" : "#9ecae1"));
   const layout = lineLayout(say("probability"), "", { yaxis: { type: "category", autorange: "reversed" }, xaxis: { rangemode: "tozero" } });
@@ -64,7 +69,7 @@ export default {
       return `${safe(shown[i])} · ${safe(layerName(st.committed, say))}<br>${say("generation_tree_top")}:<br>` +
         st.alternatives.map((a, k) => `${safe(alts[k])}  ${fmt(a.prob)}`).join("<br>");
     });
-    const ticks = data.layers.map((_, i) => i).filter((i) => i === 0 || i === n || i % Math.max(1, Math.ceil(n / 6)) === 0);
+    const ticks = [...new Set([0, Math.round(n / 3), Math.round((2 * n) / 3), n])]; // four: the strip is short
     const prompt = c.s.text.replace(/\n/g, "↵");
     const vars = {
       n: steps.length, early: level.filter((l) => l !== null && l < n).length, prompt, text: data.text.replace(/\n/g, "↵"),
@@ -79,14 +84,15 @@ export default {
       customdata: [hover], hovertemplate: "%{customdata}<extra></extra>", hoverongaps: false,
       colorbar: { thickness: 12, outlinewidth: 0, title: { text: say("generation_tree_colour"), side: "top" }, tickvals: ticks, ticktext: ticks.map((i) => layerName(data.layers[i], say)) },
     };
-    draw(strip, [trace], { xaxis: { type: "category", automargin: true, title: { text: say("generation_tree_step") } }, yaxis: { type: "category", automargin: true }, height: 200, margin: { l: 80, r: 150, t: 30, b: 60 } }, "generation_tree_strip");
+    draw(strip, [trace], { xaxis: { type: "category", automargin: true, title: { text: say("generation_tree_step") } }, yaxis: { type: "category", automargin: true }, height: 220, margin: { l: 80, r: 150, t: 40, b: 60 } }, "generation_tree_strip");
     strip.removeAllListeners?.("plotly_click");
     strip.removeAllListeners?.("plotly_hover");
     strip.removeAllListeners?.("plotly_unhover");
 
     const at = data.branch_step;
     const chosen = steps[at];
-    const bars = board.card("gen-bars", { title: say("generation_tree_bars_title", { step: at }), className: "half", note: say("generation_tree_bars_note", { step: at, token: shown[at], layer: layerName(chosen.committed, say) }) });
+    const bars = board.card("gen-bars", { title: say("generation_tree_bars_title", { step: at }), className: "half", note: [say("generation_tree_bars_note", { step: at, token: shown[at], layer: layerName(chosen.committed, say) }),
+      barLabels(data, at).some((t) => t.startsWith("◌")) ? say("generation_tree_unfinished") : ""].filter(Boolean).join(" ") });
     drawBars(bars, data, at, c);
     strip.on?.("plotly_hover", (ev) => { if (ev.points && ev.points.length) drawBars(bars, data, ev.points[0].pointIndex[1] ?? ev.points[0].pointIndex, c); });
     strip.on?.("plotly_unhover", () => drawBars(bars, data, at, c));
@@ -105,13 +111,15 @@ export default {
       const labels = shownAfter(before, b.tokens);
       const xs = [0, ...labels.map((_, i) => i + 1)];
       const ys = xs.map((_, i) => (i === 0 ? (data.branches.length - 1) / 2 : k));
-      const text = ["", ...labels.map((t, i) => safe(i === 0 ? `${t} (${fmt(b.prob)})` : t))];
+      const text = ["", ...labels.map((t) => safe(t))];
       return {
         type: "scatter", mode: "lines+markers+text", x: xs, y: ys, text, textposition: "top center", cliponaxis: false,
         name: say("generation_tree_branch", { n: k + 1 }), showlegend: false, hoverinfo: "text",
         line: { color: b.greedy ? "#08306b" : "#9ecae1", width: b.greedy ? 3 : 2 }, marker: { size: 9, color: b.greedy ? "#08306b" : "#9ecae1" },
       };
     });
+    // each alternative's probability under its first token
+    traces.push({ type: "scatter", mode: "text", x: data.branches.map(() => 1), y: data.branches.map((_, k) => k), text: data.branches.map((b) => fmt(b.prob)), textposition: "bottom center", cliponaxis: false, showlegend: false, hoverinfo: "skip", textfont: { color: "#555" } });
     traces.push({ type: "scatter", mode: "markers+text", x: [0], y: [(data.branches.length - 1) / 2], text: [safe(`…${rootLabel}`)], textposition: "middle left", cliponaxis: false, marker: { size: 11, color: "#555" }, showlegend: false, hoverinfo: "text" });
     const longest = Math.max(...data.branches.map((b) => b.tokens.length));
     const tickvals = Array.from({ length: longest + 1 }, (_, i) => i);
