@@ -119,7 +119,7 @@ export default {
       };
     });
     // each alternative's probability under its first token
-    traces.push({ type: "scatter", mode: "text", x: data.branches.map(() => 1), y: data.branches.map((_, k) => k), text: data.branches.map((b) => fmt(b.prob)), textposition: "bottom center", cliponaxis: false, showlegend: false, hoverinfo: "skip", textfont: { color: "#555" } });
+    traces.push({ type: "scatter", mode: "text", x: data.branches.map(() => 1), y: data.branches.map((_, k) => k), text: data.branches.map((b) => fmt(b.prob)), textposition: "bottom right", cliponaxis: false, showlegend: false, hoverinfo: "skip", textfont: { color: "#555" } });
     traces.push({ type: "scatter", mode: "markers+text", x: [0], y: [(data.branches.length - 1) / 2], text: [safe(`…${rootLabel}`)], textposition: "middle left", cliponaxis: false, marker: { size: 11, color: "#555" }, showlegend: false, hoverinfo: "text" });
     const longest = Math.max(...data.branches.map((b) => b.tokens.length));
     const tickvals = Array.from({ length: longest + 1 }, (_, i) => i);
