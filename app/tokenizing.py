@@ -8,6 +8,8 @@ as one user message in its chat template (app.chat), special tokens as tokens.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,3 +147,51 @@ def token_text(loaded: LoadedModel, token_id: int) -> str:
 
 def tokens_out(tokens: list[Token] | None) -> list[dict[str, Any]] | None:
     return None if tokens is None else [t.to_dict() for t in tokens]
+
+
+_BYTE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
+
+
+def _shown_bytes(text: str) -> bytes:
+    """The UTF-8 bytes a token's shown text stands for: its characters, and <0xE5> as the byte it names."""
+    out = bytearray()
+    at = 0
+    for found in _BYTE.finditer(text):
+        out += text[at:found.start()].encode("utf-8", errors="surrogatepass")
+        out.append(int(found.group(1), 16))
+        at = found.end()
+    return bytes(out + text[at:].encode("utf-8", errors="surrogatepass"))
+
+
+def _character_length(stream: bytes, at: int) -> int:
+    """Bytes of the character starting at stream[at]: its lead byte's length, fewer when the continuation bytes
+    stop (a character the stream never finishes, or no UTF-8: each lone byte is a character of its own)."""
+    lead = stream[at]
+    need = 2 if 0xC2 <= lead <= 0xDF else 3 if 0xE0 <= lead <= 0xEF else 4 if 0xF0 <= lead <= 0xF4 else 1
+    n = 1
+    while n < need and at + n < len(stream) and 0x80 <= stream[at + n] <= 0xBF:
+        n += 1
+    return n
+
+
+def written_tokens(loaded: LoadedModel, ids: Sequence[int]) -> list[dict[str, Any]]:
+    """Ids a model wrote, as tokens whose spans count the characters of the text they write together.
+
+    Byte tokens that spell one character (a Chinese character split by a byte-level BPE) share its span, as the
+    tokenizer's own do, so the page names the character they spell (static/js/shared/dom.js, tokenTexts)."""
+    texts = [token_text(loaded, i) for i in ids]
+    pieces = [_shown_bytes(text) for text in texts]
+    stream = b"".join(pieces)
+    owner: list[int] = []  # [byte] the character it belongs to
+    at = 0
+    while at < len(stream):
+        n = _character_length(stream, at)
+        owner += [owner[-1] + 1 if owner else 0] * n
+        at += n
+    tokens, at = [], 0
+    for token_id, text, piece in zip(ids, texts, pieces, strict=True):
+        start = owner[at] if at < len(owner) else (owner[-1] + 1 if owner else 0)
+        end = owner[at + len(piece) - 1] + 1 if piece else start
+        tokens.append({"id": int(token_id), "text": text, "start": start, "end": end})
+        at += len(piece)
+    return tokens

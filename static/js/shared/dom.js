@@ -30,12 +30,22 @@ export function visible(text) {
 const BYTE_TOKEN = /^(?:<0x[0-9A-Fa-f]{2}>)+$/;
 const UTF8 = new TextDecoder("utf-8", { fatal: true });
 
+/** The length a UTF-8 lead byte announces when `bytes` are that lead and fewer continuation bytes than it needs,
+ *  else 0 (a whole character, or no start of one). */
+function unfinished(bytes) {
+  const lead = bytes[0];
+  const need = lead >= 0xc2 && lead <= 0xdf ? 2 : lead >= 0xe0 && lead <= 0xef ? 3 : lead >= 0xf0 && lead <= 0xf4 ? 4 : 0;
+  const continued = bytes.slice(1).every((b) => b >= 0x80 && b <= 0xbf);
+  return need && bytes.length < need && continued ? need : 0;
+}
+
 /**
  * How each of `tokens` reads on screen. A byte token ("<0xE6><0x88>", a piece of a character the
  * vocabulary lacks) is named by the character its group spells and the bytes it holds: "我 1–2/3"
  * (我 = E6 88 91). A group is the run of byte tokens with the same character span [start, end) that
- * the API gives every token; its bytes are the tokens' own, so nothing is guessed. A group whose
- * bytes are not UTF-8 keeps the raw text.
+ * the API gives every token; its bytes are the tokens' own, so nothing is guessed. A group that is the
+ * start of a character the tokens shown never finish (generation cut mid-character) reads "◌ 1/3": the
+ * bytes it holds of how many its first byte announces. A group whose bytes are not UTF-8 keeps the raw text.
  */
 export function tokenTexts(tokens) {
   const shown = tokens.map((tok) => visible(tok.text));
@@ -49,6 +59,14 @@ export function tokenTexts(tokens) {
     const total = bytes.reduce((n, b) => n + b.length, 0);
     let chars = null;
     try { chars = UTF8.decode(new Uint8Array(bytes.flat())); } catch { chars = null; }
+    const announced = unfinished(bytes.flat());
+    if (!chars && announced) {
+      let at = 0;
+      bytes.forEach((b, k) => {
+        shown[i + k] = `◌ ${b.length === 1 ? at + 1 : `${at + 1}–${at + b.length}`}/${announced}`;
+        at += b.length;
+      });
+    }
     if (chars) {
       let at = 0;
       bytes.forEach((b, k) => {
