@@ -13,6 +13,7 @@ from typing import Any
 from app.lab import (
     ablation,
     attention_flow,
+    batch_shapes,
     complexity,
     embedding_persistence,
     flash,
@@ -51,6 +52,7 @@ EXPERIMENTS: tuple[Experiment[Any], ...] = (
     linear_attention.EXPERIMENT,
     objectives.EXPERIMENT,
     head_count.EXPERIMENT,
+    batch_shapes.EXPERIMENT,
     attention_flow.EXPERIMENT,
 )
 
