@@ -2,7 +2,7 @@
 
     x                       [batch, pos, d_model]
     W_Q x                   [batch, pos, head·d_head]
-    .view                   [batch, pos, head, d_head]        same numbers, new index: (b, p, h·d_head + i) -> (b, p, h, i)
+    .view                   [batch, pos, head, d_head]        same numbers at (b, p, h·d_head + i) -> (b, p, h, i)
     (RoPE rotates q, k)     [batch, pos, head, d_head]        new numbers, same shape
     .transpose(1, 2)        [batch, head, pos, d_head]        (b, p, h, i) -> (b, h, p, i)
     K: the same with kv_head; GQA repeats each K/V head for its group of query heads
@@ -85,7 +85,8 @@ def walk(model: Transformer, batch: PaddedBatch, layer: int, cell: Cell) -> Walk
         q = trace[names["q"]]  # after RoPE where the model rotates: [batch, pos, head, d_head]
         q_t = q.transpose(1, 2)  # [batch, head, pos, d_head]
         k_t = trace[names["k"]].transpose(1, 2)  # [batch, kv_head, pos, d_head]
-        k_group = k_t.repeat_interleave(group, dim=1)  # [batch, head, pos, d_head]: query head h reads K/V head h // group
+        # [batch, head, pos, d_head]: query head h reads K/V head h // group
+        k_group = k_t.repeat_interleave(group, dim=1)
         scores = q_t @ k_group.transpose(-1, -2)  # [batch, head, q_pos, k_pos]
         pattern = trace[names["pattern"]]  # the model's scale, mask (causal, pads) and softmax
         v_group = trace[names["v"]].transpose(1, 2).repeat_interleave(group, dim=1)  # [batch, head, pos, d_head]

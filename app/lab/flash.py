@@ -30,6 +30,8 @@ class FlashLabRequest(AttentionHeadInput):
     encoding: Encoding = Field("list", description="'base64': the output and hook_z at full float32 precision.")
     dtype: Literal["float32", "float16", "bfloat16"] = Field(
         "float32", description="The number format the memory traffic is counted in (bytes per number: 4, 2, 2).")
+    traffic_block_q: Int = Field(128, ge=1, le=1024, description=(
+        "The query block of a second tiled traffic curve: a GPU kernel's size (FlashAttention's are 64 to 128)."))
 
 
 class TileOut(BaseModel):
@@ -78,6 +80,9 @@ class FlashLabOut(BaseModel):
                                                   "one head, (4·N·d + 4·N²) numbers: S and P written and read back.")
     flash_bytes: list[int] = Field(description="Per N: the tiled loop's, with no tile skipped: N·d (Q) + "
                                                "⌈N/block_q⌉·2·N·d (K, V) read, N·d + N (O, logsumexp) written.")
+    traffic_block_q: int
+    flash_large_block_bytes: list[int] = Field(description="Per N: the tiled loop's with query blocks of "
+                                                           "traffic_block_q.")
     loop_read_bytes: int = Field(description="What this run's tiled loop read, counted as it loaded each tile "
                                              "(masked tiles are never loaded).")
     loop_written_bytes: int = Field(description="What this run's tiled loop wrote: the output and logsumexp rows.")
@@ -119,6 +124,9 @@ def plan(context: LabContext, request: FlashLabRequest) -> Build:
             "dtype": request.dtype, "bytes_per_number": size, "traffic_lengths": TRAFFIC_LENGTHS,
             "standard_bytes": [standard_traffic(n, n, d_head).total * size for n in TRAFFIC_LENGTHS],
             "flash_bytes": [flash_traffic(n, n, d_head, request.block_q).total * size for n in TRAFFIC_LENGTHS],
+            "traffic_block_q": request.traffic_block_q,
+            "flash_large_block_bytes": [flash_traffic(n, n, d_head, request.traffic_block_q).total * size
+                                        for n in TRAFFIC_LENGTHS],
             "loop_read_bytes": result.numbers_read * size, "loop_written_bytes": result.numbers_written * size,
             "formula_read_bytes": formula.read * size, "formula_written_bytes": formula.written * size,
             "standard_read_bytes": standard.read * size, "standard_written_bytes": standard.written * size,

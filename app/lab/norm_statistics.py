@@ -102,8 +102,9 @@ def plan(context: LabContext, request: NormStatisticsLabRequest) -> Build:
         change = norms.swap_change(stats, after, len(first))
         ours = stats.ln_sigma if cfg.norm == "layernorm" else stats.rms
         context.budget.check([stats.bn_mean, stats.bn_sigma, stats.ln_mean, stats.ln_sigma, stats.rms])
+        per_token = ("ln_mean", "ln_sigma", "rms")
         sentences = [{"tokens": tokens_out(toks),
-                      **{k: _per_position(getattr(stats, k)[row], batch.real[row]) for k in ("ln_mean", "ln_sigma", "rms")}}
+                      **{k: _per_position(getattr(stats, k)[row], batch.real[row]) for k in per_token}}
                      for row, toks in enumerate([first_tokens, encode_text(resolved.loaded, request.other)])]
         return {
             "model": resolved.name, "norm": cfg.norm, "norm_placement": cfg.norm_placement, "layer": request.layer,

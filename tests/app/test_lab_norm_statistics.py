@@ -17,12 +17,14 @@ def test_norm_statistics_on_a_padded_batch(client: TestClient, model: str, norm:
     assert out["norm"] == norm and out["layer"] == 1 and out["model_scale_diff"] < 1e-5
     first, second = out["sentences"]
     n1, n2 = len(first["tokens"]), len(second["tokens"])
-    assert out["width"] == max(n1, n2) and out["real_tokens"] == n1 + n2 and out["pad_positions"] == 2 * out["width"] - n1 - n2
+    assert out["width"] == max(n1, n2) and out["real_tokens"] == n1 + n2
+    assert out["pad_positions"] == 2 * out["width"] - n1 - n2
     for sentence, n in ((first, n1), (second, n2)):
         for key in ("ln_mean", "ln_sigma", "rms"):  # a value per real token, None at each pad position
             assert len(sentence[key]) == out["width"]
             assert all(v is not None for v in sentence[key][:n]) and all(v is None for v in sentence[key][n:])
-        for mean, sigma, rms in zip(sentence["ln_mean"][:n], sentence["ln_sigma"][:n], sentence["rms"][:n], strict=True):
+        stats = zip(sentence["ln_mean"][:n], sentence["ln_sigma"][:n], sentence["rms"][:n], strict=True)
+        for mean, sigma, rms in stats:
             assert abs(rms**2 - (sigma**2 + mean**2)) < 1e-3 * max(1.0, rms**2)  # E[x²] = Var + mean²
     assert len(out["bn_mean"]) == len(out["bn_sigma"]) == out["d_model"] == 32
     assert len(out["swap_batch_norm"]) == n1
@@ -33,7 +35,8 @@ def test_norm_statistics_on_a_padded_batch(client: TestClient, model: str, norm:
 def test_norm_statistics_refusals_name_the_option(client: TestClient) -> None:
     status, code, message = error_of(post(client, "/api/lab/norm-statistics", {**BODY, "model": "gpt", "other": ""}))
     assert (status, code) == (422, "empty_text") and "other" in message
-    status, code, message = error_of(post(client, "/api/lab/norm-statistics", {**BODY, "model": "gpt", "swap": "x" * 100}))
+    long = {**BODY, "model": "gpt", "swap": "x" * 100}
+    status, code, message = error_of(post(client, "/api/lab/norm-statistics", long))
     assert (status, code) == (422, "text_too_long") and "swap" in message and "64" in message
     status, code, message = error_of(post(client, "/api/lab/norm-statistics", {**BODY, "model": "gpt", "layer": 2}))
     assert (status, code) == (422, "out_of_range") and "Layer 2" in message

@@ -64,11 +64,13 @@ export default {
       formula_read: bytes(data.formula_read_bytes), formula_written: bytes(data.formula_written_bytes),
       standard: bytes(data.standard_read_bytes + data.standard_written_bytes),
       long_n: data.traffic_lengths[last], long_ratio: (data.standard_bytes[last] / data.flash_bytes[last]).toFixed(2),
+      big: data.traffic_block_q, big_ratio: (data.standard_bytes[last] / data.flash_large_block_bytes[last]).toFixed(2),
     };
     const mib = (xs) => xs.map((x) => x / 2 ** 20);
     draw(board.card("fl-traffic", { title: say("flash_traffic_title", tvars), note: say("flash_traffic_note", tvars) }), [
       { x: data.traffic_lengths, y: mib(data.standard_bytes), mode: "lines+markers", name: say("flash_traffic_standard") },
-      { x: data.traffic_lengths, y: mib(data.flash_bytes), mode: "lines+markers", name: say("flash_traffic_flash") },
+      { x: data.traffic_lengths, y: mib(data.flash_bytes), mode: "lines+markers", name: say("flash_traffic_flash", tvars) },
+      { x: data.traffic_lengths, y: mib(data.flash_large_block_bytes), mode: "lines+markers", name: say("flash_traffic_flash_big", tvars) },
       { x: [n], y: mib([data.loop_read_bytes + data.loop_written_bytes]), mode: "markers", marker: { size: 12, symbol: "diamond" }, name: say("flash_traffic_counted") },
     ], lineLayout(say("flash_traffic_n"), say("flash_traffic_mib"), { xaxis: { type: "log" }, yaxis: { type: "log" } }), "flash_traffic");
   },
