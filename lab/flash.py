@@ -17,6 +17,14 @@ A new tile with scores S (block_q × block_k) updates them by the online softmax
 exp(m - m') rescales what was summed against the old maximum to the new one, so after the last
 tile acc / l = softmax(S_full) · V exactly. Nothing larger than one block_q × block_k tile of
 scores is ever held. Leading dimensions (e.g. [head, ...]) are carried along unchanged.
+
+Memory traffic (numbers moved between main memory, HBM, and the chip's fast memory) is what the
+paper counts (its Theorem 2). Standard attention writes the N × N scores S and weights P out and
+reads them back: Θ(Nd + N²). The tiled loop reads each query tile once and every key/value tile
+once per query tile, and writes only the output and m + log l: N·d reads of Q, (N/block_q)·2N·d of
+K and V, N·d + N written; with block_q ≈ M/(4d) for a fast memory of M numbers this is Θ(N²d²/M).
+`flash_attention` counts what its loop actually reads and writes; `standard_traffic` and
+`flash_traffic` are the formulas.
 """
 
 from __future__ import annotations
@@ -56,6 +64,34 @@ class FlashResult:
     skipped_tiles: int = 0  # tiles wholly hidden by the causal mask or the window: never computed
     largest_bytes: int = 0  # the largest intermediate tensor ever held
     n_squared_bytes: int = 0  # what the materialised q_pos × k_pos score matrix would take
+    numbers_read: int = 0  # from main memory: every tile of q, k, v the loop loads
+    numbers_written: int = 0  # to main memory: the output and logsumexp rows
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Numbers moved between main memory (HBM) and the fast on-chip memory by one attention call."""
+
+    read: int
+    written: int
+
+    @property
+    def total(self) -> int:
+        return self.read + self.written
+
+
+def standard_traffic(n_q: int, n_k: int, d_head: int) -> Traffic:
+    """The textbook kernel sequence (the paper's Algorithm 0), per head: S = QKᵀ written out, read back for
+    P = softmax(S), P written out, read back for O = PV. Reads Q, K, S, P, V; writes S, P, O: Θ(Nd + N²)."""
+    return Traffic(read=n_q * d_head + n_k * d_head + 2 * n_q * n_k + n_k * d_head,
+                   written=2 * n_q * n_k + n_q * d_head)
+
+
+def flash_traffic(n_q: int, n_k: int, d_head: int, block_q: int) -> Traffic:
+    """The tiled loop with no tile skipped (no mask), per head: Q read once, K and V once per query tile,
+    O and logsumexp (m + log l) written once. For N = n_q = n_k and block_q ≈ M/(4d): Θ(N²d²/M)."""
+    q_tiles = math.ceil(n_q / block_q)
+    return Traffic(read=n_q * d_head + q_tiles * 2 * n_k * d_head, written=n_q * d_head + n_q)
 
 
 def memory_crossover(block_q: int, block_k: int, d_head: int) -> int:
@@ -122,6 +158,7 @@ def flash_attention(
         q1 = min(q0 + block_q, q_len)
         q_pos = torch.arange(q0, q1, device=q.device)
         q_tile = q[..., q0:q1, :]  # [..., block_q, d_head]
+        result.numbers_read += q_tile.numel()
         m = q.new_full((*lead, q1 - q0), float("-inf"))  # [..., block_q]
         l = q.new_zeros((*lead, q1 - q0))  # noqa: E741 (the paper's name) [..., block_q]
         acc = q.new_zeros((*lead, q1 - q0, d_head))  # [..., block_q, d_head]
@@ -131,7 +168,9 @@ def flash_attention(
                 result.skipped_tiles += 1  # every key here is in the future / outside the window
                 continue
             k_pos = torch.arange(k0, k1, device=q.device)
-            scores = torch.einsum("...qd,...kd->...qk", q_tile, k[..., k0:k1, :]) * scale  # [..., block_q, block_k]
+            k_tile, v_tile = k[..., k0:k1, :], v[..., k0:k1, :]  # [..., block_k, d_head]: loaded once per query tile
+            result.numbers_read += k_tile.numel() + v_tile.numel()
+            scores = torch.einsum("...qd,...kd->...qk", q_tile, k_tile) * scale  # [..., block_q, block_k]
             if slope is not None:
                 scores = scores + alibi_tile(slope, q_pos, k_pos, causal)
             if causal or window is not None:
@@ -142,7 +181,7 @@ def flash_attention(
             p = torch.exp(scores - m_safe[..., None])  # [..., block_q, block_k], 0 where hidden
             rescale = torch.exp(m - m_safe)  # [..., block_q]: old max -> new max (0 while m was -inf)
             l = rescale * l + p.sum(dim=-1)  # noqa: E741
-            acc = rescale[..., None] * acc + torch.einsum("...qk,...kd->...qd", p, v[..., k0:k1, :])
+            acc = rescale[..., None] * acc + torch.einsum("...qk,...kd->...qd", p, v_tile)
             m = m_new
             result.computed_tiles += 1
             held = max(scores.numel(), p.numel(), acc.numel()) * element
@@ -152,6 +191,7 @@ def flash_attention(
         seen = l > 0
         result.output[..., q0:q1, :] = torch.where(seen[..., None], acc / l.clamp(min=1e-30)[..., None], 0.0)
         result.logsumexp[..., q0:q1] = torch.where(seen, m + l.clamp(min=1e-30).log(), float("-inf"))
+        result.numbers_written += result.output[..., q0:q1, :].numel() + result.logsumexp[..., q0:q1].numel()
     return result
 
 

@@ -1,10 +1,19 @@
 """Why ÷√d_k: Var(q·k) = d_k for unit-variance q, k, and softmax rows saturate without the scale.
+
+A saturated row also stops learning: the gradient through softmax is its Jacobian
+
+    ∂p/∂s = diag(p) − p pᵀ
+
+which is all zeros when p is one-hot. `jacobian_norms` measures ‖∂p/∂s‖ per row by autograd on the
+real scores, so the shrinking gradient is read, not assumed; `jacobian_closed_form` is the formula
+the tests hold it to.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
@@ -51,7 +60,7 @@ def softmax_sharpness(d_ks: Sequence[int], n_keys: int, rows: int, seed: int) ->
     return out
 
 
-def head_statistics(raw: torch.Tensor, attn_scores: torch.Tensor, divisor: float) -> dict[str, list[float]]:
+def head_statistics(raw: torch.Tensor, attn_scores: torch.Tensor, divisor: float) -> dict[str, list[Any]]:
     """The same statistics on a model's real scores, per head.
 
     raw: [head, q_pos, k_pos] Q·Kᵀ; attn_scores: the same scaled, biased and masked (-inf hidden):
@@ -71,9 +80,41 @@ def head_statistics(raw: torch.Tensor, attn_scores: torch.Tensor, divisor: float
         enough = int(cells.sum()) > 1
         out["var_raw"].append(float(raw[head].double()[cells].var()) if enough else 0.0)
         out["var_scaled"].append(float((raw[head].double() / divisor)[cells].var()) if enough else 0.0)
+    jac_s, jac_u = jacobian_norms(attn_scores), jacobian_norms(unscaled)  # [head, q_pos]
     return {**out, "max_scaled": max_s.mean(-1).tolist(), "max_unscaled": max_u.mean(-1).tolist(),
+            "jacobian_scaled": jac_s.mean(-1).tolist(), "jacobian_unscaled": jac_u.mean(-1).tolist(),
+            "jacobian_rows_scaled": jac_s.tolist(), "jacobian_rows_unscaled": jac_u.tolist(),
             "entropy_scaled": ent_s.mean(-1).tolist(), "entropy_unscaled": ent_u.mean(-1).tolist(),
             "entropy_uniform": visible.sum(-1).clamp(min=1).double().log().mean(-1).tolist()}
+
+
+def softmax_jacobian(scores: torch.Tensor) -> torch.Tensor:
+    """∂softmax(s)/∂s of every row, by autograd.  scores: [row, k_pos] -> [row, k_pos (output), k_pos (input)].
+
+    -inf cells (hidden keys) get weight 0, and so a zero row and column: a hidden key passes no gradient.
+    """
+    def row_softmax(row: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(row, dim=-1)
+
+    with torch.inference_mode(False), torch.enable_grad():
+        rows = scores.detach().double().clone()  # a trace's tensors are inference tensors: autograd needs a copy
+        jacobian = torch.func.vmap(torch.func.jacrev(row_softmax))(rows)
+    return jacobian.nan_to_num(0.0).detach()
+
+
+def jacobian_closed_form(weights: torch.Tensor) -> torch.Tensor:
+    """diag(p) − p pᵀ for softmax weights p: [..., k_pos] -> [..., k_pos, k_pos]."""
+    return torch.diag_embed(weights) - weights[..., :, None] * weights[..., None, :]
+
+
+def jacobian_norms(scores: torch.Tensor) -> torch.Tensor:
+    """‖∂softmax/∂scores‖ (Frobenius) per row, by autograd.  scores: [lead, q_pos, k_pos] -> [lead, q_pos].
+
+    One leading index at a time, so no more than q_pos × k_pos² numbers are held. A row spread evenly over
+    n keys has √(n − 1)/n; a one-hot row has 0 (no gradient reaches its scores).
+    """
+    norms = [softmax_jacobian(scores[i]).flatten(-2).norm(dim=-1) for i in range(scores.shape[0])]
+    return torch.stack(norms) if norms else scores.new_zeros(scores.shape[:-1], dtype=torch.float64)
 
 
 def uniform_entropy(n_keys: int) -> float:

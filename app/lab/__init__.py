@@ -13,6 +13,7 @@ from typing import Any
 from app.lab import (
     ablation,
     attention_flow,
+    batch_shapes,
     complexity,
     embedding_persistence,
     flash,
@@ -24,6 +25,7 @@ from app.lab import (
     logit_lens,
     masks,
     norm_placement,
+    norm_statistics,
     objectives,
     parameters,
     positions,
@@ -45,12 +47,14 @@ EXPERIMENTS: tuple[Experiment[Any], ...] = (
     generate.EXPERIMENT,
     generation_tree.EXPERIMENT,
     norm_placement.EXPERIMENT,
+    norm_statistics.EXPERIMENT,
     logit_lens.EXPERIMENT,
     embedding_persistence.EXPERIMENT,
     ablation.EXPERIMENT,
     linear_attention.EXPERIMENT,
     objectives.EXPERIMENT,
     head_count.EXPERIMENT,
+    batch_shapes.EXPERIMENT,
     attention_flow.EXPERIMENT,
 )
 

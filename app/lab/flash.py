@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
@@ -14,7 +14,10 @@ from app.request_checks import attention_layer
 from app.schemas import Encoding, Int, TensorOut, TokenOut
 from app.tensors import encode_tensor
 from app.tokenizing import tokens_out
-from lab.flash import differences, flash_for_head, memory_crossover
+from lab.flash import differences, flash_for_head, flash_traffic, memory_crossover, standard_traffic
+
+TRAFFIC_LENGTHS = [64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]  # the sequence lengths of the traffic curves
+BYTES_PER_NUMBER = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
 class FlashLabRequest(AttentionHeadInput):
@@ -25,6 +28,10 @@ class FlashLabRequest(AttentionHeadInput):
     block_q: Int = Field(4, ge=1, le=128, description="Query rows per tile.")
     block_k: Int = Field(4, ge=1, le=128, description="Keys per tile.")
     encoding: Encoding = Field("list", description="'base64': the output and hook_z at full float32 precision.")
+    dtype: Literal["float32", "float16", "bfloat16"] = Field(
+        "float32", description="The number format the memory traffic is counted in (bytes per number: 4, 2, 2).")
+    traffic_block_q: Int = Field(128, ge=1, le=1024, description=(
+        "The query block of a second tiled traffic curve: a GPU kernel's size (FlashAttention's are 64 to 128)."))
 
 
 class TileOut(BaseModel):
@@ -66,6 +73,23 @@ class FlashLabOut(BaseModel):
     hook_z: TensorOut = Field(description="The model's own output of this head [q_pos, d_head].")
     max_diff_z: float = Field(description="max |output − hook_z|.")
     max_diff_naive: float = Field(description="max |output − naive softmax(QKᵀ)V|.")
+    dtype: str
+    bytes_per_number: int
+    traffic_lengths: list[int] = Field(description="Sequence lengths N (queries = keys) of the traffic curves.")
+    standard_bytes: list[int] = Field(description="Per N: bytes standard attention moves to and from main memory for "
+                                                  "one head, (4·N·d + 4·N²) numbers: S and P written and read back.")
+    flash_bytes: list[int] = Field(description="Per N: the tiled loop's, with no tile skipped: N·d (Q) + "
+                                               "⌈N/block_q⌉·2·N·d (K, V) read, N·d + N (O, logsumexp) written.")
+    traffic_block_q: int
+    flash_large_block_bytes: list[int] = Field(description="Per N: the tiled loop's with query blocks of "
+                                                           "traffic_block_q.")
+    loop_read_bytes: int = Field(description="What this run's tiled loop read, counted as it loaded each tile "
+                                             "(masked tiles are never loaded).")
+    loop_written_bytes: int = Field(description="What this run's tiled loop wrote: the output and logsumexp rows.")
+    formula_read_bytes: int = Field(description="flash_bytes' read part at this sentence's sizes, no tile skipped.")
+    formula_written_bytes: int
+    standard_read_bytes: int = Field(description="Standard attention's reads at this sentence's sizes.")
+    standard_written_bytes: int
 
 
 def _finite(values: list[float]) -> list[float | None]:
@@ -94,6 +118,19 @@ def plan(context: LabContext, request: FlashLabRequest) -> Build:
                                       block_k=request.block_k, stack=stack, cross=request.cross,
                                       target_tokens=target)
         max_diff_z, max_diff_naive = differences(result, head)
+        d_head, size = head.q.shape[1], BYTES_PER_NUMBER[request.dtype]
+        formula, standard = flash_traffic(n_q, n_k, d_head, request.block_q), standard_traffic(n_q, n_k, d_head)
+        traffic = {
+            "dtype": request.dtype, "bytes_per_number": size, "traffic_lengths": TRAFFIC_LENGTHS,
+            "standard_bytes": [standard_traffic(n, n, d_head).total * size for n in TRAFFIC_LENGTHS],
+            "flash_bytes": [flash_traffic(n, n, d_head, request.block_q).total * size for n in TRAFFIC_LENGTHS],
+            "traffic_block_q": request.traffic_block_q,
+            "flash_large_block_bytes": [flash_traffic(n, n, d_head, request.traffic_block_q).total * size
+                                        for n in TRAFFIC_LENGTHS],
+            "loop_read_bytes": result.numbers_read * size, "loop_written_bytes": result.numbers_written * size,
+            "formula_read_bytes": formula.read * size, "formula_written_bytes": formula.written * size,
+            "standard_read_bytes": standard.read * size, "standard_written_bytes": standard.written * size,
+        }
         tiles = [{"q_block": t.q_block, "k_block": t.k_block, "q_range": list(t.q_range), "k_range": list(t.k_range),
                   "m": _finite(t.m.cpu().tolist()), "l": t.l.cpu().tolist(),
                   "acc": [[round(x, 6) for x in row] for row in t.acc.cpu().tolist()]} for t in result.tiles]
@@ -109,7 +146,7 @@ def plan(context: LabContext, request: FlashLabRequest) -> Build:
             "crossover_length": memory_crossover(request.block_q, request.block_k, head.q.shape[1]), "tiles": tiles,
             "output": encode_tensor("flash output", result.output.cpu(), dims, request.encoding),
             "hook_z": encode_tensor("hook_z", head.z.cpu(), dims, request.encoding),
-            "max_diff_z": max_diff_z, "max_diff_naive": max_diff_naive,
+            "max_diff_z": max_diff_z, "max_diff_naive": max_diff_naive, **traffic,
         }
 
     return build
@@ -120,5 +157,6 @@ EXPERIMENT = Experiment(
     plan=plan,
     summary="One head of the model, tile by tile with the online softmax: the running max m, sum l and rescaled\n"
             "partial output after every tile; the result against the model's own hook_z; the largest tensor held\n"
-            "against the n × n matrix.",
+            "against the n × n matrix; the bytes moved to and from main memory (HBM) by standard attention and by the\n"
+            "tiled loop, counted as the loop runs and by the paper's formulas over sequence lengths, in `dtype`.",
 )

@@ -53,6 +53,11 @@ class HeadStats(BaseModel):
     entropy_scaled: list[float]
     entropy_unscaled: list[float]
     entropy_uniform: list[float] = Field(description="Mean ln(visible keys): a row spread evenly.")
+    jacobian_scaled: list[float] = Field(description="Mean over query rows of ‖∂softmax/∂scores‖ (Frobenius, by "
+                                                     "autograd), per head: the size of the gradient through softmax.")
+    jacobian_unscaled: list[float] = Field(description="The same without the divisor: smaller where rows saturate.")
+    jacobian_rows_scaled: list[list[float]] = Field(description="[head][q_pos] ‖∂softmax/∂scores‖ of each row.")
+    jacobian_rows_unscaled: list[list[float]] = Field(description="[head][q_pos] the same without the divisor.")
 
 
 class ScalingLabOut(BaseModel):
@@ -110,8 +115,9 @@ def plan(context: LabContext, request: ScalingLabRequest) -> Build:
         scores = run.trace[where.stage("attn_scores")][0]
         divisor = resolved.cfg.score_divisor(request.layer)
         stats = scaling.head_statistics(raw, scores, divisor)
+        rows = {k: [rounded(row) for row in stats.pop(k)] for k in ("jacobian_rows_scaled", "jacobian_rows_unscaled")}
         heads = {"layer": request.layer, "d_head": resolved.cfg.d_head, "divisor": divisor, "stack": stack,
-                 **{k: rounded(v) for k, v in stats.items()}}
+                 **{k: rounded(v) for k, v in stats.items()}, **rows}
         return {**synthetic(request), "model": resolved.name, "tokens": tokens_out(run.tokens), "heads": heads}
 
     return build
@@ -127,5 +133,6 @@ EXPERIMENT = Experiment(
     plan=plan, uses=uses,
     summary="Why ÷√d_k: for unit-variance random q, k the measured Var(q·k) for each d_k (≈ d_k), and the max\n"
             "weight and entropy of softmax rows over `n_keys` keys with and without ÷√d_k. With `text` (and a\n"
-            "model): the same statistics on that model's real scores at `layer`, per head.",
+            "model): the same statistics on that model's real scores at `layer`, per head, and the size of the\n"
+            "gradient through softmax, ‖∂softmax/∂scores‖ per row by autograd, with and without the divisor.",
 )

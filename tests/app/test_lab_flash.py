@@ -55,3 +55,24 @@ def test_flash_running_max_only_grows_and_errors_name_the_option(client: TestCli
     assert (status, code) == (422, "invalid_request") and "block_q" in message
     status, code, _ = error_of(post(client, "/api/lab/flash", {"model": "gpt", "text": TEXT, "cross": True}))
     assert (status, code) == (422, "not_in_model")
+
+
+def test_flash_counts_the_memory_traffic_of_its_loop_and_the_formulas(client: TestClient) -> None:
+    body = {"model": "bert", "text": TEXT, "layer": 0, "head": 1, "block_q": 3, "block_k": 2}
+    out = post(client, "/api/lab/flash", body).json()
+    n, d = len(out["query_tokens"]), out["d_head"]  # an encoder: no mask, so no tile is skipped
+    assert (out["loop_read_bytes"], out["loop_written_bytes"]) == (out["formula_read_bytes"],
+                                                                   out["formula_written_bytes"])
+    assert out["formula_read_bytes"] == 4 * (n * d + -(-n // 3) * 2 * n * d)
+    assert out["standard_read_bytes"] + out["standard_written_bytes"] == 4 * (4 * n * d + 4 * n * n)
+    half = post(client, "/api/lab/flash", {**body, "dtype": "float16"}).json()
+    assert half["bytes_per_number"] == 2 and half["standard_bytes"] == [b // 2 for b in out["standard_bytes"]]
+    assert half["loop_read_bytes"] * 2 == out["loop_read_bytes"]
+    causal = post(client, "/api/lab/flash", {**body, "model": "gpt", "layer": 1}).json()
+    assert causal["skipped_tiles"] > 0 and causal["loop_read_bytes"] < causal["formula_read_bytes"]
+    assert len(out["traffic_lengths"]) == len(out["standard_bytes"]) == len(out["flash_bytes"])
+    big = post(client, "/api/lab/flash", {**body, "block_q": 128, "traffic_block_q": 3}).json()
+    assert big["flash_large_block_bytes"] == out["flash_bytes"]  # the second curve is the formula at its own block
+    assert out["flash_large_block_bytes"][-1] < out["standard_bytes"][-1] < out["flash_bytes"][-1]
+    status, code, message = error_of(post(client, "/api/lab/flash", {**body, "dtype": "int8"}))
+    assert status == 422 and "dtype" in message

@@ -22,6 +22,18 @@ def test_scaling_variance_is_d_k_and_model_heads_are_measured(client: TestClient
         assert abs(raw - scaled * 8) <= 1e-5 * max(1.0, raw)  # Var(x/√8) = Var(x)/8
 
 
+def test_scaling_measures_the_gradient_through_softmax_per_row(client: TestClient) -> None:
+    heads = post(client, "/api/lab/scaling", {"model": "gpt", "text": TEXT, "d_k": [4], "layer": 1}).json()["heads"]
+    n_pos = len(TEXT) + 1  # characters and the start token
+    for label in ("scaled", "unscaled"):
+        rows = heads[f"jacobian_rows_{label}"]
+        assert len(rows) == 4 and all(len(row) == n_pos for row in rows)
+        for row, mean in zip(rows, heads[f"jacobian_{label}"], strict=True):
+            assert row[0] == 0  # the first query sees one key: weight 1, no gradient
+            assert all(0 <= x <= 0.5 + 1e-9 for x in row)  # ‖diag(p) − p pᵀ‖ is at most 1/2
+            assert abs(sum(row) / n_pos - mean) < 1e-5
+
+
 def test_scaling_limits_name_the_option(client: TestClient) -> None:
     status, code, message = error_of(post(client, "/api/lab/scaling", {"d_k": [4, 2048]}))
     assert (status, code) == (422, "invalid_option") and "`d_k`" in message

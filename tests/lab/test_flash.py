@@ -7,7 +7,16 @@ from typing import Any
 import pytest
 import torch
 
-from lab.flash import flash_attention, flash_for_head, head_inputs, head_stage_names, memory_crossover, naive_attention
+from lab.flash import (
+    flash_attention,
+    flash_for_head,
+    flash_traffic,
+    head_inputs,
+    head_stage_names,
+    memory_crossover,
+    naive_attention,
+    standard_traffic,
+)
 from tests.lab.head_models import HEAD_MODELS, head_model
 
 TOL = 1e-5
@@ -126,3 +135,30 @@ def test_tiling_holds_less_than_the_matrix_from_the_crossover_on(block_q: int, b
         q, k, v = qkv(length, length, d_head)
         result = flash_attention(q, k, v, block_q=block_q, block_k=block_k, causal=True, record=False)
         assert (result.largest_bytes < result.n_squared_bytes) == saves, (length, result.largest_bytes)
+
+
+@pytest.mark.parametrize(("n_q", "n_k", "block_q", "block_k"), [(13, 11, 4, 3), (8, 8, 1, 8), (5, 9, 16, 2)])
+def test_the_loops_reads_and_writes_are_the_traffic_formula(n_q: int, n_k: int, block_q: int, block_k: int) -> None:
+    generator = torch.Generator().manual_seed(0)
+    q = torch.randn(3, n_q, 8, generator=generator)  # [head, q_pos, d_head]
+    k, v = torch.randn(3, n_k, 8, generator=generator), torch.randn(3, n_k, 8, generator=generator)
+    result = flash_attention(q, k, v, block_q=block_q, block_k=block_k)
+    formula = flash_traffic(n_q, n_k, 8, block_q)
+    assert (result.numbers_read, result.numbers_written) == (3 * formula.read, 3 * formula.written)
+
+
+def test_masked_tiles_are_never_loaded() -> None:
+    q = torch.randn(12, 8)  # [pos, d_head]
+    result = flash_attention(q, q, q, block_q=3, block_k=3, causal=True)
+    full = flash_traffic(12, 12, 8, 3)
+    assert result.skipped_tiles == 6  # the 4 × 4 tiles above the diagonal
+    assert result.numbers_read == full.read - result.skipped_tiles * 2 * 3 * 8  # no K, V tile of those is read
+    assert result.numbers_written == full.written
+
+
+def test_standard_attention_moves_quadratic_traffic_and_large_tiles_move_less() -> None:
+    standard = standard_traffic(1024, 1024, 64)
+    assert standard.read == 3 * 1024 * 64 + 2 * 1024**2 and standard.written == 2 * 1024**2 + 1024 * 64
+    ratios = [standard_traffic(n, n, 64).total / flash_traffic(n, n, 64, 128).total for n in (1024, 4096, 16384)]
+    assert ratios == sorted(ratios) and ratios[0] > 3.7 and ratios[-1] < 2 * 128 / 64  # → 2·block_q/d_head = 4
+    assert flash_traffic(4096, 4096, 64, 4).total > standard_traffic(4096, 4096, 64).total  # tiny tiles re-read K, V

@@ -65,3 +65,34 @@ def test_head_statistics_use_the_layers_own_divisor() -> None:
     causal = torch.ones(raw.shape[-1], raw.shape[-1]).tril().bool()
     unscaled = torch.softmax(raw.double().masked_fill(~causal, float("-inf")), -1)  # softmax(Q·Kᵀ + mask)
     assert stats["max_unscaled"] == pytest.approx(unscaled.amax(-1).mean(-1).tolist(), abs=1e-6)
+
+
+def test_softmax_jacobian_by_autograd_is_diag_p_minus_p_p_transposed_on_the_model_scores() -> None:
+    model = make(pos_encoding="sinusoidal")
+    _, trace = model.run_with_trace(IDS)
+    scores = trace["blocks.1.attn.hook_attn_scores"][0]  # [head, q, k], -inf above the diagonal
+    pattern = trace["blocks.1.attn.hook_pattern"][0].double()
+    for head in range(scores.shape[0]):
+        jacobian = scaling.softmax_jacobian(scores[head])  # [q, k, k]
+        assert torch.allclose(jacobian, scaling.jacobian_closed_form(pattern[head]), atol=1e-6)
+        hidden = ~torch.isfinite(scores[head])  # a hidden key passes no gradient
+        assert jacobian.transpose(-1, -2)[hidden].abs().max() == 0
+    norms = scaling.jacobian_norms(scores)
+    closed = scaling.jacobian_closed_form(pattern).flatten(-2).norm(dim=-1)
+    assert torch.allclose(norms, closed, atol=1e-6)
+    assert norms[:, 0].abs().max() == 0  # the first query sees one key: weight 1, no gradient
+
+
+def test_the_gradient_through_softmax_vanishes_as_rows_saturate() -> None:
+    even = scaling.jacobian_norms(torch.zeros(1, 1, 32, dtype=torch.float64))
+    assert float(even) == pytest.approx(math.sqrt(31) / 32)  # √(n − 1)/n for an even row
+    generator = torch.Generator().manual_seed(0)
+    q, k = torch.randn(64, 512, generator=generator), torch.randn(32, 512, generator=generator)
+    raw = (q @ k.T)[None]  # [1, row, key], Var ≈ 512
+    scaled, unscaled = scaling.jacobian_norms(raw / math.sqrt(512)), scaling.jacobian_norms(raw)
+    # most unscaled rows are nearly one-hot: their gradient all but vanishes (the few split rows keep some)
+    assert float(unscaled.median()) < 0.01 * float(scaled.median())
+    assert float(unscaled.mean()) < 0.4 * float(scaled.mean())
+    stats = scaling.head_statistics(raw, raw / math.sqrt(512), math.sqrt(512))
+    assert stats["jacobian_unscaled"][0] == pytest.approx(float(unscaled.mean()), rel=1e-6)
+    assert stats["jacobian_scaled"][0] == pytest.approx(float(scaled.mean()), rel=1e-6)

@@ -23,6 +23,16 @@ export function selectField(field, options, value, label, kind = "str") {
   return h("label", { class: "field inline" }, h("span", { text: label }), select);
 }
 
+/** A line of text (a sentence of a batch): set on Enter or when it loses focus. */
+export function textField(field, value, label) {
+  return h(
+    "label",
+    { class: "field inline" },
+    h("span", { text: label }),
+    h("input", { type: "text", "data-field": field, "data-kind": "str", value: String(value), size: 28, maxlength: 512 }),
+  );
+}
+
 /** A checkbox for one item of a list field (`field`: the panel's key of the list). */
 export function toggle(field, item, on, label) {
   return h(

@@ -1,22 +1,24 @@
 // FlashAttention step by step: the tiles, and the running max m and sum l after each (the flash experiment).
 
 import { draw, heatmap, tokenLabels } from "../../shared/plot.js";
-import { HEADS, int, LAYERS } from "../state.js";
+import { HEADS, int, LAYERS, str } from "../state.js";
 import { headBody, headControls, lineLayout, numberField, selectField } from "../ui.js";
 
 export default {
   // tile: the step shown, from 0 (draw keeps it within the tiles of the sentence)
-  fields: { layer: int(0, "fl", LAYERS), head: int(0, "fh", HEADS), block_q: int(4, "fbq"), block_k: int(4, "fbk"), tile: int(0, "ft") },
+  fields: { layer: int(0, "fl", LAYERS), head: int(0, "fh", HEADS), block_q: int(4, "fbq"), block_k: int(4, "fbk"), tile: int(0, "ft"), dtype: str("float32") },
 
-  load: (c) => c.ask(headBody(c, { block_q: c.v.block_q, block_k: c.v.block_k })),
+  load: (c) => c.ask(headBody(c, { block_q: c.v.block_q, block_k: c.v.block_k, dtype: c.v.dtype })),
 
   controls({ v, say, info }) {
-    const blocks = [1, 2, 3, 4, 8, 16].map((n) => [n, String(n)]);
+    const blocks = [1, 2, 3, 4, 8, 16, 32, 64, 128].map((n) => [n, String(n)]);
+    const dtypes = ["float32", "float16", "bfloat16"].map((d) => [d, d]);
     return [
       ...headControls({ v, say, info }),
       selectField("block_q", blocks, v.block_q, say("flash_block_q"), "int"),
       selectField("block_k", blocks, v.block_k, say("flash_block_k"), "int"),
       numberField("tile", v.tile, say("flash_tile"), { min: 0, max: 100000 }),
+      selectField("dtype", dtypes, v.dtype, say("flash_dtype")),
     ];
   },
 
@@ -48,5 +50,28 @@ export default {
       { type: "bar", x: rows, y: tile.m.map((v) => (v === null ? 0 : v)), name: say("flash_m") },
       { type: "bar", x: rows, y: tile.l, name: say("flash_l") },
     ], { ...lineLayout(say("flash_query_row"), say("flash_value"), { xaxis: { type: "category" } }), barmode: "group" }, "flash_state");
+    this.traffic(board, data, c);
+  },
+
+  // bytes moved to and from main memory: the formulas over N, and what this sentence's loop counted
+  traffic(board, data, { say }) {
+    const n = data.query_tokens.length;
+    const last = data.traffic_lengths.length - 1;
+    const bytes = (x) => x.toLocaleString("en-US");
+    const tvars = {
+      d_head: data.d_head, block_q: data.block_q, dtype: data.dtype, size: data.bytes_per_number, n,
+      loop_read: bytes(data.loop_read_bytes), loop_written: bytes(data.loop_written_bytes),
+      formula_read: bytes(data.formula_read_bytes), formula_written: bytes(data.formula_written_bytes),
+      standard: bytes(data.standard_read_bytes + data.standard_written_bytes),
+      long_n: data.traffic_lengths[last], long_ratio: (data.standard_bytes[last] / data.flash_bytes[last]).toFixed(2),
+      big: data.traffic_block_q, big_ratio: (data.standard_bytes[last] / data.flash_large_block_bytes[last]).toFixed(2),
+    };
+    const mib = (xs) => xs.map((x) => x / 2 ** 20);
+    draw(board.card("fl-traffic", { title: say("flash_traffic_title", tvars), note: say("flash_traffic_note", tvars) }), [
+      { x: data.traffic_lengths, y: mib(data.standard_bytes), mode: "lines+markers", name: say("flash_traffic_standard") },
+      { x: data.traffic_lengths, y: mib(data.flash_bytes), mode: "lines+markers", name: say("flash_traffic_flash", tvars) },
+      { x: data.traffic_lengths, y: mib(data.flash_large_block_bytes), mode: "lines+markers", name: say("flash_traffic_flash_big", tvars) },
+      { x: [n], y: mib([data.loop_read_bytes + data.loop_written_bytes]), mode: "markers", marker: { size: 12, symbol: "diamond" }, name: say("flash_traffic_counted") },
+    ], lineLayout(say("flash_traffic_n"), say("flash_traffic_mib"), { xaxis: { type: "log" }, yaxis: { type: "log" } }), "flash_traffic");
   },
 };

@@ -85,5 +85,20 @@ export default {
       "scaling_heads",
     );
     board.block("scaling-tokens", h("p", { class: "lab-note", text: say("scaling_model_note") }));
+    // the gradient through softmax: ‖∂p/∂s‖ per head (mean over query rows), by autograd on these scores
+    const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    const ratio = mean(hd.jacobian_unscaled) / Math.max(mean(hd.jacobian_scaled), 1e-12);
+    draw(
+      board.card("scaling-grad", {
+        title: say("scaling_grad_title", { model: data.model, layer: hd.layer }),
+        note: say("scaling_grad_note", { scaled: fmt(mean(hd.jacobian_scaled), 3), unscaled: fmt(mean(hd.jacobian_unscaled), 3), ratio: fmt(ratio, 2), divisor: divisorText(hd) }),
+      }),
+      [
+        { type: "bar", x: heads, y: hd.jacobian_scaled, name: say("scaling_grad_scaled") },
+        { type: "bar", x: heads, y: hd.jacobian_unscaled, name: say("scaling_grad_unscaled") },
+      ],
+      { ...lineLayout("", say("scaling_grad_axis"), { yaxis: { rangemode: "tozero" } }), barmode: "group" },
+      "scaling_gradient",
+    );
   },
 };
