@@ -120,10 +120,13 @@ def shipped_labels(results: list[dict[str, Any]], natural: dict[str, list[dict[s
 
 
 def coreference_probe(loaded: Any, bos: int | None) -> list[dict[str, Any]]:
-    """A decoder's heads on the English coreference sentences (analysis.heads.COREFERENCE_EN); [] for others."""
+    """A decoder's heads on the English coreference sentences (analysis.heads.COREFERENCE_EN) that fit its context;
+    [] for other models, or when none fits."""
     if loaded.model.cfg.architecture != "decoder":
         return []
-    return coreference_scores(loaded.model, [coreference_rows(loaded.tokenizer, c, bos) for c in COREFERENCE_EN])
+    rows = [coreference_rows(loaded.tokenizer, c, bos) for c in COREFERENCE_EN]
+    fits = [r for r in rows if len(r.ids) <= loaded.model.cfg.n_ctx]
+    return coreference_scores(loaded.model, fits) if fits else []
 
 
 def run(args: argparse.Namespace) -> int:
@@ -166,8 +169,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"\ncoreference ({len(COREFERENCE_EN)} sentences; weight of the pronoun's row on its antecedent "
               "minus on the other noun, and on the antecedent alone):")
         for r in sorted(coreference, key=lambda e: -e["scores"][COREFERENCE])[:5]:
-            print(f"  L{r['layer']:2d} H{r['head']:2d}  {r['scores'][COREFERENCE]:7.3f} {r['scores']['antecedent']:7.3f}"
-                  f"  {r['label']}")
+            score, alone = r["scores"][COREFERENCE], r["scores"]["antecedent"]
+            print(f"  L{r['layer']:2d} H{r['head']:2d}  {score:7.3f} {alone:7.3f}  {r['label']}")
     return 0
 
 

@@ -4,7 +4,7 @@ around with the roles, and what these models show on the seed's sentences (chapt
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -27,7 +27,7 @@ DECODERS = sorted(p.name for p in WEIGHTS.iterdir() if (p / "config.json").is_fi
                   load_checkpoint(p).model.cfg.architecture == "decoder") if WEIGHTS.is_dir() else []
 
 
-@lru_cache(maxsize=None)
+@cache
 def shipped(name: str) -> tuple[LoadedModel, int | None]:
     loaded = load_checkpoint(WEIGHTS / name)
     return loaded, bos_id_for(loaded.tokenizer, loaded.meta)
