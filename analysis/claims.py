@@ -8,7 +8,8 @@ opens every chapter in both languages and checks that every claim holds.
 
 Words in a claim ("it", "animal", "猫") are found in the text and mean every token that covers them:
 a query is the row of the last such token (the one that has read the whole word), a key the sum of the
-weights on all of them (SmolLM2 splits 猫 into three byte tokens).
+weights on all of them (SmolLM2 splits 猫 into three byte tokens). A row's largest weight is likewise
+taken per character: the byte tokens of one character count together, as the word the class reads.
 """
 
 from __future__ import annotations
@@ -102,16 +103,28 @@ def _shown(view: View, positions: Sequence[int], tokens: Sequence[Token] | None 
 # ---------------------------------------------------------------- the kinds
 
 
+def characters(tokens: Sequence[Token]) -> list[list[int]]:
+    """Token positions grouped by the character span they spell, in order: the byte tokens of one character
+    (SmolLM2's three for 猫) form one group; a token that spells no text (a start token) stands alone."""
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, t in enumerate(tokens):
+        groups.setdefault((t.start, t.end) if t.end > t.start else (-1 - i, -1 - i), []).append(i)
+    return list(groups.values())
+
+
 def row_top(view: View, query: str, key: str, cross: bool = False, occurrence: int = 1) -> Claim:
-    """The row of `query` puts its largest weight on `key` (value: the weight on all of key's tokens)."""
+    """The row of `query` puts its largest weight on `key`, counting the byte tokens of a character together
+    (values: the weight on all of key's tokens, and the character or token the row peaks on)."""
     row = covering(view.tokens, view.text, query, occurrence)[-1]
     key_tokens, key_text = _keys(view, cross)
     keys = covering(key_tokens, key_text, key)
     weights = _pattern(view, cross)[view.head, row]  # [k_pos]
-    top = int(weights.argmax())
-    return Claim("row_top", top in keys, {
+    groups = characters(key_tokens)
+    per_group = torch.stack([weights[g].sum() for g in groups])  # [character]
+    top = groups[int(per_group.argmax())]
+    return Claim("row_top", set(top) <= set(keys), {
         "query": query, "key": key, "weight": round(float(weights[keys].sum()), 4),
-        "top": _shown(view, [top], key_tokens), "top_weight": round(float(weights[top]), 4)})
+        "top": _shown(view, top, key_tokens), "top_weight": round(float(per_group.max()), 4)})
 
 
 def row_top_heads(view: View, query: str) -> Claim:
@@ -148,6 +161,13 @@ def rows_peak(view: View, pattern: str, at_least: float) -> Claim:
 
 def probe_best(view: View, pattern: str) -> Claim:
     """The head on screen is the one the model's head probe measured as the strongest `pattern` head."""
+    if pattern == "coreference":  # its own probe (analysis.heads.coreference_scores), English sentences
+        best = view.meta.get("coreference_best_head")
+        if not best:
+            raise ClaimError("this model has no measured coreference head")
+        return Claim("probe_best", (best["layer"], best["head"]) == (view.layer, view.head), {
+            "pattern": pattern, "score": best["score"], "probe": "coreference", "layer": best["layer"],
+            "head": best["head"]})
     natural = (view.meta.get("natural_best_heads") or {}).get(view.lang) or {}
     best = natural.get(pattern) or (view.meta.get("best_heads") or {}).get(pattern)
     if not best:

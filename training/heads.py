@@ -3,6 +3,8 @@
 Two probes (analysis/heads.py): random tokens typed twice, `[bos] r r` (always), and, when the
 checkpoint's meta lists `probe_sentences` ({language: [sentence, ...]}), real sentences typed
 twice, `[bos] s s`, one table per language. The `probe` column says which probe a row comes from.
+A decoder's heads are also scored on the coreference probe (a pronoun's row on its antecedent), the best
+five printed after the table.
 
 python -m training.heads model/weights/tiny-gpt [--json] [--seq-len 40]
 transformer-explorer heads model/weights/tiny-gpt
@@ -22,7 +24,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from analysis.heads import PATTERNS, best_heads, bos_id_for, head_scores, natural_head_scores
+from analysis.heads import (
+    COREFERENCE,
+    COREFERENCE_EN,
+    PATTERNS,
+    best_heads,
+    bos_id_for,
+    coreference_rows,
+    coreference_scores,
+    head_scores,
+    natural_head_scores,
+)
 from checkpoints import load_checkpoint, pretrained
 
 RANDOM_PROBE = "random"  # the probe column for `[bos] r r`; real text reads "natural-<language>"
@@ -88,9 +100,12 @@ def table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
 
 
 def shipped_labels(results: list[dict[str, Any]], natural: dict[str, list[dict[str, Any]]],
-                   sentences: dict[str, list[str]], how: str) -> dict[str, Any]:
-    """The meta keys the page reads for head labels (as a trained checkpoint's meta has them: training/meta.py)."""
-    return {
+                   sentences: dict[str, list[str]], how: str,
+                   coreference: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The meta keys the page reads for head labels (as a trained checkpoint's meta has them: training/meta.py),
+    and the coreference probe's scores when measured (`coreference_head_scores`, its best head
+    `coreference_best_head`)."""
+    labels = {
         "head_scores": results,
         "best_heads": best_heads(results),
         "probe_sentences": {lang: sentences[lang] for lang in natural},
@@ -98,6 +113,20 @@ def shipped_labels(results: list[dict[str, Any]], natural: dict[str, list[dict[s
         "natural_best_heads": {lang: best_heads(r) for lang, r in natural.items()},
         "head_scores_how": how,
     }
+    if coreference:
+        labels["coreference_head_scores"] = coreference
+        labels["coreference_best_head"] = best_heads(coreference)[COREFERENCE]
+    return labels
+
+
+def coreference_probe(loaded: Any, bos: int | None) -> list[dict[str, Any]]:
+    """A decoder's heads on the English coreference sentences (analysis.heads.COREFERENCE_EN) that fit its context;
+    [] for other models, or when none fits."""
+    if loaded.model.cfg.architecture != "decoder":
+        return []
+    rows = [coreference_rows(loaded.tokenizer, c, bos) for c in COREFERENCE_EN]
+    fits = [r for r in rows if len(r.ids) <= loaded.model.cfg.n_ctx]
+    return coreference_scores(loaded.model, fits) if fits else []
 
 
 def run(args: argparse.Namespace) -> int:
@@ -110,10 +139,11 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(languages, list) and isinstance(source.get("probe_sentences"), dict):  # the languages it reads
         source = {"probe_sentences": {k: v for k, v in source["probe_sentences"].items() if k in languages}}
     natural = natural_scores(loaded, bos, source)
+    coreference = coreference_probe(loaded, bos)
     if args.write_meta:
         how = (f"python -m training.heads {args.model_dir} --seq-len {args.seq_len}"
                + (f" --sentences-from {args.sentences_from}" if args.sentences_from else ""))
-        document = shipped_labels(results, natural, probe_sentences(source), how)
+        document = shipped_labels(results, natural, probe_sentences(source), how, coreference)
         args.write_meta.parent.mkdir(parents=True, exist_ok=True)
         args.write_meta.write_text(json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n",
                                    encoding="utf-8")
@@ -123,6 +153,8 @@ def run(args: argparse.Namespace) -> int:
         if natural:
             out["natural_heads"] = natural
             out["natural_best"] = {lang: best_heads(r) for lang, r in natural.items()}
+        if coreference:
+            out["coreference_heads"] = coreference
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
     rows = [(RANDOM_PROBE, r) for r in results]
@@ -133,6 +165,12 @@ def run(args: argparse.Namespace) -> int:
     for lang, sentences in probe_sentences(source).items():
         if lang in natural:
             print(f"natural-{lang}: {len(sentences)} held-out {lang} sentences, each typed twice, [bos] s s")
+    if coreference:
+        print(f"\ncoreference ({len(COREFERENCE_EN)} sentences; weight of the pronoun's row on its antecedent "
+              "minus on the other noun, and on the antecedent alone):")
+        for r in sorted(coreference, key=lambda e: -e["scores"][COREFERENCE])[:5]:
+            score, alone = r["scores"][COREFERENCE], r["scores"]["antecedent"]
+            print(f"  L{r['layer']:2d} H{r['head']:2d}  {score:7.3f} {alone:7.3f}  {r['label']}")
     return 0
 
 

@@ -19,6 +19,7 @@ export const TAGS = {
   "first-token": { letter: "F", color: "#5a4fb0" },
   "duplicate-token": { letter: "D", color: "#a66a00" },
   self: { letter: "S", color: "#4a505a" },
+  coreference: { letter: "C", color: "#0b6e8a" },
 };
 
 function hex(color) {

