@@ -4,10 +4,11 @@
     make recurrent                                      # the same command (about 10 minutes on one CPU thread)
 
 It reads the same tokens as tiny-gpt and the pe-* family (their v2 tokenizer, copied from
-model/weights/pe-rope) and trains on the same rows as pe-rope: the `train` command's Batcher with
-pe_family's settings (rows of 64 tokens, batch 32, the same copying curricula, Chinese with
-probability 0.3, seed 0), the same AdamW, learning-rate schedule and number of steps. So the lab
-can compare the two on one sentence with one tokenization, trained on the same 2.0 M tokens.
+model/weights/pe-rope) and trains on the same kind of rows as pe-rope: the `train` command's Batcher
+with pe_family's settings (rows of 64 tokens, batch 32, the same copying curricula, Chinese with
+probability 0.3, seed 0), the same AdamW and learning-rate schedule, for 500 steps (pe-rope: 1000;
+a shared 2-core machine did 100 steps in about 2 minutes). So the lab compares the two on one
+sentence with one tokenization; pe-rope has read twice as many training tokens.
 
 A checkpoint is written every 100 steps (runs/recurrent/checkpoint); running the command again
 resumes from it. --ship writes recurrent.safetensors (float32), recurrent.json (config, training
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.recurrent", description=__doc__.split("\n")[0])
     parser.add_argument("corpus", nargs="+", type=Path)
     parser.add_argument("--out", type=Path, default=Path("runs/recurrent"))
-    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--d-hidden", type=int, default=256)
     parser.add_argument("--d-embed", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)

@@ -26,6 +26,7 @@ from app.lab import (
     objectives,
     parameters,
     positions,
+    recurrence,
     sampling,
     scaling,
 )
@@ -50,6 +51,7 @@ EXPERIMENTS: tuple[Experiment[Any], ...] = (
     objectives.EXPERIMENT,
     head_count.EXPERIMENT,
     attention_flow.EXPERIMENT,
+    recurrence.EXPERIMENT,
 )
 
 __all__ = ["EXPERIMENTS", "Experiment"]
