@@ -1,7 +1,9 @@
 """Recurrence against attention: a GRU language model run step by step beside a Transformer, on one sentence.
 
-Both read the same tokens (the recurrent model, model/recurrent.py, was trained on the tokens of
-tiny-gpt and the pe-* family, on the same rows as pe-rope). Three things are measured:
+Both read the same tokens: the recurrent model (model/recurrent.py, model/weights/recurrent-gru) was
+trained on the tokens of tiny-gpt and the pe-* family, on the same kind of rows as pe-rope, and the
+Transformer beside it is one of those two shipped models (TRANSFORMERS), loaded from model/weights
+whatever else the server offers. Three things are measured:
 
 (a) Sequential steps. The GRU's hidden state h_t = GRU(x_t, h_{t-1}) needs h_{t-1}: N tokens are N
     steps, run here one after another as a Python loop (each step timed). The Transformer's blocks
@@ -23,6 +25,7 @@ tiny-gpt and the pe-* family, on the same rows as pe-rope). Three things are mea
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +33,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from checkpoints import LoadedModel, load_checkpoint
+from checkpoints.recurrent import SHIPPED, LoadedRecurrent, load_recurrent
 from model.hooks import Trace, stage_name
 from model.recurrent import RecurrentLM
 from model.tokenizer import CharTokenizer, HubTokenizer
@@ -38,6 +43,22 @@ from model.transformer import Transformer
 LastState = Callable[[torch.Tensor], torch.Tensor]  # inputs [copy, pos, d_in] -> the last state [copy, d_out]
 Edit = Callable[[torch.Tensor, Trace], torch.Tensor]
 MAX_TOKENS = 64  # the rows both models were trained on: the recurrent model has never run longer
+TRANSFORMERS = ("pe-rope", "tiny-gpt")  # shipped Transformers that read the recurrent model's tokens
+
+
+@functools.cache
+def shipped_recurrent() -> LoadedRecurrent:
+    return load_recurrent(SHIPPED)
+
+
+@functools.cache
+def shipped_transformer(name: str) -> LoadedModel:
+    """One of TRANSFORMERS, from the folder beside the recurrent model's (loaded once)."""
+    if name not in TRANSFORMERS:
+        raise ValueError(f"no shipped Transformer {name!r} reads the recurrent model's tokens: {TRANSFORMERS}")
+    loaded = load_checkpoint(SHIPPED.parent / name)
+    loaded.model.eval()
+    return loaded
 
 
 @dataclass(frozen=True)

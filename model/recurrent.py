@@ -69,11 +69,8 @@ class RecurrentLM(nn.Module):
     def gates(self) -> tuple[torch.Tensor, ...]:
         """The GRU's weights split per gate (PyTorch stores them stacked as reset, update, new):
         (W_ir, W_iz, W_in) [d_hidden, d_embed], (W_hr, W_hz, W_hn) [d_hidden, d_hidden], and their biases."""
-        w_i = self.gru.weight_ih_l0.chunk(3)
-        w_h = self.gru.weight_hh_l0.chunk(3)
-        b_i = self.gru.bias_ih_l0.chunk(3)
-        b_h = self.gru.bias_hh_l0.chunk(3)
-        return (*w_i, *w_h, *b_i, *b_h)
+        w_ih, w_hh, b_ih, b_hh = self.gru.all_weights[0]  # layer 0's weight_ih, weight_hh, bias_ih, bias_hh
+        return tuple(part for tensor in (w_ih, w_hh, b_ih, b_hh) for part in tensor.chunk(3))
 
     def step(self, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
         """One recurrent step: x [batch, d_embed], h_{t-1} [batch, d_hidden] -> h_t [batch, d_hidden]."""

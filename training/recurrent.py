@@ -42,7 +42,8 @@ from training.schedule import learning_rate
 ROOT = Path(__file__).resolve().parents[1]
 PAIRED = ROOT / "model" / "weights" / "pe-rope"  # the Transformer trained on the same rows; its tokenizer
 CONTEXT, BATCH, LR, WARMUP, WEIGHT_DECAY = TRAIN_CONTEXT, 32, 3e-3, 100, 0.05
-CURRICULA = dict(repeat_frac=0.0, span_frac=0.1, echo_frac=0.2, echo_max_copies=2, zh_prob=0.3)  # pe_family's
+CURRICULA: dict[str, Any] = dict(repeat_frac=0.0, span_frac=0.1, echo_frac=0.2, echo_max_copies=2,
+                                 zh_prob=0.3)  # pe_family's
 
 
 class RecurrentTask:
@@ -89,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     tokenizer = load_tokenizer(PAIRED)
     assert isinstance(tokenizer, HubTokenizer)
     bos_id = tokenizer.token_id(BOS)
+    if bos_id is None:
+        raise SystemExit(f"{PAIRED}/tokenizer.json has no {BOS} token")
     streams = {lang: encode_docs(tokenizer, docs, bos_id) for lang, docs in corpus.train.items() if docs}
     windows = validation_windows(tokenizer, corpus, CONTEXT, bos_id)
     batcher = Batcher(streams, CONTEXT, BATCH, bos_id, tokenizer.vocab_size, seed=args.seed, **CURRICULA)

@@ -1,40 +1,37 @@
-"""POST /api/lab/recurrence: a GRU language model run step by step beside the chosen Transformer, on one sentence.
+"""POST /api/lab/recurrence: a GRU language model run step by step beside a Transformer, on one sentence.
 
 Measured (lab/recurrence.py): the GRU's N sequential steps and the Transformer's L block passes, each timed; the
 influence of every input embedding on the last position's state, ‖∂h_N/∂x_i‖_F, for both; both models'
-next-token loss. The recurrent model reads tiny-gpt's tokens, so the chosen model must too.
+next-token loss. The GRU reads the tokens of tiny-gpt and the pe-* family, so the Transformer beside it is one of
+those, loaded from model/weights (pe-rope by default): the page's model does not change this panel.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
 from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
-from app.schemas import TextInput, TokenOut
-from app.tokenizing import tokens_out
-from checkpoints.recurrent import LoadedRecurrent, load_recurrent
+from app.schemas import TokenOut
+from app.tokenizing import encode_text, tokens_out
 from lab import recurrence
 
-MAX_COPIES = 512  # the exact gradient runs the sentence once per dimension of the Transformer's last stream
-NEEDS_DECODER = ("This experiment compares a recurrent model's next-token predictions with a Transformer's, so it "
-                 "needs a decoder-only model that reads tiny-gpt's tokens (tiny-gpt or a pe-* model).")
+MAX_CHARS = 2000  # 64 tokens are a few hundred characters: longer text is refused before it is tokenized
 
 
-@functools.cache
-def shipped() -> LoadedRecurrent:
-    """The recurrent model in model/weights/recurrent-gru (loaded once)."""
-    return load_recurrent()
-
-
-class RecurrenceLabRequest(TextInput):
+class RecurrenceLabRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
-        {"model": "pe-rope", "text": "The animal didn't cross the street because it was too tired."},
+        {"text": "The animal didn't cross the street because it was too tired.", "transformer": "pe-rope"},
     ]})
+
+    text: str = Field(description="Any Unicode text: up to 64 tokens with the start token.",
+                      json_schema_extra={"minLength": 1})
+    transformer: Literal["pe-rope", "tiny-gpt"] = Field(
+        "pe-rope", description="The shipped Transformer beside the GRU (both read the GRU's tokens): pe-rope was "
+                               "trained on the same kind of rows, tiny-gpt is larger and trained longer.")
 
 
 class ModelFacts(BaseModel):
@@ -67,7 +64,6 @@ class LossOut(BaseModel):
 
 
 class RecurrenceLabOut(BaseModel):
-    model: str
     tokens: list[TokenOut]
     recurrent: ModelFacts
     transformer: ModelFacts
@@ -77,40 +73,29 @@ class RecurrenceLabOut(BaseModel):
     max_tokens: int
 
 
-def check_model(context: LabContext) -> None:
-    resolved = context.model
-    if resolved.cfg.architecture != "decoder" or not resolved.cfg.lm_head:
-        raise errors.not_in_model(NEEDS_DECODER)
-    if not recurrence.same_tokens(shipped().tokenizer, resolved.loaded.tokenizer):
-        raise errors.invalid_option("model", f"'{resolved.name}' cuts text into other tokens than the recurrent "
-                                             "model, so the two cannot be compared on one sentence — pick tiny-gpt "
-                                             "or a pe-* model.")
-    if resolved.cfg.d_model > MAX_COPIES:
-        raise errors.too_much_work("model", resolved.cfg.d_model, MAX_COPIES,
-                                   "copies of the sentence (one per dimension of its last stream)")
-
-
 def plan(context: LabContext, request: RecurrenceLabRequest) -> Build:
-    check_model(context)
-    resolved, rnn = context.model, shipped()
+    if request.text == "":
+        raise errors.empty_text()
+    if len(request.text) > MAX_CHARS:
+        raise errors.text_too_long("text", MAX_CHARS)
+    rnn, transformer = recurrence.shipped_recurrent(), recurrence.shipped_transformer(request.transformer)
+    tokens = encode_text(transformer, request.text)  # the start token, then the text: the GRU's tokens too
+    if len(tokens) > recurrence.MAX_TOKENS:
+        raise errors.too_many_tokens("text", len(tokens), recurrence.MAX_TOKENS)
+    if len(tokens) < 2:
+        raise errors.text_too_short("Your sentence is a single token: type at least two, so that one token "
+                                    "can be predicted from another.")
 
-    def build(lab_run: LabRun) -> dict[str, Any]:
-        tokens = lab_run.tokens.tokens
-        if len(tokens) > recurrence.MAX_TOKENS:
-            raise errors.too_many_tokens("text", len(tokens), recurrence.MAX_TOKENS)
-        if len(tokens) < 2:
-            raise errors.text_too_short("Your sentence is a single token: type at least two, so that one token "
-                                        "can be predicted from another.")
-        measured = recurrence.recurrence(rnn.model, resolved.model, [t.id for t in tokens])
+    def build(_: LabRun) -> dict[str, Any]:
+        measured = recurrence.recurrence(rnn.model, transformer.model, [t.id for t in tokens])
         n = len(tokens)
-        rnn_training = rnn.meta.get("training", {})
-        transformer_training = resolved.loaded.meta.get("training", {})
         return {
-            "model": resolved.name, "tokens": tokens_out(tokens), "max_tokens": recurrence.MAX_TOKENS,
+            "tokens": tokens_out(tokens), "max_tokens": recurrence.MAX_TOKENS,
             "recurrent": {"name": rnn.meta.get("name", "recurrent-gru"), "parameters": rnn.model.parameter_count(),
-                          "tokens_seen": rnn_training.get("tokens_seen")},
-            "transformer": {"name": resolved.name, "parameters": sum(p.numel() for p in resolved.model.parameters()),
-                            "tokens_seen": transformer_training.get("tokens_seen")},
+                          "tokens_seen": rnn.meta.get("training", {}).get("tokens_seen")},
+            "transformer": {"name": request.transformer,
+                            "parameters": sum(p.numel() for p in transformer.model.parameters()),
+                            "tokens_seen": transformer.meta.get("training", {}).get("tokens_seen")},
             "steps": {"recurrent_steps": len(measured.rnn_step_seconds),
                       "transformer_passes": len(measured.transformer_block_seconds),
                       "recurrent_step_ms": rounded([1000 * s for s in measured.rnn_step_seconds], 4),
@@ -122,7 +107,7 @@ def plan(context: LabContext, request: RecurrenceLabRequest) -> Build:
                      "transformer": rounded(measured.transformer_loss.tolist(), 4),
                      "recurrent_mean": round(float(measured.rnn_loss.mean()), 4),
                      "transformer_mean": round(float(measured.transformer_loss.mean()), 4),
-                     "uniform": round(math.log(resolved.cfg.vocab_size), 4)},
+                     "uniform": round(math.log(transformer.model.cfg.vocab_size), 4)},
         }
 
     return build
@@ -130,9 +115,9 @@ def plan(context: LabContext, request: RecurrenceLabRequest) -> Build:
 
 EXPERIMENT = Experiment(
     name="recurrence", method="POST", request=RecurrenceLabRequest,
-    response=RecurrenceLabOut, plan=plan, refuses=("encoder", "encoder-decoder"), measured=True,
+    response=RecurrenceLabOut, plan=plan, uses="nothing", measured=True,
     summary="Recurrence against attention, on one sentence: a GRU language model trained on the same text runs\n"
-            "step by step (N steps, each waiting for the last) beside the Transformer's L block passes; the\n"
+            "step by step (N steps, each waiting for the last) beside a shipped Transformer's L block passes; the\n"
             "influence of every input embedding on the last position's state, ‖∂h_N/∂x_i‖_F, for both; and both\n"
             "models' next-token loss.",
 )

@@ -4,7 +4,8 @@
 
 import { draw, tokenLabels } from "../../shared/plot.js";
 import { visible } from "../../shared/dom.js";
-import { fmt, lineLayout } from "../ui.js";
+import { str } from "../state.js";
+import { fmt, lineLayout, selectField } from "../ui.js";
 
 const GRU = "#1f77b4";
 const TRANSFORMER = "#ff7f0e";
@@ -25,31 +26,34 @@ function sig(v) {
 }
 
 export default {
-  fields: {},
+  // the Transformer beside the GRU: one of the two shipped models that read its tokens (not the page's model)
+  fields: { transformer: str("pe-rope") },
 
-  load: ({ s, ask }) => ask({ model: s.model, text: s.text }),
+  load: ({ s, v, ask }) => ask({ text: s.text, transformer: v.transformer === "tiny-gpt" ? "tiny-gpt" : "pe-rope" }),
 
-  controls() {
-    return [];
+  controls({ v, say }) {
+    const options = [["pe-rope", say("recurrence_pe_rope")], ["tiny-gpt", say("recurrence_tiny_gpt")]];
+    return [selectField("transformer", options, v.transformer, say("recurrence_which"))];
   },
 
   vars(data) {
     const { steps, influence, loss } = data;
     const n = data.tokens.length;
-    // influence by distance: index i is distance n - 1 - i; the far end is the first token
-    const near = n >= 2 ? n - 2 : n - 1; // one token back
-    const far = 0;
-    const ratio = (values) => values[far] / values[near];
-    const perStep = (values) => Math.pow(ratio(values), 1 / Math.max(1, n - 2));
+    // influence[i] belongs to distance n - 1 - i. Compared: one token back (i = n - 2) against the mean over the
+    // farthest third of the text. The start token (i = 0) is left out: both models treat it apart.
+    const k = Math.max(1, Math.floor((n - 1) / 3));
+    const far = Array.from({ length: k }, (_, j) => j + 1);
+    const mean = (values) => sum(far.map((i) => values[i])) / k;
+    const near = n - 2;
     return {
-      n, layers: steps.transformer_passes, model: data.model, rnn: data.recurrent.name,
+      n, layers: steps.transformer_passes, model: data.transformer.name, rnn: data.recurrent.name,
       rnn_ms: fmt(sum(steps.recurrent_step_ms), 2), tf_ms: fmt(sum(steps.transformer_block_ms), 2),
       step_ms: fmt(sum(steps.recurrent_step_ms) / steps.recurrent_steps, 3),
-      far: n - 1, first: visible(data.tokens[0].text),
-      rnn_near: sig(influence.recurrent[near]), rnn_far: sig(influence.recurrent[far]),
-      tf_near: sig(influence.transformer[near]), tf_far: sig(influence.transformer[far]),
-      rnn_ratio: sig(ratio(influence.recurrent)), tf_ratio: sig(ratio(influence.transformer)),
-      rnn_per_step: fmt(perStep(influence.recurrent), 3),
+      long_enough: n - 2 > k, far_from: n - 1 - k, far_to: n - 2,
+      rnn_near: sig(influence.recurrent[near]), rnn_far: sig(mean(influence.recurrent)),
+      tf_near: sig(influence.transformer[near]), tf_far: sig(mean(influence.transformer)),
+      rnn_ratio: sig(mean(influence.recurrent) / influence.recurrent[near]),
+      tf_ratio: sig(mean(influence.transformer) / influence.transformer[near]),
       rnn_loss: fmt(loss.recurrent_mean, 2), tf_loss: fmt(loss.transformer_mean, 2), uniform: fmt(loss.uniform, 2),
       rnn_params: fmt(data.recurrent.parameters), tf_params: fmt(data.transformer.parameters),
       rnn_seen: data.recurrent.tokens_seen == null ? "–" : fmt(data.recurrent.tokens_seen),
@@ -85,7 +89,7 @@ export default {
 
     // (b) influence of each input embedding on the last position's state, against distance
     const distance = data.influence.distance;
-    draw(board.card("recurrence-influence", { title: say("recurrence_influence_title", vars), note: say("recurrence_influence_note", vars) }), [
+    draw(board.card("recurrence-influence", { title: say("recurrence_influence_title", vars), note: say(vars.long_enough ? "recurrence_influence_note" : "recurrence_influence_short", vars) }), [
       { x: distance, y: data.influence.recurrent, mode: "lines+markers", name: say("recurrence_gru", vars), line: { color: GRU },
         customdata: labels, hovertemplate: `%{customdata} · ${say("recurrence_distance")} %{x}<br>%{y:.4g}<extra></extra>` },
       { x: distance, y: data.influence.transformer, mode: "lines+markers", name: say("recurrence_transformer", vars), line: { color: TRANSFORMER },
