@@ -134,8 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     ours_val = validation_loss(model, windows)  # type: ignore[arg-type]
     meta = {
         "name": "recurrent-gru",
-        "description": "A one-layer GRU language model trained on the same rows as pe-rope (python -m "
-                       "training.recurrent); the lab's recurrence experiment runs it step by step.",
+        "description": "A one-layer GRU language model trained on the same kind of rows as pe-rope, for "
+                       f"{state['step']} steps (python -m training.recurrent); the lab's recurrence experiment runs "
+                       "it step by step.",
         "tokenizer": "v2: the tokenizer of tiny-gpt and the pe-* family (copied from pe-rope)",
         "bos_token": BOS,
         "parameters": model.parameter_count(),
