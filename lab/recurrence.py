@@ -8,7 +8,8 @@ whatever else the server offers. Three things are measured:
 (a) Sequential steps. The GRU's hidden state h_t = GRU(x_t, h_{t-1}) needs h_{t-1}: N tokens are N
     steps, run here one after another as a Python loop (each step timed). The Transformer's blocks
     each read every position at once: its longest chain is its L blocks, each one matrix product
-    over all N positions (each block timed, through edits on its input and output stream).
+    over all N positions (each block timed, through edits on its input and output stream). Each
+    time is the fastest of REPEATS runs, so another process's burst does not show as a slow step.
 (b) Path length as influence. How much the hidden state at the last position N moves when the input
     embedding x_i of token i moves: the Jacobian's Frobenius norm
 
@@ -43,6 +44,7 @@ from model.transformer import Transformer
 LastState = Callable[[torch.Tensor], torch.Tensor]  # inputs [copy, pos, d_in] -> the last state [copy, d_out]
 Edit = Callable[[torch.Tensor, Trace], torch.Tensor]
 MAX_TOKENS = 64  # the rows both models were trained on: the recurrent model has never run longer
+REPEATS = 5  # each step and block is timed this many times and its fastest kept: a busy machine adds only delays
 TRANSFORMERS = ("pe-rope", "tiny-gpt")  # shipped Transformers that read the recurrent model's tokens
 
 
@@ -164,9 +166,12 @@ def recurrence(rnn: RecurrentLM, model: Transformer, token_ids: list[int]) -> Re
     tokens = torch.tensor(token_ids, device=model.device)
     with torch.inference_mode():
         x = rnn.embed(rnn_tokens[None])  # [1, pos, d_embed]
-        hidden, step_seconds = timed_steps(rnn, x)
+        runs = [timed_steps(rnn, x) for _ in range(REPEATS)]
+        hidden, step_seconds = runs[0][0], [min(times) for times in zip(*(t for _, t in runs), strict=True)]
         rnn_logits = rnn.unembed(hidden)[0]  # [pos, d_vocab]
-    transformer_logits, block_seconds = timed_blocks(model, tokens)
+    passes = [timed_blocks(model, tokens) for _ in range(REPEATS)]
+    transformer_logits = passes[0][0]
+    block_seconds = [min(times) for times in zip(*(t for _, t in passes), strict=True)]
     with torch.inference_mode():
         _, trace = model.run_with_trace(tokens[None], names=[stage_name("embed")])
         embedding = trace[stage_name("embed")][0].clone()  # [pos, d_model]

@@ -20,6 +20,12 @@ function starts(durations) {
   return durations.map((d) => { const s = t; t += d; return s; });
 }
 
+/** A share as a percentage, with two significant digits (0.74%, 11%). */
+function pct(share) {
+  const p = 100 * share;
+  return `${p >= 10 ? fmt(p, 0) : Number(p).toPrecision(2)}%`;
+}
+
 /** A number that may be tiny or large, with three significant digits. */
 function sig(v) {
   return v >= 100 ? fmt(v, 0) : Number(v).toPrecision(3);
@@ -52,8 +58,8 @@ export default {
       long_enough: n - 2 > k, far_from: n - 1 - k, far_to: n - 2,
       rnn_near: sig(influence.recurrent[near]), rnn_far: sig(mean(influence.recurrent)),
       tf_near: sig(influence.transformer[near]), tf_far: sig(mean(influence.transformer)),
-      rnn_ratio: sig(mean(influence.recurrent) / influence.recurrent[near]),
-      tf_ratio: sig(mean(influence.transformer) / influence.transformer[near]),
+      rnn_ratio: pct(mean(influence.recurrent) / influence.recurrent[near]),
+      tf_ratio: pct(mean(influence.transformer) / influence.transformer[near]),
       rnn_loss: fmt(loss.recurrent_mean, 2), tf_loss: fmt(loss.transformer_mean, 2), uniform: fmt(loss.uniform, 2),
       rnn_params: fmt(data.recurrent.parameters), tf_params: fmt(data.transformer.parameters),
       rnn_seen: data.recurrent.tokens_seen == null ? "–" : fmt(data.recurrent.tokens_seen),
@@ -85,7 +91,7 @@ export default {
         hovertemplate: `${say("recurrence_block_hover", vars)}<extra></extra>` },
     ], { ...lineLayout(say("recurrence_ms"), ""), barmode: "overlay", showlegend: false, height: 230,
       xaxis: { title: { text: say("recurrence_ms") }, rangemode: "tozero", automargin: true },
-      yaxis: { type: "category", automargin: true, autorange: "reversed" } }, "recurrence_steps");
+      yaxis: { type: "category", automargin: true, autorange: "reversed", tickvals: [gruRow, tfRow], ticktext: [gruRow, tfRow] } }, "recurrence_steps");
 
     // (b) influence of each input embedding on the last position's state, against distance
     const distance = data.influence.distance;
@@ -94,7 +100,7 @@ export default {
         customdata: labels, hovertemplate: `%{customdata} · ${say("recurrence_distance")} %{x}<br>%{y:.4g}<extra></extra>` },
       { x: distance, y: data.influence.transformer, mode: "lines+markers", name: say("recurrence_transformer", vars), line: { color: TRANSFORMER },
         customdata: labels, hovertemplate: `%{customdata} · ${say("recurrence_distance")} %{x}<br>%{y:.4g}<extra></extra>` },
-    ], lineLayout(say("recurrence_distance"), say("recurrence_influence"), { yaxis: { type: "log" }, xaxis: { rangemode: "tozero" } }), "recurrence_influence");
+    ], lineLayout(say("recurrence_distance"), say("recurrence_influence"), { yaxis: { type: "log", dtick: 1 }, xaxis: { rangemode: "tozero" } }), "recurrence_influence");
 
     // (c) next-token loss of both on every token
     const predicted = labels.slice(1);
