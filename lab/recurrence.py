@@ -19,8 +19,8 @@ whatever else the server offers. Three things are measured:
     from x_i passes through N − i steps, each multiplying by a Jacobian ∂h_t/∂h_{t-1}, so it
     shrinks with distance (the vanishing gradient). For the Transformer, h_N is the last block's
     output stream (before the final norm), x_i is the token embedding (hook_embed), and attention
-    reaches back in one step from any distance. Computed exactly: the input is copied once per
-    dimension a of h_N and one backward pass of Σ_a h_N[a] of copy a gives every row at once.
+    reaches back in one step from any distance. Computed exactly: one forward pass, then one backward
+    pass per dimension a of h_N, all at once (vmapped), each giving row a of the Jacobian.
 (c) Next-token loss: each model's cross-entropy on every token of the sentence after the first.
 """
 
@@ -41,7 +41,7 @@ from model.recurrent import RecurrentLM
 from model.tokenizer import CharTokenizer, HubTokenizer
 from model.transformer import Transformer
 
-LastState = Callable[[torch.Tensor], torch.Tensor]  # inputs [copy, pos, d_in] -> the last state [copy, d_out]
+LastState = Callable[[torch.Tensor], torch.Tensor]  # inputs [batch, pos, d_in] -> the last state [batch, d_out]
 Edit = Callable[[torch.Tensor, Trace], torch.Tensor]
 MAX_TOKENS = 64  # the rows both models were trained on: the recurrent model has never run longer
 REPEATS = 5  # each step and block is timed this many times and its fastest kept: a busy machine adds only delays
@@ -81,24 +81,25 @@ def same_tokens(a: CharTokenizer | HubTokenizer, b: CharTokenizer | HubTokenizer
 
 
 def jacobian_norms(inputs: torch.Tensor, last_state: LastState, d_out: int) -> torch.Tensor:
-    """‖∂f(x)/∂x_i‖_F for every position i, where f = last_state maps [copy, pos, d_in] -> [copy, d_out].
+    """‖∂f(x)/∂x_i‖_F for every position i, where f = last_state maps [batch, pos, d_in] -> [batch, d_out].
 
-    inputs: [pos, d_in]. The input is copied d_out times; copy a's gradient is that of f(x)[a], so one
-    backward pass gives the whole Jacobian [d_out, pos, d_in]."""
+    inputs: [pos, d_in]. One forward pass, then d_out backward passes at once (vmapped over the rows of the
+    identity as output gradients): row a of the Jacobian [d_out, pos, d_in] is the gradient of f(x)[a]."""
     with torch.inference_mode(False), torch.enable_grad():
-        copies = inputs.detach().clone()[None].repeat(d_out, 1, 1).requires_grad_(True)  # [copy, pos, d_in]
-        out = last_state(copies)  # [copy, d_out]
-        (jacobian,) = torch.autograd.grad(out.diagonal().sum(), copies)  # [d_out, pos, d_in]
-    return jacobian.float().pow(2).sum((0, 2)).sqrt()  # [pos]
+        x = inputs.detach().clone()[None].requires_grad_(True)  # [1, pos, d_in]
+        out = last_state(x)[0]  # [d_out]
+        rows = torch.eye(d_out, dtype=out.dtype, device=out.device)
+        (jacobian,) = torch.autograd.grad(out, x, rows, is_grads_batched=True)  # [d_out, 1, pos, d_in]
+    return jacobian.float().pow(2).sum((0, 1, 3)).sqrt()  # [pos]
 
 
 def rnn_last_state(rnn: RecurrentLM) -> LastState:
-    """x [copy, pos, d_embed] -> h_N [copy, d_hidden], through the step-by-step loop."""
+    """x [batch, pos, d_embed] -> h_N [batch, d_hidden], through the step-by-step loop."""
     return lambda x: rnn.steps(x)[:, -1]
 
 
 def transformer_last_state(model: Transformer, tokens: torch.Tensor) -> LastState:
-    """x [copy, pos, d_model] in place of the token embeddings -> the last block's output at the last position."""
+    """x [batch, pos, d_model] in place of the token embeddings -> the last block's output at the last position."""
     embed, last = stage_name("embed"), stage_name("resid_post", model.cfg.n_layers - 1)
 
     def run(x: torch.Tensor) -> torch.Tensor:
@@ -109,8 +110,8 @@ def transformer_last_state(model: Transformer, tokens: torch.Tensor) -> LastStat
             return value
 
         with Trace([], {embed: [lambda _value, _trace: x], last: [keep]}):
-            model(tokens[None].expand(x.shape[0], -1))
-        return kept[0][:, -1]  # [copy, d_model]
+            model.stack_named(None)(tokens[None].expand(x.shape[0], -1))  # the stack only: no logits needed
+        return kept[0][:, -1]  # [batch, d_model]
 
     return run
 
