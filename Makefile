@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 BIN := $(VENV)/bin
 
-.PHONY: run test setup setup-dev lint bench
+.PHONY: run test setup setup-dev lint bench recurrent
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,3 +47,9 @@ bench: setup-dev
 	$(BIN)/python bench/api_latency.py --model smollm2 --repeats 20 --tokens 24
 	$(BIN)/python bench/page_speed.py --model smollm2 --steps 60
 	$(BIN)/python bench/server_memory.py
+
+# the lab's recurrent model (model/weights/recurrent-gru): a GRU trained on the corpus beside pe-rope, resumable;
+# about 10 minutes on one CPU thread, not part of `make test` (training/recurrent.py)
+CORPUS ?= ../shared/corpus
+recurrent: setup-dev
+	$(BIN)/python -m training.recurrent $(CORPUS) --out runs/recurrent --ship model/weights/recurrent-gru

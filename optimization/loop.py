@@ -27,8 +27,8 @@ class Task(Protocol):
         """The next batch of training data (on the CPU; `loss` moves it to the model's device)."""
         ...
 
-    def loss(self, model: Transformer, batch: Any) -> torch.Tensor:
-        """The scalar loss of the model on a batch."""
+    def loss(self, model: Any, batch: Any) -> torch.Tensor:
+        """The scalar loss of the model (a Transformer, or model/recurrent.py's RNN) on a batch."""
         ...
 
 
@@ -54,7 +54,7 @@ def adamw(
 
 
 def train_loop(
-    model: Transformer,
+    model: torch.nn.Module,
     optimizer: torch.optim.Optimizer,
     task: Task,
     *,
@@ -78,7 +78,8 @@ def train_loop(
             group["lr"] = lr_at(step)
         started = time.time()
         batch = task.next_batch()
-        fused = model.fused_attention() if task.fused_attention else contextlib.nullcontext()
+        fused = (model.fused_attention() if task.fused_attention and isinstance(model, Transformer)
+                 else contextlib.nullcontext())
         with fused:
             loss = task.loss(model, batch)
             optimizer.zero_grad(set_to_none=True)

@@ -1,6 +1,6 @@
 """The packages keep one direction of imports and one home for each kind of code.
 
-model/        the Transformer only (no optimizer, no file format, no experiment, no web)
+model/        the Transformer and the RNN it replaced (no optimizer, no file format, no experiment, no web)
 analysis/     what is read off a trace            -> model
 checkpoints/  weights in and out                  -> model, analysis (head labels for packaged models)
 optimization/ the one train loop                  -> model (below lab and training, which both train through it)

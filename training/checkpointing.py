@@ -42,7 +42,7 @@ def restore_data_rng(rng: np.random.Generator | random.Random, saved: Any) -> No
 
 
 def save_training_state(
-    directory: Path, model: Transformer, optimizer: torch.optim.Optimizer, data: DrawsData, state: dict[str, Any]
+    directory: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer, data: DrawsData, state: dict[str, Any]
 ) -> None:
     """OUT/checkpoint: weights, optimizer moments + torch RNG (safetensors), and state.json.
 
@@ -69,7 +69,7 @@ def save_training_state(
 
 
 def load_training_state(
-    directory: Path, model: Transformer, optimizer: torch.optim.Optimizer, data: DrawsData
+    directory: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer, data: DrawsData
 ) -> dict[str, Any]:
     """Restore what save_training_state wrote into model, optimizer and data's RNG; returns the state."""
     document = json.loads((directory / "state.json").read_text(encoding="utf-8"))

@@ -29,6 +29,7 @@ from app.lab import (
     objectives,
     parameters,
     positions,
+    recurrence,
     sampling,
     scaling,
 )
@@ -56,6 +57,7 @@ EXPERIMENTS: tuple[Experiment[Any], ...] = (
     head_count.EXPERIMENT,
     batch_shapes.EXPERIMENT,
     attention_flow.EXPERIMENT,
+    recurrence.EXPERIMENT,
 )
 
 __all__ = ["EXPERIMENTS", "Experiment"]
