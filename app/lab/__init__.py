@@ -28,6 +28,7 @@ from app.lab import (
     positions,
     sampling,
     scaling,
+    steering,
 )
 from app.lab.common import Experiment
 
@@ -50,6 +51,7 @@ EXPERIMENTS: tuple[Experiment[Any], ...] = (
     objectives.EXPERIMENT,
     head_count.EXPERIMENT,
     attention_flow.EXPERIMENT,
+    steering.EXPERIMENT,
 )
 
 __all__ = ["EXPERIMENTS", "Experiment"]
