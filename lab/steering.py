@@ -27,7 +27,7 @@ from model.generate import Step, generate
 from model.hooks import Edit, Trace, stage_name
 from model.transformer import Transformer
 
-TOP = 8  # tokens listed before and after, each side's most likely (their union)
+TOP = 5  # tokens listed before and after: each side's most likely (their union)
 
 
 @dataclass(frozen=True)

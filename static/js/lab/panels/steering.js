@@ -4,20 +4,25 @@
 
 import { draw, safe } from "../../shared/plot.js";
 import { h, visible } from "../../shared/dom.js";
-import { int, LAYERS, num, str } from "../state.js";
+import { int, LAYERS, str } from "../state.js";
 import { fmt, lineLayout, numberField, range, selectField } from "../ui.js";
 
-// The prompt sets (model input, the same in every language). Layer and α: measured on smollm2 (docs/LAB.md).
+// The prompt sets (model input, the same in every language), each with the block and α that gave smollm2 a
+// visible change (docs/LAB.md): the panel's layer and α until the reader sets them.
 const PRESETS = {
   french: {
     a: ["Je suis allé au marché ce matin.", "Il fait très beau aujourd'hui.", "Nous avons mangé du pain et du fromage.", "Elle lit un livre dans le jardin."],
     b: ["I went to the market this morning.", "The weather is very nice today.", "We ate bread and cheese.", "She is reading a book in the garden."],
     prompt: "Yesterday I went to the",
+    layer: 6,
+    alpha: 1,
   },
   review: {
     a: ["This movie was terrible, I hated every minute.", "A boring, painful film. Avoid it!", "The acting was awful and the story was stupid."],
     b: ["This movie was wonderful, I loved every minute.", "A brilliant, moving film. Highly recommended!", "The acting was superb and the story was beautiful."],
     prompt: "I watched the film last night and I think it",
+    layer: 4,
+    alpha: 4,
   },
 };
 const lines = (text) => text.split("\n").map((line) => line.trim()).filter(Boolean);
@@ -29,30 +34,40 @@ function sets(v) {
   return { a: own.a.length ? own.a : PRESETS.french.a, b: own.b.length ? own.b : PRESETS.french.b, prompt: own.prompt || PRESETS.french.prompt };
 }
 
+/** The block and α asked for: the reader's, else the preset's (its block kept inside a smaller model). */
+function setting(v, info) {
+  const preset = PRESETS[v.preset] || PRESETS.french;
+  const alpha = v.alpha === "" || !Number.isFinite(Number(v.alpha)) ? preset.alpha : Number(v.alpha);
+  return { layer: v.layer >= 0 ? v.layer : Math.min(preset.layer, info.n_layers - 1), alpha };
+}
+
 function textBox(field, value, label, editable) {
   return h("label", { class: "field steering-set" }, h("span", { text: label }),
     h("textarea", { "data-field": field, "data-kind": "str", rows: 4, cols: 44, readonly: !editable }, value));
 }
 
 export default {
-  fields: { preset: str("french"), a: str(""), b: str(""), prompt: str(""), layer: int(6, undefined, LAYERS), alpha: num(1), steps: int(12) },
+  fields: { preset: str("french"), a: str(""), b: str(""), prompt: str(""), layer: int(-1, undefined, LAYERS), alpha: str(""), steps: int(12) },
 
-  load({ s, v, ask }) {
+  load({ s, info, v, ask }) {
     const chosen = sets(v);
-    return ask({ model: s.model, text: chosen.prompt, a: chosen.a, b: chosen.b, layer: v.layer, alpha: v.alpha, max_new_tokens: v.steps });
+    const { layer, alpha } = setting(v, info);
+    return ask({ model: s.model, text: chosen.prompt, a: chosen.a, b: chosen.b, layer, alpha, max_new_tokens: v.steps });
   },
 
   controls({ v, say, info }) {
     const chosen = sets(v);
     const own = v.preset === "own";
+    const { layer, alpha } = setting(v, info);
     return [
       selectField("preset", ["french", "review", "own"].map((p) => [p, say(`steering_preset_${p}`)]), v.preset, say("steering_preset")),
-      selectField("layer", range(info.n_layers), v.layer, say("layer"), "int"),
-      numberField("alpha", v.alpha, say("steering_alpha"), { min: -100, max: 100, step: 0.25, kind: "num" }),
+      selectField("layer", range(info.n_layers), layer, say("layer"), "int"),
+      numberField("alpha", alpha, say("steering_alpha"), { min: -100, max: 100, step: 0.25, kind: "str" }),
       numberField("steps", v.steps, say("steering_steps"), { min: 1, max: 32 }),
-      textBox("a", chosen.a.join("\n"), say("steering_a"), own),
-      textBox("b", chosen.b.join("\n"), say("steering_b"), own),
-      textBox("prompt", chosen.prompt, say("steering_prompt"), own),
+      h("div", { class: "steering-sets" },
+        textBox("a", chosen.a.join("\n"), say("steering_a"), own),
+        textBox("b", chosen.b.join("\n"), say("steering_b"), own),
+        textBox("prompt", chosen.prompt, say("steering_prompt"), own)),
     ];
   },
 
@@ -78,7 +93,8 @@ export default {
     board.block("steering-texts", h("div", {},
       h("h3", { text: say("steering_texts_title", vars) }),
       h("div", { class: "steering-columns" }, column("plain", data.plain), column("steered", data.steered)),
-      h("p", { class: "lab-note", text: say("steering_texts_note", vars) })));
+      h("p", { class: "lab-note", text: say("steering_texts_note", vars) }),
+      h("p", { class: "lab-note", text: say("steering_measured") })));
     const labels = data.moved.map((t, i) => safe(`${i + 1}·${visible(t.text)}`));
     draw(board.card("steering-moved", { title: say("steering_moved_title"), className: "half", note: say("steering_moved_note", vars) }), [
       { type: "bar", x: labels, y: data.moved.map((t) => t.before), name: say("steering_before") },
