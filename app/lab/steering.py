@@ -30,8 +30,10 @@ class SteeringLabRequest(TextInput):
          "b": ["I went to the market this morning.", "The weather is very nice today."]},
     ]})
 
-    a: list[Prompt] = Field(min_length=1, max_length=MAX_PROMPTS, description="Set A: 1 to 8 prompts (the + side).")
-    b: list[Prompt] = Field(min_length=1, max_length=MAX_PROMPTS, description="Set B: 1 to 8 prompts (the − side).")
+    a: list[Prompt] = Field(["Je suis allé au marché ce matin."], min_length=1, max_length=MAX_PROMPTS,
+                            description="Set A: 1 to 8 prompts (the + side; omitted: one French sentence).")
+    b: list[Prompt] = Field(["I went to the market this morning."], min_length=1, max_length=MAX_PROMPTS,
+                            description="Set B: 1 to 8 prompts (the − side; omitted: the same sentence in English).")
     layer: Int = Field(0, ge=0, le=1024, description="The block whose input (resid_pre) is read and steered.")
     alpha: Float = Field(1.0, ge=-100, le=100, description="The vector is added α times (0: the plain run).")
     max_new_tokens: Int = Field(12, ge=1, le=MAX_NEW_TOKENS, description="Greedy steps of each continuation.")
