@@ -104,7 +104,9 @@ def plan(context: LabContext, request: SteeringLabRequest) -> Build:
         tokens = run.tokens.tokens
         out = steer(resolved.model, a, b, request.layer, request.alpha, [t.id for t in tokens],
                     request.max_new_tokens)
-        text = lambda ids: "".join(token_text(resolved.loaded, i) for i in ids)  # noqa: E731
+        def text(ids: list[int]) -> str:
+            return "".join(token_text(resolved.loaded, i) for i in ids)
+
         before, after = rounded(out.plain_probs[out.top_ids].tolist()), rounded(out.steered_probs[out.top_ids].tolist())
         return {
             "model": resolved.name, "tokens": tokens_out(tokens), "layer": request.layer, "alpha": request.alpha,
