@@ -34,13 +34,13 @@ def ids_of(loaded: LoadedModel, text: str) -> list[int]:
 
 def check_identity_and_determinism(model: Transformer, a: list[list[int]], b: list[list[int]], prompt: list[int],
                                    layer: int, alpha: float, steps: int) -> None:
-    plain = generate(model, prompt, max_new_tokens=steps, temperature=0.0)
-    zero = steer(model, a, b, layer, 0.0, prompt, steps)
-    assert zero.plain_ids == plain and zero.steered_ids == plain  # α = 0: the plain run, token for token
-    assert torch.equal(zero.plain_probs, zero.steered_probs)
     once, again = steer(model, a, b, layer, alpha, prompt, steps), steer(model, a, b, layer, alpha, prompt, steps)
-    assert once.steered_ids == again.steered_ids and once.plain_ids == again.plain_ids == plain
+    assert once.steered_ids == again.steered_ids and once.plain_ids == again.plain_ids  # same request, same text
     assert torch.equal(once.vector, again.vector) and torch.equal(once.steered_logits, again.steered_logits)
+    assert once.plain_ids == generate(model, prompt, max_new_tokens=steps, temperature=0.0)
+    zero, first = greedy_with_first(model, prompt, steps, steering_edits(layer, once.vector, 0.0))
+    assert zero == once.plain_ids  # α = 0: the plain run, token for token (the edit applied, adding nothing)
+    assert torch.equal(torch.softmax(first.double(), -1), once.plain_probs)
     assert once.vector_norm > 0 and once.typical_norm > 0
     assert abs(float(once.steered_probs.sum()) - 1) < 1e-9
     assert set(once.top_ids) >= {int(once.plain_probs.argmax()), int(once.steered_probs.argmax())}
@@ -75,7 +75,7 @@ def test_inline_gqa_rope_model() -> None:
 def test_tiny_gpt(tiny_gpt: LoadedModel) -> None:
     a = [ids_of(tiny_gpt, s) for s in ("我爱北京", "天安门广场")]
     b = [ids_of(tiny_gpt, s) for s in ("今天天气很好", "我们去公园")]
-    check_identity_and_determinism(tiny_gpt.model, a, b, ids_of(tiny_gpt, "我爱"), layer=1, alpha=2.0, steps=6)
+    check_identity_and_determinism(tiny_gpt.model, a, b, ids_of(tiny_gpt, "我爱"), layer=1, alpha=2.0, steps=4)
 
 
 def test_a_prompt_needs_a_second_token() -> None:
@@ -93,15 +93,15 @@ def smollm2() -> LoadedModel:
 
 
 def test_smollm2_french_minus_english(smollm2: LoadedModel) -> None:
-    """The panel's default (block 6, α = 1): the continuation leaves English; α = 0 changes nothing."""
-    a = [ids_of(smollm2, "Je suis allé au marché ce matin."), ids_of(smollm2, "Il fait très beau aujourd'hui.")]
-    b = [ids_of(smollm2, "I went to the market this morning."), ids_of(smollm2, "The weather is very nice today.")]
+    """The panel's default (block 6, α = 1): the first new token leaves English; α = 0 changes nothing."""
+    a = [ids_of(smollm2, "Je suis allé au marché ce matin.")]
+    b = [ids_of(smollm2, "I went to the market this morning.")]
     prompt = ids_of(smollm2, "Yesterday I went to the")
-    zero = steer(smollm2.model, a, b, 6, 0.0, prompt, 4)
-    assert zero.steered_ids == zero.plain_ids
-    out = steer(smollm2.model, a, b, 6, 1.0, prompt, 4)
+    out = steer(smollm2.model, a, b, 6, 1.0, prompt, 2)
     assert out.steered_ids[0] != out.plain_ids[0]
     assert 0.2 < out.vector_norm / out.typical_norm < 2  # α = 1 is a push of the stream's own size
+    zero, _ = greedy_with_first(smollm2.model, prompt, 2, steering_edits(6, out.vector, 0.0))
+    assert zero == out.plain_ids
 
 
 # ---------------------------------------------------------------- the reference: transformers with a forward hook
