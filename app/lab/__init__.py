@@ -32,6 +32,7 @@ from app.lab import (
     recurrence,
     sampling,
     scaling,
+    steering,
 )
 from app.lab.common import Experiment
 
@@ -58,6 +59,7 @@ EXPERIMENTS: tuple[Experiment[Any], ...] = (
     batch_shapes.EXPERIMENT,
     attention_flow.EXPERIMENT,
     recurrence.EXPERIMENT,
+    steering.EXPERIMENT,
 )
 
 __all__ = ["EXPERIMENTS", "Experiment"]
