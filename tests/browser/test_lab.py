@@ -246,6 +246,8 @@ def test_linear_attention_cells_stay_readable_and_each_measure_has_its_axis(watc
     assert len(cells) == 2 and all(min(size) >= 17 for size in cells), cells  # both maps, every cell ≥ ~18 px
     axes = page.evaluate("""() => {
       const p = document.querySelector('#board-linear_attention .plot[data-key=lin-outputs]');
-      return [p.data.map((t) => t.yaxis || 'y'), p.layout.yaxis.range, p.layout.yaxis2.side]; }""")
-    assert axes[0] == ["y", "y2"] and axes[1] == [-1.05, 1.05] and axes[2] == "right", axes
+      return [p.data.map((t) => t.yaxis || 'y'), p.layout.yaxis.range, p.layout.yaxis2.side,
+              Math.min(...p.data[0].y)]; }""")
+    assert axes[0] == ["y", "y2"] and axes[2] == "right", axes  # the error on its own axis, on the right
+    assert axes[1][1] == 1.05 and axes[1][0] <= min(0, axes[3]) - 0.05 + 1e-9, axes  # the cosine's own scale
     assert watched.errors == []

@@ -87,13 +87,13 @@ export default {
       bars(data.softmax_max, data.linear_max),
       { ...lineLayout(say("linear_attention_query"), say("linear_attention_max"), { ...category, yaxis: { range: [0, 1.05] } }), barmode: "group" }, "linear_attention_max");
 
-    // the cosine (−1 … 1) and the relative error (0 … tens) on their own axes, each coloured as its line: on one
+    // the cosine (at most 1; below 0 only when measured so) and the relative error (0 … tens) on their own axes, each coloured as its line: on one
     // axis the error flattened the cosine (U10)
     draw(board.card("lin-outputs", { title: say("linear_attention_outputs_title"), className: "half", note: say("linear_attention_outputs_note", vars) }), [
       { type: "scatter", mode: "lines+markers", x: rows, y: data.cosine, name: say("linear_attention_cosine"), marker: { color: SOFTMAX }, line: { color: SOFTMAX } },
       { type: "scatter", mode: "lines+markers", x: rows, y: data.relative_error, name: say("linear_attention_relative"), marker: { color: LINEAR }, line: { color: LINEAR, dash: "dot" }, yaxis: "y2" },
     ], {
-      ...lineLayout(say("linear_attention_query"), say("linear_attention_cosine"), { ...category, yaxis: { range: [-1.05, 1.05], color: SOFTMAX } }),
+      ...lineLayout(say("linear_attention_query"), say("linear_attention_cosine"), { ...category, yaxis: { range: [Math.min(0, ...data.cosine) - 0.05, 1.05], color: SOFTMAX } }),
       yaxis2: { title: { text: say("linear_attention_relative") }, overlaying: "y", side: "right", range: [0, 1.08 * Math.max(1, ...data.relative_error)], tickmode: "auto", nticks: 6, color: LINEAR, showgrid: false, automargin: true },
     }, "linear_attention_outputs");
 
