@@ -12,6 +12,7 @@ from typing import Any
 
 from app.lab import (
     ablation,
+    activation_patching,
     attention_flow,
     complexity,
     embedding_persistence,
@@ -50,6 +51,7 @@ EXPERIMENTS: tuple[Experiment[Any], ...] = (
     objectives.EXPERIMENT,
     head_count.EXPERIMENT,
     attention_flow.EXPERIMENT,
+    activation_patching.EXPERIMENT,
 )
 
 __all__ = ["EXPERIMENTS", "Experiment"]
