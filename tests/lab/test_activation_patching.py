@@ -178,7 +178,8 @@ def test_cells_equal_transformers_forward_hooks(tmp_path: Path) -> None:
     grids = {g.name: g.scores for g in result.grids}
     cells = [("residual", Patch("resid_pre", 1, position=2)), ("residual", Patch("resid_pre", 2, position=5)),
              ("attention", Patch("attn_out", 1, position=5)), ("ffn", Patch("mlp_out", 0, position=2)),
-             ("ffn", Patch("mlp_out", 2, position=5)), ("heads", Patch("z", 1, head=3)), ("heads", Patch("z", 2, head=0))]
+             ("ffn", Patch("mlp_out", 2, position=5)), ("heads", Patch("z", 1, head=3)),
+             ("heads", Patch("z", 2, head=0))]
     moved = 0
     for grid, patch in cells:
         d, d_clean, d_bad = hf_patched(hf, clean, corrupted, patch, answers)
