@@ -12,6 +12,7 @@ from typing import Any
 
 from app.lab import (
     ablation,
+    activation_patching,
     attention_flow,
     batch_shapes,
     complexity,
@@ -60,6 +61,7 @@ EXPERIMENTS: tuple[Experiment[Any], ...] = (
     attention_flow.EXPERIMENT,
     recurrence.EXPERIMENT,
     steering.EXPERIMENT,
+    activation_patching.EXPERIMENT,
 )
 
 __all__ = ["EXPERIMENTS", "Experiment"]
