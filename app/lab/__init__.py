@@ -20,6 +20,7 @@ from app.lab import (
     head_count,
     kv_cache,
     linear_attention,
+    logit_attribution,
     logit_lens,
     masks,
     norm_placement,
@@ -50,6 +51,7 @@ EXPERIMENTS: tuple[Experiment[Any], ...] = (
     objectives.EXPERIMENT,
     head_count.EXPERIMENT,
     attention_flow.EXPERIMENT,
+    logit_attribution.EXPERIMENT,
 )
 
 __all__ = ["EXPERIMENTS", "Experiment"]
