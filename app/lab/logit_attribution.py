@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
 from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
+from app.request_checks import check_generative
 from app.schemas import INTEGER, Int, TextInput, TokenOut
 from app.tokenizing import token_text, tokens_out
 from checkpoints import LoadedModel
@@ -79,10 +80,11 @@ def one_token(loaded: LoadedModel, name: str, text: str) -> int:
 def plan(context: LabContext, request: LogitAttributionLabRequest) -> Build:
     resolved = context.model
     cfg = resolved.cfg
+    check_generative(resolved)
     try:
         check_additive(resolved.model)
-    except NotAdditive as error:
-        raise errors.invalid_option("model", f"{resolved.name}: {error}.") from error
+    except NotAdditive as error:  # no sum of parts: an encoder-decoder's decoder, a Post-LN model
+        raise errors.not_in_model(f"{resolved.name} cannot be split: {error}.") from error
     target_id = one_token(resolved.loaded, "target", request.target) if request.target else None
     versus_id = one_token(resolved.loaded, "versus", request.versus) if request.versus else None
 

@@ -57,12 +57,12 @@ def test_refusals_are_clear(client: TestClient) -> None:
     status, code, message = error_of(post(client, PATH, {"model": "gpt", "text": TEXT, "position": 40}))
     assert (status, code) == (422, "out_of_range") and "Position 40" in message
     status, code, message = error_of(post(client, PATH, {"model": "bert", "text": TEXT}))
-    assert (status, code) == (422, "invalid_option") and "encoder" in message
+    assert (status, code) == (422, "not_generative") and "encoder" in message
     status, code, message = error_of(post(client, PATH, {"model": "translator", "text": "12", "target_text": "a"}))
-    assert (status, code) == (422, "invalid_option") and "cross-attention" in message
+    assert (status, code) == (422, "not_in_model") and "cross-attention" in message
 
 
 def test_a_post_norm_decoder_is_refused_by_name(client: TestClient) -> None:
     config = {"architecture": "decoder", "d_model": 16, "n_layers": 1, "n_heads": 2, "norm_placement": "post"}
     status, code, message = error_of(post(client, PATH, {"config": config, "text": "abc"}))
-    assert (status, code) == (422, "invalid_option") and "Post-LN" in message and "no longer add up" in message
+    assert (status, code) == (422, "not_in_model") and "Post-LN" in message and "no longer add up" in message
