@@ -26,11 +26,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 
 from lab.attention_flow import projected_values
 from model.hooks import stage_name
+from model.layers import Block
 from model.transformer import Transformer
 
 
@@ -143,7 +145,7 @@ def logit_attribution(model: Transformer, trace: Mapping[str, torch.Tensor], log
         if cfg.n_token_types:
             embedding["segments"] = float(read("token_type_embed")[position] @ u)
     heads, ffn, attn_bias, ffn_bias = [], [], [], []
-    for layer, block in enumerate(stack.blocks):
+    for layer, block in enumerate(cast(list[Block], list(stack.blocks))):
         w_o = block.attn.W_O
         head_dirs = (u @ w_o.weight.double()).view(cfg.n_heads, cfg.d_head)  # [head, d_head]: u W_O^h
         heads.append((read("z", layer)[position] * head_dirs).sum(-1))  # [head]
@@ -172,7 +174,7 @@ def top_heads(model: Transformer, trace: Mapping[str, torch.Tensor], head_parts:
     splits = []
     for index in order:
         layer, head = divmod(index, n_heads)
-        attn = model.stack_named(None).blocks[layer].attn
+        attn = cast(Block, model.stack_named(None).blocks[layer]).attn
         weights = trace[stage_name("pattern", layer)][0, head, position].double()  # [k_pos]
         moved = projected_values(attn, trace[stage_name("v", layer)][0])[head] @ u  # [k_pos]: (v_j W_O^h) · u
         sources = weights * moved

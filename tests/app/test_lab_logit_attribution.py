@@ -25,8 +25,8 @@ def test_the_parts_add_up_to_the_models_own_logit(client: TestClient) -> None:
     parts = heads.sum() + ffn.sum() + sum(out["embedding"].values())
     assert abs(parts - out["logit"]) <= 1e-4 and out["max_abs_diff"] <= 1e-4
     np.testing.assert_allclose(out["layers"], heads.sum(-1) + ffn, atol=1e-5)
-    np.testing.assert_allclose(out["running"], out["embedding"]["token"] + np.concatenate([[0], np.cumsum(out["layers"])]),
-                               atol=1e-5)
+    running = out["embedding"]["token"] + np.concatenate([[0], np.cumsum(out["layers"])])
+    np.testing.assert_allclose(out["running"], running, atol=1e-5)
     assert len(out["top_heads"]) == 3
     magnitudes = [abs(t["contribution"]) for t in out["top_heads"]]
     assert magnitudes == sorted(magnitudes, reverse=True) and magnitudes[0] == np.abs(heads).max()
