@@ -2,7 +2,7 @@
 // biases wrote into the residual stream, the final norm's scale frozen from the real run (the logit_attribution
 // experiment). Every number shown comes from the answer.
 
-import { categoryAxis, draw, fitMargins, heatmap, rowsHeight, tokenLabels } from "../../shared/plot.js";
+import { categoryAxis, draw, fitMargins, fontSize, heatmap, rowsHeight, tokenLabels } from "../../shared/plot.js";
 import { h, visible } from "../../shared/dom.js";
 import { int, POSITIONS, str } from "../state.js";
 import { fmt, lineLayout, numberField } from "../ui.js";
@@ -68,6 +68,7 @@ export default {
     const yaxis = categoryAxis(say("logit_attribution_layer_axis"), { autorange: "reversed", automargin: false });
     const limit = Math.max(...cells.flat().map(Math.abs), 1e-9);
     const margin = fitMargins(grid, { y: rows, x: cols, xSize: xaxis.tickfont.size, colorbar: [-limit, limit] });
+    margin.r += Math.ceil(2 * fontSize()); // the colour bar's title, turned, right of its numbers
     draw(grid, [trace], { height: rowsHeight(nLayers, nLayers <= 12 ? 34 : 16, 260), margin, xaxis, yaxis }, "logit_attribution");
     if (grid.removeAllListeners) grid.removeAllListeners("plotly_click");
     if (grid.on) grid.on("plotly_click", (event) => {
