@@ -12,6 +12,7 @@ name: an Ollama tag refused as a duplicate must not hide the model that holds th
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from collections.abc import Callable
@@ -116,10 +117,8 @@ class Registry:
         reason (Entry.get)."""
         for entry in list(self.entries.values()):
             if entry.loaded is None and entry.loader is not None:
-                try:
+                with contextlib.suppress(RegistryError):  # entry.error says why
                     entry.get()
-                except RegistryError:
-                    pass  # entry.error says why
 
     def names(self) -> list[str]:
         return [name for name, entry in self.entries.items() if entry.error is None]

@@ -1,8 +1,8 @@
 """Whether a model's tokenizer reads Chinese: measured, not guessed from its name or architecture.
 
-A tokenizer built for Chinese (Qwen's, with ~25,000 Chinese tokens) gives each common character a token
-of its own or puts it inside a token of whole characters; an English one (SmolLM2's) cuts most characters
-into two or three byte tokens, which the model then has to put back together. The measure: of the Han
+A tokenizer built for Chinese (Qwen's) gives each common character a token of its own or puts it inside a
+token of whole characters; an English one (SmolLM2's: 4 of this sentence's 32 characters whole) cuts most
+characters into two or three byte tokens, which the model then has to put back together. The measure: of the Han
 characters of one everyday sentence, the share that lie in exactly one token whose text is exactly whole
 characters of the sentence. A byte piece, a SentencePiece byte fallback (<0xE6>) or an [UNK] never counts.
 

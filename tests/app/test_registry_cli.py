@@ -366,7 +366,8 @@ def test_refused_store_models_are_served_with_why_and_never_shadow_a_working_one
         assert client.get("/api/models/tiny-Q8_0").status_code == 200
         assert client.post("/api/predict", json={"model": "tiny-Q8_0", "text": "the cat"}).status_code == 200
         # Chinese, measured on the tokenizer: the file that keeps Chinese characters whole is first for Chinese
-        assert listed["zh-tiny"]["meta"]["zh_whole_characters"] >= 0.9 and listed["zh-tiny"]["meta"]["first_for"] == ["zh"]
+        zh = listed["zh-tiny"]["meta"]
+        assert zh["zh_whole_characters"] >= 0.9 and zh["first_for"] == ["zh"]
         for name in ("tiny:latest", "tiny-Q8_0"):  # a byte-level vocabulary cuts every character into bytes
             assert listed[name]["meta"]["zh_whole_characters"] == 0.0 and "first_for" not in listed[name]["meta"]
 
