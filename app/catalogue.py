@@ -3,7 +3,12 @@ and the GGUF stores of Ollama and LM Studio.
 
 A broken shipped checkpoint (for instance one being written by a training run) is kept
 with its reason and not offered; a broken operator model is a startup error; a store model
-the loader does not support is skipped, and the log says why.
+the loader does not support is refused: kept in the registry with why (GET /api/health lists it,
+the page's model menu shows it greyed), and the log says so too.
+
+A model the teacher adds (--add-model, a store) is measured for Chinese (checkpoints.chinese_coverage):
+one whose tokenizer keeps nine in ten characters of a Chinese sentence whole is listed first for
+Chinese sentences.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from pathlib import Path
 from app.registry import Registry, RegistryError
 from app.settings import Settings
 from checkpoints import CheckpointError, LoadedModel, load_checkpoint, pretrained
+from checkpoints.chinese_coverage import mark_chinese_capable
 from checkpoints.gguf import inspect_gguf
 from checkpoints.gguf_stores import lmstudio_models, lmstudio_root, ollama_models, ollama_root
 from model.device import pick_device
@@ -62,13 +68,16 @@ def add_directory(registry: Registry, name: str, directory: Path, source: str = 
     except (OSError, ValueError, KeyError, TypeError, RuntimeError) as error:
         reason = f"{type(error).__name__}: {error}"
         raise RegistryError(f"cannot load model {name!r} from {directory}: {reason}") from error
+    if source == "operator":
+        mark_chinese_capable(loaded)
     registry.add(name, loaded, source=source, directory=directory if directory.is_dir() else None)
 
 
 def add_store(registry: Registry, store: str, found: list[tuple[str, Path]], skipped: list[tuple[str, str]],
               max_parameters: int) -> list[tuple[str, str]]:
-    """Register each supported GGUF file of a store, to load lazily (in the background after startup); log
-    every file skipped, with why. Returns the skipped (name, reason) pairs."""
+    """Register each supported GGUF file of a store, to load lazily (in the background after startup); keep every
+    file refused in the registry with why (never in place of a model of the same name), and log it. Returns the
+    refused (name, reason) pairs."""
     skipped = list(skipped)
     for name, path in found:
         if name in registry.entries:
@@ -96,6 +105,7 @@ def add_store(registry: Registry, store: str, found: list[tuple[str, Path]], ski
             continue
         logger.info("--%s: registered %s (%s)", store, name, path)
     for name, reason in skipped:
+        registry.add_refused(name, store, reason)
         logger.warning("--%s: skipped %s: %s", store, name, reason)
     return skipped
 
@@ -104,6 +114,7 @@ def _gguf_loader(path: Path, device: str, store: str, name: str) -> Callable[[],
     def load() -> LoadedModel:
         loaded = load_checkpoint(path, device)
         loaded.meta.update({"store": store, "store_name": name})
+        mark_chinese_capable(loaded)
         return loaded
 
     return load

@@ -35,7 +35,7 @@ def error_response(status: int, code: str, message: str, headers: Mapping[str, s
 
 
 # ---------------------------------------------------------------- every error code the API answers with
-# 404 unknown_model, unknown_chapter, chapter_model_missing · 413 body_too_large ·
+# 404 unknown_model, model_refused, unknown_chapter, chapter_model_missing · 413 body_too_large ·
 # 422 empty_text, text_too_long, out_of_range, unknown_stage,
 # unknown_snapshot, invalid_config, model_too_large, response_too_large, not_in_model, conflicting_fields,
 # invalid_request, invalid_json,
@@ -47,6 +47,10 @@ def error_response(status: int, code: str, message: str, headers: Mapping[str, s
 def unknown_model(known: list[str]) -> ApiError:
     listed = ", ".join(known) if known else "none are loaded"
     return ApiError(404, "unknown_model", f"There is no model with that name. Known models: {listed}.")
+
+
+def model_refused(name: str, reason: str) -> ApiError:
+    return ApiError(404, "model_refused", f"The model {name} was found but is not offered: {reason}")
 
 
 def unknown_chapter(known: list[str]) -> ApiError:

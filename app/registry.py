@@ -3,10 +3,16 @@
 Clients choose a name; they never send a path. Entries are filled by `app.catalogue`
 (shipped weights, packages, the operator's --add-model) or by tests. An entry may load
 lazily (on first use, once) and may be broken (kept with its reason, never offered).
+
+What was found but is not offered stays visible, with its reason (`refusals`, served in GET /api/health):
+a broken entry (a half-written shipped checkpoint, a lazy model whose first load failed) and a store file
+refused before it became an entry (`add_refused`). A refusal never replaces a working entry of the same
+name: an Ollama tag refused as a duplicate must not hide the model that holds the name.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from collections.abc import Callable
@@ -34,19 +40,41 @@ class Entry:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def get(self) -> LoadedModel:
-        """Load on first use (once, even when many requests arrive together)."""
+        """Load on first use (once, even when many requests arrive together). A load that fails makes the entry
+        broken, with the failure as its reason: it is not tried again, and it is listed among the refusals."""
         if self.loaded is None:
             with self.lock:
                 if self.loaded is None and self.loader is not None:
-                    self.loaded = self.loader()
+                    try:
+                        self.loaded = self.loader()
+                    except Exception as error:  # noqa: BLE001 — a model that cannot load must not stop the server
+                        self.error = f"{type(error).__name__}: {error}"
+                        self.loader = None
+                    else:
+                        if self.loaded is None:
+                            self.error = "its loader found nothing to load"
+                            self.loader = None
         if self.loaded is None:
-            raise RegistryError(f"model {self.name!r} could not be loaded")
+            raise RegistryError(f"model {self.name!r} could not be loaded: {self.error or 'it has no weights'}")
         return self.loaded
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A model found but not offered: its name, where it was found, and why."""
+
+    name: str
+    source: str
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "source": self.source, "reason": self.reason}
 
 
 class Registry:
     def __init__(self, default: str | None = None, device: str = "cpu") -> None:
         self.entries: dict[str, Entry] = {}
+        self.refused: list[Refusal] = []  # found, never an entry (a store file the loader does not support)
         self.default_name = default
         self.device = device
 
@@ -60,18 +88,37 @@ class Registry:
         self.entries[name] = Entry(name, description, source, loader, loaded, directory=directory)
 
     def add_broken(self, name: str, source: str, reason: str) -> None:
-        """Remember a model that failed to load (shown in logs, never offered)."""
-        self.entries[name] = Entry(name, "", source, error=reason)
+        """Remember a model that failed to load (listed with its reason, never offered). It never replaces a
+        working entry of the same name."""
+        entry = self.entries.get(name)
+        if entry is not None and entry.error is None:
+            self.add_refused(name, source, reason)
+        else:
+            self.entries[name] = Entry(name, "", source, error=reason)
+
+    def add_refused(self, name: str, source: str, reason: str) -> None:
+        """Remember something found but not offered (a store file the loader refuses), beside the entries."""
+        self.refused.append(Refusal(name, source, reason))
+
+    def refusals(self) -> list[Refusal]:
+        """Every model found but not offered, with why: broken entries first (registry order), then the others."""
+        broken = [Refusal(entry.name, entry.source, entry.error) for entry in self.entries.values()
+                  if entry.error is not None]
+        return broken + self.refused
+
+    def refusal(self, name: str) -> Refusal | None:
+        """Why `name` is not offered, when it was found and refused (and no working model holds the name)."""
+        if name in self.names():
+            return None
+        return next((r for r in self.refusals() if r.name == name), None)
 
     def warm_up(self) -> None:
-        """Load every lazy entry (run in a worker thread after startup)."""
+        """Load every lazy entry (run in a worker thread after startup); one that fails is kept as broken, with its
+        reason (Entry.get)."""
         for entry in list(self.entries.values()):
             if entry.loaded is None and entry.loader is not None:
-                try:
+                with contextlib.suppress(RegistryError):  # entry.error says why
                     entry.get()
-                except Exception as error:  # noqa: BLE001 — a broken optional model must not stop the server
-                    entry.error = f"{type(error).__name__}: {error}"
-                    entry.loader = None
 
     def names(self) -> list[str]:
         return [name for name, entry in self.entries.items() if entry.error is None]

@@ -141,15 +141,22 @@ class ModelResolver:
     async def named(self, name: str | None) -> Resolved:
         name = name or self.registry.default
         if name is None or name not in self.registry.names():
-            raise errors.unknown_model(self.registry.names())
+            raise self._not_offered(name)
         try:
             if self.registry.is_loaded(name):
                 return Resolved(name, name, self.registry.get(name))
-            # a lazy model loads in the pool, not on the event loop
+            # a lazy model loads in the pool, not on the event loop; one that fails is refused from then on
             loaded = await self.engine.shared(("load", name), lambda: self.registry.get(name))
             return Resolved(name, name, loaded)
         except (KeyError, RegistryError) as error:
-            raise errors.unknown_model(self.registry.names()) from error
+            raise self._not_offered(name) from error
+
+    def _not_offered(self, name: str | None) -> errors.ApiError:
+        """404: the model was found and refused (saying why), or there is none of that name."""
+        refusal = self.registry.refusal(name) if name else None
+        if refusal is not None:
+            return errors.model_refused(refusal.name, refusal.reason)
+        return errors.unknown_model(self.registry.names())
 
     # ------------------------------------------------------------ training snapshots
 

@@ -39,6 +39,7 @@ from app.schemas import (
     PositionalQuery,
     PredictRequest,
     QKVRequest,
+    RefusedModel,
     TextInput,
     TokenizeRequest,
     TraceRequest,
@@ -91,11 +92,25 @@ class Service:
     def health(self) -> HealthOut:
         registry = self.registry
         return HealthOut(status="ok", device=registry.device, torch=torch.__version__, models=registry.names(),
-                         loaded=registry.loaded_names(), default=registry.default)
+                         loaded=registry.loaded_names(), default=registry.default,
+                         refused=[RefusedModel(**r.to_dict()) for r in registry.refusals()])
 
     async def list_models(self) -> Response:
-        described = [models.describe(await self.models.named(name), self.registry) for name in self.registry.names()]
+        """Every model offered, described. A lazy model whose first load fails here is left out: from then on it is
+        listed, with its reason, among GET /api/health's `refused`."""
+        described = [models.describe(resolved, self.registry) for resolved in await self._every_model()]
         return ApiJSONResponse(models.in_menu_order(described))
+
+    async def _every_model(self) -> list[Resolved]:
+        """Every offered model, loaded; one whose first load fails now is skipped (it is refused from then on)."""
+        every = []
+        for name in self.registry.names():
+            try:
+                every.append(await self.models.named(name))
+            except errors.ApiError as error:
+                if error.code != "model_refused":
+                    raise
+        return every
 
     async def model_info(self, name: str) -> Response:
         return ApiJSONResponse(models.describe(await self.models.named(name), self.registry))
@@ -170,7 +185,7 @@ class Service:
         its plan (the checks: a bad layer or too much work costs nothing) and its build, in one hop to the pool."""
         uses = experiment.uses_for(request)
         resolved = await self._lab_model(uses, request)
-        every = [await self.models.named(name) for name in self.registry.names()] if uses == "every_model" else []
+        every = await self._every_model() if uses == "every_model" else []
         device = self.registry.device
         key = ("lab", experiment.name, resolved.key if resolved else None, tuple(r.key for r in every), device,
                repr(request.model_dump(exclude={"model", "config", "snapshot"})))  # repr: any str

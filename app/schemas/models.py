@@ -7,9 +7,18 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 
+class RefusedModel(BaseModel):
+    name: str = Field(description="The name it would have had (an Ollama tag, an LM Studio file's name, a folder); "
+                                   "a working model may hold the same name.")
+    source: str = Field(description="Where it was found: weights, package, operator, ollama or lmstudio.")
+    reason: str = Field(description="Why it is not offered, in one sentence.")
+
+
 class HealthOut(BaseModel):
     model_config = ConfigDict(json_schema_extra={"examples": [
-        {"status": "ok", "device": "cpu", "torch": "2.13.0", "models": ["tiny-gpt", "minilm"], "loaded": ["tiny-gpt"]}
+        {"status": "ok", "device": "cpu", "torch": "2.13.0", "models": ["tiny-gpt", "minilm"], "loaded": ["tiny-gpt"],
+         "default": "tiny-gpt", "refused": [{"name": "gemma3:1b", "source": "ollama", "reason":
+                                             "unsupported architecture general.architecture = 'gemma3'"}]}
     ]})
     status: str
     device: str
@@ -17,6 +26,9 @@ class HealthOut(BaseModel):
     models: list[str]
     loaded: list[str]
     default: str | None = None
+    refused: list[RefusedModel] = Field(default_factory=list, description=(
+        "Models found but not offered (a store file the loader refuses, a checkpoint that failed to load), each "
+        "with why. They have no config, so they are not in GET /api/models."))
 
 
 class StageInfo(BaseModel):

@@ -137,7 +137,8 @@ function renderSelectors(ctx) {
 function renderModelInfo(ctx) {
   const { t } = ctx;
   const select = $("model");
-  select.replaceChildren(...modelOptions(state.models, t("pe_family_group"), state.text));
+  const refused = { list: state.refused, label: t("refused_group"), why: (r) => t("refused_why", { reason: r.reason }) };
+  select.replaceChildren(...modelOptions(state.models, t("pe_family_group"), state.text, refused));
   select.value = state.model;
   const info = state.info;
   const cfg = info.config;

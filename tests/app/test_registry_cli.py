@@ -304,3 +304,81 @@ def test_a_hostile_ollama_store_opens_nothing_outside_it_and_one_bad_manifest_st
                          "duplicate": "appears twice", "notjson": "unreadable manifest",
                          "notutf8": "unreadable manifest", "link": "outside the store's blobs folder"}.items():
         assert words in reasons[f"{model}:latest"], (model, reasons)
+
+
+# What the learner sees of a store: every model found, offered or refused with why
+
+def zh_gguf(path: Path) -> Path:
+    """A tiny SentencePiece GGUF whose vocabulary holds each Chinese character of the coverage sentence."""
+    from checkpoints.chinese_coverage import HAN, SENTENCE
+    from tests.checkpoints.gguf_files import gguf, tiny_hf, write_gguf
+    from tests.checkpoints.test_gguf_tokenizer import spm_metadata
+
+    spm = spm_metadata()
+    chars = sorted({char for char in SENTENCE if HAN.match(char)})
+    spm["tokenizer.ggml.tokens"] += chars
+    spm["tokenizer.ggml.scores"] += [-20.0] * len(chars)
+    spm["tokenizer.ggml.token_type"] += [1] * len(chars)
+    hf = tiny_hf("llama", vocab=len(spm["tokenizer.ggml.tokens"]))
+    write_gguf(path, hf, "llama", gguf.GGMLQuantizationType.F32, spm=spm)
+    return path
+
+
+def test_refused_store_models_are_served_with_why_and_never_shadow_a_working_one(
+        gguf_files: dict[str, tuple[Path, str]], tmp_path: Path) -> None:
+    import shutil
+
+    from fastapi.testclient import TestClient
+
+    from app.factory import create_app
+
+    good = gguf_files["not a GGUF"][0].parent / "good.gguf"
+    ollama = ollama_store(tmp_path / "ollama", gguf_files)
+    folder = tmp_path / "lmstudio" / "someone" / "Tiny-GGUF"
+    folder.mkdir(parents=True)
+    shutil.copy(good, folder / "tiny-Q8_0.gguf")  # --add-model gives a working model this name first
+    shutil.copy(good, folder / "mmproj-tiny.gguf")
+    shutil.copy(gguf_files["shapes"][0], folder / "late.gguf")  # passes the check at startup, fails at first load
+    zh_gguf(folder / "zh-tiny.gguf")
+    settings = make_settings(tmp_path, ollama_models=str(ollama), lmstudio_models=str(tmp_path / "lmstudio"),
+                             add_models=[f"tiny-Q8_0={good}"], default_model="tiny:latest")
+    with TestClient(create_app(settings, build_registry(settings))) as client:
+        listed = {m["name"]: m for m in client.get("/api/models").json()}  # loads every lazy model
+        health = client.get("/api/health").json()
+        refused = {(r["name"], r["source"]): r["reason"] for r in health["refused"]}
+        assert "unsupported architecture general.architecture = 'phi3'" in refused["tiny-phi:latest", "ollama"]
+        assert "(RoPE scaling) is not implemented" in refused["tiny-roped:latest", "ollama"]
+        assert "it has a LoRA adapter layer" in refused["tiny-lora:latest", "ollama"]
+        assert "its manifest names 0 model layers" in refused["gone:latest", "ollama"]
+        assert "a vision projector" in refused["mmproj-tiny", "lmstudio"]
+        assert "already registered" in refused["tiny-Q8_0", "lmstudio"]
+        # a store model whose first load fails does not vanish: it is refused with the loader's reason
+        assert "late" not in listed and "late" not in health["models"]
+        assert "has shape [96, 64], but the metadata" in refused["late", "lmstudio"]
+        answer = client.get("/api/models/late")
+        assert answer.status_code == 404 and answer.json()["error"]["code"] == "model_refused"
+        assert "has shape [96, 64]" in answer.json()["error"]["message"]
+        answer = client.post("/api/tokenize", json={"model": "tiny-phi:latest", "text": "the cat"})
+        assert answer.status_code == 404 and "'phi3'" in answer.json()["error"]["message"]
+        # the refused store file of the same name never hides the working model
+        assert "tiny-Q8_0" in listed and "tiny-Q8_0" in health["models"]
+        assert listed["tiny-Q8_0"]["meta"]["source"] == f"gguf:{good}"
+        assert client.get("/api/models/tiny-Q8_0").status_code == 200
+        assert client.post("/api/predict", json={"model": "tiny-Q8_0", "text": "the cat"}).status_code == 200
+        # Chinese, measured on the tokenizer: the file that keeps Chinese characters whole is first for Chinese
+        zh = listed["zh-tiny"]["meta"]
+        assert zh["zh_whole_characters"] >= 0.9 and zh["first_for"] == ["zh"]
+        for name in ("tiny:latest", "tiny-Q8_0"):  # a byte-level vocabulary cuts every character into bytes
+            assert listed[name]["meta"]["zh_whole_characters"] == 0.0 and "first_for" not in listed[name]["meta"]
+
+
+def test_a_refusal_never_replaces_a_working_entry() -> None:
+    from app.registry import Registry
+
+    registry = Registry(default="gpt")
+    registry.add("gpt", tiny_models()["gpt"], source="test")
+    registry.add_broken("gpt", "weights", "its config.json is half-written")
+    registry.add_broken("half", "weights", "its config.json is half-written")
+    assert registry.names() == ["gpt"] and registry.refusal("gpt") is None
+    assert registry.refusal("half") is not None and registry.get("gpt") is not None
+    assert [(r.name, r.source) for r in registry.refusals()] == [("half", "weights"), ("gpt", "weights")]

@@ -15,7 +15,10 @@ async function prepare(next) {
   if (!LANGS.includes(next.lang)) next.lang = "en";
   if (!next.texts[next.lang]) next.texts = { ...next.texts, [next.lang]: await loadTexts(`lab.${next.lang}`, next.lang) };
   next.panel = panelNamed(next.panel) || pageOrder()[0];
-  if (!next.models.length) next.models = await api.models();
+  if (!next.models.length) {
+    next.models = await api.models();
+    next.refused = await api.refused();
+  }
   const names = next.models.map((m) => m.name);
   if (!names.includes(next.model)) next.model = (next.models.find((m) => m.default) || next.models[0]).name;
   if (!next.info || next.info.name !== next.model) next.info = await api.model(next.model);

@@ -30,7 +30,8 @@ export function renderStatic(texts, s) {
 
 function renderInputs(s, say) {
   const select = $("model");
-  select.replaceChildren(...modelOptions(s.models, say("pe_group")));
+  const refused = { list: s.refused, label: say("refused_group"), why: (r) => say("refused_why", { reason: r.reason }) };
+  select.replaceChildren(...modelOptions(s.models, say("pe_group"), "", refused));
   select.value = s.model;
   if (document.activeElement !== $("text")) $("text").value = s.text;
   $("tokens").replaceChildren(tokenChips(s.tokens));

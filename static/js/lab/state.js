@@ -66,6 +66,7 @@ export function withItem(spec, value, item, on) {
 export const lab = {
   texts: {}, // language -> Texts (static/text/lab.<lang>.json)
   models: [],
+  refused: [], // GET /api/health `refused`: models found but not offered, each with why (greyed in the menu)
   info: null, // GET /api/models/{model}
   tokens: [], // the sentence's tokens (POST /api/tokenize)
   data: null, // what the shown panel's load() returned, or {error}, or {refused: family}

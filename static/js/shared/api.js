@@ -64,6 +64,9 @@ export function cached(method, url, body) {
 
 export const api = {
   models: () => cached("GET", "/api/models"),
+  /** The models found but refused, {name, source, reason}: asked after models() (which loads the lazy ones, so a
+   *  first load that failed is among them); a server that cannot say leaves the menu without them. */
+  refused: () => cached("GET", "/api/health").then((health) => (Array.isArray(health.refused) ? health.refused : []), () => []),
   model: (name) => cached("GET", `/api/models/${encodeURIComponent(name)}`),
   tokenize: (body) => cached("POST", "/api/tokenize", body),
   trace: (body) => cached("POST", "/api/trace", { encoding: "base64", dtype: "float16", ...body }),

@@ -4,6 +4,8 @@
 // push tiny-gpt out of sight. A model whose meta lists the sentence's language under `first_for`
 // (smollm2: ["en"]) comes first for a sentence in that language; tiny-gpt keeps its place for the
 // others. The default model is chosen by the caller (the server's default), not by the order here.
+// Models the server found but refused (GET /api/health `refused`: a store file it cannot load, a
+// model whose loading failed) come last, greyed in their own <optgroup>, each with why on hover.
 // Also here: what the page offers for a model of its own (English examples, its chat template).
 
 import { h } from "./dom.js";
@@ -26,16 +28,24 @@ function firstFor(model, lang) {
   return Array.isArray(listed) && listed.includes(lang);
 }
 
-/** <option>s for the lone models (those first for `text`'s language at the top), then an <optgroup label=familyLabel> with the family members. */
-export function modelOptions(models, familyLabel, text = "") {
+/**
+ * <option>s for the lone models (those first for `text`'s language at the top), then an <optgroup label=familyLabel>
+ * with the family members, then the refused models ({name, source, reason}) disabled in an <optgroup
+ * label=refused.label>, each titled refused.why(entry). A refused option has no value: a working model of the
+ * same name stays the one the menu selects.
+ */
+export function modelOptions(models, familyLabel, text = "", refused = { list: [], label: "", why: (r) => r.reason }) {
   const option = (m) => h("option", { value: m.name, text: m.name });
   const lang = sentenceLang(text);
   const family = models.filter((m) => familyOf(m));
   const lone = models.filter((m) => !familyOf(m));
+  const notLoaded = (r) => h("option", { value: "", disabled: true, "data-refused": r.name, title: refused.why(r), text: r.name });
+  const list = Array.isArray(refused.list) ? refused.list : [];
   return [
     ...lone.filter((m) => firstFor(m, lang)).map(option),
     ...lone.filter((m) => !firstFor(m, lang)).map(option),
     ...(family.length ? [h("optgroup", { label: familyLabel }, family.map(option))] : []),
+    ...(list.length ? [h("optgroup", { label: refused.label, class: "refused-models" }, list.map(notLoaded))] : []),
   ];
 }
 
