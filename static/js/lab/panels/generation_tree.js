@@ -72,7 +72,7 @@ export default {
     const ticks = [...new Set([0, Math.round(n / 3), Math.round((2 * n) / 3), n])]; // four: the strip is short
     const prompt = c.s.text.replace(/\n/g, "↵");
     const vars = {
-      n: steps.length, early: level.filter((l) => l !== null && l < n).length, prompt, text: data.text.replace(/\n/g, "↵"),
+      n: steps.length, early: level.filter((l) => l !== null && l < n).length, prompt, text: data.text.replace(/\n/g, "↵").replace(/\uFFFD/g, "◌"),
       diff: data.max_diff_last.toExponential(1), forwards: data.forwards,
     };
     const unfinished = [...shown, ...data.branches.flatMap((b) => b.tokens.map((t) => t.text))].some((t) => t.startsWith("◌"));
