@@ -75,7 +75,8 @@ class FlashLabOut(BaseModel):
     max_diff_naive: float = Field(description="max |output − naive softmax(QKᵀ)V|.")
     dtype: str
     bytes_per_number: int
-    traffic_lengths: list[int] = Field(description="Sequence lengths N (queries = keys) of the traffic curves.")
+    traffic_lengths: list[int] = Field(description=(
+        "Sequence lengths N (queries = keys) of the traffic curves: this sentence's query count, then 64 … 16384."))
     standard_bytes: list[int] = Field(description="Per N: bytes standard attention moves to and from main memory for "
                                                   "one head, (4·N·d + 4·N²) numbers: S and P written and read back.")
     flash_bytes: list[int] = Field(description="Per N: the tiled loop's, with no tile skipped: N·d (Q) + "
@@ -120,13 +121,15 @@ def plan(context: LabContext, request: FlashLabRequest) -> Build:
         max_diff_z, max_diff_naive = differences(result, head)
         d_head, size = head.q.shape[1], BYTES_PER_NUMBER[request.dtype]
         formula, standard = flash_traffic(n_q, n_k, d_head, request.block_q), standard_traffic(n_q, n_k, d_head)
+        # the curves start at this sentence's length, so the loop's own count sits on the chart beside them
+        lengths = [n_q, *(n for n in TRAFFIC_LENGTHS if n > n_q)]
         traffic = {
-            "dtype": request.dtype, "bytes_per_number": size, "traffic_lengths": TRAFFIC_LENGTHS,
-            "standard_bytes": [standard_traffic(n, n, d_head).total * size for n in TRAFFIC_LENGTHS],
-            "flash_bytes": [flash_traffic(n, n, d_head, request.block_q).total * size for n in TRAFFIC_LENGTHS],
+            "dtype": request.dtype, "bytes_per_number": size, "traffic_lengths": lengths,
+            "standard_bytes": [standard_traffic(n, n, d_head).total * size for n in lengths],
+            "flash_bytes": [flash_traffic(n, n, d_head, request.block_q).total * size for n in lengths],
             "traffic_block_q": request.traffic_block_q,
             "flash_large_block_bytes": [flash_traffic(n, n, d_head, request.traffic_block_q).total * size
-                                        for n in TRAFFIC_LENGTHS],
+                                        for n in lengths],
             "loop_read_bytes": result.numbers_read * size, "loop_written_bytes": result.numbers_written * size,
             "formula_read_bytes": formula.read * size, "formula_written_bytes": formula.written * size,
             "standard_read_bytes": standard.read * size, "standard_written_bytes": standard.written * size,

@@ -71,6 +71,10 @@ def test_flash_counts_the_memory_traffic_of_its_loop_and_the_formulas(client: Te
     causal = post(client, "/api/lab/flash", {**body, "model": "gpt", "layer": 1}).json()
     assert causal["skipped_tiles"] > 0 and causal["loop_read_bytes"] < causal["formula_read_bytes"]
     assert len(out["traffic_lengths"]) == len(out["standard_bytes"]) == len(out["flash_bytes"])
+    # the curves start at this sentence's N, where the formulas are this sentence's own numbers
+    assert out["traffic_lengths"][0] == n and out["traffic_lengths"][-1] == 16384
+    assert out["standard_bytes"][0] == out["standard_read_bytes"] + out["standard_written_bytes"]
+    assert out["flash_bytes"][0] == out["formula_read_bytes"] + out["formula_written_bytes"]
     big = post(client, "/api/lab/flash", {**body, "block_q": 128, "traffic_block_q": 3}).json()
     assert big["flash_large_block_bytes"] == out["flash_bytes"]  # the second curve is the formula at its own block
     assert out["flash_large_block_bytes"][-1] < out["standard_bytes"][-1] < out["flash_bytes"][-1]

@@ -61,7 +61,7 @@ export default {
     const gqa = data.kv_heads < data.n_heads ? "batch_shapes_gqa" : "batch_shapes_mha";
     board.block("bs-table", h("div", {},
       h("h3", { text: say("batch_shapes_table_title", vars) }),
-      h("table", { class: "kv-table" }, h("thead", {}, head), h("tbody", {}, rows)),
+      h("table", { class: "kv-table bs-table" }, h("thead", {}, head), h("tbody", {}, rows)),
       h("p", { class: "lab-note", text: [say("batch_shapes_table_note", vars), say(gqa, vars)].join(" ") }),
     ));
     const pad = say("batch_shapes_pad");

@@ -38,13 +38,13 @@ export default {
     const vars = {
       step: index + 1, n, qi: tile.q_block, ki: tile.k_block, q_tiles: data.q_tiles, k_tiles: data.k_tiles,
       skipped: data.skipped_tiles, largest: data.largest_bytes.toLocaleString("en-US"), n2: data.n_squared_bytes.toLocaleString("en-US"),
-      nq, nk, cross: data.crossover_length, d_head: data.d_head,
+      nq, nk, cross: data.crossover_length, d_head: data.d_head, block_q: data.block_q, block_k: data.block_k,
       diff: data.max_diff_z.toExponential(1), naive: data.max_diff_naive.toExponential(1),
     };
     const grid = heatmap({ z, x: tokenLabels(data.key_tokens), y: tokenLabels(data.query_tokens), signed: false, zmin: 0, zmax: 2, showscale: false,
       annotate: false, customdata: z.map((row) => row.map((v) => STATES[v])), hovertemplate: "%{y}<br>%{x}<br>%{customdata}<extra></extra>" });
     draw(board.card("fl-grid", { title: say("flash_grid_title", vars), className: "half", note: say("flash_grid_note", vars) }), [grid],
-      { xaxis: { title: { text: say("flash_keys") }, type: "category" }, yaxis: { title: { text: say("flash_queries") }, type: "category", autorange: "reversed" }, height: 340, margin: { l: 80, r: 20, t: 30, b: 70 } }, "flash_tiles");
+      { xaxis: { title: { text: say("flash_keys") }, type: "category", automargin: true }, yaxis: { title: { text: say("flash_queries") }, type: "category", autorange: "reversed", automargin: true }, height: 340, margin: { l: 80, r: 20, t: 30, b: 70 } }, "flash_tiles");
     const rows = Array.from({ length: tile.q_range[1] - tile.q_range[0] }, (_, i) => String(tile.q_range[0] + i));
     draw(board.card("fl-state", { title: say("flash_state_title", vars), className: "half", note: say("flash_state_note", vars) }), [
       { type: "bar", x: rows, y: tile.m.map((v) => (v === null ? 0 : v)), name: say("flash_m") },
@@ -72,6 +72,10 @@ export default {
       { x: data.traffic_lengths, y: mib(data.flash_bytes), mode: "lines+markers", name: say("flash_traffic_flash", tvars) },
       { x: data.traffic_lengths, y: mib(data.flash_large_block_bytes), mode: "lines+markers", name: say("flash_traffic_flash_big", tvars) },
       { x: [n], y: mib([data.loop_read_bytes + data.loop_written_bytes]), mode: "markers", marker: { size: 12, symbol: "diamond" }, name: say("flash_traffic_counted") },
-    ], lineLayout(say("flash_traffic_n"), say("flash_traffic_mib"), { xaxis: { type: "log" }, yaxis: { type: "log" } }), "flash_traffic");
+    ], lineLayout(say("flash_traffic_n"), say("flash_traffic_mib"), {
+      // a tick at each N drawn (this sentence's first), so no bare "2" or "5" stands for 20 or 50
+      xaxis: { type: "log", tickvals: data.traffic_lengths, ticktext: data.traffic_lengths.map(bytes) },
+      yaxis: { type: "log" },
+    }), "flash_traffic");
   },
 };

@@ -69,10 +69,11 @@ export default {
       return `${safe(shown[i])} · ${safe(layerName(st.committed, say))}<br>${say("generation_tree_top")}:<br>` +
         st.alternatives.map((a, k) => `${safe(alts[k])}  ${fmt(a.prob)}`).join("<br>");
     });
-    const ticks = [...new Set([0, Math.round(n / 3), Math.round((2 * n) / 3), n])]; // four: the strip is short
+    // four ticks, three for a few layers (tiny-gpt's thirds, blocks 2 and 3, would print on top of each other): the strip is short
+    const ticks = [...new Set(n < 9 ? [0, Math.round(n / 2), n] : [0, Math.round(n / 3), Math.round((2 * n) / 3), n])];
     const prompt = c.s.text.replace(/\n/g, "↵");
     const vars = {
-      n: steps.length, early: level.filter((l) => l !== null && l < n).length, prompt, text: data.text.replace(/\n/g, "↵"),
+      n: steps.length, early: level.filter((l) => l !== null && l < n).length, prompt, text: data.text.replace(/\n/g, "↵").replace(/\uFFFD/g, "◌"),
       diff: data.max_diff_last.toExponential(1), forwards: data.forwards,
     };
     const unfinished = [...shown, ...data.branches.flatMap((b) => b.tokens.map((t) => t.text))].some((t) => t.startsWith("◌"));
