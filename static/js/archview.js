@@ -87,7 +87,7 @@ export function drawArch(root, data, t) {
         parts.push(h("p", { class: "arch-caption", text: t("arch_cross_live", { layer: one.layer, head: one.head, n: one.answer.tokens.length }) }), crossPlot);
         pending.push(() => chart(crossPlot, one.cross, null, qToks, one.answer.tokens, t, `${one.name}_arch_cross`));
       }
-      parts.push(h("p", { class: "arch-objective" }, h("strong", { text: `${t("arch_col_objective")}: ` }), t(`arch_objective_${one.arch}`)));
+      parts.push(h("p", { class: "arch-objective" }, h("strong", { text: t("arch_objective_label") }), t(`arch_objective_${one.arch}`)));
       const top = one.answer.top_tokens || [];
       if (top.length && typeof one.answer.loss === "number") {
         parts.push(h("p", { class: "arch-loss", text: t(`arch_loss_${one.arch}`, { loss: one.answer.loss.toFixed(3), top: top.map((p) => JSON.stringify(p.text)).join(", ") }) }));
