@@ -1,4 +1,4 @@
-"""Hugging Face checkpoints (GPT-2, Llama/Qwen2/Mistral, BERT) converted into this project's modules.
+"""Hugging Face checkpoints (GPT-2, Llama/Qwen2/Qwen3/Mistral, BERT) converted into this project's modules.
 
 Each converter maps a Hugging Face config + state dict to a `TransformerConfig` and our
 weight names; `load_hf_directory` opens a whole directory (safetensors only, never pickle).
@@ -26,6 +26,7 @@ from checkpoints.base import (
 )
 from checkpoints.hf_tokenizer import load_hf_tokenizer
 from model.config import ConfigError, TransformerConfig
+from model.positional import llama3_freq_factors
 
 # ---------------------------------------------------------------- the fields each converter understands
 
@@ -83,6 +84,12 @@ HF_FIELDS: dict[str, ConfigFields] = {
         frozenset({"use_sliding_window", "sliding_window", "max_window_layers", "layer_types"}),
         frozenset(),
         {"use_mrope": False},
+    ),
+    # Qwen3: Qwen2's windows, Llama's attention_bias (Q, K, V and O), and RMSNorm on each head's q and k
+    "qwen3": _LLAMA_COMMON | ConfigFields(
+        frozenset({"attention_bias", "use_sliding_window", "sliding_window", "max_window_layers", "layer_types"}),
+        frozenset(),
+        {},
     ),
     "bert": GENERIC_FIELDS | ConfigFields(
         read=frozenset({
@@ -182,18 +189,50 @@ def convert_gpt2(hf_config: dict[str, Any], state: StateDict) -> tuple[Transform
     return cfg, out
 
 
-def _rope_base(hf_config: dict[str, Any], loader: str) -> float:
-    """rope_theta, from rope_parameters (transformers 5) or the older rope_theta + rope_scaling; no scaling."""
-    theta = hf_config.get("rope_theta", 10000.0)
+# RoPE scaling types this loader implements, and the keys each reads (besides rope_type/type and rope_theta)
+ROPE_TYPES: dict[str, frozenset[str]] = {
+    "default": frozenset(),
+    "linear": frozenset({"factor"}),
+    "llama3": frozenset({"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"}),
+}
+
+
+def _rope(hf_config: dict[str, Any], loader: str, d_head: int) -> tuple[float, tuple[float, ...] | None]:
+    """(rope_theta, one frequency factor per pair or None), from rope_parameters (transformers 5) or the older
+    rope_theta + rope_scaling. Scaling types: linear (every pair `factor` times slower) and llama3 (Llama 3.1:
+    only the slow pairs); every other type (yarn, longrope, dynamic ...) and every unknown key is refused."""
+    theta = float(hf_config.get("rope_theta", 10000.0))
+    factors: tuple[float, ...] | None = None
     for field in ("rope_parameters", "rope_scaling"):
-        for key, value in (hf_config.get(field) or {}).items():
-            if key == "rope_theta":
-                theta = value
-            elif not (key in ("rope_type", "type") and value == "default") and not (
-                key == "partial_rotary_factor" and value == 1.0
-            ):
-                raise CheckpointError(f"{loader}: config field {field}.{key} = {value!r} is not implemented")
-    return float(theta)
+        scaling = dict(hf_config.get(field) or {})
+        if "rope_theta" in scaling:
+            theta = float(scaling.pop("rope_theta"))
+        if scaling.get("partial_rotary_factor", 1.0) == 1.0:
+            scaling.pop("partial_rotary_factor", None)
+        type_key = "rope_type" if "rope_type" in scaling else "type"
+        rope_type = scaling.pop(type_key, "default")
+        if scaling.get("type", rope_type) == rope_type:  # older files write both spellings, agreeing
+            scaling.pop("type", None)
+        if rope_type not in ROPE_TYPES:
+            raise CheckpointError(f"{loader}: config field {field}.{type_key} = {rope_type!r} is not implemented "
+                                  f"(implemented: {', '.join(ROPE_TYPES)})")
+        for key, value in scaling.items():
+            if key not in ROPE_TYPES[rope_type]:
+                raise CheckpointError(f"{loader}: config field {field}.{key} = {value!r} is not implemented "
+                                      f"for rope_type {rope_type!r}")
+        missing = sorted(ROPE_TYPES[rope_type] - set(scaling))
+        if missing:
+            raise CheckpointError(f"{loader}: config field {field} of rope_type {rope_type!r} lacks {', '.join(missing)}")
+        if rope_type == "linear":
+            factors = (float(scaling["factor"]),) * (d_head // 2)
+        elif rope_type == "llama3":
+            try:
+                factors = llama3_freq_factors(d_head, theta, float(scaling["factor"]), float(scaling["low_freq_factor"]),
+                                              float(scaling["high_freq_factor"]),
+                                              int(scaling["original_max_position_embeddings"]))
+            except ValueError as error:
+                raise CheckpointError(f"{loader}: config field {field}: {error}") from error
+    return theta, factors
 
 
 def _windows(hf_config: dict[str, Any], model_type: str, n_layers: int) -> tuple[int | None, tuple[int, ...] | None]:
@@ -204,7 +243,7 @@ def _windows(hf_config: dict[str, Any], model_type: str, n_layers: int) -> tuple
     """
     if model_type == "mistral":
         return hf_config.get("sliding_window", 4096), None
-    if model_type != "qwen2":
+    if model_type not in ("qwen2", "qwen3"):
         return None, None
     window = hf_config.get("sliding_window", 4096) if hf_config.get("use_sliding_window", False) else None
     first = hf_config.get("max_window_layers", 28)
@@ -224,9 +263,10 @@ def _windows(hf_config: dict[str, Any], model_type: str, n_layers: int) -> tuple
 
 
 def convert_llama(hf_config: dict[str, Any], state: StateDict) -> tuple[TransformerConfig, StateDict]:
-    """Llama / Qwen2 / Mistral: RoPE (split halves), RMSNorm, gated FFN (SwiGLU), GQA.
+    """Llama / Qwen2 / Qwen3 / Mistral: RoPE (split halves; linear or llama3 scaling), RMSNorm, gated FFN (SwiGLU),
+    GQA; Qwen3 RMS-normalizes each head's q and k before RoPE.
 
-    Biases: Llama's attention_bias (Q, K, V and O) and mlp_bias; Qwen2 always biases Q, K, V.
+    Biases: Llama's and Qwen3's attention_bias (Q, K, V and O), Llama's mlp_bias; Qwen2 always biases Q, K, V.
     """
     model_type = str(hf_config.get("model_type"))
     loader = loader_name(model_type)
@@ -238,12 +278,14 @@ def convert_llama(hf_config: dict[str, Any], state: StateDict) -> tuple[Transfor
             f"{loader}: config field head_dim = {head_dim} × {n_heads} heads differs from hidden_size {d_model}: "
             "not implemented"
         )
-    attention_bias = model_type == "llama" and bool(hf_config.get("attention_bias", False))
+    attention_bias = model_type in ("llama", "qwen3") and bool(hf_config.get("attention_bias", False))
     qkv_bias = attention_bias or model_type == "qwen2"
     mlp_bias = model_type == "llama" and bool(hf_config.get("mlp_bias", False))
     tied = bool(hf_config.get("tie_word_embeddings", False)) or "lm_head.weight" not in state
     n_layers = hf_config["num_hidden_layers"]
     window, window_layers = _windows(hf_config, model_type, n_layers)
+    rope_base, rope_freq_factors = _rope(hf_config, loader, head_dim)
+    qk_norm = model_type == "qwen3"
     cfg = TransformerConfig(
         architecture="decoder",
         vocab_size=hf_config["vocab_size"],
@@ -254,10 +296,12 @@ def convert_llama(hf_config: dict[str, Any], state: StateDict) -> tuple[Transfor
         d_mlp=hf_config["intermediate_size"],
         n_ctx=min(int(hf_config.get("max_position_embeddings", 2048)), 4096),
         pos_encoding="rope",
-        rope_base=_rope_base(hf_config, loader),
+        rope_base=rope_base,
+        rope_freq_factors=rope_freq_factors,
         norm="rmsnorm",
         norm_placement="pre",
         norm_eps=hf_config.get("rms_norm_eps", 1e-6),
+        qk_norm=qk_norm,
         activation=_activation(hf_config, "hidden_act", "silu", gated=True),
         bias=False,
         qkv_bias=qkv_bias,
@@ -280,6 +324,9 @@ def convert_llama(hf_config: dict[str, Any], state: StateDict) -> tuple[Transfor
             out[ours + f"mlp.{our_name}.weight"] = _take(state, hf + f"mlp.{hf_name}.weight")
             if mlp_bias:
                 out[ours + f"mlp.{our_name}.bias"] = _take(state, hf + f"mlp.{hf_name}.bias")
+        if qk_norm:
+            out[ours + "attn.q_norm_w"] = _take(state, hf + "self_attn.q_norm.weight")
+            out[ours + "attn.k_norm_w"] = _take(state, hf + "self_attn.k_norm.weight")
         out[ours + "ln1.w"] = _take(state, hf + "input_layernorm.weight")
         out[ours + "ln2.w"] = _take(state, hf + "post_attention_layernorm.weight")
     out["stack.ln_final.w"] = _take(state, "norm.weight")
@@ -349,6 +396,7 @@ CONVERTERS: dict[str, Callable[[dict[str, Any], StateDict], tuple[TransformerCon
     "gpt2": convert_gpt2,
     "llama": convert_llama,
     "qwen2": convert_llama,
+    "qwen3": convert_llama,
     "mistral": convert_llama,
     "bert": convert_bert,
 }
