@@ -24,9 +24,9 @@ from checkpoints.base import (
     read_weights,
     refuse_unimplemented,
 )
+from checkpoints.hf_rope import rope_settings
 from checkpoints.hf_tokenizer import load_hf_tokenizer
 from model.config import ConfigError, TransformerConfig
-from model.positional import llama3_freq_factors
 
 # ---------------------------------------------------------------- the fields each converter understands
 
@@ -189,52 +189,6 @@ def convert_gpt2(hf_config: dict[str, Any], state: StateDict) -> tuple[Transform
     return cfg, out
 
 
-# RoPE scaling types this loader implements, and the keys each reads (besides rope_type/type and rope_theta)
-ROPE_TYPES: dict[str, frozenset[str]] = {
-    "default": frozenset(),
-    "linear": frozenset({"factor"}),
-    "llama3": frozenset({"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"}),
-}
-
-
-def _rope(hf_config: dict[str, Any], loader: str, d_head: int) -> tuple[float, tuple[float, ...] | None]:
-    """(rope_theta, one frequency factor per pair or None), from rope_parameters (transformers 5) or the older
-    rope_theta + rope_scaling. Scaling types: linear (every pair `factor` times slower) and llama3 (Llama 3.1:
-    only the slow pairs); every other type (yarn, longrope, dynamic ...) and every unknown key is refused."""
-    theta = float(hf_config.get("rope_theta", 10000.0))
-    factors: tuple[float, ...] | None = None
-    for field in ("rope_parameters", "rope_scaling"):
-        scaling = dict(hf_config.get(field) or {})
-        if "rope_theta" in scaling:
-            theta = float(scaling.pop("rope_theta"))
-        if scaling.get("partial_rotary_factor", 1.0) == 1.0:
-            scaling.pop("partial_rotary_factor", None)
-        type_key = "rope_type" if "rope_type" in scaling else "type"
-        rope_type = scaling.pop(type_key, "default")
-        if scaling.get("type", rope_type) == rope_type:  # older files write both spellings, agreeing
-            scaling.pop("type", None)
-        if rope_type not in ROPE_TYPES:
-            raise CheckpointError(f"{loader}: config field {field}.{type_key} = {rope_type!r} is not implemented "
-                                  f"(implemented: {', '.join(ROPE_TYPES)})")
-        for key, value in scaling.items():
-            if key not in ROPE_TYPES[rope_type]:
-                raise CheckpointError(f"{loader}: config field {field}.{key} = {value!r} is not implemented "
-                                      f"for rope_type {rope_type!r}")
-        missing = sorted(ROPE_TYPES[rope_type] - set(scaling))
-        if missing:
-            raise CheckpointError(f"{loader}: config field {field} of rope_type {rope_type!r} lacks {', '.join(missing)}")
-        if rope_type == "linear":
-            factors = (float(scaling["factor"]),) * (d_head // 2)
-        elif rope_type == "llama3":
-            try:
-                factors = llama3_freq_factors(d_head, theta, float(scaling["factor"]), float(scaling["low_freq_factor"]),
-                                              float(scaling["high_freq_factor"]),
-                                              int(scaling["original_max_position_embeddings"]))
-            except ValueError as error:
-                raise CheckpointError(f"{loader}: config field {field}: {error}") from error
-    return theta, factors
-
-
 def _windows(hf_config: dict[str, Any], model_type: str, n_layers: int) -> tuple[int | None, tuple[int, ...] | None]:
     """(sliding window, the layers it applies to or None for all), as transformers reads the config.
 
@@ -284,7 +238,7 @@ def convert_llama(hf_config: dict[str, Any], state: StateDict) -> tuple[Transfor
     tied = bool(hf_config.get("tie_word_embeddings", False)) or "lm_head.weight" not in state
     n_layers = hf_config["num_hidden_layers"]
     window, window_layers = _windows(hf_config, model_type, n_layers)
-    rope_base, rope_freq_factors = _rope(hf_config, loader, head_dim)
+    rope_base, rope_freq_factors = rope_settings(hf_config, loader, head_dim)
     qk_norm = model_type == "qwen3"
     cfg = TransformerConfig(
         architecture="decoder",
