@@ -4,8 +4,9 @@ Read with the `gguf` package (llama.cpp's own reader; no hand-written parser). E
 `gguf.quants` can dequantize is turned into float32. Architectures: `llama`, `mistral` (attn_q / attn_k rows
 un-permuted: llama.cpp's converter permutes them for its interleaved RoPE, this project rotates halves),
 `qwen2` (stored unpermuted, Q/K/V biases), `qwen3` (unpermuted, attn_q_norm / attn_k_norm on each head) and
-`gpt2`. RoPE scaling: Llama 3.1's `rope_freqs` tensor and `rope.scaling.type = linear`. Every metadata key that changes the computation and
-is not implemented is refused, by name (checkpoints.gguf_metadata); so is every tensor the loader does not use.
+`gpt2`. RoPE scaling: Llama 3.1's `rope_freqs` tensor and `rope.scaling.type = linear`. Every metadata key that
+changes the computation and is not implemented is refused, by name (checkpoints.gguf_metadata); so is every tensor
+the loader does not use.
 ggml lists shapes fastest-first ([in, out] for a weight); numpy/torch order is the reverse.
 """
 
@@ -154,7 +155,8 @@ class ModelTensors:
     def check_all_used(self) -> None:
         unused = sorted(set(self.tensors) - self.used)
         if unused:
-            what = {name: TENSOR_WHAT.get(name.split(".", 2)[2] if name.startswith("blk.") else name) for name in unused}
+            local = {name: name.split(".", 2)[2] if name.startswith("blk.") else name for name in unused}
+            what = {name: TENSOR_WHAT.get(local[name]) for name in unused}
             shown = ", ".join(f"{name} ({what[name]})" if what[name] else name for name in unused[:5])
             shown += " ..." if len(unused) > 5 else ""
             raise CheckpointError(

@@ -40,14 +40,15 @@ def rope_settings(hf_config: dict[str, Any], loader: str, d_head: int) -> tuple[
                                       f"for rope_type {rope_type!r}")
         missing = sorted(ROPE_TYPES[rope_type] - set(scaling))
         if missing:
-            raise CheckpointError(f"{loader}: config field {field} of rope_type {rope_type!r} lacks {', '.join(missing)}")
+            raise CheckpointError(f"{loader}: config field {field} of rope_type {rope_type!r} lacks "
+                                  f"{', '.join(missing)}")
         if rope_type == "linear":
             factors = (float(scaling["factor"]),) * (d_head // 2)
         elif rope_type == "llama3":
             try:
-                factors = llama3_freq_factors(d_head, theta, float(scaling["factor"]), float(scaling["low_freq_factor"]),
-                                              float(scaling["high_freq_factor"]),
-                                              int(scaling["original_max_position_embeddings"]))
+                factors = llama3_freq_factors(
+                    d_head, theta, float(scaling["factor"]), float(scaling["low_freq_factor"]),
+                    float(scaling["high_freq_factor"]), int(scaling["original_max_position_embeddings"]))
             except ValueError as error:
                 raise CheckpointError(f"{loader}: config field {field}: {error}") from error
     return theta, factors

@@ -215,7 +215,9 @@ class Attention(nn.Module):
 
 
 def rms_per_head(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
-    """x / sqrt(mean over d_head of x^2 + eps) * w: RMSNorm of each head's vector alone.  x: [batch, pos, head, d_head]"""
+    """x / sqrt(mean over d_head of x^2 + eps) * w: RMSNorm of each head's vector alone.
+
+    x: [batch, pos, head, d_head]; w: [d_head], shared by the heads."""
     return x / (x.pow(2).mean(-1, keepdim=True) + eps).sqrt() * w
 
 
