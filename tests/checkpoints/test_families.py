@@ -62,8 +62,10 @@ def transformers_gguf_reader(path: Path) -> torch.nn.Module:
 
     config = load_gguf_checkpoint(str(path), return_tensors=False)["config"]
     if config["model_type"] == "qwen3":  # its reader maps no head size: Qwen3Config's default (128, every real
-        fields = gguf.GGUFReader(str(path)).fields  # Qwen3's) would not fit this tiny file, whose keys say 16
-        config["head_dim"] = int(fields["qwen3.attention.key_length"].contents())
+        fields = gguf.GGUFReader(str(path)).fields  # Qwen3's) would not fit this tiny file's heads of 16
+        key_length = fields.get("qwen3.attention.key_length")
+        config["head_dim"] = (int(key_length.contents()) if key_length is not None
+                              else config["hidden_size"] // config["num_attention_heads"])
     config_class = transformers.AutoConfig.for_model(config.pop("model_type")).__class__
     model = transformers.AutoModelForCausalLM.from_config(config_class(**config), attn_implementation="eager")
     tensors = load_gguf_checkpoint(str(path), return_tensors=True, model_to_load=model)["tensors"]
