@@ -3,8 +3,10 @@
 Read with the `gguf` package (llama.cpp's own reader; no hand-written parser). Every tensor type that
 `gguf.quants` can dequantize is turned into float32. Architectures: `llama`, `mistral` (attn_q / attn_k rows
 un-permuted: llama.cpp's converter permutes them for its interleaved RoPE, this project rotates halves),
-`qwen2` (stored unpermuted, Q/K/V biases) and `gpt2`. Every metadata key that changes the computation and
-is not implemented is refused, by name (checkpoints.gguf_metadata); so is every tensor the loader does not use.
+`qwen2` (stored unpermuted, Q/K/V biases), `qwen3` (unpermuted, attn_q_norm / attn_k_norm on each head) and
+`gpt2`. RoPE scaling: Llama 3.1's `rope_freqs` tensor and `rope.scaling.type = linear`. Every metadata key that
+changes the computation and is not implemented is refused, by name (checkpoints.gguf_metadata); so is every tensor
+the loader does not use.
 ggml lists shapes fastest-first ([in, out] for a weight); numpy/torch order is the reverse.
 """
 
@@ -30,7 +32,9 @@ from checkpoints.gguf_tokenizer import gguf_tokenizer
 from model.config import ConfigError, TransformerConfig
 
 GGUF_MAGIC = b"GGUF"
-TENSOR_WHAT = {"rope_freqs.weight": "per-dimension RoPE frequency factors: Llama 3.1+ RoPE scaling"}
+TENSOR_WHAT = {"attn_q_norm.weight": "a norm on each head's q: Qwen3's, read for qwen3 files only",
+               "attn_k_norm.weight": "a norm on each head's k: Qwen3's, read for qwen3 files only"}
+ROPE_FREQS = "rope_freqs.weight"  # Llama 3.1+: one RoPE frequency factor per pair (llama.cpp's converter writes it)
 
 
 def is_gguf(path: Path) -> bool:
@@ -116,6 +120,8 @@ def expected_shapes(cfg: TransformerConfig, arch: str) -> dict[str, tuple[tuple[
         "ffn_up.bias": ((mlp,), f"feed_forward_length {mlp}"),
         "ffn_down.weight": ((d, mlp), f"{width}, feed_forward_length {mlp}"),
         "ffn_down.bias": ((d,), width),
+        "attn_q_norm.weight": ((d_head,), heads), "attn_k_norm.weight": ((d_head,), heads),
+        ROPE_FREQS: ((d_head // 2,), heads),
     }
     if arch == "gpt2":
         shapes["position_embd.weight"] = ((cfg.n_ctx, d), f"context_length {cfg.n_ctx}, {width}")
@@ -149,7 +155,9 @@ class ModelTensors:
     def check_all_used(self) -> None:
         unused = sorted(set(self.tensors) - self.used)
         if unused:
-            shown = ", ".join(f"{name} ({TENSOR_WHAT[name]})" if name in TENSOR_WHAT else name for name in unused[:5])
+            local = {name: name.split(".", 2)[2] if name.startswith("blk.") else name for name in unused}
+            what = {name: TENSOR_WHAT.get(local[name]) for name in unused}
+            shown = ", ".join(f"{name} ({what[name]})" if what[name] else name for name in unused[:5])
             shown += " ..." if len(unused) > 5 else ""
             raise CheckpointError(
                 f"the file has tensors this loader does not implement (refused rather than ignored): {shown}"
@@ -175,12 +183,29 @@ def convert_llama(arch: str, cfg: TransformerConfig, source: ModelTensors) -> St
         out[ours + "mlp.W_gate.weight"] = source.get(blk + "ffn_gate.weight")
         out[ours + "mlp.W_in.weight"] = source.get(blk + "ffn_up.weight")
         out[ours + "mlp.W_out.weight"] = source.get(blk + "ffn_down.weight")
+        if cfg.qk_norm:
+            out[ours + "attn.q_norm_w"] = source.get(blk + "attn_q_norm.weight")
+            out[ours + "attn.k_norm_w"] = source.get(blk + "attn_k_norm.weight")
         out[ours + "ln1.w"] = source.get(blk + "attn_norm.weight")
         out[ours + "ln2.w"] = source.get(blk + "ffn_norm.weight")
     out["stack.ln_final.w"] = source.get("output_norm.weight")
     if not cfg.tied_embeddings:
         out["W_U.weight"] = source.get("output.weight")
+    if source.has(ROPE_FREQS):
+        source.get(ROPE_FREQS)  # read into the config (cfg.rope_freq_factors): checked here, like every tensor
     return out
+
+
+def rope_freqs(reader: Any) -> tuple[float, ...] | None:
+    """The file's rope_freqs tensor (Llama 3.1+ RoPE scaling: one frequency factor per pair), if it has one."""
+    for tensor in reader.tensors:
+        if tensor.name == ROPE_FREQS:
+            factors = dequantize(tensor)
+            if factors.ndim != 1:
+                raise CheckpointError(f"tensor {ROPE_FREQS!r} has shape {list(factors.shape)}: one factor per pair "
+                                      "was expected")
+            return tuple(float(f) for f in factors)
+    return None
 
 
 def convert_gpt2(cfg: TransformerConfig, source: ModelTensors) -> StateDict:
@@ -216,7 +241,7 @@ def inspect_gguf(path: Path) -> dict[str, Any]:
     check_understood(metadata)
     tensor_names = {tensor.name for tensor in reader.tensors}
     try:
-        gguf_config(metadata, tied="output.weight" not in tensor_names)
+        gguf_config(metadata, tied="output.weight" not in tensor_names, rope_freqs=rope_freqs(reader))
     except (ConfigError, TypeError, ValueError) as error:
         raise CheckpointError(f"unsupported configuration in {path.name}: {error}") from error
     gguf_tokenizer(metadata)
@@ -239,7 +264,7 @@ def load_gguf(path: Path, device: str | torch.device = "cpu") -> LoadedModel:
     arch = str(metadata["general.architecture"])
     tensor_names = {tensor.name for tensor in reader.tensors}
     try:
-        cfg = gguf_config(metadata, tied="output.weight" not in tensor_names)
+        cfg = gguf_config(metadata, tied="output.weight" not in tensor_names, rope_freqs=rope_freqs(reader))
     except (ConfigError, TypeError, ValueError) as error:
         raise CheckpointError(f"unsupported {arch} configuration in {path.name}: {error}") from error
     tokenizer, token_meta = gguf_tokenizer(metadata)

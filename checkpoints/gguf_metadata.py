@@ -7,6 +7,7 @@ never loads with silently different numbers.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 from checkpoints.base import CheckpointError
 from model.config import TransformerConfig
 
-SUPPORTED_ARCHITECTURES = ("llama", "mistral", "qwen2", "gpt2")
+SUPPORTED_ARCHITECTURES = ("llama", "mistral", "qwen2", "qwen3", "gpt2")
 PERMUTED_ARCHITECTURES = frozenset({"llama", "mistral"})  # llama.cpp's converter permutes attn_q / attn_k rows
 # RoPE tables are built for at most this many positions: a file that says more is read at this length, and
 # model_meta says so (context_length, context_cap); 8192 keeps SmolLM2's own context (its file says 8192)
@@ -31,12 +32,13 @@ USED_KEYS: dict[str, frozenset[str]] = {
         "attention.head_count", "attention.head_count_kv", "attention.layer_norm_epsilon",
     }),
 }
-USED_KEYS["mistral"] = USED_KEYS["qwen2"] = USED_KEYS["llama"]
+USED_KEYS["mistral"] = USED_KEYS["qwen2"] = USED_KEYS["qwen3"] = USED_KEYS["llama"]
+# RoPE scaling types the loader implements: none, and linear (every pair rope.scaling.factor times slower). Llama
+# 3.1's scaling has no key: llama.cpp's converter stores it as the tensor rope_freqs (one factor per pair)
+ROPE_SCALING_TYPES = ("none", "linear")
 
 # keys accepted only with the value that leaves the computation as implemented; what each one would change
 NEUTRAL_VALUES: dict[str, tuple[tuple[Any, ...], str]] = {
-    "rope.scaling.type": (("none",), "RoPE scaling"),
-    "rope.scaling.factor": ((0.0, 1.0), "RoPE scaling"),
     "rope.scaling.attn_factor": ((1.0,), "RoPE attention factor"),
     "expert_count": ((0,), "mixture of experts"),
     "expert_used_count": ((0,), "mixture of experts"),
@@ -54,7 +56,7 @@ HEAD_SIZE_KEYS = {
     "attention.key_length": "a key/query head size other than embedding_length / head_count",
     "attention.value_length": "a value head size other than embedding_length / head_count",
 }
-# only informative while RoPE is not scaled
+# informative for the scaling types implemented (llama.cpp reads them for YaRN only)
 ROPE_SCALING_INFO = ("rope.scaling.original_context_length", "rope.scaling.finetuned")
 # what some refused keys are, for the message
 REFUSED_WHAT = {
@@ -101,7 +103,10 @@ def check_understood(metadata: dict[str, Any]) -> None:
     arch = architecture(metadata)
     prefix = arch + "."
     head_size = _head_size(metadata, arch)
-    scaled = metadata.get(prefix + "rope.scaling.type", "none") != "none"
+    scaling = metadata.get(prefix + "rope.scaling.type", "none")
+    if scaling not in ROPE_SCALING_TYPES or (scaling != "none" and arch == "gpt2"):
+        raise CheckpointError(f"{prefix}rope.scaling.type = {_shown(scaling)} (RoPE scaling) is not implemented "
+                              f"(implemented: {', '.join(ROPE_SCALING_TYPES)}, and Llama 3.1's rope_freqs)")
     for key, value in metadata.items():
         if key.startswith(IGNORED_PREFIXES):
             continue
@@ -123,14 +128,22 @@ def check_understood(metadata: dict[str, Any]) -> None:
                     f"{key} = {value}, but the head size is {head_size}: {HEAD_SIZE_KEYS[name]} is not implemented"
                 )
             continue
-        if name in ROPE_SCALING_INFO and not scaled:
+        if name in ROPE_SCALING_INFO or name == "rope.scaling.type":
+            continue
+        if name == "rope.scaling.factor":
+            if scaling != "linear" and value not in (0.0, 1.0):
+                raise CheckpointError(f"{key} = {_shown(value)} (RoPE scaling) is not implemented without "
+                                      f"{prefix}rope.scaling.type = 'linear'")
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise CheckpointError(f"{key} = {_shown(value)} (RoPE scaling) must be a number >= 0")
             continue
         what = REFUSED_WHAT.get(name, "a setting this loader does not implement")
         raise CheckpointError(f"{key} = {_shown(value)} ({what}) changes the computation and is not implemented")
 
 
-def gguf_config(metadata: dict[str, Any], tied: bool) -> TransformerConfig:
-    """The TransformerConfig the metadata describes (after check_understood)."""
+def gguf_config(metadata: dict[str, Any], tied: bool, rope_freqs: tuple[float, ...] | None = None) -> TransformerConfig:
+    """The TransformerConfig the metadata describes (after check_understood); rope_freqs: the file's rope_freqs
+    tensor (one RoPE frequency factor per pair), if it has one."""
     arch = architecture(metadata)
 
     def get(name: str, default: Any = None) -> Any:
@@ -162,10 +175,26 @@ def gguf_config(metadata: dict[str, Any], tied: bool) -> TransformerConfig:
     common["n_ctx"] = min(common["n_ctx"], LONGEST_CONTEXT)
     return TransformerConfig(
         **common, d_mlp=int(get("feed_forward_length")), pos_encoding="rope",
-        rope_base=float(get("rope.freq_base", 10000.0)), norm="rmsnorm",
+        rope_base=float(get("rope.freq_base", 10000.0)),
+        rope_freq_factors=rope_factors(metadata, arch, d_model // n_heads, rope_freqs), norm="rmsnorm",
         norm_eps=float(get("attention.layer_norm_rms_epsilon")), activation="swiglu", bias=False,
-        qkv_bias=True if arch == "qwen2" else None,
+        qkv_bias=True if arch == "qwen2" else None, qk_norm=arch == "qwen3",
     )
+
+
+def rope_factors(metadata: dict[str, Any], arch: str, d_head: int,
+                 rope_freqs: tuple[float, ...] | None) -> tuple[float, ...] | None:
+    """One RoPE frequency divisor per pair, as llama.cpp computes it: the rope_freqs tensor (Llama 3.1+), times
+    the linear factor (rope.scaling.factor, 0 meaning 1); None when neither scales."""
+    if rope_freqs is not None and len(rope_freqs) != d_head // 2:
+        raise CheckpointError(f"tensor rope_freqs.weight has {len(rope_freqs)} factors, but a head of {d_head} "
+                              f"dimensions has {d_head // 2} rotated pairs")
+    linear = 1.0
+    if metadata.get(f"{arch}.rope.scaling.type", "none") == "linear":
+        linear = float(metadata.get(f"{arch}.rope.scaling.factor", 0.0)) or 1.0
+    if rope_freqs is None and linear == 1.0:
+        return None
+    return tuple(linear * factor for factor in (rope_freqs or (1.0,) * (d_head // 2)))
 
 
 def model_meta(metadata: dict[str, Any], path: Path, tensor_types: Counter[str]) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Hugging Face checkpoints (GPT-2, Llama/Qwen2/Mistral, BERT) converted into this project's modules.
+"""Hugging Face checkpoints (GPT-2, Llama/Qwen2/Qwen3/Mistral, BERT) converted into this project's modules.
 
 Each converter maps a Hugging Face config + state dict to a `TransformerConfig` and our
 weight names; `load_hf_directory` opens a whole directory (safetensors only, never pickle).
@@ -24,6 +24,7 @@ from checkpoints.base import (
     read_weights,
     refuse_unimplemented,
 )
+from checkpoints.hf_rope import rope_settings
 from checkpoints.hf_tokenizer import load_hf_tokenizer
 from model.config import ConfigError, TransformerConfig
 
@@ -83,6 +84,12 @@ HF_FIELDS: dict[str, ConfigFields] = {
         frozenset({"use_sliding_window", "sliding_window", "max_window_layers", "layer_types"}),
         frozenset(),
         {"use_mrope": False},
+    ),
+    # Qwen3: Qwen2's windows, Llama's attention_bias (Q, K, V and O), and RMSNorm on each head's q and k
+    "qwen3": _LLAMA_COMMON | ConfigFields(
+        frozenset({"attention_bias", "use_sliding_window", "sliding_window", "max_window_layers", "layer_types"}),
+        frozenset(),
+        {},
     ),
     "bert": GENERIC_FIELDS | ConfigFields(
         read=frozenset({
@@ -182,20 +189,6 @@ def convert_gpt2(hf_config: dict[str, Any], state: StateDict) -> tuple[Transform
     return cfg, out
 
 
-def _rope_base(hf_config: dict[str, Any], loader: str) -> float:
-    """rope_theta, from rope_parameters (transformers 5) or the older rope_theta + rope_scaling; no scaling."""
-    theta = hf_config.get("rope_theta", 10000.0)
-    for field in ("rope_parameters", "rope_scaling"):
-        for key, value in (hf_config.get(field) or {}).items():
-            if key == "rope_theta":
-                theta = value
-            elif not (key in ("rope_type", "type") and value == "default") and not (
-                key == "partial_rotary_factor" and value == 1.0
-            ):
-                raise CheckpointError(f"{loader}: config field {field}.{key} = {value!r} is not implemented")
-    return float(theta)
-
-
 def _windows(hf_config: dict[str, Any], model_type: str, n_layers: int) -> tuple[int | None, tuple[int, ...] | None]:
     """(sliding window, the layers it applies to or None for all), as transformers reads the config.
 
@@ -204,7 +197,7 @@ def _windows(hf_config: dict[str, Any], model_type: str, n_layers: int) -> tuple
     """
     if model_type == "mistral":
         return hf_config.get("sliding_window", 4096), None
-    if model_type != "qwen2":
+    if model_type not in ("qwen2", "qwen3"):
         return None, None
     window = hf_config.get("sliding_window", 4096) if hf_config.get("use_sliding_window", False) else None
     first = hf_config.get("max_window_layers", 28)
@@ -224,9 +217,10 @@ def _windows(hf_config: dict[str, Any], model_type: str, n_layers: int) -> tuple
 
 
 def convert_llama(hf_config: dict[str, Any], state: StateDict) -> tuple[TransformerConfig, StateDict]:
-    """Llama / Qwen2 / Mistral: RoPE (split halves), RMSNorm, gated FFN (SwiGLU), GQA.
+    """Llama / Qwen2 / Qwen3 / Mistral: RoPE (split halves; linear or llama3 scaling), RMSNorm, gated FFN (SwiGLU),
+    GQA; Qwen3 RMS-normalizes each head's q and k before RoPE.
 
-    Biases: Llama's attention_bias (Q, K, V and O) and mlp_bias; Qwen2 always biases Q, K, V.
+    Biases: Llama's and Qwen3's attention_bias (Q, K, V and O), Llama's mlp_bias; Qwen2 always biases Q, K, V.
     """
     model_type = str(hf_config.get("model_type"))
     loader = loader_name(model_type)
@@ -238,12 +232,14 @@ def convert_llama(hf_config: dict[str, Any], state: StateDict) -> tuple[Transfor
             f"{loader}: config field head_dim = {head_dim} × {n_heads} heads differs from hidden_size {d_model}: "
             "not implemented"
         )
-    attention_bias = model_type == "llama" and bool(hf_config.get("attention_bias", False))
+    attention_bias = model_type in ("llama", "qwen3") and bool(hf_config.get("attention_bias", False))
     qkv_bias = attention_bias or model_type == "qwen2"
     mlp_bias = model_type == "llama" and bool(hf_config.get("mlp_bias", False))
     tied = bool(hf_config.get("tie_word_embeddings", False)) or "lm_head.weight" not in state
     n_layers = hf_config["num_hidden_layers"]
     window, window_layers = _windows(hf_config, model_type, n_layers)
+    rope_base, rope_freq_factors = rope_settings(hf_config, loader, head_dim)
+    qk_norm = model_type == "qwen3"
     cfg = TransformerConfig(
         architecture="decoder",
         vocab_size=hf_config["vocab_size"],
@@ -254,10 +250,12 @@ def convert_llama(hf_config: dict[str, Any], state: StateDict) -> tuple[Transfor
         d_mlp=hf_config["intermediate_size"],
         n_ctx=min(int(hf_config.get("max_position_embeddings", 2048)), 4096),
         pos_encoding="rope",
-        rope_base=_rope_base(hf_config, loader),
+        rope_base=rope_base,
+        rope_freq_factors=rope_freq_factors,
         norm="rmsnorm",
         norm_placement="pre",
         norm_eps=hf_config.get("rms_norm_eps", 1e-6),
+        qk_norm=qk_norm,
         activation=_activation(hf_config, "hidden_act", "silu", gated=True),
         bias=False,
         qkv_bias=qkv_bias,
@@ -280,6 +278,9 @@ def convert_llama(hf_config: dict[str, Any], state: StateDict) -> tuple[Transfor
             out[ours + f"mlp.{our_name}.weight"] = _take(state, hf + f"mlp.{hf_name}.weight")
             if mlp_bias:
                 out[ours + f"mlp.{our_name}.bias"] = _take(state, hf + f"mlp.{hf_name}.bias")
+        if qk_norm:
+            out[ours + "attn.q_norm_w"] = _take(state, hf + "self_attn.q_norm.weight")
+            out[ours + "attn.k_norm_w"] = _take(state, hf + "self_attn.k_norm.weight")
         out[ours + "ln1.w"] = _take(state, hf + "input_layernorm.weight")
         out[ours + "ln2.w"] = _take(state, hf + "post_attention_layernorm.weight")
     out["stack.ln_final.w"] = _take(state, "norm.weight")
@@ -349,6 +350,7 @@ CONVERTERS: dict[str, Callable[[dict[str, Any], StateDict], tuple[TransformerCon
     "gpt2": convert_gpt2,
     "llama": convert_llama,
     "qwen2": convert_llama,
+    "qwen3": convert_llama,
     "mistral": convert_llama,
     "bert": convert_bert,
 }

@@ -24,6 +24,10 @@ ACTIVATIONS: tuple[str, ...] = ("relu", "gelu", "gelu_tanh", "silu", "swiglu", "
 GATED_ACTIVATIONS: dict[str, str] = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh", "reglu": "relu"}
 
 
+# options only some families have (Llama 3.1's RoPE scaling, Qwen3's q/k norm), with their default
+OPTIONAL_FIELDS: dict[str, Any] = {"rope_freq_factors": None, "qk_norm": False}
+
+
 class ConfigError(ValueError):
     """A configuration that cannot describe a working Transformer."""
 
@@ -47,9 +51,13 @@ class TransformerConfig:
     n_ctx: int = 512  # longest sequence (learned positions, RoPE/ALiBi caches)
     pos_encoding: PosEncoding = "sinusoidal"
     rope_base: float = 10000.0
+    # RoPE scaling: pair i turns rope_freq_factors[i] times slower (llama.cpp's rope_freqs; Llama 3.1's "llama3"
+    # scaling, or "linear": every factor equal); None -> unscaled
+    rope_freq_factors: tuple[float, ...] | None = None
     norm: NormKind = "layernorm"
     norm_placement: NormPlacement = "pre"
     norm_eps: float = 1e-5
+    qk_norm: bool = False  # RMSNorm over each head's q and k (own weights, d_head wide) before RoPE (Qwen3)
     activation: Activation = "gelu"
     bias: bool = True  # bias in every linear layer
     qkv_bias: bool | None = None  # override for Q/K/V only (Qwen2); None -> bias
@@ -95,6 +103,19 @@ class TransformerConfig:
             self.positional.check(self.d_model, self.n_heads)  # the sizes this kind needs (even d_head for RoPE, ...)
         except ValueError as error:
             fail(str(error))
+        if self.rope_freq_factors is not None:
+            try:
+                factors = tuple(float(f) for f in self.rope_freq_factors)  # JSON gives a list
+            except (TypeError, ValueError):
+                fail(f"rope_freq_factors must be a list of numbers, got {self.rope_freq_factors!r}")
+            object.__setattr__(self, "rope_freq_factors", factors)
+            if self.positional.where != "q_k":
+                fail(f"rope_freq_factors scale a rotary encoding, not {self.pos_encoding!r}")
+            if len(factors) != self.d_head // 2:
+                fail(f"rope_freq_factors needs one factor per rotated pair: d_head / 2 = {self.d_head // 2}, "
+                     f"got {len(factors)}")
+            if not all(math.isfinite(f) and f > 0 for f in factors):
+                fail("rope_freq_factors must be finite and above 0")
         if self.sliding_window is not None and self.sliding_window < 1:
             fail(f"sliding_window must be at least 1, got {self.sliding_window}")
         if self.window_layers is not None:
@@ -165,7 +186,11 @@ class TransformerConfig:
         return self.sliding_window
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Every field, except a family's own option while it holds its default (OPTIONAL_FIELDS): a model
+        without it is written, saved and answered as before that option existed."""
+        data = dataclasses.asdict(self)
+        return {name: value for name, value in data.items()
+                if not (name in OPTIONAL_FIELDS and value == OPTIONAL_FIELDS[name])}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)

@@ -148,7 +148,8 @@ def matching(all_names: list[str], pattern: str) -> list[str]:
 # outside model/ is made here, so "attention layer L of stack S" is spelled in one place.
 
 EMBED_STAGES = ("tokens", "embed", "pos_embed", "token_type_embed")  # a stack's, before its blocks
-ATTENTION_STAGES = ("q", "k", "v", "rot_q", "rot_k", "scores_raw", "scores_scaled", "attn_scores", "pattern", "z")
+ATTENTION_STAGES = ("q", "k", "v", "norm_q", "norm_k", "rot_q", "rot_k", "scores_raw", "scores_scaled", "attn_scores",
+                    "pattern", "z")
 MLP_STAGES = ("pre", "gate", "up", "post")
 BLOCK_STAGES = ("resid_pre", "attn_out", "resid_mid_unnormed", "resid_mid", "cross_attn_out", "resid_cross_unnormed",
                 "resid_cross", "mlp_out", "resid_post_unnormed", "resid_post")

@@ -127,11 +127,18 @@ class Attention(nn.Module):
         self.hook_q = HookPoint(("batch", "pos", "head", "d_head"))
         self.hook_k = HookPoint(("batch", "pos", "kv_head", "d_head"))
         self.hook_v = HookPoint(("batch", "pos", "kv_head", "d_head"))
+        self.qk_norm = cfg.qk_norm
+        if cfg.qk_norm:  # Qwen3: each head's q and k RMS-normalized over d_head, one weight shared by the heads
+            self.q_norm_w = nn.Parameter(torch.ones(d_head))
+            self.k_norm_w = nn.Parameter(torch.ones(d_head))
+            self.norm_eps = cfg.norm_eps
+            self.hook_norm_q = HookPoint(("batch", "pos", "head", "d_head"))
+            self.hook_norm_k = HookPoint(("batch", "pos", "kv_head", "d_head"))
         if self.rotary is not None:
             self.hook_rot_q = HookPoint(("batch", "pos", "head", "d_head"))
             self.hook_rot_k = HookPoint(("batch", "pos", "kv_head", "d_head"))
             with torch.device("cpu"):  # a fixed table, real even when the modules are built on "meta"
-                angles = self.rotary.angles(cfg.n_ctx, d_head, cfg.rope_base)
+                angles = self.rotary.scaled_angles(cfg.n_ctx, d_head, cfg.rope_base, cfg.rope_freq_factors)
                 self.register_buffer("angle_table", angles, persistent=False)
         scores_dims = ("batch", "head", "q_pos", "k_pos")
         self.hook_scores_raw = HookPoint(scores_dims)
@@ -161,11 +168,15 @@ class Attention(nn.Module):
         batch, q_len, _ = x_q.shape
         # 1) project into heads
         q = self.hook_q(self.W_Q(x_q).view(batch, q_len, cfg.n_heads, cfg.d_head))  # [batch, pos, head, d_head]
+        if self.qk_norm:
+            q = self.hook_norm_q(rms_per_head(q, self.q_norm_w, self.norm_eps))
         if cache is not None and self.cross and cache.k is not None and cache.v is not None:
             k, v = cache.k, cache.v  # cross-attention: the source's K and V, stored on the first step
         else:
             new = x_kv.shape[1]
             k = self.hook_k(self.W_K(x_kv).view(batch, new, cfg.kv_heads, cfg.d_head))  # [batch, pos, kv_head, d_head]
+            if self.qk_norm:
+                k = self.hook_norm_k(rms_per_head(k, self.k_norm_w, self.norm_eps))
             v = self.hook_v(self.W_V(x_kv).view(batch, new, cfg.kv_heads, cfg.d_head))  # [batch, pos, kv_head, d_head]
             if self.rotary is not None:  # positions start, start + 1, ...: the angles a full pass gives them
                 q = self.hook_rot_q(self.rotary.rotate(q, self.angle_table[start : start + q_len]))
@@ -201,6 +212,13 @@ class Attention(nn.Module):
         # 5) weighted sum of values, then mix the heads
         z = self.hook_z(torch.einsum("bhqk,bkhd->bqhd", pattern, v))  # [batch, pos, head, d_head]
         return self.W_O(z.reshape(batch, q_len, cfg.n_heads * cfg.d_head))  # [batch, pos, d_model]
+
+
+def rms_per_head(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
+    """x / sqrt(mean over d_head of x^2 + eps) * w: RMSNorm of each head's vector alone.
+
+    x: [batch, pos, head, d_head]; w: [d_head], shared by the heads."""
+    return x / (x.pow(2).mean(-1, keepdim=True) + eps).sqrt() * w
 
 
 class MLP(nn.Module):

@@ -40,6 +40,7 @@ class Sizes:
     n_heads: int
     base: float = 10000.0  # rotary kinds' base (theta)
     causal: bool = True  # bias kinds: distances q - k (causal) or |q - k|
+    freq_factors: tuple[float, ...] | None = None  # rotary kinds: pair i turns freq_factors[i] times slower
 
     @property
     def d_head(self) -> int:
@@ -127,6 +128,16 @@ class RotaryKind(PositionalKind):
         """theta[pos, i]: the angle pair i turns by at position pos.  [pos, d_head/2]"""
         raise NotImplementedError
 
+    def scaled_angles(self, n_pos: int, d_head: int, base: float, factors: tuple[float, ...] | None,
+                      dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """theta[pos, i] / factors[i]: RoPE scaling turns pair i that many times slower.  [pos, d_head/2]
+
+        Llama 3.1's "llama3" scaling slows only the slow pairs (long wavelengths), "linear" every pair alike;
+        both are stored as one factor per pair (llama.cpp's rope_freqs). None: the kind's own angles.
+        """
+        angles = self.angles(n_pos, d_head, base, dtype)
+        return angles if factors is None else angles / torch.tensor(factors, dtype=dtype)
+
     def rotate(self, x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
         """Each pair of x turned by its angle.  x: [batch, pos, head, d_head]; angles: [pos, d_head/2]"""
         return apply_rope(x, angles)
@@ -135,13 +146,20 @@ class RotaryKind(PositionalKind):
         """The angles per (pos, pair), and what the rotation does to a vector of ones.
 
         `rotated[pos]` is the rotation of [1, 1, ..., 1] at pos: each pair traces a circle at its own speed.
+        With RoPE scaling (sizes.freq_factors) the angles are the scaled ones, and `factors` and `frequencies`
+        (each pair's angle per position, scaled, [pair]) say by how much each pair was slowed.
         """
-        angles = self.angles(sizes.length, sizes.d_head, sizes.base)  # [pos, pair]
+        angles = self.scaled_angles(sizes.length, sizes.d_head, sizes.base, sizes.freq_factors)  # [pos, pair]
         ones = torch.ones(1, sizes.length, 1, sizes.d_head)  # [batch, pos, head, d_head]
         rotated = self.rotate(ones, angles)[0, :, 0, :]  # [pos, d_head]
         pairs = ("pos", "pair")
-        return {"angles": (angles, pairs), "cos": (angles.cos(), pairs), "sin": (angles.sin(), pairs),
-                "rotated": (rotated, ("pos", "d_head"))}
+        shown: Shown = {"angles": (angles, pairs), "cos": (angles.cos(), pairs), "sin": (angles.sin(), pairs),
+                        "rotated": (rotated, ("pos", "d_head"))}
+        if sizes.freq_factors is not None:
+            frequencies = self.scaled_angles(2, sizes.d_head, sizes.base, sizes.freq_factors)[1]  # [pair]
+            shown["factors"] = (torch.tensor(sizes.freq_factors, dtype=torch.float32), ("pair",))
+            shown["frequencies"] = (frequencies, ("pair",))
+        return shown
 
 
 class BiasKind(PositionalKind):
@@ -247,6 +265,32 @@ def rope_angles(n_pos: int, d_head: int, base: float = 10000.0, dtype: torch.dty
     inv_freq = 1.0 / torch.pow(base, torch.arange(0, d_head, 2, dtype=dtype) / d_head)
     position = torch.arange(n_pos, dtype=dtype)
     return torch.outer(position, inv_freq)
+
+
+def llama3_freq_factors(d_head: int, base: float, factor: float, low_freq_factor: float, high_freq_factor: float,
+                        original_context: int) -> tuple[float, ...]:
+    """Llama 3.1's RoPE scaling as one factor per pair (what llama.cpp's converter stores as rope_freqs).
+
+    A pair whose wavelength 2π/ω_i is shorter than original_context / high_freq_factor is kept (factor 1); one
+    longer than original_context / low_freq_factor turns `factor` times slower; in between, the rate is
+    blended: ω_i' = ((1 - s) / factor + s) · ω_i with s = (original_context / wavelength - low) / (high - low).
+    """
+    if not high_freq_factor > low_freq_factor > 0 or not factor > 0 or original_context < 1:
+        raise ValueError(f"llama3 RoPE scaling needs high_freq_factor > low_freq_factor > 0, factor > 0 and "
+                         f"original_max_position_embeddings >= 1; got high_freq_factor {high_freq_factor}, "
+                         f"low_freq_factor {low_freq_factor}, factor {factor}, original {original_context}")
+    inv_freq = 1.0 / torch.pow(base, torch.arange(0, d_head, 2, dtype=torch.float32) / d_head)
+    factors = []
+    for frequency in inv_freq.tolist():
+        wavelength = 2 * math.pi / frequency
+        if wavelength < original_context / high_freq_factor:
+            factors.append(1.0)
+        elif wavelength > original_context / low_freq_factor:
+            factors.append(float(factor))
+        else:
+            smooth = (original_context / wavelength - low_freq_factor) / (high_freq_factor - low_freq_factor)
+            factors.append(1.0 / ((1 - smooth) / factor + smooth))
+    return tuple(factors)
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:

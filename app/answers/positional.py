@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -39,6 +40,13 @@ def plan(query: PositionalQuery, resolved: Resolved | None) -> Callable[[], dict
     sizes = Sizes(length=query.length, d_model=query.d_model or (cfg.d_model if cfg else 64),
                   n_heads=query.n_heads or (cfg.n_heads if cfg else 4),
                   base=query.base or (cfg.rope_base if cfg else 10000.0), causal=query.causal)
+    if own and resolved is not None and resolved.cfg.rope_freq_factors is not None:
+        # the model's RoPE scaling: one factor per pair of its own heads, so only at its own head size
+        if sizes.d_head != resolved.cfg.d_head:
+            raise errors.conflicting_fields(
+                f"The RoPE of '{resolved.name}' is scaled pair by pair for its heads of {resolved.cfg.d_head} "
+                "dimensions: leave d_model and n_heads out to see it.")
+        sizes = dataclasses.replace(sizes, freq_factors=resolved.cfg.rope_freq_factors)
     tensors = compute(kind, sizes, resolved if own else None)
 
     def serialize() -> dict[str, Any]:

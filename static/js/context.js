@@ -71,6 +71,7 @@ export function stageChoices(s, step, at) {
     tied: Boolean(cfg.tied_embeddings && cfg.lm_head),
     last: at.layer !== null && at.layer === layers[layers.length - 1],
     scaled: Boolean(cfg.scale_embeddings),
+    ropeScaled: Boolean(cfg.rope_freq_factors),
     window: Boolean(cfg.sliding_window),
     bias: Boolean(cfg.bias),
     mlpBias: Boolean(cfg.mlp_bias ?? cfg.bias),

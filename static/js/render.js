@@ -151,10 +151,10 @@ function renderModelInfo(ctx) {
       text: t("config_line", {
         ...ctx.vars,
         kv_kind: kv,
-        norm: cfg.norm === "rmsnorm" ? "RMSNorm" : "LayerNorm",
+        norm: `${cfg.norm === "rmsnorm" ? "RMSNorm" : "LayerNorm"}${cfg.qk_norm ? t("cfg_qk_norm") : ""}`,
         placement: cfg.norm_placement === "post" ? t("post_norm") : t("pre_norm"),
         activation: GLU_NAMES[cfg.activation] ?? FN_NAMES[cfg.activation] ?? cfg.activation, // SwiGLU, not swiglu
-        pos: t(`pos_name_${cfg.pos_encoding}`),
+        pos: `${t(`pos_name_${cfg.pos_encoding}`)}${cfg.rope_freq_factors ? t("cfg_rope_scaled") : ""}`,
       }),
     }),
   ];

@@ -4,7 +4,8 @@
 //
 // `m` (the model's choices): norm ("rmsnorm" | "layernorm"), placement ("pre" | "post"),
 // pos (positional kind), act (activation), arch, causal, tied, last (the last block), scaled
-// (√d_model embedding scaling), window (sliding window), bias, mlpBias (the FFN's own), kv ("mha" | "gqa" | "mqa").
+// (√d_model embedding scaling), window (sliding window), bias, mlpBias (the FFN's own), kv ("mha" | "gqa" | "mqa"),
+// ropeScaled (RoPE slowed pair by pair: Llama 3.1's scaling, or linear).
 
 export const STAGE_FIELDS = ["title", "short", "formula", "explain"];
 
@@ -39,9 +40,10 @@ const CHOICES = {
   embed_norm: { formula: normFormula, explain: (m) => ["embed_norm.explain", normKind(m)] },
   pos: {
     // every kind of the server's registry (model/positional.py) has its texts (tests/app/test_positional_registry.py)
-    formula: (m) => [`pos.formula.${m.pos}${m.scoreBias && m.causal ? ".causal" : ""}`],
-    explain: (m) => ["pos.explain", `pos.explain.${m.pos}`],
+    formula: (m) => [`pos.formula.${m.pos}${m.scoreBias && m.causal ? ".causal" : ""}`, ...when(m.ropeScaled, "pos.formula.scaled")],
+    explain: (m) => ["pos.explain", `pos.explain.${m.pos}`, ...when(m.ropeScaled, "pos.explain.scaled")],
   },
+  rope: { explain: (m) => ["rope.explain", ...when(m.ropeScaled, "rope.explain.scaled")] },
   ln1: { title: titleByPlacement("ln1"), formula: normFormula, explain: (m) => ["ln1.explain", normKind(m), normChart(m), placement(m)] },
   ln2: {
     title: titleByPlacement("ln2"),

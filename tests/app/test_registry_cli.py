@@ -170,7 +170,7 @@ def test_ollama_store(gguf_files: dict[str, tuple[Path, str]], tmp_path: Path,
     assert loaded.meta["store"] == "ollama" and loaded.model.cfg.n_kv_heads == 2
     log = caplog.text
     assert "skipped tiny-phi:latest: unsupported architecture general.architecture = 'phi3'" in log
-    assert "skipped tiny-roped:latest: llama.rope.scaling.type = 'linear' (RoPE scaling)" in log
+    assert "skipped tiny-roped:latest: llama.rope.scaling.type = 'yarn' (RoPE scaling)" in log
     assert "skipped tiny-lora:latest: it has a LoRA adapter layer" in log
     assert "skipped gone:latest: its manifest names 0 model layers" in log
 

@@ -42,19 +42,28 @@ def llama_cpp_unpermute(weights: torch.Tensor, n_head: int) -> torch.Tensor:
             .reshape(weights.shape))
 
 
-def tiny_hf(arch: str, tied: bool = False, seed: int = 0, vocab: int | None = None) -> torch.nn.Module:
+# Llama 3.1's RoPE scaling, with a short original context so that most pairs of a 16-wide head are scaled
+LLAMA3_SCALING = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                  "original_max_position_embeddings": 32}
+
+
+def tiny_hf(arch: str, tied: bool = False, seed: int = 0, vocab: int | None = None,
+            rope_scaling: dict[str, Any] | None = None) -> torch.nn.Module:
     torch.manual_seed(seed)
     vocab = vocab or len(byte_level_vocab()[0])
     common: dict[str, Any] = dict(vocab_size=vocab, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
                                   rms_norm_eps=1e-6, tie_word_embeddings=tied, attn_implementation="eager")
-    if arch == "qwen2":
+    if arch == "qwen3":
+        model = transformers.Qwen3ForCausalLM(transformers.Qwen3Config(**common, head_dim=16, rope_theta=1000.0))
+    elif arch == "qwen2":
         model = transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**common, rope_theta=1000.0))
     elif arch == "mistral":
         model = transformers.MistralForCausalLM(transformers.MistralConfig(**common, rope_theta=1000.0,
                                                                            sliding_window=None))
     else:
-        model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**common, rope_theta=1000.0))
+        model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**common, rope_theta=1000.0,
+                                                                       rope_scaling=rope_scaling))
     with torch.no_grad():  # norms away from 1 and biases away from 0, so a mix-up shows
         for name, param in model.named_parameters():
             if name.endswith("norm.weight") or name.endswith("layernorm.weight") or name.endswith(".bias"):
@@ -64,7 +73,8 @@ def tiny_hf(arch: str, tied: bool = False, seed: int = 0, vocab: int | None = No
 
 GGUF_NAMES = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
               "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
-              "mlp.down_proj": "ffn_down", "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm"}
+              "mlp.down_proj": "ffn_down", "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
+              "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm"}
 
 
 def gguf_name(hf_name: str) -> str:

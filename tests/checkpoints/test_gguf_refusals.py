@@ -36,8 +36,8 @@ def bad_files(root: Path) -> dict[str, tuple[Path, str]]:
         "architecture": (written("phi3", arch="phi3"), "unsupported architecture general.architecture = 'phi3'"),
         "quantization": (written("q8k", add={"blk.0.extra.weight": (q8k, gguf.GGMLQuantizationType.Q8_K)}),
                          "stored as Q8_K, which the gguf package cannot dequantize"),
-        "RoPE scaling": (written("rope", extra={"llama.rope.scaling.type": "linear"}),
-                         "llama.rope.scaling.type = 'linear' (RoPE scaling) is not implemented"),
+        "RoPE scaling": (written("rope", extra={"llama.rope.scaling.type": "yarn"}),
+                         "llama.rope.scaling.type = 'yarn' (RoPE scaling) is not implemented"),
         "sliding window": (written("swa", extra={"llama.attention.sliding_window": 4}),
                            "llama.attention.sliding_window = 4 (sliding-window attention)"),
         "soft-capping": (written("cap", extra={"llama.final_logit_softcapping": 30.0}),
@@ -50,9 +50,9 @@ def bad_files(root: Path) -> dict[str, tuple[Path, str]]:
         "shapes": (written("shapes", extra={"llama.feed_forward_length": 128}),
                    "tensor 'blk.0.ffn_gate.weight' has shape [96, 64], but the metadata (embedding_length 64, "
                    "feed_forward_length 128) says [128, 64]"),
-        "unused tensor": (written("freqs", add={"rope_freqs.weight": (np.ones(8, dtype=np.float32), None)}),
-                          "(refused rather than ignored): rope_freqs.weight (per-dimension RoPE frequency factors: "
-                          "Llama 3.1+ RoPE scaling)"),
+        "unused tensor": (written("qnorm", add={"blk.0.attn_q_norm.weight": (np.ones(16, dtype=np.float32), None)}),
+                          "(refused rather than ignored): blk.0.attn_q_norm.weight (a norm on each head's q: "
+                          "Qwen3's, read for qwen3 files only)"),
         "missing tensor": (written("missing", skip=("blk.1.ffn_up.weight",)), "no tensor 'blk.1.ffn_up.weight'"),
     }
     return cases

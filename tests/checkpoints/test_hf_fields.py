@@ -32,6 +32,7 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", LLAMA_BASE),
     "mistral": ("MistralConfig", "MistralForCausalLM", LLAMA_BASE),
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", LLAMA_BASE),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", LLAMA_BASE | {"head_dim": 16}),
     "bert": ("BertConfig", "BertModel", dict(
         vocab_size=99, hidden_size=48, num_hidden_layers=2, num_attention_heads=4, intermediate_size=80,
         max_position_embeddings=64,
@@ -63,7 +64,11 @@ READ_VALUES: dict[str, list[dict[str, Any]]] = {
     "num_key_value_heads": [{"num_key_value_heads": 1}, {"num_key_value_heads": 4}],
     "head_dim": [{"head_dim": 16}],
     "max_position_embeddings": [{"max_position_embeddings": 32}],
-    "rope_parameters": [{"rope_parameters": {"rope_theta": 77.0, "rope_type": "default"}}],
+    "rope_parameters": [{"rope_parameters": {"rope_theta": 77.0, "rope_type": "default"}},
+                        {"rope_parameters": {"rope_theta": 77.0, "rope_type": "linear", "factor": 2.0}},
+                        {"rope_parameters": {"rope_theta": 500.0, "rope_type": "llama3", "factor": 8.0,
+                                             "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                             "original_max_position_embeddings": 32}}],
     "rope_theta": [{"rope_theta": 500.0}],
     "rope_scaling": [{"rope_scaling": None}],
     "attention_bias": [{"attention_bias": True}], "mlp_bias": [{"mlp_bias": True}],
@@ -175,7 +180,8 @@ def _cases(kind: str) -> list[tuple[str, str]]:
 @pytest.mark.parametrize(("family", "field"), _cases("read"), ids=lambda v: str(v))
 def test_every_read_field_matches_transformers(family: str, field: str) -> None:
     for changes in READ_VALUES[field]:
-        if field in ("attention_bias", "mlp_bias") and family != "llama":
+        if (field, family) in (("attention_bias", "mistral"), ("attention_bias", "qwen2")) or (
+                field == "mlp_bias" and family != "llama"):
             continue
         assert_parity(family, changes, DROP.get(field, ()))
 
@@ -225,8 +231,8 @@ def test_every_unimplemented_field_is_refused_by_name(family: str, field: str) -
         ("llama", {"hidden_act": "relu2"}, "hidden_act = 'relu2'"),
         ("bert", {"hidden_act": "mish"}, "hidden_act = 'mish'"),
         ("llama", {"head_dim": 32}, "head_dim = 32"),
-        ("llama", {"rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e4}},
-         "rope_parameters.rope_type = 'linear'"),
+        ("llama", {"rope_parameters": {"rope_type": "yarn", "factor": 2.0, "rope_theta": 1e4}},
+         "rope_parameters.rope_type = 'yarn'"),
         ("llama", {"rope_scaling": {"type": "dynamic", "factor": 2.0}}, "rope_scaling.type = 'dynamic'"),
         ("llama", {"sliding_window": 3}, "sliding_window = 3"),  # Llama has no window: unknown to its loader
         ("mistral", {"attention_bias": True}, "attention_bias = True"),  # transformers' Mistral has no biases

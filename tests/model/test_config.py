@@ -50,3 +50,16 @@ def test_parameter_counts_add_up() -> None:
     counts = model.parameter_counts()
     assert counts["total"] == sum(p.numel() for p in model.parameters())
     assert counts["positional"] == 512 * 64 and counts["unembedding"] == 256 * 64
+
+
+@pytest.mark.parametrize(("changes", "named"), [
+    ({"rope_freq_factors": (1.0, 2.0)}, "one factor per rotated pair: d_head / 2 = 8, got 2"),
+    ({"rope_freq_factors": (1.0,) * 7 + (0.0,)}, "finite and above 0"),
+    ({"rope_freq_factors": (1.0,) * 7 + (float("nan"),)}, "finite and above 0"),
+    ({"rope_freq_factors": ["x"] * 8}, "a list of numbers"),
+    ({"rope_freq_factors": (2.0,) * 8, "pos_encoding": "alibi"}, "scale a rotary encoding, not 'alibi'"),
+])
+def test_rope_frequency_factors_are_checked(changes: dict[str, object], named: str) -> None:
+    base: dict[str, object] = {"d_model": 64, "n_heads": 4, "pos_encoding": "rope"}
+    with pytest.raises(ConfigError, match=named):
+        TransformerConfig(**{**base, **changes})  # type: ignore[arg-type]

@@ -45,6 +45,33 @@ function curves(board, ctx, table, rowDim, colDim, title, pickCols, smooth = tru
   draw(plot, traces, layout, `${ctx.fname}_curves`);
 }
 
+// RoPE scaling (Llama 3.1, linear): each pair's ω_i before (ω_i · s_i) and after (ω_i) the model's factors s_i
+function frequencies(board, ctx, scaled, factors) {
+  const { t } = ctx;
+  const x = scaled.map((_, i) => i);
+  const unscaled = scaled.map((w, i) => w * factors[i]);
+  const plot = board.card("frequencies", {
+    title: t("rope_frequencies"),
+    badges: [],
+    exportData: () => ({ pair: x, unscaled, scaled, factors }),
+    filename: `${ctx.fname}_frequencies`,
+  });
+  const traces = [
+    { type: "scatter", mode: "lines+markers", name: t("rope_unscaled"), x, y: unscaled, line: { dash: "dot", width: 3 }, marker: { symbol: "circle", size: 8 } },
+    { type: "scatter", mode: "lines+markers", name: t("rope_scaled"), x, y: scaled, line: { width: 2 }, marker: { symbol: "diamond", size: 7 } },
+  ];
+  const ticks = [numberLabel(Math.min(...scaled), Math.max(...unscaled))];
+  const margin = fitMargins(plot, { x: x.map(String), y: ticks, top: legendTop() });
+  const layout = {
+    height: 300,
+    margin,
+    xaxis: { title: { text: t("ax_pair") }, automargin: false },
+    yaxis: { title: { text: t("ax_frequency") }, type: "log", automargin: false },
+    legend: { orientation: "h", x: 0, xanchor: "left", y: 1, yanchor: "bottom" },
+  };
+  draw(plot, traces, layout, `${ctx.fname}_frequencies`);
+}
+
 const DASHES = ["solid", "dash", "dot", "dashdot", "longdash"];
 const SYMBOLS = ["circle", "square", "diamond", "x", "triangle-up"];
 const spread = (n) => [...new Set([0, 1, Math.floor(n / 4) * 2, Math.floor(n / 2) * 2 - 2, n - 2].filter((c) => c >= 0 && c < n))];
@@ -81,6 +108,7 @@ export default {
       const largest = Math.max(0, ...angles.matrix("pos", "pair").flat().filter((v) => v !== null));
       drawTokenMatrix(board, "angles", ctx, angles, { title: "θ(pos, i)", colDim: "pair", badges: [badge(ctx, "θ", angles)], signed: false, zmax: largest || 1 });
       curves(board, ctx, data.tensors.cos, "pos", "pair", "cos θ(pos, i)", pairs);
+      if (data.tensors.factors) frequencies(board, ctx, data.tensors.frequencies.vector("pair"), data.tensors.factors.vector("pair"));
       return;
     }
     if (data.tensors && data.tensors.bias) {

@@ -4,7 +4,7 @@
 // the same.
 
 /** A layer's stages inside its attention, and inside its FFN (model/hooks.py: ATTENTION_STAGES, MLP_STAGES). */
-export const ATTENTION_STAGES = ["q", "k", "v", "rot_q", "rot_k", "scores_raw", "scores_scaled", "attn_scores", "pattern", "z"];
+export const ATTENTION_STAGES = ["q", "k", "v", "norm_q", "norm_k", "rot_q", "rot_k", "scores_raw", "scores_scaled", "attn_scores", "pattern", "z"];
 export const MLP_STAGES = ["pre", "gate", "up", "post"];
 
 /** "" for a model's one stack (null), "encoder." or "decoder." for an encoder-decoder's. */
