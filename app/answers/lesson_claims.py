@@ -1,7 +1,7 @@
 """GET /api/lessons/{chapter}/claims: what a chapter asks the class to look at, measured on its view.
 
 plan() picks the chapter's view in the page's language; the builder reads the claims off the view's trace
-(analysis/claims.py, the one place they are computed) and writes each one's line in that language from
+(analysis/claims.py, or lab/claims.py for a number a lab panel shows) and writes each one's line in that language from
 its measured values (ui.claim_<kind> in static/text/<lang>.json), so the page prints what was measured.
 """
 
@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from analysis.claims import ClaimError, View, measure
+from analysis.claims import ClaimError, View
+from lab.claims import measure
 from app import errors
 from app.inference_pool import TraceRun
 from app.lessons import Chapter, ui_words

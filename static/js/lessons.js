@@ -26,19 +26,35 @@ const TRANSLATOR = { arch: "encoder-decoder", text: "en:2026", target: "two thou
  * A new slot is one entry here and its two texts.
  */
 // a lab link may name the architecture its panel needs and a sentence for it (the chapter's own model may be
-// another kind: the architectures chapter shows the translator, and the objectives panel needs a decoder)
+// another kind: the architectures chapter shows the translator, and the objectives panel needs a decoder), or
+// a model by name (used when the server has it), and `fields`, the panel's own URL fields (lab/state.js:
+// `<panel>.<key>`), so the panel opens on the inputs the chapter's text describes
 export const CHAPTER_LINKS = {
+  why: [
+    { id: "recurrence", lab: "recurrence", fields: { "recurrence.transformer": "tiny-gpt" } }, // an RNN run, not counted
+  ],
+  qkv: [
+    { id: "shapes", lab: "batch_shapes", arch: "decoder", model: "smollm2", text: ANIMAL, fields: { "batch_shapes.layer": 13, "batch_shapes.head": 8 } }, // the batch of 2, view by transpose
+  ],
+  scale: [
+    { id: "gradient", lab: "scaling" }, // the gradient through softmax, with and without the divisor
+  ],
   ffn: [
     { id: "lens", lab: "logit_lens" }, // the answer forming block by block (lab: logit_lens)
+    { id: "tree", lab: "generation_tree" }, // greedy generation: where each token commits, and the top 3 continued
+  ],
+  residual: [
+    { id: "norms", lab: "norm_statistics", arch: "decoder", text: ANIMAL }, // LayerNorm against BatchNorm, on a batch of two
   ],
   architectures: [
     { id: "objectives", lab: "objectives", arch: "decoder", text: ANIMAL }, // why decoder-only won (lab: objectives)
   ],
   efficiency: [
     { id: "complexity", lab: "complexity" }, // O(n²) time and memory, measured (lab: complexity)
-    { id: "flash", lab: "flash" }, // the same output in tiles (lab: flash)
+    { id: "flash", lab: "flash", fields: { "flash.dtype": "float16" } }, // the same output in tiles, and the bytes it moves (lab: flash)
     { id: "kv", lab: "kv_cache" }, // what GQA saves while generating (lab: kv_cache)
     { id: "linear", lab: "linear_attention" }, // linear attention on this sentence (lab: linear_attention)
+    { id: "recurrence", lab: "recurrence", fields: { "recurrence.transformer": "tiny-gpt" } }, // N steps in a row against L blocks
   ],
   misconceptions: [
     { id: "flow", lab: "attention_flow" }, // 1 and 6: weights against where information really flows
@@ -64,8 +80,8 @@ export function labPanel(stageKey, chapter) {
 }
 
 /** The lab's URL for a panel, with this model, sentence and language (the fragment opens the panel). */
-export function labURL(panel, s) {
-  const p = new URLSearchParams({ panel, model: s.model, text: s.text, lang: s.lang });
+export function labURL(panel, s, fields = {}) {
+  const p = new URLSearchParams({ panel, model: s.model, text: s.text, lang: s.lang, ...fields });
   return `/lab?${p}#panel-${panel}`;
 }
 

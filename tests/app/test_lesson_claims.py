@@ -86,7 +86,7 @@ def test_the_page_gets_the_one_list(shipped: TestClient) -> None:
 
 
 def test_every_claim_kind_has_its_line_in_both_languages() -> None:
-    from analysis.claims import KINDS
+    from lab.claims import KINDS
 
     for lang, ui in UI.items():
         for kind in KINDS:
