@@ -19,7 +19,7 @@ from model.edits import ablated, ablated_per_row
 from model.hooks import Edit, Trace, stage_name
 from model.transformer import Transformer
 
-MAX_ABLATED_HEADS = 512  # one forward pass each
+MAX_ABLATED_HEADS = 512  # each in its own copy of the text, in batched passes
 
 
 @dataclass(frozen=True)
@@ -61,13 +61,31 @@ def logits_with_edits(
     return logits[0].float(), trace  # [pos, d_vocab]
 
 
+LOGITS_BYTES_PER_PASS = 256 * 2**20  # the logits of one batched pass; at least one layer's heads run together
+
+
+def layer_groups(n_layers: int, n_heads: int, n_pos: int, d_vocab: int) -> list[range]:
+    """Consecutive layers whose heads are ablated in one batched pass: as many as the logits budget allows."""
+    per_layer = n_heads * n_pos * d_vocab * 4  # float32 logits of one layer's copies
+    size = max(1, LOGITS_BYTES_PER_PASS // max(per_layer, 1))
+    return [range(first, min(first + size, n_layers)) for first in range(0, n_layers, size)]
+
+
 @torch.inference_mode()
-def batched_logits(
-    model: Transformer, tokens: torch.Tensor, target: torch.Tensor | None, edits: Mapping[str, Sequence[Edit]]
-) -> torch.Tensor:
-    """Logits [batch, pos, d_vocab] of a batch of copies, with edits that may differ by row."""
+def ablated_logits(model: Transformer, stack: str | None, resid_pre: torch.Tensor, layers: range, n_heads: int,
+                   memory: torch.Tensor | None) -> torch.Tensor:
+    """Logits [layer·head, pos, d_vocab]: copy i·n_heads + h of the text loses head h of layer layers[i].
+
+    resid_pre [1, pos, d_model]: the clean stream entering layers[0]; the blocks before it are the clean
+    model's for every copy, so the pass starts there (a head changes nothing below its own layer).
+    """
+    n_rows = len(layers) * n_heads
+    edits = {stage_name("z", layer, stack=stack): [ablated_per_row(list(range(n_heads)),
+                                                                   list(range(i * n_heads, (i + 1) * n_heads)))]
+             for i, layer in enumerate(layers)}
+    x = resid_pre.expand(n_rows, -1, -1)  # [layer·head, pos, d_model]
     with Trace((), edits):
-        logits = model(tokens, target_tokens=target) if target is not None else model(tokens)
+        logits = model.logits_from(x, layers[0], stack, None if memory is None else memory.expand(n_rows, -1, -1))
     return logits.float()
 
 
@@ -99,32 +117,31 @@ def head_ablation(
         raise ValueError(f"position must be in 0..{n_pos - 1}, got {position}")
     ids = read[0].tolist()
     patterns = [stage_name("pattern", layer, stack=stack) for layer in range(n_layers)]
-    clean, trace = logits_with_edits(model, tokens, target, {}, patterns)
+    resid_pres = [stage_name("resid_pre", layer, stack=stack) for layer in range(n_layers)]
+    clean, trace = logits_with_edits(model, tokens, target, {}, patterns + resid_pres)
     chosen = int(clean[position].argmax()) if chosen_id is None else chosen_id
     if not 0 <= chosen < clean.shape[-1]:
         raise ValueError(f"chosen_id must be a token id below {clean.shape[-1]}")
     clean_loss, clean_prob = sequence_loss(clean, ids), float(torch.softmax(clean[position], -1)[chosen])
+    with torch.inference_mode():
+        memory = model.encoder(tokens) if enc_dec else None  # [1, src_pos, d_model]: what cross-attention reads
     effects = []
-    for layer in range(n_layers):
-        pattern = trace[patterns[layer]][0, :, position]  # [head, k_pos]
-        # one forward pass per layer: copy b of the text loses head b (the same numbers as one pass per head,
-        # with a ninth of the passes for a 9-head model)
-        rows = list(range(n_heads))
-        edits = {stage_name("z", layer, stack=stack): [ablated_per_row(rows)]}
-        batch = tokens.expand(n_heads, -1)
-        all_logits = batched_logits(model, batch, None if target is None else target.expand(n_heads, -1), edits)
-        for head in rows:
-            logits = all_logits[head]  # [pos, d_vocab]
-            loss, prob = sequence_loss(logits, ids), float(torch.softmax(logits[position], -1)[chosen])
-            effects.append(
-                HeadEffect(
-                    layer,
-                    head,
-                    pattern[head].float().tolist(),
-                    loss,
-                    None if loss is None or clean_loss is None else loss - clean_loss,
-                    prob,
-                    prob - clean_prob,
+    for layers in layer_groups(n_layers, n_heads, n_pos, clean.shape[-1]):
+        all_logits = ablated_logits(model, stack, trace[resid_pres[layers[0]]], layers, n_heads, memory)
+        for i, layer in enumerate(layers):
+            pattern = trace[patterns[layer]][0, :, position]  # [head, k_pos]
+            for head in range(n_heads):
+                logits = all_logits[i * n_heads + head]  # [pos, d_vocab]
+                loss, prob = sequence_loss(logits, ids), float(torch.softmax(logits[position], -1)[chosen])
+                effects.append(
+                    HeadEffect(
+                        layer,
+                        head,
+                        pattern[head].float().tolist(),
+                        loss,
+                        None if loss is None or clean_loss is None else loss - clean_loss,
+                        prob,
+                        prob - clean_prob,
+                    )
                 )
-            )
     return Ablation(stack, position, chosen, clean_loss, clean_prob, effects)

@@ -113,11 +113,13 @@ def ablated(heads: list[int]) -> Edit:
     return edit
 
 
-def ablated_per_row(heads: list[int]) -> Edit:
-    """Row b of the batch loses head heads[b] (one forward pass ablates a different head in each copy)."""
+def ablated_per_row(heads: list[int], rows: list[int] | None = None) -> Edit:
+    """Row rows[i] of the batch loses head heads[i] (default rows 0, 1, ...); other rows keep every head.
+
+    One forward pass ablates a different head in each copy of the text."""
     def edit(z: torch.Tensor, _: Trace) -> torch.Tensor:
         keep = torch.ones(z.shape[0], z.shape[2], dtype=z.dtype, device=z.device)  # [batch, head]
-        keep[torch.arange(len(heads)), torch.tensor(heads)] = 0
+        keep[torch.tensor(rows if rows is not None else range(len(heads))), torch.tensor(heads)] = 0
         return z * keep[:, None, :, None]  # z: [batch, pos, head, d_head]
 
     return edit

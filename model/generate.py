@@ -14,18 +14,21 @@ It decodes with a KV cache by default (model/kv_cache.py): the first step reads 
 prompt, every later step only the tokens just chosen, and the logits equal a full recomputation's
 (tests/model/test_kv_cache.py). Without the cache (use_cache=False) each step reads everything.
 Interventions recompute every step: an edit such as a window or an unmasked pattern reads the
-whole sequence's scores, which a cached step never forms.
+whole sequence's scores, which a cached step never forms. Position-wise edits (`position_edits`: each
+position's vector changed on its own, such as a steering vector added to the residual stream) keep
+the cache: the cached positions were computed under the same edit, and each new step applies it to
+its new position, so every step's logits equal recomputing the whole sequence under the edit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
 
 from model.edits import Interventions
-from model.hooks import Trace
+from model.hooks import Edit, Trace
 from model.kv_cache import KVCache
 from model.transformer import Transformer
 
@@ -143,6 +146,7 @@ def decode(
     stop_id: int | None = None,
     pad_id: int | None = None,
     edits: Interventions | None = None,
+    position_edits: Mapping[str, Sequence[Edit]] | None = None,
     use_cache: bool = True,
     on_step: Callable[[Step], None] | None = None,
 ) -> list[list[int]]:
@@ -157,6 +161,8 @@ def decode(
 
     With a cache (model/kv_cache.py) the first step reads the whole prompt and every later step
     only the tokens just chosen; without one (use_cache False, or `edits`) every step reads all.
+    `position_edits` (stage name -> trace edits that change each position's vector by itself, never
+    reading other positions) apply at every step, to whatever positions it reads, cache or not.
     """
     cfg = model.cfg
     if not cfg.lm_head or cfg.architecture == "encoder":
@@ -168,6 +174,8 @@ def decode(
     limit = cfg.n_ctx if max_len is None else max_len
     generator = torch.Generator().manual_seed(0) if generator is None else generator
     hooks, needed = edits.hooks(model.trace_names, cfg.d_head, cfg.scale_attn_by_layer) if edits else ({}, set())
+    for name, more in (position_edits or {}).items():
+        hooks[name] = [*hooks.get(name, ()), *more]
     cache = KVCache() if use_cache and not edits else None
     finished = torch.zeros(growing.shape[0], dtype=torch.bool, device=growing.device)  # [batch]
     filler = stop_id if pad_id is None else pad_id
@@ -209,6 +217,7 @@ def generate(
     max_len: int | None = None,
     stop_id: int | None = None,
     edits: Interventions | None = None,
+    position_edits: Mapping[str, Sequence[Edit]] | None = None,
     use_cache: bool = True,
     on_step: Callable[[Step], None] | None = None,
 ) -> list[int]:
@@ -218,7 +227,7 @@ def generate(
     Each token: argmax at temperature 0, else a draw after temperature, top_k and top_p (choose_token).
     Decoder-only models extend `ids`; encoder-decoder models extend `target_ids` (the decoder input)
     while the source `ids` stay fixed. Stops before `stop_id` and at `max_len` (default: cfg.n_ctx).
-    `edits` (model.edits) change every step's forward pass the same way.
+    `edits` (model.edits) change every step's forward pass the same way; so do `position_edits` (decode()).
     use_cache: reuse earlier positions' keys and values (same logits; ignored under edits).
     on_step: called with every step (model.generate.Step), to watch the loop (the lab's KV-cache decoding).
     """
@@ -227,7 +236,7 @@ def generate(
     targets = None if target_ids is None else torch.tensor([list(target_ids)], dtype=torch.long, device=device)
     return decode(model, sources, targets, max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k,
                   top_p=top_p, generator=torch.Generator().manual_seed(seed), max_len=max_len, stop_id=stop_id,
-                  edits=edits, use_cache=use_cache, on_step=on_step)[0]
+                  edits=edits, position_edits=position_edits, use_cache=use_cache, on_step=on_step)[0]
 
 
 def generate_greedy_batch(

@@ -117,6 +117,18 @@ class Stack(nn.Module):
             x = self.ln_final(x)
         return x  # [batch, pos, d_model]
 
+    def resume(self, x: torch.Tensor, first: int, memory: torch.Tensor | None = None) -> torch.Tensor:
+        """The rest of forward() from the residual stream x [batch, pos, d_model] entering block `first`
+        (no padding, no cache): the same numbers as a full pass whose earlier blocks gave x."""
+        n_pos = x.shape[1]
+        for index in range(first, len(self.blocks)):
+            allowed = attention_allowed(n_pos, n_pos, causal=self.causal, window=self.cfg.window_of(index),
+                                        key_padding=None, device=x.device)
+            x = self.blocks[index](x, allowed, memory)
+        if self.cfg.final_norm:
+            x = self.ln_final(x)
+        return x  # [batch, pos, d_model]
+
 
 class Transformer(nn.Module):
     """The whole model, configured by one `TransformerConfig`.
@@ -224,6 +236,13 @@ class Transformer(nn.Module):
         with torch.inference_mode(), Trace(wanted, hooks) as trace:
             output = self(tokens, **kwargs)
         return output, trace
+
+    def logits_from(self, x: torch.Tensor, first: int, stack: str | None = None,
+                    memory: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits [batch, pos, d_vocab] from the residual stream x [batch, pos, d_model] entering block `first`
+        of `stack` (an encoder-decoder's decoder also takes the encoder output `memory`): a forward pass
+        that skips the blocks before `first`, whose output x already is."""
+        return self.hook_logits(self.W_U(self.stack_named(stack).resume(x, first, memory)))
 
     def stack_named(self, stack: str | None) -> Stack:
         """The stack that stage names call `stack` (model.hooks): None, "encoder" or "decoder"."""

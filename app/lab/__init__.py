@@ -12,6 +12,7 @@ from typing import Any
 
 from app.lab import (
     ablation,
+    activation_patching,
     attention_flow,
     batch_shapes,
     complexity,
@@ -32,6 +33,7 @@ from app.lab import (
     recurrence,
     sampling,
     scaling,
+    steering,
 )
 from app.lab.common import Experiment
 
@@ -58,6 +60,8 @@ EXPERIMENTS: tuple[Experiment[Any], ...] = (
     batch_shapes.EXPERIMENT,
     attention_flow.EXPERIMENT,
     recurrence.EXPERIMENT,
+    steering.EXPERIMENT,
+    activation_patching.EXPERIMENT,
 )
 
 __all__ = ["EXPERIMENTS", "Experiment"]

@@ -39,6 +39,11 @@ class AttentionHeadInput(AttentionLayerInput):
     head: Int = Field(0, ge=0, le=1024, description="The query head, from 0 (a 422 names the model's own range).")
 
 
+# The lab's work budget in forward passes of the model: what one request may run (steering charges one per prompt
+# of its two sets and two per new token, the continuation with and without the vector).
+MAX_FORWARDS = 64
+
+
 # What the service prepares before the plan:
 #   text          the request's model (or the default) and the text's tokens (checked lengths first)
 #   model         the request's model (or the default)

@@ -15,7 +15,7 @@ import { headLabel as probeLabel, sentenceLang } from "./probes.js";
  */
 const STAGE_VARS = {
   ...PARAM_VARS,
-  tokenizer: (info) => info.tokenizer,
+  tokenizer: (info) => ({ bpe: "BPE", wordpiece: "WordPiece" })[info.tokenizer] ?? info.tokenizer, // names, not config values
   d_vocab: (info) => info.vocab_size,
   n_tokens: (info, tokens) => tokens.length,
   n_layers: (info) => info.n_layers,

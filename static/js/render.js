@@ -2,6 +2,7 @@
 // Nothing here changes the state or binds navigation: clicks are handled in events.js.
 
 import { Board } from "./board.js";
+import { FN_NAMES, GLU_NAMES } from "./stage_text.js";
 import { snapshotsOf } from "./context.js";
 import { showNote } from "./shared/messages.js";
 import { $, h, tokenChips } from "./shared/dom.js";
@@ -151,8 +152,8 @@ function renderModelInfo(ctx) {
         kv_kind: kv,
         norm: cfg.norm === "rmsnorm" ? "RMSNorm" : "LayerNorm",
         placement: cfg.norm_placement === "post" ? t("post_norm") : t("pre_norm"),
-        activation: cfg.activation,
-        pos: cfg.pos_encoding,
+        activation: GLU_NAMES[cfg.activation] ?? FN_NAMES[cfg.activation] ?? cfg.activation, // SwiGLU, not swiglu
+        pos: t(`pos_name_${cfg.pos_encoding}`),
       }),
     }),
   ];
@@ -207,7 +208,7 @@ function renderModelExamples(info) {
     h("button", { type: "button", class: "example small", "data-text": source, "data-target": String(target), text: `${source} → ${target}` }),
   );
   // a model's own lesson-worthy sentences (smollm2: "The capital of France is", a sentence typed twice)
-  for (const text of exampleSentences(info, state.chat)) buttons.push(h("button", { type: "button", class: "example small model-example", "data-text": text, text }));
+  for (const text of exampleSentences(info, state.chat)) buttons.push(h("button", { type: "button", class: "example small model-example", "data-text": text, title: text, text }));
   $("model-examples").replaceChildren(...buttons);
 }
 

@@ -86,9 +86,11 @@ def test_every_panel_has_its_module_and_every_module_a_panel() -> None:
 
 
 def request_of(experiment: Experiment, model: str) -> dict[str, object]:
-    """The smallest request naming `model` (with a sentence when the experiment reads one)."""
+    """The smallest request naming `model` (with a sentence when the experiment reads one, and a second sentence of
+    as many characters for each other text it requires, as activation_patching's corrupted prompt)."""
     fields = experiment.request.model_fields
-    return {"model": model, **({"text": "ab"} if "text" in fields else {})}
+    others = {name: "ac" for name, field in fields.items() if field.is_required() and name != "text"}
+    return {"model": model, **({"text": "ab"} if "text" in fields else {}), **others}
 
 
 @pytest.mark.parametrize("experiment", [e for e in EXPERIMENTS if not e.measured and e.uses != "nothing"],

@@ -229,3 +229,25 @@ def test_the_flash_tile_step_is_url_state(watched: Any, server: Any) -> None:
     assert page.locator("#panel-flash h3").first.inner_text().startswith("Step 1 of")
     assert "flash.tile=" not in page.url  # back at its default
     assert watched.errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("text", ["the cat sat", "the cat sat on the mat and the dog"])
+def test_linear_attention_cells_stay_readable_and_each_measure_has_its_axis(watched: Any, server: Any,
+                                                                           text: str) -> None:
+    # U10 of teaching review 3: 8 px cells, and a cosine (−1…1) flattened on the axis of an error of up to 18
+    page = watched.page
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_lab(page, server.url, model="gpt", text=text, lang="en", panel="linear_attention", lal=0, lah=0)
+    cells = page.evaluate("""() => {
+      const p = document.querySelector('#board-linear_attention .plot[data-key=lin-weights]');
+      return [...p.querySelectorAll('.nsewdrag')].map((d) => { const r = d.getBoundingClientRect();
+        return [r.width / p.data[0].x.length, r.height / p.data[0].y.length]; }); }""")
+    assert len(cells) == 2 and all(min(size) >= 17 for size in cells), cells  # both maps, every cell ≥ ~18 px
+    axes = page.evaluate("""() => {
+      const p = document.querySelector('#board-linear_attention .plot[data-key=lin-outputs]');
+      return [p.data.map((t) => t.yaxis || 'y'), p.layout.yaxis.range, p.layout.yaxis2.side,
+              Math.min(...p.data[0].y)]; }""")
+    assert axes[0] == ["y", "y2"] and axes[2] == "right", axes  # the error on its own axis, on the right
+    assert axes[1][1] == 1.05 and axes[1][0] <= min(0, axes[3]) - 0.05 + 1e-9, axes  # the cosine's own scale
+    assert watched.errors == []

@@ -114,6 +114,12 @@ def test_compare_matches_any_stage_and_keeps_it_in_the_url(watched: Any, server:
     options = "#controls-compare select[data-field='stage'] option"
     stages = page.eval_on_selector_all(options, "os => os.map(o => o.value)")
     assert {"blocks.0.hook_resid_post", "blocks.1.ln1.hook_scale", "blocks.0.attn.hook_pattern"} <= set(stages)
+    # the learner reads what each stage holds and what each axis counts, never a hook name or a config key
+    words = page.eval_on_selector_all("#controls-compare select option", "os => os.map(o => o.textContent)")
+    words += page.eval_on_selector_all("#board-compare g.g-xtitle text, #board-compare g.g-ytitle text, "
+                                       "#board-compare h3", "es => es.map(e => e.textContent)")
+    raw = [w for w in words if re.search(r"hook_|blocks\.|(?<!√)\b[a-z]+_[a-z]+|\b(?:gelu|swiglu|relu)\b", w)]
+    assert not raw, raw
     first = compare_charts(page)
     choose_compare_stage(page, "blocks.0.hook_resid_post")  # 2-D: pos × d_model, a heatmap on each side
     second = compare_charts(page)
@@ -155,7 +161,7 @@ def test_compare_says_what_differs_when_shapes_differ(watched: Any, server: Any)
         panel="compare",
     )
     note = page.inner_text("#panel-compare .cmp-shape")
-    assert re.search(r"d_head: (\d+) ≠ (?!\1\b)\d+", note), note
+    assert re.search(r"head dimension: (\d+) ≠ (?!\1\b)\d+", note), note  # the dimension in words, not d_head
     assert page.input_value("#controls-compare select[data-field='head']") == "1"
     assert page.locator("#board-compare .plot").count() == 2
     assert watched.errors == []

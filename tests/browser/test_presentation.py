@@ -78,6 +78,20 @@ def test_explanation_stands_beside_the_chart_and_never_squashes_it(server: Any, 
     assert not watched.errors, watched.errors
 
 
+def test_charts_that_shared_a_row_take_the_whole_column_beside_the_text(server: Any, watched: Any) -> None:
+    # chapter 2 with E: Q, K and V were three heatmaps side by side in the 62% column, each ~100 px wide
+    page = watched.page
+    projector(page)
+    open_page(page, server.url, chapter="qkv", present=1, lang="en")
+    press_and_wait(page, "e")
+    side = page.eval_on_selector("#present-side", "e => e.getBoundingClientRect().left")
+    widths = page.eval_on_selector_all(
+        "#panel .chart-card .plot", "els => els.map((p) => p.querySelector('.nsewdrag').getBoundingClientRect().width)")
+    assert len(widths) >= 3 and min(widths) >= 0.45 * side, (widths, side)
+    assert page.evaluate(OVERLAPS, "#panel .plot") == []
+    assert not watched.errors, watched.errors
+
+
 @pytest.mark.parametrize("explain", [False, True])
 def test_a_long_sentence_keeps_its_rows_and_thins_its_labels(server: Any, watched: Any, explain: bool) -> None:
     page = watched.page
@@ -104,6 +118,12 @@ def test_byte_tokens_are_named_by_their_character(server: Any, watched: Any) -> 
     assert [t.split(" · ")[-1] for t in titles] == ["<0xE2>", "<0x82>", "<0xAC>"], titles  # the raw bytes stay in reach
     ticks = page.eval_on_selector_all("#panel .plot[data-key=main] g.ytick text", "els => els.map(e => e.textContent)")
     assert sum(t.endswith(("€ 1/3", "€ 2/3", "€ 3/3")) for t in ticks) == 3, ticks
+    # a candidate next token stands alone: the character its bytes spell, or the ones it can still become
+    # (SmolLM2 on 我爱北京 predicts <0xEF><0xBC>, the start of full-width punctuation), the same code as the chips
+    lone = page.evaluate("""async () => { const dom = await import('/static/js/shared/dom.js');
+      return [dom.loneByteText('<0xE6><0x88><0x91>'), dom.loneByteText('<0xE4><0xBD>'), dom.loneByteText('<0x91>'),
+              dom.tokenTexts([{ text: '<0xE6>' }, { text: 'a' }])]; }""")
+    assert lone == ["我", "佀…使 1–2/3", None, ["怀…濿 1/3", "a"]], lone
     assert not watched.errors, watched.errors
 
 

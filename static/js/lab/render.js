@@ -61,7 +61,13 @@ export function showWorking(s) {
     line = h("p", { class: "lab-working", role: "status" });
     section.querySelector(".panel").before(line);
   }
-  line.replaceChildren(h("span", { class: "lab-working-dot", "aria-hidden": "true" }), h("span", { text: what }));
+  const clock = h("span", { class: "lab-working-time", text: say("working_elapsed", { s: 0 }) });
+  line.replaceChildren(h("span", { class: "lab-working-dot", "aria-hidden": "true" }), h("span", { text: what }), clock);
+  const started = Date.now();
+  const tick = setInterval(() => { // the seconds so far, until the line goes (renderStatic) or another run replaces it
+    if (!clock.isConnected) clearInterval(tick);
+    else clock.textContent = say("working_elapsed", { s: Math.round((Date.now() - started) / 1000) });
+  }, 1000);
 }
 
 export function render(s) {

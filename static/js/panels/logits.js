@@ -2,7 +2,7 @@
 
 import { api } from "../shared/api.js";
 import { categoryAxis, draw, safe } from "../shared/plot.js";
-import { h, visible, tokenChips } from "../shared/dom.js";
+import { h, tokenChips, tokenTexts, visible } from "../shared/dom.js";
 import { badge, fetchStages } from "./common.js";
 
 export default {
@@ -17,7 +17,9 @@ export default {
     const { t } = ctx;
     const logits = data.stages[ctx.names.main];
     const top = data.prediction.top_k;
-    const labels = top.map((p, i) => safe(`${i + 1}. ${visible(p.text)}`));
+    const shown = tokenTexts(top); // a byte token: the character(s) it spells or can still become (shared/dom.js)
+    const labels = shown.map((text, i) => safe(`${i + 1}. ${text}`));
+    const bytePiece = top.findIndex((p, i) => shown[i] !== visible(p.text));
     const probs = top.map((p) => p.prob);
     const last = logits.size("pos") - 1;
     const row = logits.matrix("pos", "d_vocab")[last];
@@ -28,6 +30,7 @@ export default {
       exportData: () => ({ series: { id: top.map((p) => p.id), prob: probs, logit: values }, index: top.map((p) => p.text) }),
       filename: `${ctx.fname}_next`,
       className: "half",
+      note: bytePiece >= 0 ? t("byte_candidates_note", { shown: shown[bytePiece], raw: top[bytePiece].text }) : undefined,
     });
     draw(
       plot,

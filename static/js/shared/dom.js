@@ -52,10 +52,15 @@ export function tokenTexts(tokens) {
   let i = 0;
   while (i < tokens.length) {
     const tok = tokens[i];
-    if (!BYTE_TOKEN.test(tok.text) || !(tok.end > tok.start)) { i += 1; continue; }
+    if (!BYTE_TOKEN.test(tok.text)) { i += 1; continue; }
+    if (!(tok.end > tok.start)) { // no span (a candidate next token): it stands alone
+      shown[i] = loneByteText(tok.text) ?? shown[i];
+      i += 1;
+      continue;
+    }
     let j = i + 1;
     while (j < tokens.length && BYTE_TOKEN.test(tokens[j].text) && tokens[j].start === tok.start && tokens[j].end === tok.end) j += 1;
-    const bytes = tokens.slice(i, j).map((t) => t.text.match(/[0-9A-Fa-f]{2}(?=>)/g).map((b) => parseInt(b, 16)));
+    const bytes = tokens.slice(i, j).map((t) => bytesOf(t.text));
     const total = bytes.reduce((n, b) => n + b.length, 0);
     let chars = null;
     try { chars = UTF8.decode(new Uint8Array(bytes.flat())); } catch { chars = null; }
@@ -78,6 +83,30 @@ export function tokenTexts(tokens) {
     i = j;
   }
   return shown;
+}
+
+/** The bytes of a byte token ("<0xE4><0xBD>" -> [0xE4, 0xBD]). */
+function bytesOf(text) {
+  return text.match(/[0-9A-Fa-f]{2}(?=>)/g).map((b) => parseInt(b, 16));
+}
+
+/**
+ * A byte token with no neighbours to group with (a candidate next token): the character it spells when its
+ * bytes are a whole one ("我"); when they are the first k of a character's n bytes, the characters it can still
+ * become and which bytes it holds: "佀…使 1–2/3" (E4 BD is the start of every character from U+4F40 to U+4F7F).
+ * null when the bytes start no character (a lone continuation byte keeps its raw text).
+ */
+export function loneByteText(text) {
+  const bytes = bytesOf(text);
+  const n = bytes[0] >= 0xf0 && bytes[0] < 0xf8 ? 4 : bytes[0] >= 0xe0 ? 3 : bytes[0] >= 0xc0 ? 2 : bytes[0] < 0x80 ? 1 : 0;
+  if (!n || bytes.length > n || bytes.slice(1).some((b) => (b & 0xc0) !== 0x80)) return null;
+  const spell = (tail) => { try { return UTF8.decode(new Uint8Array([...bytes, ...tail])); } catch { return null; } };
+  if (bytes.length === n) return spell([]) && visible(spell([]));
+  const lo = spell(Array(n - bytes.length).fill(0x80));
+  const hi = spell(Array(n - bytes.length).fill(0xbf));
+  if (!lo || !hi) return null;
+  const range = bytes.length === 1 ? "1" : `1–${bytes.length}`;
+  return `${visible(lo)}…${visible(hi)} ${range}/${n}`;
 }
 
 /** The tokens as chips: the text and the id of each (a byte token: its character, its raw bytes in the title). */

@@ -19,10 +19,10 @@ export default {
     return ask(body);
   },
 
-  /** What runs while the panel waits (render.js showWorking): one forward pass per layer, a copy per head. */
+  /** What runs while the panel waits (render.js showWorking): every head zeroed in its own copy, in batched passes. */
   working({ info, s, say }) {
     const layers = info.architecture === "encoder-decoder" ? (info.config.decoder_layers ?? info.n_layers) : info.n_layers;
-    return say("ablation_working", { model: s.model, heads: layers * info.n_heads, layers, per_layer: info.n_heads });
+    return say("ablation_working", { model: s.model, heads: layers * info.n_heads, layers });
   },
 
   controls({ v, say }) {

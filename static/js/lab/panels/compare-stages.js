@@ -96,13 +96,40 @@ export function sharedScale(slices) {
   return lo < 0 ? { signed: true, zmin: -m, zmax: m } : { signed: false, zmin: 0, zmax: hi || 1 };
 }
 
-/** "d_head: 16 ≠ 64" for each dimension whose size (or presence) differs; "" when the shapes match. */
-export function shapeDiff(a, b) {
+/** A dimension in a learner's words: "query position" for q_pos (compare_dim_<dim>). */
+export function dimLabel(dim, say) {
+  return say(`compare_dim_${dim}`);
+}
+
+/** "head dimension: 16 ≠ 64" for each dimension whose size (or presence) differs; "" when the shapes match. */
+export function shapeDiff(a, b, say) {
   const size = (s, d) => (s.dims.includes(d) ? String(s.shape[s.dims.indexOf(d)]) : "–");
   const names = [...new Set([...a.dims, ...b.dims])];
-  const diff = names.filter((d) => size(a, d) !== size(b, d)).map((d) => `${d}: ${size(a, d)} ≠ ${size(b, d)}`);
-  if (!diff.length && a.dims.join() !== b.dims.join()) diff.push(`${a.dims.join(" × ")} ≠ ${b.dims.join(" × ")}`);
+  const diff = names.filter((d) => size(a, d) !== size(b, d)).map((d) => `${dimLabel(d, say)}: ${size(a, d)} ≠ ${size(b, d)}`);
+  const words = (s) => s.dims.map((d) => dimLabel(d, say)).join(" × ");
+  if (!diff.length && a.dims.join() !== b.dims.join()) diff.push(`${words(a)} ≠ ${words(b)}`);
   return diff.join(", ");
+}
+
+// A stage's trace name, read as its stack, layer, place and what it holds (the names stay in the URL and the
+// requests; the menu and the axes say what each is)
+const STAGE = /^(?:(encoder|decoder)\.)?(?:blocks\.(\d+)\.)?(?:(attn|cross_attn|mlp|ln1|ln2|ln_cross|ln_final|ln_embed)\.)?hook_(\w+)$/;
+
+/** What a stage holds, in a learner's words: "layer 3 · attention weights (softmax)"; the raw name if unknown. */
+export function stageLabel(name, say) {
+  const m = STAGE.exec(name);
+  if (!m) return name;
+  const [, stack, layer, part, hook] = m;
+  let what;
+  if (part === "ln1" || part === "ln2" || part === "ln_cross" || part === "ln_final" || part === "ln_embed") {
+    what = say(`compare_what_norm_${hook}`, { norm: say(`compare_norm_${part}`) });
+  } else if (part === "mlp") what = say(`compare_what_mlp_${hook}`);
+  else if (part === "cross_attn") what = say("compare_cross", { what: say(`compare_what_${hook}`) });
+  else what = say(`compare_what_${hook}`);
+  const stackWords = say(`compare_stack_${stack || "none"}`);
+  const where = layer === undefined ? (stackWords ? say("compare_where_top", { stack: stackWords.replace(/ · $/, "") }) : say("compare_where_model"))
+    : say("compare_where_layer", { stack: stackWords, layer });
+  return `${where} · ${what}`;
 }
 
 /** The largest |a − b| over matching cells (shapes equal). */

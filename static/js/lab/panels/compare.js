@@ -7,7 +7,7 @@ import { draw, heatmap, indexLabels, tokenLabels } from "../../shared/plot.js";
 import { h } from "../../shared/dom.js";
 import { int, str } from "../state.js";
 import { fmt, range, selectField } from "../ui.js";
-import { changedConfig, commonStages, hasHead, inlineOf, isPos, maxDifference, shapeDiff, sharedScale, sideInfo, sliceOf } from "./compare-stages.js";
+import { changedConfig, commonStages, dimLabel, hasHead, inlineOf, isPos, maxDifference, shapeDiff, sharedScale, sideInfo, sliceOf, stageLabel } from "./compare-stages.js";
 
 /** The settings a variant may change. */
 const SETTINGS = ["n_heads", "d_head", "pos_encoding", "norm_placement", "activation", "sliding_window"];
@@ -20,6 +20,22 @@ const CHOICES = {
   activation: ["relu", "gelu", "gelu_tanh", "swiglu"],
   sliding_window: ["none", "1", "2", "3", "4", "8"],
 };
+
+/** A setting's value in a learner's words (the value itself stays in the URL and the config). */
+function valueLabel(setting, value, say) {
+  if (setting === "pos_encoding") return say(`compare_pe_${value}`);
+  if (setting === "activation") return say(`compare_act_${value}`);
+  if (setting === "norm_placement") return say(`compare_value_${value}`);
+  if (setting === "sliding_window" && value === "none") return say("compare_value_none");
+  return value;
+}
+
+/** A side's name: a model's own name, or (one setting changed) what that side is, in the page's language. */
+function sideLabel(label, say) {
+  if (typeof label === "string") return label;
+  if (label.random) return say("compare_side_random", { model: label.random });
+  return say("compare_side_changed", { setting: say(`compare_setting_${label.setting}`), value: valueLabel(label.setting, label.value, say) });
+}
 
 /** The stage shown when none is chosen (or the chosen one is not common): the last self-attention pattern
  *  both sides have. */
@@ -53,7 +69,8 @@ export default {
       sides = [{ choice: { model: s.model }, label: s.model }, { choice: { model: other }, label: other }];
     } else {
       const base = inlineOf(info);
-      sides = [{ choice: { config: base }, label: `${s.model} (random)` }, { choice: { config: changedConfig(base, v.setting, v.value) }, label: `${v.setting} = ${v.value}` }];
+      sides = [{ choice: { config: base }, label: { random: s.model } },
+        { choice: { config: changedConfig(base, v.setting, v.value) }, label: { setting: v.setting, value: v.value } }];
     }
     const infos = await Promise.all(sides.map((x) => sideInfo(x.choice, s.text)));
     const common = commonStages(infos[0], infos[1]);
@@ -68,13 +85,13 @@ export default {
     const options = [["", say("compare_none")], ["set", say("compare_setting")], ...models.filter((m) => m.name !== s.model).map((m) => [`model:${m.name}`, say("compare_model", { name: m.name })])];
     const out = [selectField("variant", options, v.variant, say("compare_variant"))];
     if (v.variant === "set") {
-      out.push(selectField("setting", SETTINGS.map((k) => [k, k]), v.setting, say("compare_which")));
+      out.push(selectField("setting", SETTINGS.map((k) => [k, say(`compare_setting_${k}`)]), v.setting, say("compare_which")));
       const values = v.setting === "pos_encoding" ? (loaded && loaded.kinds) || [v.value] : CHOICES[v.setting] || [];
-      out.push(selectField("value", values.map((x) => [x, x]), values.includes(v.value) ? v.value : values[0], say("compare_value")));
+      out.push(selectField("value", values.map((x) => [x, valueLabel(v.setting, x, say)]), values.includes(v.value) ? v.value : values[0], say("compare_value")));
     }
     const data = v.variant && loaded;
     if (data && data.stage) {
-      out.push(selectField("stage", data.common.map((x) => [x.name, `${x.name} (${x.dims.join(" × ")})`]), data.stage.name, say("compare_stage")));
+      out.push(selectField("stage", data.common.map((x) => [x.name, `${stageLabel(x.name, say)} (${x.dims.filter((d) => d !== "batch").map((d) => dimLabel(d, say)).join(" × ")})`]), data.stage.name, say("compare_stage")));
       if (hasHead(data.stage.dims)) out.push(selectField("head", range(data.maxHeads), Math.min(v.head, data.maxHeads - 1), say("compare_head"), "int"));
     }
     return out;
@@ -88,7 +105,7 @@ export default {
     }
     const name = data.stage.name;
     const slices = data.sides.map((run) => sliceOf(decodeStages(run.answer)[name]));
-    const diff = shapeDiff(slices[0], slices[1]);
+    const diff = shapeDiff(slices[0], slices[1], say);
     const scale = diff ? null : sharedScale(slices);
     for (const [i, run] of data.sides.entries()) {
       const slice = slices[i];
@@ -96,7 +113,8 @@ export default {
       const axis = (dim, n) => (isPos(dim) ? labels.slice(0, n) : indexLabels(n));
       const loss = run.answer.loss;
       const top = (run.answer.top_tokens || []).slice(0, 3).map((r) => `${r.text} ${fmt(r.prob, 2)}`).join(" · ");
-      const title = hasHead(data.stage.dims) ? say("compare_side", { label: run.label, head: run.head, n_heads: run.nHeads }) : run.label;
+      const label = sideLabel(run.label, say);
+      const title = hasHead(data.stage.dims) ? say("compare_side", { label, head: run.head, n_heads: run.nHeads }) : label;
       const plot = board.card(`cmp-${i}`, {
         title,
         className: "half",
@@ -106,10 +124,10 @@ export default {
       if (slice.kind === "heatmap") {
         const [rows, cols] = slice.shape;
         draw(plot, [heatmap({ z: slice.z, x: axis(slice.colDim, cols), y: axis(slice.rowDim, rows), ...own, annotate: false, valueLabel: say("compare_value_label") })],
-          { height: 360, xaxis: { type: "category", title: { text: slice.colDim }, tickfont: { size: 10 }, automargin: true }, yaxis: { type: "category", title: { text: slice.rowDim }, autorange: "reversed", tickfont: { size: 10 }, automargin: true } }, `compare_${i}`);
+          { height: 360, xaxis: { type: "category", title: { text: dimLabel(slice.colDim, say) }, tickfont: { size: 10 }, automargin: true }, yaxis: { type: "category", title: { text: dimLabel(slice.rowDim, say) }, autorange: "reversed", tickfont: { size: 10 }, automargin: true } }, `compare_${i}`);
       } else {
         draw(plot, [{ type: "bar", x: axis(slice.colDim, slice.shape[0]), y: slice.y, marker: { color: "#4a90c8" }, hovertemplate: `%{x}<br>${say("compare_value_label")} = %{y:.4f}<extra></extra>` }],
-          { height: 300, xaxis: { type: "category", title: { text: slice.colDim }, automargin: true }, yaxis: { title: { text: name.split(".").pop() }, range: [Math.min(own.zmin, 0), own.zmax], automargin: true } }, `compare_${i}`);
+          { height: 300, xaxis: { type: "category", title: { text: dimLabel(slice.colDim, say) }, automargin: true }, yaxis: { title: { text: stageLabel(name, say) }, range: [Math.min(own.zmin, 0), own.zmax], automargin: true } }, `compare_${i}`);
       }
     }
     const shapeNote = diff ? say("compare_shapes_differ", { diff }) : say("compare_shapes_match", { shape: slices[0].shape.join(" × "), max: fmt(maxDifference(slices[0], slices[1]), 4) });

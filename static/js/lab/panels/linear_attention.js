@@ -53,17 +53,26 @@ export default {
       h("p", { class: "lab-note", text: say("linear_attention_honest") }),
       h("p", { class: "lab-note", text: say("linear_attention_why") })));
 
-    // the two weight matrices on one colour scale, the query tokens named once, left of the softmax map
-    const plot = board.card("lin-weights", { title: say("linear_attention_weights_title", vars), note: [say("linear_attention_weights_note", vars), notes(data, say, sep)].join(sep) });
+    // the two weight matrices on one colour scale (both are weights, 0 to 1), the query tokens named once, left of
+    // the softmax map. Every cell at least CELL px (U10 of teaching review 3: 8 px cells on SmolLM2); past
+    // SIDE_BY_SIDE keys the maps stack, each the full width, so the columns stay as wide as the rows are tall
+    const CELL = 18;
+    const SIDE_BY_SIDE = 20;
+    const stacked = cols.length > SIDE_BY_SIDE;
+    const plot = board.card("lin-weights", { title: say(stacked ? "linear_attention_weights_title_stacked" : "linear_attention_weights_title", vars), note: [say("linear_attention_weights_note", vars), notes(data, say, sep)].join(sep) });
     const soft = heatmap({ z: data.softmax_weights, x: cols, y: rows, signed: false, zmin: 0, zmax: 1, showscale: false, valueLabel: say("weight") });
     const lin = heatmap({ z: data.linear_weights, x: cols, y: rows, signed: false, zmin: 0, zmax: 1, valueLabel: say("weight") });
+    lin.colorbar = { ...lin.colorbar, title: { text: say("linear_attention_weight_both"), side: "right" } };
     Object.assign(lin, { xaxis: "x2", yaxis: "y2" });
-    const axes = { type: "category", automargin: true, tickfont: { size: 10 } };
+    const ticks = { size: rows.length > 30 ? 10 : 12 };
+    const axes = { type: "category", automargin: true, tickfont: ticks };
+    const mapHeight = CELL * rows.length;
     draw(plot, [soft, lin], {
-      height: Math.max(360, Math.min(560, 90 + 14 * rows.length)), grid: { rows: 1, columns: 2, pattern: "independent", xgap: 0.1 },
-      margin: { l: 70, r: fitMargins(plot, { colorbar: [0, 1] }).r, t: 30, b: 70 },
+      height: 130 + (stacked ? 2 * mapHeight + 90 : Math.max(300, mapHeight)),
+      grid: stacked ? { rows: 2, columns: 1, pattern: "independent", ygap: 0.12 } : { rows: 1, columns: 2, pattern: "independent", xgap: 0.1 },
+      margin: { l: 70, r: fitMargins(plot, { colorbar: [0, 1] }).r + 20, t: 30, b: 70 },
       xaxis: { ...axes, title: { text: say("linear_attention_softmax") } }, yaxis: { ...axes, autorange: "reversed" },
-      xaxis2: { ...axes, title: { text: say("linear_attention_linear") } }, yaxis2: { ...axes, autorange: "reversed", showticklabels: false },
+      xaxis2: { ...axes, title: { text: say("linear_attention_linear") } }, yaxis2: { ...axes, autorange: "reversed", showticklabels: stacked },
     }, "linear_attention_weights");
 
     const bars = (soft, lin) => [
@@ -78,10 +87,15 @@ export default {
       bars(data.softmax_max, data.linear_max),
       { ...lineLayout(say("linear_attention_query"), say("linear_attention_max"), { ...category, yaxis: { range: [0, 1.05] } }), barmode: "group" }, "linear_attention_max");
 
+    // the cosine (at most 1; below 0 only when measured so) and the relative error (0 … tens) on their own axes, each coloured as its line: on one
+    // axis the error flattened the cosine (U10)
     draw(board.card("lin-outputs", { title: say("linear_attention_outputs_title"), className: "half", note: say("linear_attention_outputs_note", vars) }), [
-      { type: "scatter", mode: "lines+markers", x: rows, y: data.cosine, name: say("linear_attention_cosine"), marker: { color: SOFTMAX } },
-      { type: "scatter", mode: "lines+markers", x: rows, y: data.relative_error, name: say("linear_attention_relative"), marker: { color: LINEAR } },
-    ], lineLayout(say("linear_attention_query"), say("linear_attention_value"), category), "linear_attention_outputs");
+      { type: "scatter", mode: "lines+markers", x: rows, y: data.cosine, name: say("linear_attention_cosine"), marker: { color: SOFTMAX }, line: { color: SOFTMAX } },
+      { type: "scatter", mode: "lines+markers", x: rows, y: data.relative_error, name: say("linear_attention_relative"), marker: { color: LINEAR }, line: { color: LINEAR, dash: "dot" }, yaxis: "y2" },
+    ], {
+      ...lineLayout(say("linear_attention_query"), say("linear_attention_cosine"), { ...category, yaxis: { range: [Math.min(0, ...data.cosine) - 0.05, 1.05], color: SOFTMAX } }),
+      yaxis2: { title: { text: say("linear_attention_relative") }, overlaying: "y", side: "right", range: [0, 1.08 * Math.max(1, ...data.relative_error)], tickmode: "auto", nticks: 6, color: LINEAR, showgrid: false, automargin: true },
+    }, "linear_attention_outputs");
 
     draw(board.card("lin-memory", { title: say("linear_attention_memory_title"), className: "half", note: [say("linear_attention_memory_note", vars), data.causal ? "" : say("linear_attention_memory_encoder")].filter(Boolean).join(sep) }), [
       { type: "scatter", mode: "lines", x: mem.lengths, y: mem.lengths.map(() => mem.state_numbers), name: say("linear_attention_state"), line: { color: LINEAR } },

@@ -1,7 +1,7 @@
 // Logit lens: the top next token after every block at every position (the logit_lens experiment).
 
 import { draw, heatmap, tokenLabels } from "../../shared/plot.js";
-import { visible } from "../../shared/dom.js";
+import { tokenTexts } from "../../shared/dom.js";
 import { str } from "../state.js";
 import { selectField } from "../ui.js";
 
@@ -32,7 +32,8 @@ export default {
     const shown = shownRows(data.layers, v.rows === "all");
     const rows = shown.map((i) => data.layers[i]).map((l) => (l === "embed" ? say("logit_lens_embed") : say("logit_lens_after", { layer: l })));
     const z = shown.map((i) => data.top[i].map((cell) => cell.probs[0]));
-    const text = shown.map((i) => data.top[i].map((cell) => visible(cell.texts[0])));
+    // a byte token reads as the character(s) it spells or can still become, as in the explorer (shared/dom.js)
+    const text = shown.map((i) => tokenTexts(data.top[i].map((cell) => ({ text: cell.texts[0] }))));
     const last = data.top[data.top.length - 1];
     const settled = last.map((cell, p) => data.top.findIndex((layer) => layer[p].ids[0] === cell.ids[0] && data.top.slice(data.top.indexOf(layer)).every((l) => l[p].ids[0] === cell.ids[0])));
     const early = settled.filter((i) => i >= 0 && i < data.top.length - 1).length;

@@ -1,0 +1,176 @@
+"""POST /api/lab/activation-patching: copy one activation of a clean run into a corrupted run, at every layer and
+position (or head), and see how much of the clean answer comes back; and the FFN knock-out on the clean run."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app import errors
+from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
+from app.resolve import Resolved
+from app.schemas import Bool, TextInput, TokenOut
+from app.tokenizing import encode_text, token_text, tokens_out
+from lab.activation_patching import GRIDS, default_answers, ffn_knockout, grid_forwards, patching_grids
+
+# the work budget: patched copies × the prompt's tokens (SmolLM2, 6 tokens, every grid and the knock-out:
+# 840 copies, 5,040 tokens)
+MAX_PATCHED_TOKENS = 6000
+MIN_GAP = 1e-3  # d(clean) − d(corrupted) below this: 0 and 1 cannot be told apart
+
+NEEDS_DECODER = ("Activation patching here compares a decoder's next-token logits on two prompts, so it needs a "
+                 "decoder-only model (like tiny-gpt or smollm2). {why}")
+WHY = {
+    "encoder": "This model is an encoder: it reads the whole text at once and predicts no next token.",
+    "encoder-decoder": "This model is an encoder-decoder: its decoder predicts a separate target text, and "
+                       "patching across its two stacks is not implemented.",
+}
+
+
+class ActivationPatchingLabRequest(TextInput):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"model": "smollm2", "text": "The capital of France is", "corrupted": "The capital of Italy is",
+         "clean_answer": " Paris", "corrupted_answer": " Rome", "grid": "ffn"},
+    ]})
+
+    corrupted: str = Field(max_length=512, description="The corrupted prompt: as many tokens as `text` (the clean "
+                                                       "prompt), e.g. one word changed.")
+    clean_answer: str | None = Field(None, max_length=64, description="The clean run's answer, exactly one token "
+                                     "(default: the clean run's top token).")
+    corrupted_answer: str | None = Field(None, max_length=64, description="The corrupted run's answer, exactly one "
+                                         "token (default: the corrupted run's top token other than the clean answer).")
+    grid: Literal["residual", "attention", "ffn", "heads", "all"] = Field(
+        "ffn", description="Which activation is patched: the residual stream at each layer's input, the attention "
+                           "output, the FFN output (each layer × position), each head's output (layer × head, every "
+                           "position), or all four.")
+    knockout: Bool = Field(True, description="Also the clean run with each layer's FFN output zeroed (one copy per "
+                                             "layer): p(clean answer) layer by layer.")
+
+
+class AnswerOut(BaseModel):
+    id: int
+    text: str
+    given: bool = Field(description="False: the default (the run's top token).")
+
+
+class GridOut(BaseModel):
+    name: str = Field(description="residual, attention, ffn or heads.")
+    columns: Literal["position", "head"]
+    scores: list[list[float]] = Field(description="[layer][position or head]: 0 = the corrupted run, 1 = the clean "
+                                                  "run; values outside 0..1 happen.")
+    seconds: float
+
+
+class KnockoutOut(BaseModel):
+    ablation: Literal["zero"] = Field(description="The FFN output is set to zero (not to its mean).")
+    clean_prob: float
+    probs: list[float] = Field(description="[layer]: p(clean answer) with that layer's FFN output zero everywhere.")
+
+
+class ActivationPatchingLabOut(BaseModel):
+    model: str
+    clean_tokens: list[TokenOut]
+    corrupted_tokens: list[TokenOut]
+    clean_answer: AnswerOut
+    corrupted_answer: AnswerOut
+    clean_diff: float = Field(description="logit[clean answer] − logit[corrupted answer], clean run, last position.")
+    corrupted_diff: float = Field(description="The same on the corrupted run.")
+    checks: dict[str, float] = Field(description="nothing patched (0) and the whole residual stream at layer 0's "
+                                                 "input patched at every position (1), measured in the same batches.")
+    grids: list[GridOut]
+    knockout: KnockoutOut | None
+    forwards: int = Field(description="Patched copies of the prompt run (each a forward pass, batched).")
+
+
+def answer_id(resolved: Resolved, field: str, text: str) -> int:
+    """The one token `text` is, or a 422 that shows how it splits."""
+    tokens = resolved.loaded.tokenizer.encode(text)
+    if len(tokens) != 1:
+        pieces = ", ".join(repr(t.text) for t in tokens) or "nothing"
+        raise errors.invalid_option(field, f"{text!r} is {len(tokens)} tokens for this model ({pieces}); the answer "
+                                           "must be exactly one token. Try it with or without a leading space.")
+    return tokens[0].id
+
+
+def plan(context: LabContext, request: ActivationPatchingLabRequest) -> Build:
+    resolved = context.model
+    architecture = resolved.cfg.architecture
+    if architecture != "decoder" or not resolved.cfg.lm_head:
+        raise errors.not_in_model(NEEDS_DECODER.format(why=WHY.get(architecture, "")).strip())
+    if request.chat:
+        raise errors.invalid_option("chat", "activation patching reads the two prompts as plain text, not as chat "
+                                            "messages.")
+    if request.corrupted == "":
+        raise errors.empty_text("corrupted")
+    model = resolved.model
+    clean = encode_text(resolved.loaded, request.text)
+    corrupted = encode_text(resolved.loaded, request.corrupted)
+    if len(clean) != len(corrupted):
+        raise errors.invalid_option("corrupted", f"the clean prompt is {len(clean)} tokens and the corrupted prompt "
+                                                 f"is {len(corrupted)}; patching copies position by position, so "
+                                                 "they must have the same number of tokens. Change one word for "
+                                                 "another word of as many tokens.")
+    given = (None if request.clean_answer is None else answer_id(resolved, "clean_answer", request.clean_answer),
+             None if request.corrupted_answer is None
+             else answer_id(resolved, "corrupted_answer", request.corrupted_answer))
+    grids = list(GRIDS) if request.grid == "all" else [request.grid]
+    positions = len(clean)
+    # each grid runs in its own batches (timed apart), with the two identity rows
+    forwards = sum(grid_forwards(model, grid, positions) + 2 for grid in grids)
+    forwards += model.cfg.n_layers if request.knockout else 0
+    if forwards * positions > MAX_PATCHED_TOKENS:
+        limit = MAX_PATCHED_TOKENS // positions
+        raise errors.ApiError(422, "too_much_work",
+                              f"This asks for {forwards:,} forward passes of the {positions}-token prompt; the limit "
+                              f"is {limit:,} forward passes at this length ({MAX_PATCHED_TOKENS:,} tokens in all). "
+                              "Choose one grid instead of all, leave out the knock-out, or use shorter prompts.")
+
+    def build(run: LabRun) -> dict[str, Any]:
+        ids, corrupted_ids = [t.id for t in clean], [t.id for t in corrupted]
+        defaults = default_answers(model, ids, corrupted_ids) if None in given else (0, 0)
+        answers = (given[0] if given[0] is not None else defaults[0],
+                   given[1] if given[1] is not None else defaults[1])
+        if answers[0] == answers[1]:
+            raise errors.invalid_option("corrupted_answer", "the two answers are the same token, so their logit "
+                                                            "difference is always 0: give two different answers.")
+        out, result = [], None
+        for grid in grids:
+            began = time.perf_counter()
+            result = patching_grids(model, ids, corrupted_ids, answers, [grid])
+            out.append({"name": grid, "columns": "head" if grid == "heads" else "position",
+                        "scores": [rounded(row) for row in result.grids[0].scores],
+                        "seconds": round(time.perf_counter() - began, 3)})
+        assert result is not None
+        gap = result.clean_diff - result.corrupted_diff
+        if abs(gap) < MIN_GAP:
+            raise errors.invalid_option("corrupted", f"the two runs give the answers almost the same logit "
+                                                     f"difference ({result.clean_diff:.4f} and "
+                                                     f"{result.corrupted_diff:.4f}), so 0 and 1 cannot be told "
+                                                     "apart: choose prompts or answers the model tells apart.")
+        knocked = ffn_knockout(model, ids, answers[0]) if request.knockout else None
+        answer = [{"id": a, "text": token_text(resolved.loaded, a), "given": g is not None}
+                  for a, g in zip(answers, given, strict=True)]
+        return {
+            "model": resolved.name, "clean_tokens": tokens_out(clean), "corrupted_tokens": tokens_out(corrupted),
+            "clean_answer": answer[0], "corrupted_answer": answer[1],
+            "clean_diff": round(result.clean_diff, 6), "corrupted_diff": round(result.corrupted_diff, 6),
+            "checks": {"nothing": round(result.nothing, 6), "whole_residual": round(result.whole_residual, 6)},
+            "grids": out,
+            "knockout": None if knocked is None else {"ablation": "zero", "clean_prob": round(knocked.clean_prob, 6),
+                                                      "probs": rounded(knocked.probs)},
+            "forwards": forwards,
+        }
+
+    return build
+
+
+EXPERIMENT = Experiment(
+    name="activation_patching", method="POST", request=ActivationPatchingLabRequest,
+    response=ActivationPatchingLabOut, plan=plan, refuses=("encoder", "encoder-decoder"),
+    summary="Copy one activation of the clean prompt's run into the corrupted prompt's run (the residual stream,\n"
+            "attention or FFN output at one layer and position, or one head's output) and measure the logit\n"
+            "difference of the two answers, normalised: 0 = the corrupted run, 1 = the clean run. With the FFN\n"
+            "knock-out: p(clean answer) with each layer's FFN output zeroed.",
+)

@@ -1,0 +1,113 @@
+// Activation patching: the clean run's activation copied into the corrupted run, cell by cell, and how much of
+// the clean answer comes back (the activation_patching experiment); and the FFN knock-out on the clean run.
+// Every number shown comes from the answer.
+
+import { categoryAxis, draw, fitMargins, heatmap, indexLabels, safe } from "../../shared/plot.js";
+import { h, visible } from "../../shared/dom.js";
+import { str } from "../state.js";
+import { fmt, lineLayout, selectField } from "../ui.js";
+
+const GRIDS = ["residual", "attention", "ffn", "heads"];
+
+/** A text box for one of the panel's own fields (events.js sets it on change: Enter or leaving the box). */
+function textField(field, value, label, size = 28) {
+  return h("label", { class: "field inline" }, h("span", { text: label }),
+    h("input", { type: "text", "data-field": field, "data-kind": "str", value, size, spellcheck: "false" }));
+}
+
+/** Position labels: "3·France", or "3·France/Italy" where the two prompts differ. */
+function positionLabels(clean, corrupted) {
+  return clean.map((t, i) => {
+    const a = visible(t.text);
+    const b = visible(corrupted[i].text);
+    return safe(`${i}·${a === b ? a : `${a}/${b}`}`);
+  });
+}
+
+/** Patched copies the request runs: every cell of its grids, 2 checks per grid, one copy per layer knocked out. */
+function forwards(info, grids, positions) {
+  return grids.reduce((n, g) => n + info.n_layers * (g === "heads" ? info.n_heads : positions) + 2, 0) + info.n_layers;
+}
+
+export default {
+  fields: {
+    clean: str("The capital of France is"),
+    corrupted: str("The capital of Greece is"),
+    clean_answer: str(""), // "": the clean run's top token
+    corrupted_answer: str(""), // "": the corrupted run's top token (other than the clean answer)
+    grid: str("ffn"), // residual, attention, ffn, heads or all
+  },
+
+  load({ s, v, ask }) {
+    const body = { model: s.model, text: v.clean, corrupted: v.corrupted, grid: v.grid, knockout: true };
+    if (v.clean_answer) body.clean_answer = v.clean_answer;
+    if (v.corrupted_answer) body.corrupted_answer = v.corrupted_answer;
+    return ask(body);
+  },
+
+  /** What runs while the panel waits (render.js showWorking): the number of patched forward passes. */
+  working({ info, s, v, say }) {
+    const grids = v.grid === "all" ? GRIDS : [v.grid];
+    const last = s.data && s.data.value && s.data.value.clean_tokens;
+    if (last && last.map((t) => t.text).join("") === v.clean) {
+      return say("activation_patching_working", { model: s.model, n: forwards(info, grids, last.length).toLocaleString("en-US") });
+    }
+    return say("activation_patching_working_per_token", { model: s.model, layers: info.n_layers });
+  },
+
+  controls({ v, say }) {
+    const options = [...GRIDS, "all"].map((g) => [g, say(`activation_patching_grid_${g}`)]);
+    return [
+      textField("clean", v.clean, say("activation_patching_clean")),
+      textField("corrupted", v.corrupted, say("activation_patching_corrupted")),
+      textField("clean_answer", v.clean_answer, say("activation_patching_clean_answer"), 8),
+      textField("corrupted_answer", v.corrupted_answer, say("activation_patching_corrupted_answer"), 8),
+      selectField("grid", options, v.grid, say("activation_patching_grid")),
+    ];
+  },
+
+  draw(board, data, c) {
+    const { say } = c;
+    const sep = c.s.texts[c.s.lang].separator;
+    const positions = positionLabels(data.clean_tokens, data.corrupted_tokens);
+    const layers = indexLabels(data.grids[0].scores.length, "L");
+    const vars = {
+      good: visible(data.clean_answer.text), bad: visible(data.corrupted_answer.text),
+      d_clean: fmt(data.clean_diff, 3), d_bad: fmt(data.corrupted_diff, 3),
+      nothing: fmt(data.checks.nothing, 4), whole: fmt(data.checks.whole_residual, 4),
+      forwards: data.forwards.toLocaleString("en-US"),
+    };
+    board.block("patch-meaning", h("p", { class: "lab-note", text: [say("activation_patching_meaning", vars), say("activation_patching_checks", vars)].join(sep) }));
+    for (const grid of data.grids) {
+      const heads = grid.columns === "head";
+      const x = heads ? indexLabels(grid.scores[0].length, "H") : positions;
+      const flat = grid.scores.flat();
+      const best = flat.indexOf(Math.max(...flat));
+      const gvars = { ...vars, seconds: fmt(grid.seconds, 2), min: fmt(Math.min(...flat), 2), max: fmt(Math.max(...flat), 2),
+        cell: `${layers[Math.floor(best / x.length)]} · ${x[best % x.length]}` };
+      const title = say(`activation_patching_${grid.name}_title`, gvars);
+      const note = [say(`activation_patching_${grid.name}_note`, gvars), say("activation_patching_range", gvars)].join(sep);
+      const plot = board.card(`patch-${grid.name}`, { title, className: "half", note });
+      const value = say("activation_patching_restored");
+      const trace = heatmap({ z: grid.scores, x, y: layers, signed: false, zmin: 0, zmax: 1, annotate: false,
+        hovertemplate: `%{y}<br>%{x}<br>${value} = %{z:.3f}<extra></extra>` });
+      trace.colorbar = { ...trace.colorbar, title: { text: value, side: "right" } };
+      const xaxis = categoryAxis(say(heads ? "activation_patching_head" : "activation_patching_position"), { tickangle: heads ? 0 : -30, automargin: false });
+      const yaxis = categoryAxis(say("layer"), { autorange: "reversed", automargin: false });
+      const margin = fitMargins(plot, { y: layers, x, xSize: xaxis.tickfont.size, xAngle: xaxis.tickangle, colorbar: [0, 1] });
+      margin.r += 24; // the colour bar's title
+      const height = Math.max(280, Math.min(560, 110 + 14 * layers.length)) + margin.b - 60;
+      draw(plot, [trace], { height, margin, xaxis, yaxis }, `patching_${grid.name}`);
+    }
+    if (data.knockout) {
+      const k = data.knockout;
+      const low = k.probs.indexOf(Math.min(...k.probs));
+      const kvars = { ...vars, p: fmt(k.clean_prob, 4), low: `L${low}`, p_low: fmt(k.probs[low], 4) };
+      const x = layers;
+      draw(board.card("patch-knockout", { title: say("activation_patching_knockout_title", kvars), className: "half", note: say("activation_patching_knockout_note", kvars) }), [
+        { type: "bar", x, y: k.probs, name: say("activation_patching_knocked", kvars), marker: { color: "#4a90c8" } },
+        { type: "scatter", mode: "lines", x, y: x.map(() => k.clean_prob), name: say("activation_patching_unknocked", kvars), line: { color: "#b2302b", dash: "dash" } },
+      ], lineLayout(say("activation_patching_knocked_layer"), say("activation_patching_prob", kvars), { xaxis: { type: "category" }, yaxis: { rangemode: "tozero" } }), "patching_knockout");
+    }
+  },
+};
