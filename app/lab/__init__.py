@@ -23,6 +23,7 @@ from app.lab import (
     head_count,
     kv_cache,
     linear_attention,
+    logit_attribution,
     logit_lens,
     masks,
     norm_placement,
@@ -62,6 +63,7 @@ EXPERIMENTS: tuple[Experiment[Any], ...] = (
     recurrence.EXPERIMENT,
     steering.EXPERIMENT,
     activation_patching.EXPERIMENT,
+    logit_attribution.EXPERIMENT,
 )
 
 __all__ = ["EXPERIMENTS", "Experiment"]
