@@ -8,6 +8,8 @@
 import { bestHead as bestProbeHead, sentenceLang } from "./probes.js";
 
 const ANIMAL = "The animal didn't cross the street because it was too tired";
+const FRANCE = "The capital of France is"; // the "why did it say Paris?" chapter's pair of prompts
+const ITALY = "The capital of Italy is";
 
 function readChapters() {
   const node = typeof document !== "undefined" ? document.getElementById("chapters-data") : null;
@@ -55,6 +57,12 @@ export const CHAPTER_LINKS = {
     { id: "kv", lab: "kv_cache" }, // what GQA saves while generating (lab: kv_cache)
     { id: "linear", lab: "linear_attention" }, // linear attention on this sentence (lab: linear_attention)
     { id: "recurrence", lab: "recurrence", fields: { "recurrence.transformer": "tiny-gpt" } }, // N steps in a row against L blocks
+  ],
+  paris: [
+    { id: "attribution", lab: "logit_attribution" }, // ① which parts write the logit of the top token (" Paris")
+    { id: "heads", lab: "activation_patching", fields: { "activation_patching.clean": FRANCE, "activation_patching.corrupted": ITALY, "activation_patching.grid": "heads" } }, // ② one head at a time
+    { id: "residual", lab: "activation_patching", fields: { "activation_patching.clean": FRANCE, "activation_patching.corrupted": ITALY, "activation_patching.grid": "residual" } }, // ② layer × position
+    { id: "lens", lab: "logit_lens" }, // ③ the block from which the answer is read
   ],
   misconceptions: [
     { id: "flow", lab: "attention_flow" }, // 1 and 6: weights against where information really flows
