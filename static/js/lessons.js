@@ -32,9 +32,6 @@ const TRANSLATOR = { arch: "encoder-decoder", text: "en:2026", target: "two thou
 // a model by name (used when the server has it), and `fields`, the panel's own URL fields (lab/state.js:
 // `<panel>.<key>`), so the panel opens on the inputs the chapter's text describes
 export const CHAPTER_LINKS = {
-  why: [
-    { id: "recurrence", lab: "recurrence", fields: { "recurrence.transformer": "tiny-gpt" } }, // an RNN run, not counted
-  ],
   qkv: [
     { id: "shapes", lab: "batch_shapes", arch: "decoder", model: "smollm2", text: ANIMAL, fields: { "batch_shapes.layer": 13, "batch_shapes.head": 8 } }, // the batch of 2, view by transpose
   ],
@@ -80,7 +77,7 @@ export function linkPatch(chapterId, linkId) {
 
 /** The /lab panel that explains a stage or a chapter further (static/js/lab: its sections are #panel-<id>). */
 const LAB_OF_STAGE = { scale: "scaling", softmax: "scaling", mask: "masks", pos: "positions", rope: "positions", qkv: "parameters", z: "interventions", attn_out: "interventions", logits: "sampling" };
-const LAB_OF_CHAPTER = { scale: "scaling", mask: "masks", softmax: "interventions", heads: "parameters", positions: "positions", architectures: "masks", efficiency: "parameters", weighted: "interventions" };
+const LAB_OF_CHAPTER = { why: "recurrence", scale: "scaling", mask: "masks", softmax: "interventions", heads: "parameters", positions: "positions", architectures: "masks", efficiency: "parameters", weighted: "interventions", paris: "logit_attribution" };
 
 export function labPanel(stageKey, chapter) {
   if (chapter !== null && chapter !== undefined) return LAB_OF_CHAPTER[CHAPTERS[chapter].id] || null;
