@@ -46,6 +46,7 @@ class View:
     piece: Callable[[int], str] = str  # a token id's text, as the explorer shows it
     meta: Mapping[str, Any] = field(default_factory=dict)  # the model's measured head scores
     lang: str = "en"
+    encode: Callable[[str], Sequence[Token]] | None = None  # another text's tokens as the model reads them
 
     def at(self, stage: str) -> str:
         """The trace name of a stage of the layer on screen (model.hooks.stage_name)."""
@@ -98,6 +99,11 @@ def _shown(view: View, positions: Sequence[int], tokens: Sequence[Token] | None 
     text = view.source_text if tokens is view.source_tokens else view.text
     first, last = tokens[positions[0]], tokens[positions[-1]]
     return text[first.start:last.end].strip() if last.end > first.start else tokens[positions[0]].text
+
+
+def shown_token(view: View, position: int) -> str:
+    """The word a token position stands for on screen: its text in the sentence, or the token's own text."""
+    return _shown(view, [position]) or view.tokens[position].text
 
 
 # ---------------------------------------------------------------- the kinds

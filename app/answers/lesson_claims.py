@@ -1,7 +1,7 @@
 """GET /api/lessons/{chapter}/claims: what a chapter asks the class to look at, measured on its view.
 
 plan() picks the chapter's view in the page's language; the builder reads the claims off the view's trace
-(analysis/claims.py, the one place they are computed) and writes each one's line in that language from
+(analysis/claims.py, or lab/claims.py for a number a lab panel shows) and writes each one's line in that language from
 its measured values (ui.claim_<kind> in static/text/<lang>.json), so the page prints what was measured.
 """
 
@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from analysis.claims import ClaimError, View, measure
+from analysis.claims import ClaimError, View
 from app import errors
 from app.inference_pool import TraceRun
 from app.lessons import Chapter, ui_words
 from app.resolve import Resolved
+from app.tokenizing import encode_text
+from lab.claims import measure
 
 
 def shown(value: Any) -> str:
@@ -34,7 +36,8 @@ def line(kind: str, values: Mapping[str, Any], words: Mapping[str, str]) -> str:
     if "pattern" in values:
         filled["pattern"] = words.get(f"pat_{values['pattern']}", str(values["pattern"]))
     if kind != "row_top":  # a predicted token's leading space, shown as the page shows it (row_top names words)
-        filled.update({k: str(values[k]).replace(" ", "␣") for k in ("token", "top") if k in values})
+        filled.update({k: str(values[k]).replace(" ", "␣") for k in ("token", "top", "clean_answer", "corrupted_answer")
+                       if k in values})
     template = words.get(f"claim_{kind}_{values.get('pattern')}") or words.get(f"claim_{kind}", "")
     return template.format_map(filled)
 
@@ -57,7 +60,8 @@ def plan(resolved: Resolved, number: int, chapter: Chapter, lang: str) -> Callab
             tokens=run.target_tokens if enc_dec else run.tokens,  # type: ignore[arg-type]
             text=(view.target or "") if enc_dec else view.text,
             source_tokens=run.tokens if enc_dec else (), source_text=view.text if enc_dec else "",
-            piece=loaded.tokenizer.id_to_text, meta=loaded.meta)
+            piece=loaded.tokenizer.id_to_text, meta=loaded.meta,
+            encode=lambda text: encode_text(loaded, text))  # a second prompt (patching's corrupted one)
         claims = []
         for asked in view.claims:
             try:

