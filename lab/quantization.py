@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Literal, cast
 
@@ -166,13 +167,27 @@ def gguf_path(meta: Mapping[str, object]) -> Path | None:
     return Path(str(path)) if path else None
 
 
-def file_plan(model: Transformer, path: Path) -> Plan:
-    """Each group's rounding from the storage types of the GGUF file's tensors (header only; nothing is read)."""
+@lru_cache(maxsize=8)
+def _storage_types(path: Path, size: int, modified: int) -> dict[str, str]:
+    """tensor name -> its storage type, from the file's header (checked again as at loading; seconds on a large
+    file, so kept per file, its size and time: a file changed on disk is read again)."""
     from checkpoints.gguf import open_reader
 
+    return {tensor.name: tensor.tensor_type.name for tensor in open_reader(path).tensors}
+
+
+def storage_types(path: Path) -> dict[str, str]:
+    try:
+        stat = path.stat()
+    except OSError as error:
+        raise CheckpointError(f"{path.name} cannot be read: {error}") from error
+    return dict(_storage_types(path, stat.st_size, stat.st_mtime_ns))
+
+
+def file_plan(model: Transformer, path: Path) -> Plan:
+    """Each group's rounding from the storage types of the GGUF file's tensors (its header; no weight is read)."""
     cfg = model.cfg
-    reader = open_reader(path)
-    types: dict[str, str] = {tensor.name: tensor.tensor_type.name for tensor in reader.tensors}
+    types = storage_types(path)
     counts: dict[str, int] = {}
     for kind in types.values():
         counts[kind] = counts.get(kind, 0) + 1

@@ -141,6 +141,9 @@ def test_a_gguf_file_says_which_inputs_to_round(tmp_path: Path, kind: str, round
     path = tmp_path / f"tiny-{kind}.gguf"
     write_gguf(path, tiny_hf("llama", tied=True), "llama", gguf.GGMLQuantizationType[kind])
     loaded = load_checkpoint(path)
+    # the model's description says where llama.cpp's numbers come from, for a file that is not all float32
+    said = "llama.cpp" in loaded.meta["description"] and "llama.cpp" in loaded.meta["description_zh"]
+    assert said == (kind != "F32") and "float32" in loaded.meta["description"]
     plan = model_plan(loaded.model, loaded.meta)
     matrices, norms = 2 * 7 + 1, 2 * 2 + 1  # 7 per block and the token table; every norm F32
     assert plan.from_file and plan.unembed == rounding
