@@ -175,9 +175,10 @@ PRECISION_NOTE = ("Every number here is computed in float32 from the dequantized
                   "LM Studio run) keeps the weights quantized and rounds the activations to 8 bits for its matrix "
                   "products, so its probabilities can differ slightly from these (the lab's quantization panel "
                   "measures by how much).")
-PRECISION_NOTE_ZH = ("这里的每个数都是用反量化后的权重以 float32 计算的。llama.cpp（Ollama 和 LM Studio 运行的就是它）让权重"
-                     "保持量化状态，并在矩阵乘法前把激活值舍入到 8 位，所以它给出的概率可能与这里略有不同（实验室的量化面板"
-                     "测量了差多少）。")
+PRECISION_NOTE_ZH = ("这里的每个数都是用反量化后的权重以 float32 计算的。"
+                     "llama.cpp（Ollama 和 LM Studio 运行的就是它）让权重保持量化状态，"
+                     "并在矩阵乘法前把激活值舍入到 8 位，所以它给出的概率可能与这里略有不同"
+                     "（实验室的量化面板测量了差多少）。")
 FULL_PRECISION = frozenset({"F32", "F64"})
 
 

@@ -23,7 +23,7 @@ the emulation uses 32 for every quantized type (what its GPU kernels use).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -270,8 +270,8 @@ class WeightErrors:
     def add(self, key: str, new: torch.Tensor, old: torch.Tensor) -> None:
         """Accumulate ‖new − old‖² and ‖old‖² under key ("attention.3", "ffn.0", "unembedding", "embedding")."""
         sums = self._sums.setdefault(key, [0.0, 0.0])
-        sums[0] += float((new.double() - old.double()).pow(2).sum())
-        sums[1] += float(old.double().pow(2).sum())
+        sums[0] += float((new - old).pow(2).sum(dtype=torch.float64))  # float32 values, summed in float64
+        sums[1] += float(old.pow(2).sum(dtype=torch.float64))
 
     def finish(self) -> None:
         def ratio(key: str) -> float:
@@ -294,12 +294,15 @@ def requant_edits(model: Transformer, kind: str, errors: WeightErrors) -> tuple[
     edits: dict[str, list[Edit]] = {}
     needed: set[str] = {stage_name("tokens")}
 
-    def product(linear: torch.nn.Linear, source: str, key: str, shape: Callable[[torch.Tensor], torch.Tensor]
-                ) -> Edit:
+    def product(linear: torch.nn.Linear, source: str, key: str, heads: int | None = None) -> Edit:
+        """linear's output from its input stage, with its weight re-quantized: [batch, pos, out] (split into
+        [batch, pos, head, d_head] for Q, K and V; z read as the [batch, pos, head · d_head] W_O multiplies)."""
         def edit(_: torch.Tensor, trace: Trace) -> torch.Tensor:
             weight = requantized(linear.weight, kind)
             errors.add(key, weight, linear.weight)
-            return shape(F.linear(trace[source], weight, linear.bias))
+            x = trace[source]
+            out = F.linear(x.flatten(-2) if x.dim() == 4 else x, weight, linear.bias)
+            return out if heads is None else out.unflatten(-1, (heads, cfg.d_head))
 
         return edit
 
@@ -310,18 +313,17 @@ def requant_edits(model: Transformer, kind: str, errors: WeightErrors) -> tuple[
         attention, ffn = f"attention.{layer}", f"ffn.{layer}"
         for stage, linear, heads in (("q", attn.W_Q, cfg.n_heads), ("k", attn.W_K, cfg.kv_heads),
                                      ("v", attn.W_V, cfg.kv_heads)):
-            edits[stage_name(stage, layer)] = [product(linear, inputs["attn_in"], attention,
-                                                       lambda y, h=heads: y.unflatten(-1, (h, cfg.d_head)))]
-        edits[stage_name("attn_out", layer)] = [_flat_product(attn.W_O, inputs["attn_out"], attention, kind, errors)]
+            edits[stage_name(stage, layer)] = [product(linear, inputs["attn_in"], attention, heads)]
+        edits[stage_name("attn_out", layer)] = [product(attn.W_O, inputs["attn_out"], attention)]
         if mlp.gated:
-            edits[stage_name("pre", layer)] = [product(mlp.W_gate, inputs["mlp_in"], ffn, lambda y: y)]
-            edits[stage_name("up", layer)] = [product(mlp.W_in, inputs["mlp_in"], ffn, lambda y: y)]
+            edits[stage_name("pre", layer)] = [product(mlp.W_gate, inputs["mlp_in"], ffn)]
+            edits[stage_name("up", layer)] = [product(mlp.W_in, inputs["mlp_in"], ffn)]
         else:
-            edits[stage_name("pre", layer)] = [product(mlp.W_in, inputs["mlp_in"], ffn, lambda y: y)]
-        edits[stage_name("mlp_out", layer)] = [product(mlp.W_out, inputs["mlp_out"], ffn, lambda y: y)]
+            edits[stage_name("pre", layer)] = [product(mlp.W_in, inputs["mlp_in"], ffn)]
+        edits[stage_name("mlp_out", layer)] = [product(mlp.W_out, inputs["mlp_out"], ffn)]
     unembed = unembed_stage(model)
     needed.add(unembed)
-    edits[stage_name("logits")] = [product(cast(torch.nn.Linear, model.W_U), unembed, "unembedding", lambda y: y)]
+    edits[stage_name("logits")] = [product(cast(torch.nn.Linear, model.W_U), unembed, "unembedding")]
     if not cfg.tied_embeddings:  # a tied table is the unembedding's: its error is counted there
         embedding = stack.embed.W_E.weight
 
@@ -338,16 +340,6 @@ def requant_edits(model: Transformer, kind: str, errors: WeightErrors) -> tuple[
 
         edits[stage_name("embed")] = [tied_embed_edit]
     return edits, needed
-
-
-def _flat_product(linear: torch.nn.Linear, z_stage: str, key: str, kind: str, errors: WeightErrors) -> Edit:
-    """W_O's product from z [batch, pos, head, d_head] flattened to [batch, pos, head · d_head]."""
-    def edit(_: torch.Tensor, trace: Trace) -> torch.Tensor:
-        weight = requantized(linear.weight, kind)
-        errors.add(key, weight, linear.weight)
-        return F.linear(trace[z_stage].flatten(-2), weight, linear.bias)
-
-    return edit
 
 
 # ---------------------------------------------------------------- the comparison

@@ -12,7 +12,7 @@ const TYPES = ["none", "Q8_0", "Q4_1", "Q4_0"];
 const percent = (x) => `${fmt(100 * x, 1)} %`;
 
 export default {
-  fields: { activations: str("on"), requantize: str("Q4_0"), top: int(5) },
+  fields: { activations: str("on"), requantize: str("Q8_0"), top: int(5) },
 
   load({ s, v, ask }) {
     return ask({ model: s.model, text: s.text, activations: v.activations !== "off", requantize: TYPES.includes(v.requantize) ? v.requantize : "none", top: v.top });
