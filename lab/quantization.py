@@ -23,6 +23,7 @@ the emulation uses 32 for every quantized type (what its GPU kernels use).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -115,12 +116,6 @@ def requantized(weight: torch.Tensor, kind: str) -> torch.Tensor:
     raise ValueError(f"cannot re-quantize to {kind!r}; choose one of {', '.join(REQUANT_TYPES)}")
 
 
-def relative_rms(new: torch.Tensor, old: torch.Tensor) -> float:
-    """‖new − old‖ / ‖old‖ (0 for an all-zero old)."""
-    norm = float(old.double().norm())
-    return float((new.double() - old.double()).norm()) / norm if norm else 0.0
-
-
 # ---------------------------------------------------------------- which inputs llama.cpp rounds
 
 
@@ -176,21 +171,15 @@ def _storage_types(path: Path, size: int, modified: int) -> dict[str, str]:
     return {tensor.name: tensor.tensor_type.name for tensor in open_reader(path).tensors}
 
 
-def storage_types(path: Path) -> dict[str, str]:
+def file_plan(model: Transformer, path: Path) -> Plan:
+    """Each group's rounding from the storage types of the GGUF file's tensors (its header; no weight is read)."""
+    cfg = model.cfg
     try:
         stat = path.stat()
     except OSError as error:
         raise CheckpointError(f"{path.name} cannot be read: {error}") from error
-    return dict(_storage_types(path, stat.st_size, stat.st_mtime_ns))
-
-
-def file_plan(model: Transformer, path: Path) -> Plan:
-    """Each group's rounding from the storage types of the GGUF file's tensors (its header; no weight is read)."""
-    cfg = model.cfg
-    types = storage_types(path)
-    counts: dict[str, int] = {}
-    for kind in types.values():
-        counts[kind] = counts.get(kind, 0) + 1
+    types = dict(_storage_types(path, stat.st_size, stat.st_mtime_ns))
+    counts = dict(Counter(types.values()))
     groups: list[dict[str, set[str]]] = [{g: set() for g in GROUPS} for _ in range(cfg.n_layers)]
     for name, kind in types.items():
         if name.startswith("blk.") and name.count(".") >= 2:
@@ -230,17 +219,15 @@ def input_stages(model: Transformer, layer: int) -> dict[str, str]:
 
 
 def unembed_stage(model: Transformer) -> str:
-    cfg = model.cfg
-    return stage_name("ln_final.normalized") if cfg.final_norm else stage_name("resid_post", cfg.n_layers - 1)
+    last = model.cfg.n_layers - 1
+    return stage_name("ln_final.normalized") if model.cfg.final_norm else stage_name("resid_post", last)
 
 
 def rounding_edit(kind: Rounding, flatten: bool) -> Edit:
     """Round a stage in place of the input it is: z [batch, pos, head, d_head] is rounded as the
     [batch, pos, head · d_head] vector W_O multiplies."""
     def edit(value: torch.Tensor, _: Trace) -> torch.Tensor:
-        if flatten:
-            return rounded(value.flatten(-2), kind).view_as(value)
-        return rounded(value, kind)
+        return rounded(value.flatten(-2), kind).view_as(value) if flatten else rounded(value, kind)
 
     return edit
 
@@ -358,10 +345,6 @@ class Comparison:
         return sum(self.kl) / len(self.kl)
 
     @property
-    def max_kl(self) -> float:
-        return max(self.kl)
-
-    @property
     def agreement(self) -> float:
         return sum(self.agree) / len(self.agree)
 
@@ -378,10 +361,8 @@ def compare(reference: torch.Tensor, logits: torch.Tensor) -> Comparison:
 @dataclass(frozen=True)
 class Quantization:
     reference: torch.Tensor  # [d_vocab] the float32 run's next-token probabilities at the last position
-    plan: Plan
     activations: Comparison | None  # activations rounded as llama.cpp does (None: not asked)
     requant: Comparison | None  # weights re-quantized (None: not asked)
-    requant_type: str | None
     weight_errors: WeightErrors | None
     forwards: int
 
@@ -395,9 +376,7 @@ def forwards_needed(activations: bool, requant: str | None) -> int:
 def quantization(model: Transformer, tokens: torch.Tensor, plan: Plan, *, activations: bool = True,
                  requant: str | None = None, reference: torch.Tensor | None = None) -> Quantization:
     """tokens: [1, pos]. reference: the float32 run's logits [1, pos, d_vocab] when already computed."""
-    check_emulated(model)
-    if requant is not None and requant not in REQUANT_TYPES:
-        raise ValueError(f"cannot re-quantize to {requant!r}; choose one of {', '.join(REQUANT_TYPES)}")
+    check_emulated(model)  # (an unknown `requant` type: requantized's ValueError, at the first layer)
     if reference is None:
         reference = model(tokens)
     base = reference[0]  # [pos, d_vocab]
@@ -413,5 +392,5 @@ def quantization(model: Transformer, tokens: torch.Tensor, plan: Plan, *, activa
         with Trace(needed, edits):
             requant_run = compare(base, model(tokens)[0])
         errors.finish()
-    return Quantization(base[-1].double().softmax(-1), plan, rounded_run, requant_run, requant, errors,
+    return Quantization(base[-1].double().softmax(-1), rounded_run, requant_run, errors,
                         forwards_needed(activations, requant))

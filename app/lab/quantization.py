@@ -114,7 +114,7 @@ def plan(context: LabContext, request: QuantizationLabRequest) -> Build:
 
         def run(kind: str, kind_type: str | None, c: Comparison) -> dict[str, Any]:
             return {"kind": kind, "type": kind_type, "kl": rounded(c.kl, 8), "agree": c.agree,
-                    "mean_kl": round(c.mean_kl, 8), "max_kl": round(c.max_kl, 8), "agreement": c.agreement,
+                    "mean_kl": round(c.mean_kl, 8), "max_kl": round(max(c.kl), 8), "agreement": c.agreement,
                     "top": [token(i, c.probabilities) for i in best],
                     "top1": token(int(c.probabilities.argmax()), c.probabilities)}
 
