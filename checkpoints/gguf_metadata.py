@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -195,6 +196,24 @@ def rope_factors(metadata: dict[str, Any], arch: str, d_head: int,
     if rope_freqs is None and linear == 1.0:
         return None
     return tuple(linear * factor for factor in (rope_freqs or (1.0,) * (d_head // 2)))
+# Said of every file whose weights are not all float32: why llama.cpp (Ollama, LM Studio) shows slightly other
+# probabilities than this site for the same file (the lab's quantization panel measures how far).
+PRECISION_NOTE = ("Every number here is computed in float32 from the dequantized weights. llama.cpp (which Ollama and "
+                  "LM Studio run) keeps the weights quantized and rounds the activations to 8 bits for its matrix "
+                  "products, so its probabilities can differ slightly from these (the lab's quantization panel "
+                  "measures by how much).")
+PRECISION_NOTE_ZH = ("这里的每个数都是用反量化后的权重以 float32 计算的。"
+                     "llama.cpp（Ollama 和 LM Studio 运行的就是它）让权重保持量化状态，"
+                     "并在矩阵乘法前把激活值舍入到 8 位，所以它给出的概率可能与这里略有不同"
+                     "（实验室的量化面板测量了差多少）。")
+FULL_PRECISION = frozenset({"F32", "F64"})
+
+
+def precision_note(tensor_types: Mapping[str, int]) -> tuple[str, str]:
+    """(" " + the note in English, the note in Chinese), or ("", "") for a file whose tensors are all float32."""
+    if set(tensor_types) <= FULL_PRECISION:
+        return "", ""
+    return " " + PRECISION_NOTE, PRECISION_NOTE_ZH
 
 
 def model_meta(metadata: dict[str, Any], path: Path, tensor_types: Counter[str]) -> dict[str, Any]:
@@ -202,10 +221,11 @@ def model_meta(metadata: dict[str, Any], path: Path, tensor_types: Counter[str])
     arch = str(metadata["general.architecture"])
     name = str(metadata.get("general.name") or path.stem)
     types = ", ".join(f"{count} {kind}" for kind, count in tensor_types.most_common())
+    note, note_zh = precision_note(tensor_types)
     meta: dict[str, Any] = {
-        "description": f"{name}: a {arch} GGUF file ({path.name}), dequantized to float32 (tensors: {types}).",
+        "description": f"{name}: a {arch} GGUF file ({path.name}), dequantized to float32 (tensors: {types}).{note}",
         "description_zh": f"{name}：一个 {arch} 结构的 GGUF 文件（{path.name}），"
-                          f"已反量化为 float32（张量类型：{types}）。",
+                          f"已反量化为 float32（张量类型：{types}）。{note_zh}",
         "source": f"gguf:{path}",
         "gguf_architecture": arch,
         "tensor_types": dict(tensor_types),

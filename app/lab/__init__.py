@@ -31,6 +31,7 @@ from app.lab import (
     objectives,
     parameters,
     positions,
+    quantization,
     recurrence,
     sampling,
     scaling,
@@ -64,6 +65,7 @@ EXPERIMENTS: tuple[Experiment[Any], ...] = (
     steering.EXPERIMENT,
     activation_patching.EXPERIMENT,
     logit_attribution.EXPERIMENT,
+    quantization.EXPERIMENT,
 )
 
 __all__ = ["EXPERIMENTS", "Experiment"]
