@@ -138,8 +138,18 @@ def logit_diffs(model: Transformer, clean: Sequence[int], corrupted: Sequence[in
     return diffs, float(diff(clean_logits)[0]), float(diff(corrupted_logits)[0])
 
 
+class SameDifference(ValueError):
+    """Both runs give the answers the same logit difference (e.g. two identical prompts): 0 and 1 are one point."""
+
+    def __init__(self, clean_diff: float, corrupted_diff: float) -> None:
+        super().__init__(f"both runs give the logit difference {clean_diff}")
+        self.clean_diff, self.corrupted_diff = clean_diff, corrupted_diff
+
+
 def normalised(diffs: Sequence[float], clean_diff: float, corrupted_diff: float) -> list[float]:
     """0 = the corrupted run, 1 = the clean run."""
+    if clean_diff == corrupted_diff:
+        raise SameDifference(clean_diff, corrupted_diff)
     return [(d - corrupted_diff) / (clean_diff - corrupted_diff) for d in diffs]
 
 

@@ -13,7 +13,14 @@ from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
 from app.resolve import Resolved
 from app.schemas import Bool, TextInput, TokenOut
 from app.tokenizing import encode_text, token_text, tokens_out
-from lab.activation_patching import GRIDS, default_answers, ffn_knockout, grid_forwards, patching_grids
+from lab.activation_patching import (
+    GRIDS,
+    SameDifference,
+    default_answers,
+    ffn_knockout,
+    grid_forwards,
+    patching_grids,
+)
 
 # the work budget: patched copies × the prompt's tokens (SmolLM2, 6 tokens, every grid and the knock-out:
 # 840 copies, 5,040 tokens)
@@ -138,17 +145,17 @@ def plan(context: LabContext, request: ActivationPatchingLabRequest) -> Build:
         out, result = [], None
         for grid in grids:
             began = time.perf_counter()
-            result = patching_grids(model, ids, corrupted_ids, answers, [grid])
+            try:
+                result = patching_grids(model, ids, corrupted_ids, answers, [grid])
+            except SameDifference as same:
+                raise no_contrast(same.clean_diff, same.corrupted_diff) from same
             out.append({"name": grid, "columns": "head" if grid == "heads" else "position",
                         "scores": [rounded(row) for row in result.grids[0].scores],
                         "seconds": round(time.perf_counter() - began, 3)})
         assert result is not None
         gap = result.clean_diff - result.corrupted_diff
         if abs(gap) < MIN_GAP:
-            raise errors.invalid_option("corrupted", f"the two runs give the answers almost the same logit "
-                                                     f"difference ({result.clean_diff:.4f} and "
-                                                     f"{result.corrupted_diff:.4f}), so 0 and 1 cannot be told "
-                                                     "apart: choose prompts or answers the model tells apart.")
+            raise no_contrast(result.clean_diff, result.corrupted_diff)
         knocked = ffn_knockout(model, ids, answers[0]) if request.knockout else None
         answer = [{"id": a, "text": token_text(resolved.loaded, a), "given": g is not None}
                   for a, g in zip(answers, given, strict=True)]
@@ -165,6 +172,12 @@ def plan(context: LabContext, request: ActivationPatchingLabRequest) -> Build:
 
     return build
 
+
+
+def no_contrast(clean_diff: float, corrupted_diff: float) -> errors.ApiError:
+    return errors.invalid_option("corrupted", f"the two runs give the answers almost the same logit difference "
+                                              f"({clean_diff:.4f} and {corrupted_diff:.4f}), so 0 and 1 cannot be "
+                                              "told apart: choose prompts or answers the model tells apart.")
 
 EXPERIMENT = Experiment(
     name="activation_patching", method="POST", request=ActivationPatchingLabRequest,

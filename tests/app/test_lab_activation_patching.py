@@ -62,3 +62,6 @@ def test_refusals_say_why(client: TestClient) -> None:
     assert (status, code) == (422, "not_in_model") and "encoder-decoder" in message
     status, code, _ = error_of(post(client, ROUTE, {**BODY, "corrupted": ""}))
     assert (status, code) == (422, "empty_text")
+    # the same prompt twice: both runs give one logit difference, so 0 and 1 are the same point (was a 500)
+    status, code, message = error_of(post(client, ROUTE, {**BODY, "corrupted": BODY["text"], "grid": "ffn"}))
+    assert (status, code) == (422, "invalid_option") and "cannot be told apart" in message
