@@ -250,7 +250,7 @@ def kv_heads(view: View) -> Claim:
     q = view.trace[view.at("q")].shape[2]
     kv = view.trace[view.at("k")].shape[2]
     ratio = q // kv if q % kv == 0 else round(q / kv, 2)
-    return Claim("kv_heads", kv < q, {"n_heads": int(q), "n_kv_heads": int(kv), "ratio": ratio})
+    return Claim("kv_heads", kv < q, {"n_heads": int(q), "n_kv": int(kv), "ratio": ratio})
 
 
 def unscaled_peakier(view: View) -> Claim:
