@@ -192,8 +192,4 @@ KINDS: dict[str, Callable[..., Claim]] = {
 
 def measure(view: View, claim: Mapping[str, Any]) -> Claim:
     """One claim of a chapter (`{"kind": ..., **its words}`) measured on its view, by whichever module owns it."""
-    params = dict(claim)
-    kind = params.pop("kind", None)
-    if kind not in KINDS:
-        raise ClaimError(f"unknown claim kind {kind!r}")
-    return KINDS[kind](view, **params)
+    return trace_claims.measure(view, claim, KINDS)
