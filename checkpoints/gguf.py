@@ -206,7 +206,8 @@ def convert_gemma(cfg: TransformerConfig, source: ModelTensors) -> StateDict:
     out: StateDict = {"stack.embed.W_E.weight": source.get("token_embd.weight")}
     names = {"attn_q": "attn.W_Q", "attn_k": "attn.W_K", "attn_v": "attn.W_V", "attn_output": "attn.W_O",
              "ffn_gate": "mlp.W_gate", "ffn_up": "mlp.W_in", "ffn_down": "mlp.W_out"}
-    norms = {"attn_norm": "ln1.w", "post_attention_norm": "ln1_post.w", "ffn_norm": "ln2.w", "post_ffw_norm": "ln2_post.w"}
+    norms = {"attn_norm": "ln1.w", "post_attention_norm": "ln1_post.w", "ffn_norm": "ln2.w",
+             "post_ffw_norm": "ln2_post.w"}
     if cfg.qk_norm:
         norms.update({"attn_q_norm": "attn.q_norm_w", "attn_k_norm": "attn.k_norm_w"})
     for layer in range(cfg.n_layers):

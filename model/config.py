@@ -116,8 +116,9 @@ class TransformerConfig:
         if self.kv_heads < 1 or self.n_heads % self.kv_heads != 0:
             fail(f"n_heads ({self.n_heads}) must be divisible by n_kv_heads ({self.kv_heads})")
         try:
-            # the kinds check a head's width as d_model / n_heads: hand them the width all heads together have
-            self.positional.check(self.n_heads * self.d_head, self.n_heads)  # the sizes this kind needs (even d_head for RoPE, ...)
+            # the sizes this kind needs (even d_head for RoPE, ...); the kinds read a head's width as
+            # d_model / n_heads, so they are handed the width all heads together have
+            self.positional.check(self.n_heads * self.d_head, self.n_heads)
         except ValueError as error:
             fail(str(error))
         if self.rope_freq_factors is not None:
