@@ -72,7 +72,8 @@ def build_attention(sel: Selection, run: TraceRun) -> dict[str, Any]:
     return {
         **sel.header(run),
         # Gemma divides by √query_pre_attn_scalar (score_scale_dim) instead of √d_head
-        "d_head": d_head, "scale": 1 / math.sqrt(d_head if cfg.score_scale_dim is None else cfg.score_scale_dim), "rope": sel.rope,
+        "d_head": d_head, "scale": 1 / math.sqrt(d_head if cfg.score_scale_dim is None else cfg.score_scale_dim),
+        "rope": sel.rope,
         "raw": sel.tensor(run, "scores_raw", "Q·Kᵀ"),
         "scaled": sel.tensor(run, "scores_scaled", "Q·Kᵀ / √d_head"),
         "masked": sel.tensor(run, "attn_scores", "after the mask (null = hidden)"),
