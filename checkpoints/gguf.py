@@ -22,6 +22,7 @@ import torch
 from checkpoints.base import CheckpointError, LoadedModel, StateDict, build_model
 from checkpoints.gguf_layout import check_layout
 from checkpoints.gguf_metadata import (
+    GEMMA_ARCHITECTURES,
     PERMUTED_ARCHITECTURES,
     check_understood,
     gguf_config,
@@ -32,8 +33,10 @@ from checkpoints.gguf_tokenizer import gguf_tokenizer
 from model.config import ConfigError, TransformerConfig
 
 GGUF_MAGIC = b"GGUF"
-TENSOR_WHAT = {"attn_q_norm.weight": "a norm on each head's q: Qwen3's, read for qwen3 files only",
-               "attn_k_norm.weight": "a norm on each head's k: Qwen3's, read for qwen3 files only"}
+TENSOR_WHAT = {"attn_q_norm.weight": "a norm on each head's q: read for qwen3 and gemma3 files only",
+               "attn_k_norm.weight": "a norm on each head's k: read for qwen3 and gemma3 files only",
+               "post_attention_norm.weight": "a norm after attention: read for gemma2 and gemma3 files only",
+               "post_ffw_norm.weight": "a norm after the feed-forward layer: read for gemma2 and gemma3 files only"}
 ROPE_FREQS = "rope_freqs.weight"  # Llama 3.1+: one RoPE frequency factor per pair (llama.cpp's converter writes it)
 
 
@@ -109,6 +112,7 @@ def expected_shapes(cfg: TransformerConfig, arch: str) -> dict[str, tuple[tuple[
         "output.weight": ((vocab, d), f"vocab_size {vocab}, {width}"),
         "output_norm.weight": ((d,), width), "output_norm.bias": ((d,), width),
         "attn_norm.weight": ((d,), width), "attn_norm.bias": ((d,), width),
+        "post_attention_norm.weight": ((d,), width), "post_ffw_norm.weight": ((d,), width),
         "ffn_norm.weight": ((d,), width), "ffn_norm.bias": ((d,), width),
         "attn_q.weight": ((q, d), heads), "attn_q.bias": ((q,), heads),
         "attn_k.weight": ((kv, d), heads), "attn_k.bias": ((kv,), heads),
@@ -196,6 +200,30 @@ def convert_llama(arch: str, cfg: TransformerConfig, source: ModelTensors) -> St
     return out
 
 
+def convert_gemma(cfg: TransformerConfig, source: ModelTensors) -> StateDict:
+    """gemma2 / gemma3 tensor names -> ours (Q/K rows stored unpermuted). llama.cpp's converter stores every norm's
+    gain as 1 + w (Gemma's RMSNorm multiplies by 1 + w): that gain is what our norms hold, so it is read as is."""
+    out: StateDict = {"stack.embed.W_E.weight": source.get("token_embd.weight")}
+    names = {"attn_q": "attn.W_Q", "attn_k": "attn.W_K", "attn_v": "attn.W_V", "attn_output": "attn.W_O",
+             "ffn_gate": "mlp.W_gate", "ffn_up": "mlp.W_in", "ffn_down": "mlp.W_out"}
+    norms = {"attn_norm": "ln1.w", "post_attention_norm": "ln1_post.w", "ffn_norm": "ln2.w",
+             "post_ffw_norm": "ln2_post.w"}
+    if cfg.qk_norm:
+        norms.update({"attn_q_norm": "attn.q_norm_w", "attn_k_norm": "attn.k_norm_w"})
+    for layer in range(cfg.n_layers):
+        blk, ours = f"blk.{layer}.", f"stack.blocks.{layer}."
+        for gguf_name, our_name in names.items():
+            out[f"{ours}{our_name}.weight"] = source.get(f"{blk}{gguf_name}.weight")
+        for gguf_name, our_name in norms.items():
+            out[ours + our_name] = source.get(f"{blk}{gguf_name}.weight")
+    out["stack.ln_final.w"] = source.get("output_norm.weight")
+    if not cfg.tied_embeddings:
+        out["W_U.weight"] = source.get("output.weight")
+    if source.has(ROPE_FREQS):
+        source.get(ROPE_FREQS)  # read into the config (cfg.rope_freq_factors): checked here, like every tensor
+    return out
+
+
 def rope_freqs(reader: Any) -> tuple[float, ...] | None:
     """The file's rope_freqs tensor (Llama 3.1+ RoPE scaling: one frequency factor per pair), if it has one."""
     for tensor in reader.tensors:
@@ -273,7 +301,12 @@ def load_gguf(path: Path, device: str | torch.device = "cpu") -> LoadedModel:
             f"the tokenizer has {tokenizer.vocab_size} tokens but the model only {cfg.vocab_size} embedding rows"
         )
     source = ModelTensors(read_tensors(reader), cfg, arch)
-    state = convert_gpt2(cfg, source) if arch == "gpt2" else convert_llama(arch, cfg, source)
+    if arch == "gpt2":
+        state = convert_gpt2(cfg, source)
+    elif arch in GEMMA_ARCHITECTURES:
+        state = convert_gemma(cfg, source)
+    else:
+        state = convert_llama(arch, cfg, source)
     source.check_all_used()
     model = build_model(cfg, state, device)
     tensor_types = Counter(tensor.tensor_type.name for tensor in reader.tensors)

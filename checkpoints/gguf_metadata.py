@@ -16,7 +16,8 @@ from typing import Any
 from checkpoints.base import CheckpointError
 from model.config import TransformerConfig
 
-SUPPORTED_ARCHITECTURES = ("llama", "mistral", "qwen2", "qwen3", "gpt2")
+SUPPORTED_ARCHITECTURES = ("llama", "mistral", "qwen2", "qwen3", "gpt2", "gemma2", "gemma3")
+GEMMA_ARCHITECTURES = frozenset({"gemma2", "gemma3"})
 PERMUTED_ARCHITECTURES = frozenset({"llama", "mistral"})  # llama.cpp's converter permutes attn_q / attn_k rows
 # RoPE tables are built for at most this many positions: a file that says more is read at this length, and
 # model_meta says so (context_length, context_cap); 8192 keeps SmolLM2's own context (its file says 8192)
@@ -34,6 +35,17 @@ USED_KEYS: dict[str, frozenset[str]] = {
     }),
 }
 USED_KEYS["mistral"] = USED_KEYS["qwen2"] = USED_KEYS["qwen3"] = USED_KEYS["llama"]
+# Gemma: local (sliding-window) layers; Gemma 2 soft-caps scores and logits, Gemma 3's local layers have their own
+# RoPE base (10000 unless rope.freq_base_swa says otherwise, as llama.cpp reads it)
+USED_KEYS["gemma2"] = USED_KEYS["llama"] | {"attention.sliding_window", "attention.sliding_window_pattern",
+                                            "attn_logit_softcapping", "final_logit_softcapping"}
+USED_KEYS["gemma3"] = USED_KEYS["llama"] | {"attention.sliding_window", "attention.sliding_window_pattern",
+                                            "rope.freq_base_swa"}
+# one global layer every this many (llama.cpp's set_swa_pattern: layer i is local unless (i + 1) % n == 0)
+GEMMA_SWA_PATTERN = {"gemma2": 2, "gemma3": 6}
+# llama.cpp scales Gemma's queries by 1/√key_length, except in the 27B models (known by their block count), whose
+# query_pre_attn_scalar is embedding_length / head_count (llama.cpp: f_attention_scale)
+GEMMA_27B_BLOCKS = {"gemma2": 46, "gemma3": 62}
 # RoPE scaling types the loader implements: none, and linear (every pair rope.scaling.factor times slower). Llama
 # 3.1's scaling has no key: llama.cpp's converter stores it as the tensor rope_freqs (one factor per pair)
 ROPE_SCALING_TYPES = ("none", "linear")
@@ -54,8 +66,8 @@ NEUTRAL_VALUES: dict[str, tuple[tuple[Any, ...], str]] = {
 # keys whose value must equal the head size: anything else is partial rotary or a separate head size
 HEAD_SIZE_KEYS = {
     "rope.dimension_count": "partial rotary embedding (RoPE on part of each head)",
-    "attention.key_length": "a key/query head size other than embedding_length / head_count",
-    "attention.value_length": "a value head size other than embedding_length / head_count",
+    "attention.key_length": "a key/query head size other than the head size",
+    "attention.value_length": "a value head size other than the key/query head size (attention.key_length)",
 }
 # informative for the scaling types implemented (llama.cpp reads them for YaRN only)
 ROPE_SCALING_INFO = ("rope.scaling.original_context_length", "rope.scaling.finetuned")
@@ -169,17 +181,71 @@ def gguf_config(metadata: dict[str, Any], tied: bool, rope_freqs: tuple[float, .
         "tied_embeddings": tied,
     }
     if arch == "gpt2":
+        if _head_size(metadata, arch) * n_heads != d_model:
+            raise CheckpointError(f"{arch}.attention.key_length = {_head_size(metadata, arch)}: a head size other "
+                                  "than embedding_length / head_count is not implemented for gpt2")
         return TransformerConfig(
             **common, d_mlp=int(get("feed_forward_length", 4 * d_model)), pos_encoding="learned", norm="layernorm",
             norm_eps=float(get("attention.layer_norm_epsilon")), activation="gelu_tanh", bias=True,
         )
     common["n_ctx"] = min(common["n_ctx"], LONGEST_CONTEXT)
+    head_size = _head_size(metadata, arch)
+    if head_size * n_heads != d_model:
+        common["head_dim"] = head_size
+    if arch in GEMMA_ARCHITECTURES:
+        return gemma_config(metadata, arch, common, head_size, rope_freqs)
     return TransformerConfig(
         **common, d_mlp=int(get("feed_forward_length")), pos_encoding="rope",
         rope_base=float(get("rope.freq_base", 10000.0)),
-        rope_freq_factors=rope_factors(metadata, arch, d_model // n_heads, rope_freqs), norm="rmsnorm",
+        rope_freq_factors=rope_factors(metadata, arch, head_size, rope_freqs), norm="rmsnorm",
         norm_eps=float(get("attention.layer_norm_rms_epsilon")), activation="swiglu", bias=False,
         qkv_bias=True if arch == "qwen2" else None, qk_norm=arch == "qwen3",
+    )
+
+
+def gemma_config(metadata: dict[str, Any], arch: str, common: dict[str, Any], head_size: int,
+                 rope_freqs: tuple[float, ...] | None) -> TransformerConfig:
+    """Gemma 2 / Gemma 3 as llama.cpp runs them: embeddings × √d_model, norms before and after each sub-layer
+    (the file stores each gain 1 + w already), GeGLU with tanh GELU, local sliding-window layers (one global layer
+    every 2 or 6), Gemma 2's soft caps, Gemma 3's q/k norm and the local layers' own unscaled RoPE base."""
+    prefix = arch + "."
+
+    def number(name: str, default: float | None = None) -> float:
+        value = metadata.get(prefix + name, default)
+        if value is None:
+            raise CheckpointError(f"the metadata has no {prefix}{name}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise CheckpointError(f"{prefix}{name} = {_shown(value)} must be a number >= 0")
+        return float(value)
+
+    n_layers, n_heads, d_model = common["n_layers"], common["n_heads"], common["d_model"]
+    window = int(number("attention.sliding_window", 0.0)) or None
+    pattern = metadata.get(prefix + "attention.sliding_window_pattern")
+    if pattern is None:
+        every = GEMMA_SWA_PATTERN[arch]
+        pattern = [(i + 1) % every != 0 for i in range(n_layers)]
+    if not (isinstance(pattern, list) and len(pattern) == n_layers and all(isinstance(p, bool) for p in pattern)):
+        raise CheckpointError(f"{prefix}attention.sliding_window_pattern = {_shown(pattern)} is not implemented "
+                              f"(one true/false per layer, {n_layers} layers)")
+    local = tuple(i for i, is_local in enumerate(pattern) if is_local) if window else ()
+    rope_base = number("rope.freq_base", 10000.0)
+    factors = rope_factors(metadata, arch, head_size, rope_freqs)
+    local_base: float | None = number("rope.freq_base_swa", 10000.0) if arch == "gemma3" else None
+    if local_base is not None and len(local) == n_layers:  # every layer local: theirs is the only RoPE
+        rope_base, factors, local_base = local_base, None, None
+    if not local:
+        local_base = None
+    scalar = d_model // n_heads if common["n_layers"] == GEMMA_27B_BLOCKS[arch] else head_size
+    caps = {name: number(name) if arch == "gemma2" else 0.0
+            for name in ("attn_logit_softcapping", "final_logit_softcapping")}
+    return TransformerConfig(
+        **common, d_mlp=int(number("feed_forward_length")), pos_encoding="rope", rope_base=rope_base,
+        rope_freq_factors=factors, rope_base_local=local_base, norm="rmsnorm",
+        norm_eps=number("attention.layer_norm_rms_epsilon"), qk_norm=arch == "gemma3", post_norms=True,
+        attn_softcap=caps["attn_logit_softcapping"] or None, logit_softcap=caps["final_logit_softcapping"] or None,
+        score_scale_dim=None if scalar == head_size else float(scalar), activation="geglu_tanh", bias=False,
+        sliding_window=window if local else None,
+        window_layers=(None if len(local) == n_layers else local) if local else None, scale_embeddings=True,
     )
 
 
@@ -247,6 +313,13 @@ def model_meta(metadata: dict[str, Any], path: Path, tensor_types: Counter[str])
 
 
 def _head_size(metadata: dict[str, Any], arch: str) -> int:
+    """attention.key_length when the file has it (heads of their own width: Qwen3-0.6B, Gemma), else
+    embedding_length / head_count."""
+    if f"{arch}.attention.key_length" in metadata:
+        value = metadata[f"{arch}.attention.key_length"]
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 1 << 16:
+            raise CheckpointError(f"{arch}.attention.key_length = {_shown(value)} is not a usable head size")
+        return value
     try:
         return int(metadata[f"{arch}.embedding_length"]) // int(metadata[f"{arch}.attention.head_count"])
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as error:

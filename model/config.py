@@ -26,6 +26,9 @@ GATED_ACTIVATIONS: dict[str, str] = {"swiglu": "silu", "geglu": "gelu", "geglu_t
 
 # options only some families have (Llama 3.1's RoPE scaling, Qwen3's q/k norm), with their default
 OPTIONAL_FIELDS: dict[str, Any] = {"rope_freq_factors": None, "qk_norm": False}
+# Gemma 2 / Gemma 3's options, and a head size of its own (Qwen3-0.6B, Gemma): optional in the same way
+OPTIONAL_FIELDS.update({"head_dim": None, "post_norms": False, "attn_softcap": None, "logit_softcap": None,
+                        "score_scale_dim": None, "rope_base_local": None})
 
 
 class ConfigError(ValueError):
@@ -47,6 +50,9 @@ class TransformerConfig:
     n_decoder_layers: int | None = None  # encoder-decoder only; None -> n_layers
     n_heads: int = 4
     n_kv_heads: int | None = None  # None -> n_heads (MHA); 1 -> MQA; between -> GQA
+    # each head's width: None -> d_model // n_heads (d_model must divide); given -> W_Q is [d_model -> head·d_head]
+    # and W_O [head·d_head -> d_model] (Qwen3-0.6B, Gemma: 128 or 256 wide heads whatever d_model is)
+    head_dim: int | None = None
     d_mlp: int | None = None  # None -> 4 * d_model
     n_ctx: int = 512  # longest sequence (learned positions, RoPE/ALiBi caches)
     pos_encoding: PosEncoding = "sinusoidal"
@@ -58,6 +64,14 @@ class TransformerConfig:
     norm_placement: NormPlacement = "pre"
     norm_eps: float = 1e-5
     qk_norm: bool = False  # RMSNorm over each head's q and k (own weights, d_head wide) before RoPE (Qwen3)
+    # Gemma 2 / 3: a norm after each sub-layer too (on its output, before it joins the residual stream)
+    post_norms: bool = False
+    attn_softcap: float | None = None  # scores <- cap·tanh(scores / cap) after scaling, before the mask (Gemma 2)
+    logit_softcap: float | None = None  # logits <- cap·tanh(logits / cap) (Gemma 2)
+    score_scale_dim: float | None = None  # scores ÷ √(this) instead of ÷ √d_head (Gemma's query_pre_attn_scalar)
+    # the RoPE base of the sliding-window layers (Gemma 3's local layers, unscaled); the others keep rope_base and
+    # rope_freq_factors. None -> every layer the same
+    rope_base_local: float | None = None
     activation: Activation = "gelu"
     bias: bool = True  # bias in every linear layer
     qkv_bias: bool | None = None  # override for Q/K/V only (Qwen2); None -> bias
@@ -95,12 +109,16 @@ class TransformerConfig:
         for name in ("vocab_size", "d_model", "n_layers", "n_heads", "n_ctx"):
             if getattr(self, name) < 1:
                 fail(f"{name} must be at least 1, got {getattr(self, name)}")
-        if self.d_model % self.n_heads != 0:
+        if self.head_dim is not None and self.head_dim < 1:
+            fail(f"head_dim must be at least 1, got {self.head_dim}")
+        if self.head_dim is None and self.d_model % self.n_heads != 0:
             fail(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if self.kv_heads < 1 or self.n_heads % self.kv_heads != 0:
             fail(f"n_heads ({self.n_heads}) must be divisible by n_kv_heads ({self.kv_heads})")
         try:
-            self.positional.check(self.d_model, self.n_heads)  # the sizes this kind needs (even d_head for RoPE, ...)
+            # the sizes this kind needs (even d_head for RoPE, ...); the kinds read a head's width as
+            # d_model / n_heads, so they are handed the width all heads together have
+            self.positional.check(self.n_heads * self.d_head, self.n_heads)
         except ValueError as error:
             fail(str(error))
         if self.rope_freq_factors is not None:
@@ -125,6 +143,15 @@ class TransformerConfig:
             deepest = max(self.n_layers, self.decoder_layers)
             if any(not 0 <= layer < deepest for layer in self.window_layers):
                 fail(f"window_layers must name layers 0..{deepest - 1}, got {list(self.window_layers)}")
+        for name in ("attn_softcap", "logit_softcap", "score_scale_dim", "rope_base_local"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                fail(f"{name} must be a number above 0, got {value!r}")
+        if self.post_norms and (self.norm_placement != "pre" or self.architecture == "encoder-decoder"):
+            fail("post_norms (a norm after each sub-layer too) needs norm_placement 'pre' and one stack")
+        if self.rope_base_local is not None and (self.positional.where != "q_k" or self.window_layers is None):
+            fail("rope_base_local sets the RoPE base of the sliding-window layers: it needs a rotary encoding and "
+                 "window_layers")
         if self.d_mlp is not None and self.d_mlp < 1:
             fail(f"d_mlp must be at least 1, got {self.d_mlp}")
         if self.n_decoder_layers is not None and self.n_decoder_layers < 1:
@@ -139,7 +166,7 @@ class TransformerConfig:
 
     @property
     def d_head(self) -> int:
-        return self.d_model // self.n_heads
+        return self.d_model // self.n_heads if self.head_dim is None else self.head_dim
 
     @property
     def kv_heads(self) -> int:
@@ -176,8 +203,19 @@ class TransformerConfig:
         return self.activation in GATED_ACTIVATIONS
 
     def score_divisor(self, layer: int) -> float:
-        """Q·Kᵀ is divided by this in layer `layer`: √d_head, times (layer + 1) with scale_attn_by_layer."""
-        return math.sqrt(self.d_head) * (layer + 1 if self.scale_attn_by_layer else 1)
+        """Q·Kᵀ is divided by this in layer `layer`: √d_head (√score_scale_dim if set), times (layer + 1) with
+        scale_attn_by_layer."""
+        dim = self.d_head if self.score_scale_dim is None else self.score_scale_dim
+        return math.sqrt(dim) * (layer + 1 if self.scale_attn_by_layer else 1)
+
+    def is_local(self, layer: int) -> bool:
+        """A layer with a sliding window of its own and its own RoPE base (Gemma 3's local layers)."""
+        return self.rope_base_local is not None and self.window_of(layer) is not None
+
+    def rope_of(self, layer: int) -> tuple[float, tuple[float, ...] | None]:
+        """(RoPE base, frequency factors) of this layer: a local layer's are rope_base_local and none."""
+        return (self.rope_base_local or self.rope_base, None) if self.is_local(layer) else (
+            self.rope_base, self.rope_freq_factors)
 
     def window_of(self, layer: int) -> int | None:
         """The sliding window of this layer's self-attention, or None when it sees every earlier key."""

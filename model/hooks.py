@@ -148,8 +148,8 @@ def matching(all_names: list[str], pattern: str) -> list[str]:
 # outside model/ is made here, so "attention layer L of stack S" is spelled in one place.
 
 EMBED_STAGES = ("tokens", "embed", "pos_embed", "token_type_embed")  # a stack's, before its blocks
-ATTENTION_STAGES = ("q", "k", "v", "norm_q", "norm_k", "rot_q", "rot_k", "scores_raw", "scores_scaled", "attn_scores",
-                    "pattern", "z")
+ATTENTION_STAGES = ("q", "k", "v", "norm_q", "norm_k", "rot_q", "rot_k", "scores_raw", "scores_scaled",
+                    "scores_capped", "attn_scores", "pattern", "z")
 MLP_STAGES = ("pre", "gate", "up", "post")
 BLOCK_STAGES = ("resid_pre", "attn_out", "resid_mid_unnormed", "resid_mid", "cross_attn_out", "resid_cross_unnormed",
                 "resid_cross", "mlp_out", "resid_post_unnormed", "resid_post")
@@ -186,8 +186,8 @@ def stage_name(stage: str, layer: int | str | None = None, *, stack: str | None 
         raise ValueError(f"{stage!r} is no attention stage: only those have a cross-attention")
     if norm and what in NORM_STAGES:  # a norm of a block (ln1, ln2, ln_cross) or of the stack (ln_embed, ln_final)
         return f"{stack_prefix(stack) if layer is None else block_prefix(stack, layer)}{norm}.hook_{what}"
-    if layer is None and stage == "logits":
-        return "hook_logits"
+    if layer is None and stage in ("logits", "logits_raw"):  # logits_raw: before a soft cap (Gemma 2)
+        return f"hook_{stage}"
     if layer is None and stage in EMBED_STAGES:
         return f"{stack_prefix(stack)}hook_{stage}"
     if layer is not None and stage in ATTENTION_STAGES:

@@ -138,11 +138,15 @@ class Attention(nn.Module):
             self.hook_rot_q = HookPoint(("batch", "pos", "head", "d_head"))
             self.hook_rot_k = HookPoint(("batch", "pos", "kv_head", "d_head"))
             with torch.device("cpu"):  # a fixed table, real even when the modules are built on "meta"
-                angles = self.rotary.scaled_angles(cfg.n_ctx, d_head, cfg.rope_base, cfg.rope_freq_factors)
+                base, factors = cfg.rope_of(layer) if not cross else (cfg.rope_base, cfg.rope_freq_factors)
+                angles = self.rotary.scaled_angles(cfg.n_ctx, d_head, base, factors)
                 self.register_buffer("angle_table", angles, persistent=False)
         scores_dims = ("batch", "head", "q_pos", "k_pos")
         self.hook_scores_raw = HookPoint(scores_dims)
         self.hook_scores_scaled = HookPoint(scores_dims)
+        self.softcap = cfg.attn_softcap
+        if self.softcap is not None:  # Gemma 2: cap·tanh(S′ / cap), so no score leaves (-cap, cap)
+            self.hook_scores_capped = HookPoint(scores_dims)
         self.hook_attn_scores = HookPoint(scores_dims)
         self.hook_pattern = HookPoint(scores_dims)
         self.hook_z = HookPoint(("batch", "pos", "head", "d_head"))
@@ -189,7 +193,7 @@ class Attention(nn.Module):
         if group > 1:
             k = k.repeat_interleave(group, dim=2)  # [batch, pos, head, d_head]
             v = v.repeat_interleave(group, dim=2)
-        if self.fused and self.score_bias is None:
+        if self.fused and self.score_bias is None and self.softcap is None:
             q_, k_, v_ = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # [batch, head, pos, d_head]
             z = F.scaled_dot_product_attention(q_, k_, v_, attn_mask=allowed, scale=1 / self.scale)
             return self.W_O(z.transpose(1, 2).reshape(batch, q_len, cfg.n_heads * cfg.d_head))
@@ -202,6 +206,8 @@ class Attention(nn.Module):
             bias = bias[:, start:]
             scores_scaled = scores_scaled + bias.to(scores_raw)
         scores_scaled = self.hook_scores_scaled(scores_scaled)
+        if self.softcap is not None:
+            scores_scaled = self.hook_scores_capped(soft_cap(scores_scaled, self.softcap))
         # 4) hide what this query may not see, then normalise each row
         attn_scores = scores_scaled if allowed is None else scores_scaled.masked_fill(~allowed, float("-inf"))
         attn_scores = self.hook_attn_scores(attn_scores)
@@ -212,6 +218,11 @@ class Attention(nn.Module):
         # 5) weighted sum of values, then mix the heads
         z = self.hook_z(torch.einsum("bhqk,bkhd->bqhd", pattern, v))  # [batch, pos, head, d_head]
         return self.W_O(z.reshape(batch, q_len, cfg.n_heads * cfg.d_head))  # [batch, pos, d_model]
+
+
+def soft_cap(x: torch.Tensor, cap: float) -> torch.Tensor:
+    """cap · tanh(x / cap): about x while |x| is small against cap, never beyond ±cap (Gemma 2's soft-capping)."""
+    return torch.tanh(x / cap) * cap
 
 
 def rms_per_head(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
@@ -268,6 +279,7 @@ class Block(nn.Module):
 
     Pre-LN:  x = x + attn(ln1(x));  x = x + mlp(ln2(x))
     Post-LN: x = ln1(x + attn(x));  x = ln2(x + mlp(x))   (the original paper, BERT)
+    With post_norms (Gemma):  x = x + ln1_post(attn(ln1(x)));  x = x + ln2_post(mlp(ln2(x)))
     """
 
     def __init__(self, cfg: TransformerConfig, causal: bool, cross: bool = False, layer: int = 0) -> None:
@@ -277,6 +289,10 @@ class Block(nn.Module):
         self.hook_resid_pre = HookPoint(dims)
         self.ln1 = Norm(cfg)
         self.attn = Attention(cfg, causal=causal, layer=layer)
+        self.post_norms = cfg.post_norms
+        if cfg.post_norms:  # Gemma: each sub-layer's output is normalized again before it joins the stream
+            self.ln1_post = Norm(cfg)
+            self.ln2_post = Norm(cfg)
         self.hook_attn_out = HookPoint(dims)
         if not self.pre_norm:
             self.hook_resid_mid_unnormed = HookPoint(dims)
@@ -310,7 +326,8 @@ class Block(nn.Module):
         resid_pre = self.hook_resid_pre(x)  # [batch, pos, d_model]
         if self.pre_norm:
             normed = self.ln1(resid_pre)
-            attn_out = self.hook_attn_out(self.attn(normed, normed, allowed, self_kv, start))
+            attn_out = self.attn(normed, normed, allowed, self_kv, start)
+            attn_out = self.hook_attn_out(self.ln1_post(attn_out) if self.post_norms else attn_out)
             x = self.hook_resid_mid(resid_pre + attn_out)
         else:
             attn_out = self.hook_attn_out(self.attn(resid_pre, resid_pre, allowed, self_kv, start))
@@ -326,7 +343,8 @@ class Block(nn.Module):
                 cross_out = self.hook_cross_attn_out(self.cross_attn(x, memory, memory_allowed, cross_kv))
                 x = self.hook_resid_cross(self.ln_cross(self.hook_resid_cross_unnormed(x + cross_out)))
         if self.pre_norm:
-            mlp_out = self.hook_mlp_out(self.mlp(self.ln2(x)))
+            mlp_out = self.mlp(self.ln2(x))
+            mlp_out = self.hook_mlp_out(self.ln2_post(mlp_out) if self.post_norms else mlp_out)
             return self.hook_resid_post(x + mlp_out)
         mlp_out = self.hook_mlp_out(self.mlp(x))
         return self.hook_resid_post(self.ln2(self.hook_resid_post_unnormed(x + mlp_out)))

@@ -17,7 +17,7 @@ from model.config import TransformerConfig
 from model.edits import Interventions
 from model.hooks import AttentionLayer, HookPoint, NamesFilter, Trace, select_names
 from model.kv_cache import KVCache
-from model.layers import Attention, Block, Embed, Norm
+from model.layers import Attention, Block, Embed, Norm, soft_cap
 
 
 def attention_allowed(
@@ -151,6 +151,8 @@ class Transformer(nn.Module):
             self.W_U = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
             if cfg.tied_embeddings:
                 self.W_U.weight = W_E.weight
+            if cfg.logit_softcap is not None:  # Gemma 2: the logits before cap·tanh(logits / cap)
+                self.hook_logits_raw = HookPoint(("batch", "pos", "d_vocab"))
             self.hook_logits = HookPoint(("batch", "pos", "d_vocab"))
         self.hook_points: dict[str, HookPoint] = {}
         for module_name, module in self.named_modules():
@@ -201,7 +203,15 @@ class Transformer(nn.Module):
             x = self.stack(tokens, padding_mask, token_type_ids, cache=cache)
         if not self.cfg.lm_head:
             return x  # [batch, pos, d_model]
-        return self.hook_logits(self.W_U(x))  # [batch, pos, d_vocab]
+        return self.unembed(x)  # [batch, pos, d_vocab]
+
+    def unembed(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits [batch, pos, d_vocab] from the final (normed) residual stream x: W_U, then a soft cap if the
+        model has one (Gemma 2)."""
+        logits = self.W_U(x)
+        if self.cfg.logit_softcap is not None:
+            logits = soft_cap(self.hook_logits_raw(logits), self.cfg.logit_softcap)
+        return self.hook_logits(logits)
 
     @contextmanager
     def fused_attention(self) -> Iterator[None]:
@@ -242,7 +252,7 @@ class Transformer(nn.Module):
         """Logits [batch, pos, d_vocab] from the residual stream x [batch, pos, d_model] entering block `first`
         of `stack` (an encoder-decoder's decoder also takes the encoder output `memory`): a forward pass
         that skips the blocks before `first`, whose output x already is."""
-        return self.hook_logits(self.W_U(self.stack_named(stack).resume(x, first, memory)))
+        return self.unembed(self.stack_named(stack).resume(x, first, memory))
 
     def stack_named(self, stack: str | None) -> Stack:
         """The stack that stage names call `stack` (model.hooks): None, "encoder" or "decoder"."""

@@ -67,10 +67,13 @@ def plan_attention(resolved: Resolved, request: AttentionRequest, budget: Budget
 
 def build_attention(sel: Selection, run: TraceRun) -> dict[str, Any]:
     q, k = ("rot_q", "rot_k") if sel.rope else ("q", "k")
-    d_head = sel.resolved.cfg.d_head
+    cfg = sel.resolved.cfg
+    d_head = cfg.d_head
     return {
         **sel.header(run),
-        "d_head": d_head, "scale": 1 / math.sqrt(d_head), "rope": sel.rope,
+        # Gemma divides by √query_pre_attn_scalar (score_scale_dim) instead of √d_head
+        "d_head": d_head, "scale": 1 / math.sqrt(d_head if cfg.score_scale_dim is None else cfg.score_scale_dim),
+        "rope": sel.rope,
         "raw": sel.tensor(run, "scores_raw", "Q·Kᵀ"),
         "scaled": sel.tensor(run, "scores_scaled", "Q·Kᵀ / √d_head"),
         "masked": sel.tensor(run, "attn_scores", "after the mask (null = hidden)"),

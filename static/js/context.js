@@ -40,7 +40,25 @@ const STAGE_VARS = {
   glu: (info) => GLU_NAMES[info.config.activation] ?? "",
   gate_fn: (info) => FN_NAMES[GATES[info.config.activation]] ?? "",
   window_back: (info) => (info.config.sliding_window ? info.config.sliding_window - 1 : ""),
+  // Gemma: soft caps, the query scale, local (sliding-window) and global layers and their RoPE bases
+  attn_softcap: (info) => info.config.attn_softcap ?? "",
+  logit_softcap: (info) => info.config.logit_softcap ?? "",
+  score_scale_dim: (info) => info.config.score_scale_dim ?? info.d_head,
+  sqrt_score_scale_dim: (info) => Math.sqrt(info.config.score_scale_dim ?? info.d_head).toFixed(2),
+  layer: (info, tokens, at) => at.layer ?? 0,
+  layer_rope_base: (info, tokens, at) => (isLocal(info.config, at.layer ?? 0) ? info.config.rope_base_local ?? info.config.rope_base : info.config.rope_base),
+  local_layers: (info) => localLayers(info.config).join(", "),
+  global_layers: (info) => [...Array(info.n_layers).keys()].filter((i) => !isLocal(info.config, i)).join(", "),
 };
+
+/** The layers a sliding window applies to (window_layers, or every layer), none without a window. */
+function localLayers(cfg) {
+  if (!cfg.sliding_window) return [];
+  return cfg.window_layers ?? [...Array(cfg.n_layers).keys()];
+}
+function isLocal(cfg, layer) {
+  return localLayers(cfg).includes(layer);
+}
 
 /** `at`: {stack, layer} of the block the numbers are about (the first block when the stage has none). */
 export function stageVars(info, tokens, at = {}) {
@@ -72,7 +90,10 @@ export function stageChoices(s, step, at) {
     last: at.layer !== null && at.layer === layers[layers.length - 1],
     scaled: Boolean(cfg.scale_embeddings),
     ropeScaled: Boolean(cfg.rope_freq_factors),
-    window: Boolean(cfg.sliding_window),
+    window: isLocal(cfg, at.layer ?? 0),
+    localGlobal: Boolean(cfg.sliding_window && cfg.window_layers),
+    queryScale: cfg.score_scale_dim != null,
+    logitCap: cfg.logit_softcap != null,
     bias: Boolean(cfg.bias),
     mlpBias: Boolean(cfg.mlp_bias ?? cfg.bias),
     kv: s.info.n_kv_heads === s.info.n_heads ? "mha" : s.info.n_kv_heads === 1 ? "mqa" : "gqa",

@@ -5,7 +5,8 @@
 // `m` (the model's choices): norm ("rmsnorm" | "layernorm"), placement ("pre" | "post"),
 // pos (positional kind), act (activation), arch, causal, tied, last (the last block), scaled
 // (√d_model embedding scaling), window (sliding window), bias, mlpBias (the FFN's own), kv ("mha" | "gqa" | "mqa"),
-// ropeScaled (RoPE slowed pair by pair: Llama 3.1's scaling, or linear).
+// ropeScaled (RoPE slowed pair by pair: Llama 3.1's scaling, or linear), queryScale (scores ÷ √ of a number other
+// than d_head: Gemma), logitCap (soft-capped logits: Gemma 2), localGlobal (local and global layers: Gemma).
 
 export const STAGE_FIELDS = ["title", "short", "formula", "explain"];
 
@@ -35,7 +36,7 @@ const multi = (m) => (m.kv === "mha" ? "mha" : m.kv);
 const CHOICES = {
   embed: {
     formula: (m) => [m.scaled ? "embed.formula.scaled" : "embed.formula"],
-    explain: (m) => ["embed.explain", ...when(m.scaled, "embed.explain.scaled")],
+    explain: (m) => ["embed.explain", ...when(m.scaled, m.pos === "rope" ? "embed.explain.scaled_rope" : "embed.explain.scaled")],
   },
   embed_norm: { formula: normFormula, explain: (m) => ["embed_norm.explain", normKind(m)] },
   pos: {
@@ -58,12 +59,16 @@ const CHOICES = {
   },
   scale: {
     // a bias kind adds its bias right after the division: its own formula and sentence (scale.*.<kind>)
-    formula: (m) => [m.scoreBias ? `scale.formula.${m.pos}` : "scale.formula"],
-    explain: (m) => ["scale.explain", ...when(m.scoreBias, `scale.explain.${m.pos}`)],
+    formula: (m) => [m.scoreBias ? `scale.formula.${m.pos}` : m.queryScale ? "scale.formula.query" : "scale.formula"],
+    explain: (m) => ["scale.explain", ...when(m.scoreBias, `scale.explain.${m.pos}`), ...when(m.queryScale, "scale.explain.query")],
   },
   mask: {
     formula: (m) => [`mask.formula.${m.causal ? "causal" : "bidirectional"}`, ...when(m.window, "mask.formula.window")],
-    explain: (m) => [`mask.explain.${m.causal ? "causal" : "bidirectional"}`, ...when(m.window, "mask.explain.window")],
+    explain: (m) => [
+      `mask.explain.${m.causal ? "causal" : "bidirectional"}`,
+      ...when(m.window, "mask.explain.window"),
+      ...when(m.localGlobal, m.window ? "mask.explain.local" : "mask.explain.global"),
+    ],
   },
   attn_out: { explain: (m) => [`attn_out.explain.${multi(m) === "mha" ? "mha" : "shared"}`, "attn_out.explain.heads"] },
   resid_mid: { formula: byPlacement("resid_mid", "formula"), explain: byPlacement("resid_mid", "explain") },
@@ -86,7 +91,10 @@ const CHOICES = {
       `resid_post.explain.${post(m) ? "post_" : ""}${m.last ? "last" : "next"}`,
     ],
   },
-  logits: { explain: (m) => ["logits.explain", ...when(m.tied, "logits.explain.tied")] },
+  logits: {
+    formula: (m) => ["logits.formula", ...when(m.logitCap, "logits.formula.capped")],
+    explain: (m) => ["logits.explain", ...when(m.tied, "logits.explain.tied"), ...when(m.logitCap, "logits.explain.capped")],
+  },
 };
 
 /** The text keys, in order, that make up `field` of stage `key` for model choices `m`. */

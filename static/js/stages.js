@@ -10,12 +10,15 @@ const TOP = [
   [/^ln_embed\./, "embed_norm", false],
   [/^ln_final\.hook_normalized$/, "ln_final", true],
   [/^ln_final\./, "ln_final", false],
+  [/^hook_logits_raw$/, "logits", false],
   [/^hook_logits$/, "logits", true],
 ];
 
 const BLOCK = [
   [/^hook_resid_pre$/, null, false],
   [/^(ln1|ln2|ln_cross)\.hook_normalized$/, (m) => m[1], true],
+  [/^(ln1|ln2)_post\.hook_normalized$/, "post_norm", true],
+  [/^(ln1|ln2)_post\./, "post_norm", false],
   [/^(ln1|ln2|ln_cross)\./, (m) => m[1], false],
   [/^attn\.hook_q$/, "qkv", true],
   [/^attn\.hook_[kv]$/, "qkv", false],
@@ -25,6 +28,7 @@ const BLOCK = [
   [/^attn\.hook_rot_k$/, "rope", false],
   [/^attn\.hook_scores_raw$/, "scores", true],
   [/^attn\.hook_scores_scaled$/, "scale", true],
+  [/^attn\.hook_scores_capped$/, "softcap", true],
   [/^attn\.hook_attn_scores$/, "mask", true],
   [/^attn\.hook_pattern$/, "softmax", true],
   [/^attn\.hook_z$/, "z", true],
@@ -59,6 +63,8 @@ export const PANEL_OF = {
   ln2: "norm",
   ln_cross: "norm",
   ln_final: "norm",
+  post_norm: "norm",
+  softcap: "attention",
   qkv: "qkv",
   qk_norm: "qkv",
   rope: "qkv",

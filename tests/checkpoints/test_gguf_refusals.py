@@ -52,7 +52,7 @@ def bad_files(root: Path) -> dict[str, tuple[Path, str]]:
                    "feed_forward_length 128) says [128, 64]"),
         "unused tensor": (written("qnorm", add={"blk.0.attn_q_norm.weight": (np.ones(16, dtype=np.float32), None)}),
                           "(refused rather than ignored): blk.0.attn_q_norm.weight (a norm on each head's q: "
-                          "Qwen3's, read for qwen3 files only)"),
+                          "read for qwen3 and gemma3 files only)"),
         "missing tensor": (written("missing", skip=("blk.1.ffn_up.weight",)), "no tensor 'blk.1.ffn_up.weight'"),
     }
     return cases

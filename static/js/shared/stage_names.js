@@ -4,7 +4,7 @@
 // the same.
 
 /** A layer's stages inside its attention, and inside its FFN (model/hooks.py: ATTENTION_STAGES, MLP_STAGES). */
-export const ATTENTION_STAGES = ["q", "k", "v", "norm_q", "norm_k", "rot_q", "rot_k", "scores_raw", "scores_scaled", "attn_scores", "pattern", "z"];
+export const ATTENTION_STAGES = ["q", "k", "v", "norm_q", "norm_k", "rot_q", "rot_k", "scores_raw", "scores_scaled", "scores_capped", "attn_scores", "pattern", "z"];
 export const MLP_STAGES = ["pre", "gate", "up", "post"];
 
 /** "" for a model's one stack (null), "encoder." or "decoder." for an encoder-decoder's. */
@@ -24,7 +24,7 @@ export function attentionPrefix(stack, layer, cross = false) {
  * "encoder.hook_embed", stageName("logits") "hook_logits".
  */
 export function stageName(stage, layer = null, { stack = null, cross = false } = {}) {
-  if (layer === null) return stage === "logits" ? "hook_logits" : `${stackPrefix(stack)}hook_${stage}`;
+  if (layer === null) return stage === "logits" || stage === "logits_raw" ? `hook_${stage}` : `${stackPrefix(stack)}hook_${stage}`;
   if (ATTENTION_STAGES.includes(stage)) return `${attentionPrefix(stack, layer, cross)}hook_${stage}`;
   return `${stackPrefix(stack)}blocks.${layer}.${MLP_STAGES.includes(stage) ? "mlp." : ""}hook_${stage}`;
 }
