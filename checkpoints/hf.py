@@ -354,6 +354,8 @@ def convert_gemma(hf_config: dict[str, Any], state: StateDict) -> tuple[Transfor
         local_base = None
     scalar = hf_config.get("query_pre_attn_scalar", 256)
     soft = {name: hf_config.get(name) for name in ("attn_logit_softcapping", "final_logit_softcapping")}
+    if model_type == "gemma3_text":  # transformers' Gemma 3 stores attn_logit_softcapping but never applies it
+        soft["attn_logit_softcapping"] = None
     if model_type == "gemma2":
         soft = {name: hf_config.get(name, cap) for name, cap in
                 (("attn_logit_softcapping", 50.0), ("final_logit_softcapping", 30.0))}

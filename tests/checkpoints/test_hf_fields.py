@@ -27,12 +27,16 @@ LLAMA_BASE = dict(
     vocab_size=101, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
     num_key_value_heads=2, max_position_embeddings=128, tie_word_embeddings=False,
 )
+# a window shorter than the 20-token test sentence and a query scale other than 1/√head_dim, so both count
+GEMMA_BASE = LLAMA_BASE | {"head_dim": 16, "sliding_window": 6, "query_pre_attn_scalar": 24}
 FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "gpt2": ("GPT2Config", "GPT2LMHeadModel", dict(vocab_size=97, n_positions=64, n_embd=48, n_layer=3, n_head=4)),
     "llama": ("LlamaConfig", "LlamaForCausalLM", LLAMA_BASE),
     "mistral": ("MistralConfig", "MistralForCausalLM", LLAMA_BASE),
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", LLAMA_BASE),
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", LLAMA_BASE | {"head_dim": 16}),
+    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", GEMMA_BASE),
+    "gemma3_text": ("Gemma3TextConfig", "Gemma3ForCausalLM", GEMMA_BASE),
     "bert": ("BertConfig", "BertModel", dict(
         vocab_size=99, hidden_size=48, num_hidden_layers=2, num_attention_heads=4, intermediate_size=80,
         max_position_embeddings=64,
@@ -79,6 +83,27 @@ READ_VALUES: dict[str, list[dict[str, Any]]] = {
                      "layer_types": ["sliding_attention", "full_attention"]}],
     "type_vocab_size": [{"type_vocab_size": 3}], "pad_token_id": [{"pad_token_id": 3}],
 }
+READ_VALUES |= {
+    "hidden_activation": [{"hidden_activation": a} for a in ("gelu_pytorch_tanh", "gelu")],
+    "query_pre_attn_scalar": [{"query_pre_attn_scalar": 40}],
+    "attn_logit_softcapping": [{"attn_logit_softcapping": 1.5}, {"attn_logit_softcapping": None}],
+    "final_logit_softcapping": [{"final_logit_softcapping": 2.0}, {"final_logit_softcapping": None}],
+    "use_bidirectional_attention": [{"use_bidirectional_attention": False}],
+    "rope_local_base_freq": [{"rope_local_base_freq": 33.0}],
+    "sliding_window_pattern": [{"sliding_window_pattern": 1}, {"sliding_window_pattern": 2}],
+    "_sliding_window_pattern": [{"_sliding_window_pattern": 2}],
+}
+# where a family spells a field's values its own way
+FAMILY_READ_VALUES: dict[tuple[str, str], list[dict[str, Any]]] = {
+    **{(family, "layer_types"): [{"layer_types": ["full_attention", "sliding_attention"]},
+                                 {"layer_types": ["sliding_attention", "sliding_attention"]}]
+       for family in ("gemma2", "gemma3_text")},
+    **{(family, "sliding_window"): [{"sliding_window": 5}, {"sliding_window": 40}]
+       for family in ("gemma2", "gemma3_text")},
+    ("gemma3_text", "rope_parameters"): [{"rope_parameters": {
+        "full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 77.0},
+        "sliding_attention": {"rope_type": "default", "rope_theta": 33.0}}}],
+}
 DROP: dict[str, tuple[str, ...]] = {"max_window_layers": ("layer_types",), "rope_theta": ("rope_parameters",)}
 # a non-default value for each inert field
 INERT_VALUES: dict[str, Any] = {
@@ -101,7 +126,7 @@ INERT_VALUES: dict[str, Any] = {
     "summary_activation": "tanh", "summary_proj_to_labels": False, "summary_first_dropout": 0.3,
     "reorder_and_upcast_attn": True, "n_ctx": 32, "attention_dropout": 0.3, "pretraining_tp": 2,
     "is_llama_config": True, "hidden_dropout_prob": 0.3, "attention_probs_dropout_prob": 0.3,
-    "classifier_dropout": 0.3,
+    "classifier_dropout": 0.3, "cache_implementation": "static", "hidden_act": "relu",
 }
 REFUSED_VALUES: dict[str, Any] = {
     "is_encoder_decoder": True, "is_decoder": True, "add_cross_attention": True, "tie_encoder_decoder": True,
@@ -179,7 +204,7 @@ def _cases(kind: str) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize(("family", "field"), _cases("read"), ids=lambda v: str(v))
 def test_every_read_field_matches_transformers(family: str, field: str) -> None:
-    for changes in READ_VALUES[field]:
+    for changes in FAMILY_READ_VALUES.get((family, field), READ_VALUES[field]):
         if (field, family) in (("attention_bias", "mistral"), ("attention_bias", "qwen2")) or (
                 field == "mlp_bias" and family != "llama"):
             continue
