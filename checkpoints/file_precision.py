@@ -44,7 +44,7 @@ class LoadPolicy:
             self.progress(done, total)
 
 
-_POLICY: contextvars.ContextVar[LoadPolicy] = contextvars.ContextVar("load_policy", default=LoadPolicy())
+_POLICY: contextvars.ContextVar[LoadPolicy | None] = contextvars.ContextVar("load_policy", default=None)
 
 
 @contextlib.contextmanager
@@ -58,7 +58,7 @@ def load_policy(float32_budget: int | None = None, progress: Progress | None = N
 
 
 def current_policy() -> LoadPolicy:
-    return _POLICY.get()
+    return _POLICY.get() or LoadPolicy()
 
 
 # ---------------------------------------------------------------- GGUF tensors, memory-mapped
@@ -152,7 +152,8 @@ def in_file_precision(state: StateDict) -> StateDict:
             for name, t in state.items()}
 
 
-def unpermute_rows(weight: StoredWeight, undo: Callable[[torch.Tensor, int], torch.Tensor], n_heads: int) -> StoredWeight:
+def unpermute_rows(weight: StoredWeight, undo: Callable[[torch.Tensor, int], torch.Tensor],
+                   n_heads: int) -> StoredWeight:
     """A row permutation (checkpoints.gguf.unpermute) applied to a stored weight without dequantizing it:
     the permutation of row numbers, kept as the weight's row order."""
     order = undo(torch.arange(weight.shape[0]), n_heads)

@@ -384,7 +384,7 @@ def load_hf_directory(directory: Path, hf_config: dict[str, Any], device: str | 
         raise CheckpointError(f"{directory} has no {WEIGHTS_FILE} (only safetensors weights are loaded, never pickles)")
     model_type = check_hf_config(hf_config)
     cfg, state = convert_hf(hf_config, read_weights(weights))
-    policy = current_policy()  # above its float32 budget, float16/bfloat16 matrices stay so (checkpoints.file_precision)
+    policy = current_policy()  # above its float32 budget, float16/bfloat16 matrices stay so (file_precision.py)
     stored = policy.keeps_file_precision(sum(t.numel() for t in state.values()), device)
     model = build_model(cfg, in_file_precision(state) if stored else state, device)
     policy.report(1, 1)

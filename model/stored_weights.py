@@ -66,7 +66,7 @@ class StoredWeight(torch.Tensor):
     def __new__(cls, source: WeightSource, order: torch.Tensor | None = None) -> StoredWeight:
         shape = source.shape if order is None else (len(order), *source.shape[1:])
         return torch.Tensor._make_wrapper_subclass(  # type: ignore[attr-defined,no-any-return]
-            cls, shape, dtype=torch.float32, device="cpu", requires_grad=False)
+            cls, shape, dtype=torch.float32, device=torch.device("cpu"), requires_grad=False)
 
     def __init__(self, source: WeightSource, order: torch.Tensor | None = None) -> None:
         self.source = source
@@ -106,17 +106,22 @@ class StoredWeight(torch.Tensor):
                 return args[0].rows(torch.tensor([index % args[0].shape[0]]))[0]
             if isinstance(index, torch.Tensor) and index.dtype in (torch.int64, torch.int32) and index.dim() == 1:
                 return args[0].rows(index.long() % args[0].shape[0])
+        if func in (torch.Tensor.chunk, torch.chunk) and isinstance(args[0], StoredWeight):
+            chunks = args[1] if len(args) > 1 else kwargs["chunks"]
+            dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
+            if dim == 0:  # GPT-2's fused QKV rows: three stored weights over the same source
+                return tuple(args[0].reordered(part) for part in torch.arange(args[0].shape[0]).chunk(chunks))
         with torch._C.DisableTorchFunctionSubclass():
             return func(*args, **kwargs)
 
     @classmethod
-    def __torch_dispatch__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+    def __torch_dispatch__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:  # type: ignore[override]
         if func is torch.ops.aten.detach.default:  # nn.Parameter(weight) detaches: stay stored
             return StoredWeight(args[0].source, args[0].order)
         args, kwargs = tree_map(lambda t: t.materialize() if isinstance(t, StoredWeight) else t, (args, kwargs or {}))
         if func.is_view:  # a view of a temporary: a copy, made outside inference mode (the wrapper is not inference)
             with torch.inference_mode(False):
-                return func(*args, **kwargs).clone()
+                return tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, func(*args, **kwargs))
         return func(*args, **kwargs)
 
 
