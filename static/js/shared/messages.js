@@ -12,6 +12,9 @@ const box = () => document.getElementById("message");
  * keeps the server's own, more specific, message. null: no words for it.
  */
 export function ownWords(error, texts) {
+  if (error && error.code === "model_loading" && texts && texts.lang !== "en") {
+    return texts.t("messages_loading", { percent: error.percent ?? "?" }); // how far the load is, in the page's words
+  }
   const key = error && error.code ? `messages_code_${error.code}` : "";
   return texts && texts.lang !== "en" && key && texts.has(key) ? texts.t(key) : null;
 }
