@@ -75,7 +75,8 @@ class Shape:
         return out
 
     def vectors(self) -> list[str]:
-        return ["output_norm.weight"] + [f"blk.{i}.{n}_norm.weight" for i in range(self.n_layers) for n in ("attn", "ffn")]
+        norms = [f"blk.{i}.{n}_norm.weight" for i in range(self.n_layers) for n in ("attn", "ffn")]
+        return ["output_norm.weight", *norms]
 
     def parameters(self) -> int:
         return sum(rows * cols for _, (rows, cols) in self.matrices()) + self.d_model * len(self.vectors())
