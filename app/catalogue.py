@@ -72,7 +72,7 @@ def add_directory(registry: Registry, name: str, directory: Path, source: str = 
             if summary["parameters"] * 4 > budget:
                 description = f"{name}: a {summary['architecture']} GGUF model ({directory.name})"
                 registry.add(name, loader=_operator_gguf_loader(directory, registry.device), description=description,
-                             source=source)
+                             source=source, large=True)
                 return
         with load_policy(registry.float32_budget):
             loaded = load_checkpoint(directory, registry.device)
@@ -111,8 +111,9 @@ def add_store(registry: Registry, store: str, found: list[tuple[str, Path]], ski
             continue
         description = f"{name}: a {summary['architecture']} GGUF model from {store} ({path})"
         try:
+            budget = registry.float32_budget if registry.float32_budget is not None else DEFAULT_FLOAT32_BUDGET
             registry.add(name, loader=_gguf_loader(path, registry.device, store, name), description=description,
-                         source=store)
+                         source=store, large=summary["parameters"] * 4 > budget)
         except RegistryError as error:
             skipped.append((name, str(error)))
             continue

@@ -41,6 +41,10 @@ class Entry:
     directory: Path | None = None  # where its checkpoint lives (training snapshots are read from there)
     lock: threading.Lock = field(default_factory=threading.Lock)
     float32_budget: int | None = None  # bytes of float32 weights; a bigger model keeps its file's precision
+    # loads for a minute or more (a file over the float32 budget): a request waits for it only load_wait_s, then
+    # hears how far it is (503), and GET /api/models lists the others without it meanwhile; a small lazy model
+    # (smollm2, a store's 0.5B) is waited for, as before
+    large: bool = False
     progress: tuple[int, int] | None = None  # (done, total) tensors while it loads; None when it is not loading
     loading_thread: Future[LoadedModel] | None = None  # the load started by start_loading, if any
 
@@ -94,13 +98,13 @@ class Registry:
 
     def add(self, name: str, loaded: LoadedModel | None = None, *,
             loader: Callable[[], LoadedModel | None] | None = None, description: str = "", source: str = "operator",
-            directory: Path | None = None) -> None:
+            directory: Path | None = None, large: bool = False) -> None:
         if not NAME_PATTERN.match(name):
             raise RegistryError(f"model name {name!r} must be 1-64 letters, digits, '.', '_', ':' or '-'")
         if loaded is not None and not description:
             description = str(loaded.meta.get("description", ""))
         self.entries[name] = Entry(name, description, source, loader, loaded, directory=directory,
-                                   float32_budget=self.float32_budget)
+                                   float32_budget=self.float32_budget, large=large)
 
     def add_broken(self, name: str, source: str, reason: str) -> None:
         """Remember a model that failed to load (listed with its reason, never offered). It never replaces a

@@ -112,8 +112,9 @@ class Service:
         is one still loading after the wait (GET /api/health lists it with its progress)."""
         every = []
         for name in self.registry.names():
-            if self.registry.entries[name].progress is not None:
-                continue  # loading now: listed in GET /api/health's `loading`, with how far, not waited for
+            entry = self.registry.entries[name]
+            if entry.large and entry.progress is not None:
+                continue  # a large one loading now: in GET /api/health's `loading`, with how far, not waited for
             try:
                 every.append(await self.models.named(name))
             except errors.ApiError as error:

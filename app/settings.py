@@ -30,8 +30,9 @@ class Settings(BaseSettings):
     # a model whose float32 weights fit in this many MB is held as float32 (fast: every pass reuses them); a bigger
     # one keeps its file's precision (memory-mapped GGUF blocks, float16) and dequantizes a matrix at a time
     float32_budget_mb: int = Field(default=3072, ge=0)
-    # a request for a model still loading waits this long for it, then gets 503 with how far the load is
-    load_wait_s: float = Field(default=20.0, ge=0, le=600)
+    # a request for a large model (over the float32 budget) still loading waits this long, then gets 503 with how far
+    # the load is (a small lazy model, smollm2, is waited for)
+    load_wait_s: float = Field(default=5.0, ge=0, le=600)
     default_model: str = "tiny-gpt"
 
     # input limits: a class types sentences, not books

@@ -83,7 +83,7 @@ def test_a_model_still_loading_is_a_503_with_its_progress(tmp_path: Path) -> Non
 
     registry = Registry(default="gpt")
     registry.add("gpt", tiny_models()["gpt"], source="test")
-    registry.add("big", loader=slow_load, source="test")
+    registry.add("big", loader=slow_load, source="test", large=True)
     settings = make_settings(tmp_path, load_wait_s=0.2)
     try:
         with TestClient(create_app(settings, registry)) as client:

@@ -73,7 +73,7 @@ def test_a_model_still_loading_is_greyed_with_how_far_it_is(browser: Any, tmp_pa
         return tiny_models()["gpt"]
 
     server = ServerThread(free_port(), tmp_path)
-    server.registry.add("big", loader=slow_load, source="test")
+    server.registry.add("big", loader=slow_load, source="test", large=True)
     server.start()
     page = browser.new_page()
     page.set_default_timeout(20000)
