@@ -21,7 +21,8 @@ from app.registry import Registry, RegistryError
 from app.settings import Settings
 from checkpoints import CheckpointError, LoadedModel, load_checkpoint, pretrained
 from checkpoints.chinese_coverage import mark_chinese_capable
-from checkpoints.gguf import inspect_gguf
+from checkpoints.file_precision import DEFAULT_FLOAT32_BUDGET, load_policy
+from checkpoints.gguf import inspect_gguf, is_gguf
 from checkpoints.gguf_stores import lmstudio_models, lmstudio_root, ollama_models, ollama_root
 from model.device import pick_device
 
@@ -33,7 +34,7 @@ def build_registry(settings: Settings) -> Registry:
         device = str(pick_device(settings.device))  # "auto": CUDA when present, else CPU
     except (ValueError, RuntimeError) as error:
         raise RegistryError(f"--device {settings.device}: {error}") from error
-    registry = Registry(default=settings.default_model, device=device)
+    registry = Registry(default=settings.default_model, device=device, float32_budget=settings.float32_budget_mb << 20)
     weights_dir = Path(settings.weights_dir)
     if weights_dir.is_dir():
         for directory in sorted(p for p in weights_dir.iterdir() if (p / "config.json").is_file()):
@@ -60,9 +61,21 @@ def build_registry(settings: Settings) -> Registry:
 
 
 def add_directory(registry: Registry, name: str, directory: Path, source: str = "operator") -> None:
-    """Load a checkpoint (directory or GGUF file) now, turning any failure into one readable RegistryError."""
+    """Load a checkpoint (directory or GGUF file) now, turning any failure into one readable RegistryError.
+
+    A GGUF file too big for float32 (it keeps its file's precision) is checked now (inspect_gguf: what load_gguf
+    would refuse is refused at startup) and loaded in the background after startup, with its progress shown."""
     try:
-        loaded = load_checkpoint(directory, registry.device)
+        if directory.is_file() and is_gguf(directory):
+            summary = inspect_gguf(directory)
+            budget = registry.float32_budget if registry.float32_budget is not None else DEFAULT_FLOAT32_BUDGET
+            if summary["parameters"] * 4 > budget:
+                description = f"{name}: a {summary['architecture']} GGUF model ({directory.name})"
+                registry.add(name, loader=_operator_gguf_loader(directory, registry.device), description=description,
+                             source=source, large=True)
+                return
+        with load_policy(registry.float32_budget):
+            loaded = load_checkpoint(directory, registry.device)
     except CheckpointError as error:
         raise RegistryError(f"cannot load model {name!r} from {directory}: {error}") from error
     except (OSError, ValueError, KeyError, TypeError, RuntimeError) as error:
@@ -98,8 +111,9 @@ def add_store(registry: Registry, store: str, found: list[tuple[str, Path]], ski
             continue
         description = f"{name}: a {summary['architecture']} GGUF model from {store} ({path})"
         try:
+            budget = registry.float32_budget if registry.float32_budget is not None else DEFAULT_FLOAT32_BUDGET
             registry.add(name, loader=_gguf_loader(path, registry.device, store, name), description=description,
-                         source=store)
+                         source=store, large=summary["parameters"] * 4 > budget)
         except RegistryError as error:
             skipped.append((name, str(error)))
             continue
@@ -114,6 +128,15 @@ def _gguf_loader(path: Path, device: str, store: str, name: str) -> Callable[[],
     def load() -> LoadedModel:
         loaded = load_checkpoint(path, device)
         loaded.meta.update({"store": store, "store_name": name})
+        mark_chinese_capable(loaded)
+        return loaded
+
+    return load
+
+
+def _operator_gguf_loader(path: Path, device: str) -> Callable[[], LoadedModel]:
+    def load() -> LoadedModel:
+        loaded = load_checkpoint(path, device)
         mark_chinese_capable(loaded)
         return loaded
 

@@ -22,16 +22,20 @@ log = logging.getLogger("transformer_explorer")
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> None:
+    def __init__(self, status: int, code: str, message: str, headers: dict[str, str] | None = None,
+                 extra: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
         self.headers = headers
+        self.extra = extra or {}  # numbers a page needs to say the refusal in its own language (model_loading)
 
 
-def error_response(status: int, code: str, message: str, headers: Mapping[str, str] | None = None) -> ApiJSONResponse:
-    return ApiJSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+def error_response(status: int, code: str, message: str, headers: Mapping[str, str] | None = None,
+                   extra: Mapping[str, Any] | None = None) -> ApiJSONResponse:
+    return ApiJSONResponse({"error": {"code": code, "message": message, **(extra or {})}}, status_code=status,
+                           headers=headers)
 
 
 # ---------------------------------------------------------------- every error code the API answers with
@@ -39,7 +43,8 @@ def error_response(status: int, code: str, message: str, headers: Mapping[str, s
 # 422 empty_text, text_too_long, out_of_range, unknown_stage,
 # unknown_snapshot, invalid_config, model_too_large, response_too_large, not_in_model, conflicting_fields,
 # invalid_request, invalid_json,
-# invalid_intervention, not_generative, invalid_option, too_much_work, beyond_context · 503 busy · 500 internal;
+# invalid_intervention, not_generative, invalid_option, too_much_work, beyond_context · 503 busy, model_loading ·
+# 500 internal;
 # from the connection guard (app.http_guard): 400 invalid_http, 408 request_timeout, 413 body_too_large,
 # 429 too_many_requests, 431 headers_too_large; and 404 not_found, 405 method_not_allowed from routing
 
@@ -184,6 +189,13 @@ def busy() -> ApiError:
                     headers={"Retry-After": "1"})
 
 
+def model_loading(name: str, done: int, total: int) -> ApiError:
+    """A model still loading (a big file takes a minute or more): the page says how far it is and asks again."""
+    percent = int(100 * done / total) if total else 0
+    return ApiError(503, "model_loading", f"The model {name} is still loading ({percent} % done) — try again in a "
+                                          "few seconds.", headers={"Retry-After": "5"}, extra={"percent": percent})
+
+
 def models_at_budget(what: str) -> ApiError:
     """A model that would take the live ones of its kind past their memory budget: they go as requests end."""
     return ApiError(503, "busy", f"The server is holding as many {what} as its memory budget allows — "
@@ -287,7 +299,7 @@ def _field_names() -> frozenset[str]:
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def api_error(_: Request, exc: ApiError) -> ApiJSONResponse:
-        return error_response(exc.status, exc.code, exc.message, exc.headers)
+        return error_response(exc.status, exc.code, exc.message, exc.headers, exc.extra)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> ApiJSONResponse:

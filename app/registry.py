@@ -16,10 +16,12 @@ import contextlib
 import re
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from checkpoints import LoadedModel
+from checkpoints.file_precision import load_policy
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")  # ':' for Ollama's names (qwen2.5:0.5b)
 
@@ -38,6 +40,16 @@ class Entry:
     error: str | None = None
     directory: Path | None = None  # where its checkpoint lives (training snapshots are read from there)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    float32_budget: int | None = None  # bytes of float32 weights; a bigger model keeps its file's precision
+    # loads for a minute or more (a file over the float32 budget): a request waits for it only load_wait_s, then
+    # hears how far it is (503), and GET /api/models lists the others without it meanwhile; a small lazy model
+    # (smollm2, a store's 0.5B) is waited for, as before
+    large: bool = False
+    progress: tuple[int, int] | None = None  # (done, total) tensors while it loads; None when it is not loading
+    loading_thread: Future[LoadedModel] | None = None  # the load started by start_loading, if any
+
+    def report(self, done: int, total: int) -> None:
+        self.progress = (done, total)
 
     def get(self) -> LoadedModel:
         """Load on first use (once, even when many requests arrive together). A load that fails makes the entry
@@ -45,8 +57,10 @@ class Entry:
         if self.loaded is None:
             with self.lock:
                 if self.loaded is None and self.loader is not None:
+                    self.progress = (0, 1)
                     try:
-                        self.loaded = self.loader()
+                        with load_policy(self.float32_budget, self.report):
+                            self.loaded = self.loader()
                     except Exception as error:  # noqa: BLE001 — a model that cannot load must not stop the server
                         self.error = f"{type(error).__name__}: {error}"
                         self.loader = None
@@ -54,6 +68,8 @@ class Entry:
                         if self.loaded is None:
                             self.error = "its loader found nothing to load"
                             self.loader = None
+                    finally:
+                        self.progress = None
         if self.loaded is None:
             raise RegistryError(f"model {self.name!r} could not be loaded: {self.error or 'it has no weights'}")
         return self.loaded
@@ -72,20 +88,23 @@ class Refusal:
 
 
 class Registry:
-    def __init__(self, default: str | None = None, device: str = "cpu") -> None:
+    def __init__(self, default: str | None = None, device: str = "cpu", float32_budget: int | None = None) -> None:
         self.entries: dict[str, Entry] = {}
         self.refused: list[Refusal] = []  # found, never an entry (a store file the loader does not support)
         self.default_name = default
         self.device = device
+        self.float32_budget = float32_budget  # None: checkpoints.file_precision's default
+        self._starting = threading.Lock()
 
     def add(self, name: str, loaded: LoadedModel | None = None, *,
             loader: Callable[[], LoadedModel | None] | None = None, description: str = "", source: str = "operator",
-            directory: Path | None = None) -> None:
+            directory: Path | None = None, large: bool = False) -> None:
         if not NAME_PATTERN.match(name):
             raise RegistryError(f"model name {name!r} must be 1-64 letters, digits, '.', '_', ':' or '-'")
         if loaded is not None and not description:
             description = str(loaded.meta.get("description", ""))
-        self.entries[name] = Entry(name, description, source, loader, loaded, directory=directory)
+        self.entries[name] = Entry(name, description, source, loader, loaded, directory=directory,
+                                   float32_budget=self.float32_budget, large=large)
 
     def add_broken(self, name: str, source: str, reason: str) -> None:
         """Remember a model that failed to load (listed with its reason, never offered). It never replaces a
@@ -119,6 +138,28 @@ class Registry:
             if entry.loaded is None and entry.loader is not None:
                 with contextlib.suppress(RegistryError):  # entry.error says why
                     entry.get()
+
+    def start_loading(self, name: str) -> Future[LoadedModel]:
+        """Load a lazy entry in a thread of its own (never the event loop, never an inference worker): the future of
+        its LoadedModel, the same one for every caller. Entry.get's lock makes it wait for a warm-up loading it."""
+        entry = self.entries[name]
+        with self._starting:  # never entry.lock: a warm-up may hold it for minutes, and this runs on the event loop
+            if entry.loading_thread is None:
+                future: Future[LoadedModel] = Future()
+
+                def load() -> None:
+                    try:
+                        future.set_result(entry.get())
+                    except BaseException as error:  # noqa: BLE001 — handed to whoever awaits the future
+                        future.set_exception(error)
+
+                entry.loading_thread = future
+                threading.Thread(target=load, name=f"load-{name}", daemon=True).start()
+        return entry.loading_thread
+
+    def loading(self) -> list[tuple[str, int, int]]:
+        """(name, done, total) of every model loading now."""
+        return [(entry.name, *entry.progress) for entry in list(self.entries.values()) if entry.progress is not None]
 
     def names(self) -> list[str]:
         return [name for name, entry in self.entries.items() if entry.error is None]

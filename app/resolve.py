@@ -9,6 +9,7 @@ heap pages of the ones garbage-collected go back to the OS.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import weakref
@@ -145,8 +146,15 @@ class ModelResolver:
         try:
             if self.registry.is_loaded(name):
                 return Resolved(name, name, self.registry.get(name))
-            # a lazy model loads in the pool, not on the event loop; one that fails is refused from then on
-            loaded = await self.engine.shared(("load", name), lambda: self.registry.get(name))
+            # a lazy model loads in a thread of its own, not on the event loop nor in an inference worker; a request
+            # waits for a large one up to load_wait_s, then hears how far it is (503); one that fails is refused
+            future = asyncio.wrap_future(self.registry.start_loading(name))
+            wait = self.settings.load_wait_s if self.registry.entries[name].large else None
+            try:
+                loaded = await asyncio.wait_for(asyncio.shield(future), timeout=wait)
+            except TimeoutError:
+                done, total = self.registry.entries[name].progress or (0, 1)
+                raise errors.model_loading(name, done, total) from None
             return Resolved(name, name, loaded)
         except (KeyError, RegistryError) as error:
             raise self._not_offered(name) from error

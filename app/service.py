@@ -35,6 +35,7 @@ from app.schemas import (
     AttentionRequest,
     HealthOut,
     Intervenable,
+    LoadingModel,
     ModelChoice,
     PositionalQuery,
     PredictRequest,
@@ -91,9 +92,14 @@ class Service:
 
     def health(self) -> HealthOut:
         registry = self.registry
-        return HealthOut(status="ok", device=registry.device, torch=torch.__version__, models=registry.names(),
-                         loaded=registry.loaded_names(), default=registry.default,
-                         refused=[RefusedModel(**r.to_dict()) for r in registry.refusals()])
+        health = HealthOut(status="ok", device=registry.device, torch=torch.__version__, models=registry.names(),
+                           loaded=registry.loaded_names(), default=registry.default,
+                           refused=[RefusedModel(**r.to_dict()) for r in registry.refusals()])
+        loading = registry.loading()
+        if loading:
+            health.loading = [LoadingModel(name=name, done=done, total=total, percent=int(100 * done / max(1, total)))
+                              for name, done, total in loading]
+        return health
 
     async def list_models(self) -> Response:
         """Every model offered, described. A lazy model whose first load fails here is left out: from then on it is
@@ -102,13 +108,17 @@ class Service:
         return ApiJSONResponse(models.in_menu_order(described))
 
     async def _every_model(self) -> list[Resolved]:
-        """Every offered model, loaded; one whose first load fails now is skipped (it is refused from then on)."""
+        """Every offered model, loaded; one whose first load fails now is skipped (it is refused from then on), and so
+        is one still loading after the wait (GET /api/health lists it with its progress)."""
         every = []
         for name in self.registry.names():
+            entry = self.registry.entries[name]
+            if entry.large and entry.progress is not None:
+                continue  # a large one loading now: in GET /api/health's `loading`, with how far, not waited for
             try:
                 every.append(await self.models.named(name))
             except errors.ApiError as error:
-                if error.code != "model_refused":
+                if error.code not in ("model_refused", "model_loading"):  # a loading one is in health's `loading`
                     raise
         return every
 

@@ -25,7 +25,14 @@ class Settings(BaseSettings):
     # register every supported GGUF model of a desktop app's store: its folder, or "auto" for the usual place
     ollama_models: str | None = None  # auto: $OLLAMA_MODELS, else ~/.ollama/models
     lmstudio_models: str | None = None  # auto: ~/.lmstudio/models, else ~/.cache/lm-studio/models
-    gguf_max_parameters: int = Field(default=2_000_000_000, ge=1)  # a store model past this is skipped (4 B each)
+    # a store model past this is skipped; one over the float32 budget keeps its file's precision (an 8B Q8_0: 8.5 GB)
+    gguf_max_parameters: int = Field(default=10_000_000_000, ge=1)
+    # a model whose float32 weights fit in this many MB is held as float32 (fast: every pass reuses them); a bigger
+    # one keeps its file's precision (memory-mapped GGUF blocks, float16) and dequantizes a matrix at a time
+    float32_budget_mb: int = Field(default=3072, ge=0)
+    # a request for a large model (over the float32 budget) still loading waits this long, then gets 503 with how far
+    # the load is (a small lazy model, smollm2, is waited for)
+    load_wait_s: float = Field(default=5.0, ge=0, le=600)
     default_model: str = "tiny-gpt"
 
     # input limits: a class types sentences, not books

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from checkpoints.base import CheckpointError, LoadedModel, StateDict, build_model
+from checkpoints.file_precision import current_policy, gguf_state, unpermute_rows
 from checkpoints.gguf_layout import check_layout
 from checkpoints.gguf_metadata import (
     GEMMA_ARCHITECTURES,
@@ -31,6 +32,7 @@ from checkpoints.gguf_metadata import (
 )
 from checkpoints.gguf_tokenizer import gguf_tokenizer
 from model.config import ConfigError, TransformerConfig
+from model.stored_weights import StoredWeight, stored_nbytes
 
 GGUF_MAGIC = b"GGUF"
 TENSOR_WHAT = {"attn_q_norm.weight": "a norm on each head's q: read for qwen3 and gemma3 files only",
@@ -94,6 +96,8 @@ def unpermute(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
     pairs (x0, x_{d/2}, x1, x_{d/2+1}, ...): reshape(head, 2, d_head/2, ...).swapaxes(1, 2). This is its inverse.
     weight: [head * d_head, d_model] (or a bias [head * d_head]).
     """
+    if isinstance(weight, StoredWeight):  # kept in the file's precision: permute its row order instead
+        return unpermute_rows(weight, unpermute, n_heads)
     rows = weight.shape[0]
     if rows % (2 * n_heads) != 0:
         raise CheckpointError(f"{rows} rows cannot be {n_heads} RoPE heads of even size")
@@ -300,7 +304,9 @@ def load_gguf(path: Path, device: str | torch.device = "cpu") -> LoadedModel:
         raise CheckpointError(
             f"the tokenizer has {tokenizer.vocab_size} tokens but the model only {cfg.vocab_size} embedding rows"
         )
-    source = ModelTensors(read_tensors(reader), cfg, arch)
+    policy = current_policy()  # above its float32 budget, the matrices stay as the file stores them, memory-mapped
+    stored = policy.keeps_file_precision(sum(int(tensor.n_elements) for tensor in reader.tensors), device)
+    source = ModelTensors(gguf_state(reader, dequantize, policy, stored), cfg, arch)
     if arch == "gpt2":
         state = convert_gpt2(cfg, source)
     elif arch in GEMMA_ARCHITECTURES:
@@ -311,4 +317,6 @@ def load_gguf(path: Path, device: str | torch.device = "cpu") -> LoadedModel:
     model = build_model(cfg, state, device)
     tensor_types = Counter(tensor.tensor_type.name for tensor in reader.tensors)
     meta = {**model_meta(metadata, path, tensor_types), **token_meta}
+    if stored:
+        meta["weights_in_memory"] = {"kept": "file precision", **stored_nbytes(model)}
     return LoadedModel(model, tokenizer, meta)

@@ -24,9 +24,11 @@ from checkpoints.base import (
     read_weights,
     refuse_unimplemented,
 )
+from checkpoints.file_precision import current_policy, in_file_precision
 from checkpoints.hf_rope import rope_settings
 from checkpoints.hf_tokenizer import load_hf_tokenizer
 from model.config import ConfigError, TransformerConfig
+from model.stored_weights import stored_nbytes
 
 # ---------------------------------------------------------------- the fields each converter understands
 
@@ -511,7 +513,12 @@ def load_hf_directory(directory: Path, hf_config: dict[str, Any], device: str | 
         raise CheckpointError(f"{directory} has no {WEIGHTS_FILE} (only safetensors weights are loaded, never pickles)")
     model_type = check_hf_config(hf_config)
     cfg, state = convert_hf(hf_config, read_weights(weights))
-    model = build_model(cfg, state, device)
+    policy = current_policy()  # above its float32 budget, float16/bfloat16 matrices stay so (file_precision.py)
+    stored = policy.keeps_file_precision(sum(t.numel() for t in state.values()), device)
+    model = build_model(cfg, in_file_precision(state) if stored else state, device)
+    policy.report(1, 1)
     tokenizer = load_hf_tokenizer(directory, model_type)
-    meta = {"source": "huggingface", "model_type": model_type}
+    meta: dict[str, Any] = {"source": "huggingface", "model_type": model_type}
+    if stored:
+        meta["weights_in_memory"] = {"kept": "file precision", **stored_nbytes(model)}
     return LoadedModel(model, tokenizer, meta)

@@ -18,6 +18,7 @@ from model.edits import Interventions
 from model.hooks import AttentionLayer, HookPoint, NamesFilter, Trace, select_names
 from model.kv_cache import KVCache
 from model.layers import Attention, Block, Embed, Norm, soft_cap
+from model.stored_weights import shapes_only
 
 
 def attention_allowed(
@@ -280,7 +281,8 @@ class Transformer(nn.Module):
         """Every stage name in the order the forward pass reaches it."""
         probe = torch.zeros(1, 2, dtype=torch.long, device=self.device)
         target = probe if self.cfg.architecture == "encoder-decoder" else None
-        with torch.inference_mode(), Trace(self.hook_points) as trace:
+        # names and shapes only: weights kept in file precision are not dequantized for it (model.stored_weights)
+        with torch.inference_mode(), Trace(self.hook_points) as trace, shapes_only():
             self(probe, target_tokens=target)
         return list(trace.tensors)
 

@@ -26,7 +26,7 @@ from app.schemas.attention import AttentionOut, AttentionRequest, LayerRequest, 
 from app.schemas.fields import INTEGER, LIMITS, NUMBER, Bool, DType, Encoding, Float, Int, StackName, StageName
 from app.schemas.inputs import InlineConfig, Intervenable, InterventionsIn, ModelChoice, TextInput
 from app.schemas.lessons import ClaimOut, LessonClaimsOut
-from app.schemas.models import HealthOut, ModelInfo, RefusedModel, StageInfo, WeightInfo
+from app.schemas.models import HealthOut, LoadingModel, ModelInfo, RefusedModel, StageInfo, WeightInfo
 from app.schemas.outputs import ERRORS, ErrorBody, ErrorOut, TensorOut, TokenOut
 from app.schemas.positional import PositionalKindOut, PositionalOut, PositionalQuery, PosKind, ShownPosKind
 from app.schemas.predict import Generated, PredictOut, PredictRequest, SamplingOut
@@ -67,6 +67,7 @@ __all__ = [
     "Prediction",
     "QKVOut",
     "QKVRequest",
+    "LoadingModel",
     "RefusedModel",
     "SamplingOut",
     "ShownPosKind",

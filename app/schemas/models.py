@@ -14,6 +14,13 @@ class RefusedModel(BaseModel):
     reason: str = Field(description="Why it is not offered, in one sentence.")
 
 
+class LoadingModel(BaseModel):
+    name: str = Field(description="A model loading now (a big file takes a minute or more); not offered until done.")
+    done: int = Field(description="Tensors loaded so far.")
+    total: int = Field(description="Tensors in all.")
+    percent: int = Field(description="done / total, in percent.")
+
+
 class HealthOut(BaseModel):
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"status": "ok", "device": "cpu", "torch": "2.13.0", "models": ["tiny-gpt", "minilm"], "loaded": ["tiny-gpt"],
@@ -29,6 +36,9 @@ class HealthOut(BaseModel):
     refused: list[RefusedModel] = Field(default_factory=list, description=(
         "Models found but not offered (a store file the loader refuses, a checkpoint that failed to load), each "
         "with why. They have no config, so they are not in GET /api/models."))
+    loading: list[LoadingModel] | None = Field(default=None, description=(
+        "Models loading now, with how far each is; absent when none is. A request for one waits a little, then "
+        "is answered 503 model_loading with the percentage."))
 
 
 class StageInfo(BaseModel):

@@ -35,6 +35,7 @@ async function prepare(next, patch) {
     next.models = await api.models();
     if (!next.models.length) throw new ApiError(0, "no_models", next.texts[next.lang].t("err_no_models"));
     next.refused = await api.refused();
+    next.loading = await api.loading();
   }
   if (!next.posKinds.length) next.posKinds = await api.positionalKinds();
   const names = next.models.map((m) => m.name);

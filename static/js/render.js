@@ -11,6 +11,7 @@ import { labPanel, labURL } from "./lessons.js";
 import { exampleOffer, renderLesson, renderSheet } from "./teach.js";
 import { drawIntervention } from "./intervene.js";
 import { englishNote, exampleSentences, hasChatTemplate, modelOptions } from "./shared/model_menu.js";
+import { loadingGroup, watchLoading } from "./shared/loading_models.js";
 import { shortLabel } from "./probes.js";
 import { drawLossCurve } from "./progress.js";
 
@@ -138,8 +139,9 @@ function renderModelInfo(ctx) {
   const { t } = ctx;
   const select = $("model");
   const refused = { list: state.refused, label: t("refused_group"), why: (r) => t("refused_why", { reason: r.reason }) };
-  select.replaceChildren(...modelOptions(state.models, t("pe_family_group"), state.text, refused));
+  select.replaceChildren(...modelOptions(state.models, t("pe_family_group"), state.text, refused), ...loadingGroup(state.loading, t));
   select.value = state.model;
+  if (state.loading.length) watchLoading(select, t);
   const info = state.info;
   const cfg = info.config;
   const arch = { decoder: "arch_decoder", encoder: "arch_encoder", "encoder-decoder": "arch_encdec" }[info.architecture];

@@ -11,6 +11,7 @@ export const state = {
   texts: {}, // language -> Texts (static/text/<lang>.json), loaded when first needed
   models: [],
   refused: [], // GET /api/health `refused`: models found but not offered, each with why (greyed in the menu)
+  loading: [], // GET /api/health `loading`: models still loading, with how far (greyed in the menu, updated)
   posKinds: [], // GET /api/positional-encoding/kinds: the server's registry, what each positional encoding changes
   model: null,
   info: null, // GET /api/models/{model}

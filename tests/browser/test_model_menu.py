@@ -55,3 +55,43 @@ def test_refused_models_are_greyed_with_why_and_a_chinese_reader_comes_first(bro
     finally:
         page.close()
         server.stop()
+
+
+def test_a_model_still_loading_is_greyed_with_how_far_it_is(browser: Any, tmp_path: Path) -> None:
+    import threading
+    import time
+
+    from checkpoints.file_precision import current_policy
+    from tests.browser.models import ServerThread, tiny_models
+    from tests.conftest import free_port
+
+    release = threading.Event()
+
+    def slow_load() -> Any:
+        current_policy().report(2, 5)  # a loader's progress after two tensors of five
+        release.wait(60)
+        return tiny_models()["gpt"]
+
+    server = ServerThread(free_port(), tmp_path)
+    server.registry.add("big", loader=slow_load, source="test", large=True)
+    server.start()
+    page = browser.new_page()
+    page.set_default_timeout(20000)
+    try:
+        for _ in range(200):  # the warm-up has started loading it
+            if server.registry.entries["big"].progress == (2, 5):
+                break
+            time.sleep(0.05)
+        open_page(page, server.url, lang="zh", text="the cat sat")
+        loading = [o for o in page.eval_on_selector_all("#model option", OPTIONS) if o["group"].startswith("加载中")]
+        assert [(o["name"], o["disabled"], o["value"]) for o in loading] == [("big：加载中，40 %", True, "")]
+        open_lab(page, server.url, lang="en", model="gpt", text="the cat sat")
+        loading = [o for o in page.eval_on_selector_all("#model option", OPTIONS) if o["group"].startswith("loading")]
+        assert [o["name"] for o in loading] == ["big: loading, 40 %"]
+        release.set()  # the menu asks again every 2 s and says when it is done
+        page.wait_for_function("() => [...document.querySelectorAll('#model option[data-loading]')]"
+                               ".some(o => o.textContent.includes('loaded'))")
+    finally:
+        release.set()
+        page.close()
+        server.stop()

@@ -18,6 +18,7 @@ async function prepare(next) {
   if (!next.models.length) {
     next.models = await api.models();
     next.refused = await api.refused();
+    next.loading = await api.loading();
   }
   const names = next.models.map((m) => m.name);
   if (!names.includes(next.model)) next.model = (next.models.find((m) => m.default) || next.models[0]).name;

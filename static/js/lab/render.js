@@ -4,6 +4,7 @@
 
 import { Board } from "../board.js";
 import { $, h, tokenChips } from "../shared/dom.js";
+import { loadingGroup, watchLoading } from "../shared/loading_models.js";
 import { modelOptions } from "../shared/model_menu.js";
 import { urlOf } from "../shared/page.js";
 import { pageOrder, panelContext, panelModule } from "./panels/index.js";
@@ -31,8 +32,9 @@ export function renderStatic(texts, s) {
 function renderInputs(s, say) {
   const select = $("model");
   const refused = { list: s.refused, label: say("refused_group"), why: (r) => say("refused_why", { reason: r.reason }) };
-  select.replaceChildren(...modelOptions(s.models, say("pe_group"), "", refused));
+  select.replaceChildren(...modelOptions(s.models, say("pe_group"), "", refused), ...loadingGroup(s.loading, say));
   select.value = s.model;
+  if (s.loading.length) watchLoading(select, say);
   if (document.activeElement !== $("text")) $("text").value = s.text;
   $("tokens").replaceChildren(tokenChips(s.tokens));
 }

@@ -67,6 +67,7 @@ export const lab = {
   texts: {}, // language -> Texts (static/text/lab.<lang>.json)
   models: [],
   refused: [], // GET /api/health `refused`: models found but not offered, each with why (greyed in the menu)
+  loading: [], // GET /api/health `loading`: models still loading, with how far (greyed in the menu, updated)
   info: null, // GET /api/models/{model}
   tokens: [], // the sentence's tokens (POST /api/tokenize)
   data: null, // what the shown panel's load() returned, or {error}, or {refused: family}

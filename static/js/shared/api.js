@@ -23,7 +23,7 @@ function busyWait(response) {
   return new Promise((resolve) => setTimeout(resolve, seconds * 1000 * (1 + 0.5 * Math.random())));
 }
 
-async function request(method, url, body, attempt = 0) {
+export async function request(method, url, body, attempt = 0) {
   let response;
   try {
     response = await fetch(url, {
@@ -46,7 +46,9 @@ async function request(method, url, body, attempt = 0) {
   }
   if (!response.ok) {
     const error = (payload && payload.error) || {};
-    throw new ApiError(response.status, error.code || `http_${response.status}`, error.message || response.statusText);
+    const failure = new ApiError(response.status, error.code || `http_${response.status}`, error.message || response.statusText);
+    if (typeof error.percent === "number") failure.percent = error.percent; // model_loading: how far the load is
+    throw failure;
   }
   return payload;
 }
@@ -67,6 +69,8 @@ export const api = {
   /** The models found but refused, {name, source, reason}: asked after models() (which loads the lazy ones, so a
    *  first load that failed is among them); a server that cannot say leaves the menu without them. */
   refused: () => cached("GET", "/api/health").then((health) => (Array.isArray(health.refused) ? health.refused : []), () => []),
+  /** The models loading now, {name, done, total, percent} (shared/loading_models.js asks again until none is). */
+  loading: () => cached("GET", "/api/health").then((health) => (Array.isArray(health.loading) ? health.loading : []), () => []),
   model: (name) => cached("GET", `/api/models/${encodeURIComponent(name)}`),
   tokenize: (body) => cached("POST", "/api/tokenize", body),
   trace: (body) => cached("POST", "/api/trace", { encoding: "base64", dtype: "float16", ...body }),

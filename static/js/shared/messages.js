@@ -12,6 +12,9 @@ const box = () => document.getElementById("message");
  * keeps the server's own, more specific, message. null: no words for it.
  */
 export function ownWords(error, texts) {
+  if (error && error.code === "model_loading" && texts && texts.lang !== "en") {
+    return texts.t("messages_loading", { percent: error.percent ?? "?" }); // how far the load is, in the page's words
+  }
   const key = error && error.code ? `messages_code_${error.code}` : "";
   return texts && texts.lang !== "en" && key && texts.has(key) ? texts.t(key) : null;
 }
@@ -21,6 +24,7 @@ function errorText(error, texts) {
   if (!(error instanceof ApiError)) return t("err_generic", { detail: String(error && error.message ? error.message : error) });
   if (error.code === "empty_client" || error.code === "empty_text") return t("err_empty");
   if (error.status === 0 && error.code === "network") return t("err_down");
+  if (error.code === "model_loading") return t("messages_loading", { percent: error.percent ?? "?" });
   if (error.status === 503 || error.status === 429) return t("err_busy");
   if (error.status === 502 || error.status === 504) return t("err_down");
   const own = ownWords(error, texts);
