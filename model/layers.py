@@ -190,9 +190,10 @@ class Attention(nn.Module):
             if self.rotary is not None:  # positions start, start + 1, ...: the angles a full pass gives them
                 table = self.angles_for(start + new)
                 if cache is not None and cache.k is not None and table is not self.angles_for(start):
-                    # longrope switched to its long factors this step: the cached keys, turned by the short ones,
-                    # turn on by the difference (what a full pass over the whole sequence gives them)
-                    cache.k = self.rotary.rotate(cache.k, table[:start] - self.angle_table[:start])
+                    # longrope switches factor sets for the whole sequence: every cached key and value (of every
+                    # layer) would change, so the caller starts again without the cache (model/generate.py does)
+                    raise ValueError(f"longrope turns a sequence longer than {self.long_from} tokens by its long "
+                                     "factors at every position: decode it again from the start, not from a cache")
                 factor = cfg.rope_attention_factor
                 q = self.hook_rot_q(self.rotary.rotate(q, table[start : start + q_len], factor))
                 k = self.hook_rot_k(self.rotary.rotate(k, table[start : start + new], factor))
