@@ -43,6 +43,8 @@ class Sizes:
     freq_factors: tuple[float, ...] | None = None  # rotary kinds: pair i turns freq_factors[i] times slower
     rotary_dims: int | None = None  # rotary kinds: only the first rotary_dims of each head turn; None -> d_head
     attention_factor: float = 1.0  # rotary kinds: the turned dimensions are also multiplied by this (longrope)
+    long_freq_factors: tuple[float, ...] | None = None  # longrope: the factors past original_context positions
+    original_context: int | None = None
 
     @property
     def d_head(self) -> int:
@@ -167,8 +169,14 @@ class RotaryKind(PositionalKind):
         (each pair's angle per position, scaled, [pair]) say by how much each pair was slowed.
         With partial rotary (sizes.rotary_dims) there is one pair per two turned dimensions, and `rotated` shows
         the dimensions past them passing through unchanged.
+        Longrope (sizes.long_freq_factors): `angles` use the set a sequence of sizes.length tokens uses (the long
+        one past sizes.original_context); `factors` / `frequencies` are the short set, `long_factors` /
+        `long_frequencies` the long one.
         """
-        angles = self.scaled_angles(sizes.length, sizes.turned, sizes.base, sizes.freq_factors)  # [pos, pair]
+        in_use = sizes.freq_factors
+        if sizes.long_freq_factors is not None and sizes.length > (sizes.original_context or 0):
+            in_use = sizes.long_freq_factors
+        angles = self.scaled_angles(sizes.length, sizes.turned, sizes.base, in_use)  # [pos, pair]
         ones = torch.ones(1, sizes.length, 1, sizes.d_head)  # [batch, pos, head, d_head]
         rotated = self.rotate(ones, angles, sizes.attention_factor)[0, :, 0, :]  # [pos, d_head]
         pairs = ("pos", "pair")
@@ -178,6 +186,10 @@ class RotaryKind(PositionalKind):
             frequencies = self.scaled_angles(2, sizes.turned, sizes.base, sizes.freq_factors)[1]  # [pair]
             shown["factors"] = (torch.tensor(sizes.freq_factors, dtype=torch.float32), ("pair",))
             shown["frequencies"] = (frequencies, ("pair",))
+        if sizes.long_freq_factors is not None:
+            long = self.scaled_angles(2, sizes.turned, sizes.base, sizes.long_freq_factors)[1]  # [pair]
+            shown["long_factors"] = (torch.tensor(sizes.long_freq_factors, dtype=torch.float32), ("pair",))
+            shown["long_frequencies"] = (long, ("pair",))
         return shown
 
 
