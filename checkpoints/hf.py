@@ -319,8 +319,9 @@ def convert_phi3(hf_config: dict[str, Any], state: StateDict) -> tuple[Transform
         n_heads=n_heads, n_kv_heads=n_kv, d_mlp=d_mlp,
         n_ctx=min(int(hf_config.get("max_position_embeddings", 4096)), 4096), pos_encoding="rope",
         **rope_fields(hf_config, loader, head_dim), norm="rmsnorm", norm_placement="pre",
-        norm_eps=hf_config.get("rms_norm_eps", 1e-5), activation=_activation(hf_config, "hidden_act", "silu", gated=True),
-        bias=False, tied_embeddings=tied, sliding_window=window,
+        norm_eps=hf_config.get("rms_norm_eps", 1e-5),
+        activation=_activation(hf_config, "hidden_act", "silu", gated=True), bias=False, tied_embeddings=tied,
+        sliding_window=window,
     )
     out: StateDict = {"stack.embed.W_E.weight": _take(state, "embed_tokens.weight")}
     for layer in range(n_layers):

@@ -14,8 +14,9 @@ ROPE_TYPES: dict[str, frozenset[str]] = {
     "linear": frozenset({"factor"}),
     "llama3": frozenset({"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"}),
 }
-# longrope (Phi-3, Phi-4-mini): two factor sets, the attention factor; the model types that may use it. "su" is
-# its old name (transformers' Phi3Config renames it); "yarn", which Phi3Config also renames, stays refused.
+# longrope (Phi-3, Phi-4-mini): two factor sets, the attention factor; the model types that may use it. Its old
+# name "su" (transformers 5.24 fails to build such a config) and "yarn" (which Phi3Config renames to longrope,
+# while llama.cpp gives it another attention factor) stay refused by name.
 LONGROPE_KEYS = frozenset({"short_factor", "long_factor", "original_max_position_embeddings", "factor",
                            "attention_factor"})
 LONGROPE_MODELS = frozenset({"phi3"})
@@ -79,7 +80,7 @@ def _rope_scaling(hf_config: dict[str, Any], loader: str, d_head: int,
         rope_type = scaling.pop(type_key, "default")
         if scaling.get("type", rope_type) == rope_type:  # older files write both spellings, agreeing
             scaling.pop("type", None)
-        if phi and rope_type in ("longrope", "su"):
+        if phi and rope_type == "longrope":
             factors = _longrope(hf_config, loader, d_head, field, scaling, theta, out)
             continue
         if not isinstance(rope_type, str) or rope_type not in ROPE_TYPES:

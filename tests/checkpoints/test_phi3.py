@@ -242,8 +242,10 @@ def test_gguf_matches_transformers_own_gguf_reader(tmp_path: Path, qtype: str) -
 
 
 @pytest.mark.parametrize(("change", "named"), [
-    ({"rope_parameters": {"rope_type": "yarn", "rope_theta": 1000.0, "factor": 2.0}}, "rope_parameters.rope_type = 'yarn'"),
-    ({"rope_parameters": {"rope_type": "dynamic", "rope_theta": 1000.0, "factor": 2.0}}, "'dynamic' is not implemented"),
+    ({"rope_parameters": {"rope_type": "yarn", "rope_theta": 1000.0, "factor": 2.0}},
+     "rope_parameters.rope_type = 'yarn'"),
+    ({"rope_parameters": {"rope_type": "dynamic", "rope_theta": 1000.0, "factor": 2.0}},
+     "'dynamic' is not implemented"),
     ({"rope_parameters": {"rope_type": "longrope", "rope_theta": 1000.0, "short_factor": [1.0] * 8,
                           "long_factor": [1.0] * 8, "beta_fast": 3}}, "beta_fast = 3"),
     ({"rope_parameters": {"rope_type": "longrope", "rope_theta": 1000.0, "short_factor": [1.0] * 6,
