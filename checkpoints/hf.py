@@ -24,7 +24,8 @@ from checkpoints.base import (
     read_weights,
     refuse_unimplemented,
 )
-from checkpoints.hf_rope import rope_fields, rope_settings
+from checkpoints.hf_phi import PHI3_FIELDS, convert_phi3
+from checkpoints.hf_rope import rope_settings
 from checkpoints.hf_tokenizer import load_hf_tokenizer
 from model.config import ConfigError, TransformerConfig
 
@@ -91,15 +92,7 @@ HF_FIELDS: dict[str, ConfigFields] = {
         frozenset(),
         {},
     ),
-    # Phi-3 / Phi-3.5-mini / Phi-4-mini: fused qkv_proj and gate_up_proj, partial rotary, longrope, a sliding
-    # window on every layer; the bias and mode flags of Phi-4-mini's own code, which transformers does not read,
-    # only at the values that leave the computation as transformers runs it
-    "phi3": _LLAMA_COMMON | ConfigFields(
-        frozenset({"sliding_window", "partial_rotary_factor", "original_max_position_embeddings"}),
-        frozenset({"resid_pdrop", "embd_pdrop"}),  # dropout: off when a model runs
-        {"attention_bias": False, "mlp_bias": False, "lm_head_bias": False, "full_attn_mod": 1,
-         "interpolate_factor": 1},
-    ),
+    "phi3": _LLAMA_COMMON | PHI3_FIELDS,  # checkpoints/hf_phi.py
     "bert": GENERIC_FIELDS | ConfigFields(
         read=frozenset({
             "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
@@ -298,57 +291,6 @@ def convert_llama(hf_config: dict[str, Any], state: StateDict) -> tuple[Transfor
     return cfg, out
 
 
-def convert_phi3(hf_config: dict[str, Any], state: StateDict) -> tuple[TransformerConfig, StateDict]:
-    """Phi-3 / Phi-4-mini: Llama's layout with Q, K and V in one matrix (qkv_proj: Q rows, then K, then V) and the
-    FFN's gate and up in one (gate_up_proj: gate rows, then up), split here so that every head and stage is
-    the same as Llama's; RoPE on the first partial_rotary_factor of each head, longrope scaling, and
-    transformers' sliding window (`sliding_window`, every layer) when the config sets one."""
-    loader = loader_name("phi3")
-    d_model, n_heads = hf_config["hidden_size"], hf_config["num_attention_heads"]
-    head_dim = hf_config.get("head_dim") or d_model // n_heads
-    if head_dim * n_heads != d_model:
-        raise CheckpointError(f"{loader}: config field head_dim = {head_dim} × {n_heads} heads differs from "
-                              f"hidden_size {d_model}: not implemented")
-    n_kv = hf_config.get("num_key_value_heads") or n_heads
-    n_layers, d_mlp = hf_config["num_hidden_layers"], hf_config["intermediate_size"]
-    state = _strip_prefix(state, ("model.",))
-    tied = bool(hf_config.get("tie_word_embeddings", False)) or "lm_head.weight" not in state
-    window = hf_config.get("sliding_window")
-    cfg = TransformerConfig(
-        architecture="decoder", vocab_size=hf_config["vocab_size"], d_model=d_model, n_layers=n_layers,
-        n_heads=n_heads, n_kv_heads=n_kv, d_mlp=d_mlp,
-        n_ctx=min(int(hf_config.get("max_position_embeddings", 4096)), 4096), pos_encoding="rope",
-        **rope_fields(hf_config, loader, head_dim), norm="rmsnorm", norm_placement="pre",
-        norm_eps=hf_config.get("rms_norm_eps", 1e-5),
-        activation=_activation(hf_config, "hidden_act", "silu", gated=True), bias=False, tied_embeddings=tied,
-        sliding_window=window,
-    )
-    out: StateDict = {"stack.embed.W_E.weight": _take(state, "embed_tokens.weight")}
-    for layer in range(n_layers):
-        hf, ours = f"layers.{layer}.", f"stack.blocks.{layer}."
-        q, k, v = split_rows(_take(state, hf + "self_attn.qkv_proj.weight"), (n_heads * head_dim, n_kv * head_dim,
-                                                                              n_kv * head_dim), "qkv_proj")
-        out[ours + "attn.W_Q.weight"], out[ours + "attn.W_K.weight"], out[ours + "attn.W_V.weight"] = q, k, v
-        out[ours + "attn.W_O.weight"] = _take(state, hf + "self_attn.o_proj.weight")
-        gate, up = split_rows(_take(state, hf + "mlp.gate_up_proj.weight"), (d_mlp, d_mlp), "gate_up_proj")
-        out[ours + "mlp.W_gate.weight"], out[ours + "mlp.W_in.weight"] = gate, up
-        out[ours + "mlp.W_out.weight"] = _take(state, hf + "mlp.down_proj.weight")
-        out[ours + "ln1.w"] = _take(state, hf + "input_layernorm.weight")
-        out[ours + "ln2.w"] = _take(state, hf + "post_attention_layernorm.weight")
-    out["stack.ln_final.w"] = _take(state, "norm.weight")
-    if not tied:
-        out["W_U.weight"] = _take(state, "lm_head.weight")
-    return cfg, out
-
-
-def split_rows(fused: torch.Tensor, rows: tuple[int, ...], name: str) -> tuple[torch.Tensor, ...]:
-    """A fused weight [sum(rows), d_in] cut into its parts, in order (Phi-3's qkv_proj: Q, K, V; gate_up: gate, up)."""
-    if fused.ndim != 2 or fused.shape[0] != sum(rows):
-        raise CheckpointError(f"weight {name} has shape {list(fused.shape)}: {' + '.join(map(str, rows))} = "
-                              f"{sum(rows)} rows were expected")
-    return tuple(fused.split(list(rows), dim=0))
-
-
 def convert_bert(hf_config: dict[str, Any], state: StateDict) -> tuple[TransformerConfig, StateDict]:
     """BERT: learned positions + segment embeddings + embedding LayerNorm, Post-LN, exact GELU.
 
@@ -412,7 +354,7 @@ CONVERTERS: dict[str, Callable[[dict[str, Any], StateDict], tuple[TransformerCon
     "qwen2": convert_llama,
     "qwen3": convert_llama,
     "mistral": convert_llama,
-    "phi3": convert_phi3,
+    "phi3": lambda hf_config, state: convert_phi3(hf_config, state, _activation(hf_config, "hidden_act", "silu", True)),
     "bert": convert_bert,
 }
 
