@@ -40,6 +40,8 @@ TENSOR_WHAT = {"attn_q_norm.weight": "a norm on each head's q: read for qwen3 an
                "post_attention_norm.weight": "a norm after attention: read for gemma2 and gemma3 files only",
                "post_ffw_norm.weight": "a norm after the feed-forward layer: read for gemma2 and gemma3 files only"}
 ROPE_FREQS = "rope_freqs.weight"  # Llama 3.1+: one RoPE frequency factor per pair (llama.cpp's converter writes it)
+# phi3 longrope: the factor sets for sequences up to / past the original context (llama.cpp's converter writes both)
+ROPE_SHORT, ROPE_LONG = "rope_factors_short.weight", "rope_factors_long.weight"
 
 
 def is_gguf(path: Path) -> bool:
@@ -131,6 +133,10 @@ def expected_shapes(cfg: TransformerConfig, arch: str) -> dict[str, tuple[tuple[
         "attn_q_norm.weight": ((d_head,), heads), "attn_k_norm.weight": ((d_head,), heads),
         ROPE_FREQS: ((d_head // 2,), heads),
     }
+    if arch == "phi3":  # fused Q, K, V rows; fused gate then up rows; longrope's sets, one factor per turned pair
+        shapes["attn_qkv.weight"] = ((q + 2 * kv, d), heads)
+        shapes["ffn_up.weight"] = ((2 * mlp, d), f"{width}, feed_forward_length {mlp} (gate and up)")
+        shapes[ROPE_SHORT] = shapes[ROPE_LONG] = ((cfg.rotary_dims // 2,), "rope.dimension_count")
     if arch == "gpt2":
         shapes["position_embd.weight"] = ((cfg.n_ctx, d), f"context_length {cfg.n_ctx}, {width}")
     return shapes
@@ -228,16 +234,60 @@ def convert_gemma(cfg: TransformerConfig, source: ModelTensors) -> StateDict:
     return out
 
 
-def rope_freqs(reader: Any) -> tuple[float, ...] | None:
-    """The file's rope_freqs tensor (Llama 3.1+ RoPE scaling: one frequency factor per pair), if it has one."""
+def convert_phi3(cfg: TransformerConfig, source: ModelTensors) -> StateDict:
+    """phi3: attn_qkv holds Q, K and V rows (or the file has attn_q, attn_k, attn_v), ffn_up holds the gate rows
+    then the up rows (llama.cpp's SwiGLU on one matrix); split here, unpermuted (llama.cpp turns phi3 as NEOX,
+    rotate-half, like this project)."""
+    out: StateDict = {"stack.embed.W_E.weight": source.get("token_embd.weight")}
+    q, kv, mlp = cfg.n_heads * cfg.d_head, cfg.kv_heads * cfg.d_head, cfg.mlp_width
+    for layer in range(cfg.n_layers):
+        blk, ours = f"blk.{layer}.", f"stack.blocks.{layer}."
+        if source.has(blk + "attn_qkv.weight"):
+            parts = source.get(blk + "attn_qkv.weight").split([q, kv, kv], dim=0)
+        else:
+            parts = tuple(source.get(f"{blk}attn_{name}.weight") for name in ("q", "k", "v"))
+        for our_name, tensor in zip(("W_Q", "W_K", "W_V"), parts, strict=True):
+            out[f"{ours}attn.{our_name}.weight"] = tensor
+        out[ours + "attn.W_O.weight"] = source.get(blk + "attn_output.weight")
+        out[ours + "mlp.W_gate.weight"], out[ours + "mlp.W_in.weight"] = source.get(blk + "ffn_up.weight").split(
+            [mlp, mlp], dim=0)
+        out[ours + "mlp.W_out.weight"] = source.get(blk + "ffn_down.weight")
+        out[ours + "ln1.w"] = source.get(blk + "attn_norm.weight")
+        out[ours + "ln2.w"] = source.get(blk + "ffn_norm.weight")
+    out["stack.ln_final.w"] = source.get("output_norm.weight")
+    if not cfg.tied_embeddings:
+        out["W_U.weight"] = source.get("output.weight")
+    for name in (ROPE_SHORT, ROPE_LONG):
+        if source.has(name):
+            source.get(name)  # read into the config (longrope's factor sets): checked here, like every tensor
+    return out
+
+
+def factor_tensor(reader: Any, name: str) -> tuple[float, ...] | None:
+    """A 1-D tensor of RoPE factors (rope_freqs, rope_factors_short, rope_factors_long), if the file has it."""
     for tensor in reader.tensors:
-        if tensor.name == ROPE_FREQS:
+        if tensor.name == name:
             factors = dequantize(tensor)
             if factors.ndim != 1:
-                raise CheckpointError(f"tensor {ROPE_FREQS!r} has shape {list(factors.shape)}: one factor per pair "
+                raise CheckpointError(f"tensor {name!r} has shape {list(factors.shape)}: one factor per pair "
                                       "was expected")
             return tuple(float(f) for f in factors)
     return None
+
+
+def longrope_sets(reader: Any, arch: str) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+    """A phi3 file's (short, long) longrope factor sets; None without them. One without the other is refused."""
+    if arch != "phi3":
+        return None
+    short, long = factor_tensor(reader, ROPE_SHORT), factor_tensor(reader, ROPE_LONG)
+    if (short is None) != (long is None):
+        raise CheckpointError(f"the file has only one of the tensors {ROPE_SHORT} and {ROPE_LONG}: longrope needs both")
+    return None if short is None or long is None else (short, long)
+
+
+def rope_freqs(reader: Any) -> tuple[float, ...] | None:
+    """The file's rope_freqs tensor (Llama 3.1+ RoPE scaling: one frequency factor per pair), if it has one."""
+    return factor_tensor(reader, ROPE_FREQS)
 
 
 def convert_gpt2(cfg: TransformerConfig, source: ModelTensors) -> StateDict:
@@ -273,7 +323,8 @@ def inspect_gguf(path: Path) -> dict[str, Any]:
     check_understood(metadata)
     tensor_names = {tensor.name for tensor in reader.tensors}
     try:
-        gguf_config(metadata, tied="output.weight" not in tensor_names, rope_freqs=rope_freqs(reader))
+        gguf_config(metadata, tied="output.weight" not in tensor_names, rope_freqs=rope_freqs(reader),
+                    longrope=longrope_sets(reader, str(metadata["general.architecture"])))
     except (ConfigError, TypeError, ValueError) as error:
         raise CheckpointError(f"unsupported configuration in {path.name}: {error}") from error
     gguf_tokenizer(metadata)
@@ -296,7 +347,8 @@ def load_gguf(path: Path, device: str | torch.device = "cpu") -> LoadedModel:
     arch = str(metadata["general.architecture"])
     tensor_names = {tensor.name for tensor in reader.tensors}
     try:
-        cfg = gguf_config(metadata, tied="output.weight" not in tensor_names, rope_freqs=rope_freqs(reader))
+        cfg = gguf_config(metadata, tied="output.weight" not in tensor_names, rope_freqs=rope_freqs(reader),
+                          longrope=longrope_sets(reader, arch))
     except (ConfigError, TypeError, ValueError) as error:
         raise CheckpointError(f"unsupported {arch} configuration in {path.name}: {error}") from error
     tokenizer, token_meta = gguf_tokenizer(metadata)
@@ -311,6 +363,8 @@ def load_gguf(path: Path, device: str | torch.device = "cpu") -> LoadedModel:
         state = convert_gpt2(cfg, source)
     elif arch in GEMMA_ARCHITECTURES:
         state = convert_gemma(cfg, source)
+    elif arch == "phi3":
+        state = convert_phi3(cfg, source)
     else:
         state = convert_llama(arch, cfg, source)
     source.check_all_used()

@@ -16,7 +16,7 @@ from typing import Any
 from checkpoints.base import CheckpointError
 from model.config import TransformerConfig
 
-SUPPORTED_ARCHITECTURES = ("llama", "mistral", "qwen2", "qwen3", "gpt2", "gemma2", "gemma3")
+SUPPORTED_ARCHITECTURES = ("llama", "mistral", "qwen2", "qwen3", "gpt2", "gemma2", "gemma3", "phi3")
 GEMMA_ARCHITECTURES = frozenset({"gemma2", "gemma3"})
 PERMUTED_ARCHITECTURES = frozenset({"llama", "mistral"})  # llama.cpp's converter permutes attn_q / attn_k rows
 # RoPE tables are built for at most this many positions: a file that says more is read at this length, and
@@ -46,6 +46,12 @@ GEMMA_SWA_PATTERN = {"gemma2": 2, "gemma3": 6}
 # llama.cpp scales Gemma's queries by 1/√key_length, except in the 27B models (known by their block count), whose
 # query_pre_attn_scalar is embedding_length / head_count (llama.cpp: f_attention_scale)
 GEMMA_27B_BLOCKS = {"gemma2": 46, "gemma3": 62}
+# phi3 (Phi-3, Phi-3.5-mini, Phi-4-mini): partial rotary (rope.dimension_count), a sliding window on every layer
+# (0: none), and longrope's attention factor and original context (its factor sets are the tensors
+# rope_factors_short / rope_factors_long)
+USED_KEYS["phi3"] = USED_KEYS["llama"] | frozenset({
+    "rope.dimension_count", "attention.sliding_window", "rope.scaling.attn_factor",
+    "rope.scaling.original_context_length"})
 # RoPE scaling types the loader implements: none, and linear (every pair rope.scaling.factor times slower). Llama
 # 3.1's scaling has no key: llama.cpp's converter stores it as the tensor rope_freqs (one factor per pair)
 ROPE_SCALING_TYPES = ("none", "linear")
@@ -154,9 +160,11 @@ def check_understood(metadata: dict[str, Any]) -> None:
         raise CheckpointError(f"{key} = {_shown(value)} ({what}) changes the computation and is not implemented")
 
 
-def gguf_config(metadata: dict[str, Any], tied: bool, rope_freqs: tuple[float, ...] | None = None) -> TransformerConfig:
+def gguf_config(metadata: dict[str, Any], tied: bool, rope_freqs: tuple[float, ...] | None = None,
+                longrope: tuple[tuple[float, ...], tuple[float, ...]] | None = None) -> TransformerConfig:
     """The TransformerConfig the metadata describes (after check_understood); rope_freqs: the file's rope_freqs
-    tensor (one RoPE frequency factor per pair), if it has one."""
+    tensor (one RoPE frequency factor per pair), if it has one; longrope: a phi3 file's (rope_factors_short,
+    rope_factors_long) tensors, if it has them."""
     arch = architecture(metadata)
 
     def get(name: str, default: Any = None) -> Any:
@@ -194,6 +202,13 @@ def gguf_config(metadata: dict[str, Any], tied: bool, rope_freqs: tuple[float, .
         common["head_dim"] = head_size
     if arch in GEMMA_ARCHITECTURES:
         return gemma_config(metadata, arch, common, head_size, rope_freqs)
+    if arch == "phi3":
+        return TransformerConfig(
+            **common, d_mlp=int(get("feed_forward_length")), pos_encoding="rope",
+            rope_base=float(get("rope.freq_base", 10000.0)), **phi3_rope(metadata, head_size, longrope),
+            norm="rmsnorm", norm_eps=float(get("attention.layer_norm_rms_epsilon")), activation="swiglu", bias=False,
+            sliding_window=int(get("attention.sliding_window", 0)) or None,
+        )
     return TransformerConfig(
         **common, d_mlp=int(get("feed_forward_length")), pos_encoding="rope",
         rope_base=float(get("rope.freq_base", 10000.0)),
@@ -262,6 +277,42 @@ def rope_factors(metadata: dict[str, Any], arch: str, d_head: int,
     if rope_freqs is None and linear == 1.0:
         return None
     return tuple(linear * factor for factor in (rope_freqs or (1.0,) * (d_head // 2)))
+def phi3_rope(metadata: dict[str, Any], d_head: int,
+              longrope: tuple[tuple[float, ...], tuple[float, ...]] | None) -> dict[str, Any]:
+    """A phi3 file's partial rotary and longrope as config fields, read as transformers reads the model's config:
+    the short set up to rope.scaling.original_context_length tokens, the long set past it, cos and sin times
+    rope.scaling.attn_factor (when the key is missing: √(1 + ln s / ln original), s = context_length / original,
+    transformers' default; llama.cpp's converter always writes it)."""
+    key = "phi3.rope.dimension_count"
+    dims = int(metadata.get(key, d_head))
+    if not 2 <= dims <= d_head or dims % 2:
+        raise CheckpointError(f"{key} = {dims}: RoPE must turn an even number of dimensions, at most the head "
+                              f"size {d_head}")
+    fields: dict[str, Any] = {"rope_dims": dims} if dims != d_head else {}
+    attention = metadata.get("phi3.rope.scaling.attn_factor")
+    if longrope is None:
+        if attention not in (None, 1.0):
+            raise CheckpointError(f"phi3.rope.scaling.attn_factor = {_shown(attention)} (RoPE attention factor) "
+                                  "without the tensors rope_factors_short and rope_factors_long is not implemented")
+        return fields
+    short, long = longrope
+    for name, factors in (("rope_factors_short", short), ("rope_factors_long", long)):
+        if len(factors) != dims // 2:
+            raise CheckpointError(f"tensor {name}.weight has {len(factors)} factors, but {key} = {dims} turned "
+                                  f"dimensions make {dims // 2} pairs")
+    context = int(metadata["phi3.context_length"])
+    original = int(metadata.get("phi3.rope.scaling.original_context_length", context))
+    if original < 1:
+        raise CheckpointError(f"phi3.rope.scaling.original_context_length = {original} must be at least 1")
+    if attention is None:
+        scale = context / original
+        attention = 1.0 if scale <= 1.0 else math.sqrt(1 + math.log(scale) / math.log(original))
+    if not (isinstance(attention, (int, float)) and math.isfinite(attention) and attention > 0):
+        raise CheckpointError(f"phi3.rope.scaling.attn_factor = {_shown(attention)} must be a number above 0")
+    return {**fields, "rope_freq_factors": short, "rope_long_freq_factors": long, "rope_original_context": original,
+            "rope_attention_factor": float(attention)}
+
+
 # Said of every file whose weights are not all float32: why llama.cpp (Ollama, LM Studio) shows slightly other
 # probabilities than this site for the same file (the lab's quantization panel measures how far).
 PRECISION_NOTE = ("Every number here is computed in float32 from the dequantized weights. llama.cpp (which Ollama and "

@@ -25,6 +25,9 @@ from checkpoints.base import (
     refuse_unimplemented,
 )
 from checkpoints.file_precision import current_policy, in_file_precision
+from checkpoints.hf_common import GENERIC_FIELDS, activation, loader_name, strip_prefix, take
+from checkpoints.hf_gemma import GEMMA_COMMON, convert_gemma
+from checkpoints.hf_phi import PHI3_FIELDS, convert_phi3
 from checkpoints.hf_rope import rope_settings
 from checkpoints.hf_tokenizer import load_hf_tokenizer
 from model.config import ConfigError, TransformerConfig
@@ -32,30 +35,6 @@ from model.stored_weights import stored_nbytes
 
 # ---------------------------------------------------------------- the fields each converter understands
 
-# every Hugging Face config carries these (PretrainedConfig); none changes a number of the forward pass
-GENERIC_FIELDS = ConfigFields(
-    read=frozenset({"model_type", "tie_word_embeddings"}),
-    inert=frozenset({
-        "_name_or_path", "_commit_hash", "_attn_implementation", "_attn_implementation_autoset", "architectures",
-        "transformers_version", "dtype", "torch_dtype", "use_bfloat16", "torchscript", "tf_legacy_loss",
-        "return_dict", "output_hidden_states", "output_attentions", "use_cache", "chunk_size_feed_forward",
-        "gradient_checkpointing", "initializer_range", "id2label", "label2id", "num_labels", "problem_type",
-        "finetuning_task", "tokenizer_class", "prefix", "task_specific_params",
-        "bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id", "decoder_start_token_id",
-        # generation defaults (the explorer's sampler takes its own settings from each request)
-        "max_length", "min_length", "do_sample", "early_stopping", "num_beams", "num_beam_groups",
-        "diversity_penalty", "temperature", "top_k", "top_p", "typical_p", "repetition_penalty",
-        "length_penalty", "no_repeat_ngram_size", "encoder_no_repeat_ngram_size", "bad_words_ids",
-        "num_return_sequences", "output_scores", "return_dict_in_generate", "forced_bos_token_id",
-        "forced_eos_token_id", "remove_invalid_values", "exponential_decay_length_penalty",
-        "suppress_tokens", "begin_suppress_tokens",
-    }),
-    defaults={
-        "is_encoder_decoder": False, "is_decoder": False, "add_cross_attention": False,
-        "tie_encoder_decoder": False, "cross_attention_hidden_size": None, "pruned_heads": {},
-        "quantization_config": None,
-    },
-)
 _LLAMA_COMMON = GENERIC_FIELDS | ConfigFields(
     read=frozenset({
         "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
@@ -65,17 +44,6 @@ _LLAMA_COMMON = GENERIC_FIELDS | ConfigFields(
     # pretraining_tp: the same matmuls in slices; is_llama_config: a flag nanotron writes (SmolLM2)
     inert=frozenset({"attention_dropout", "pretraining_tp", "is_llama_config"}),
     defaults={"rope_interleaved": False},  # nanotron's pair order; transformers' layout splits halves
-)
-GEMMA_COMMON = GENERIC_FIELDS | ConfigFields(
-    read=frozenset({
-        "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-        "num_key_value_heads", "head_dim", "hidden_activation", "max_position_embeddings", "rms_norm_eps",
-        "rope_parameters", "rope_theta", "rope_scaling", "query_pre_attn_scalar", "sliding_window", "layer_types",
-        "final_logit_softcapping", "attn_logit_softcapping", "attention_bias", "use_bidirectional_attention",
-    }),
-    # hidden_act: Gemma's modeling reads hidden_activation only; cache_implementation: how generate() caches
-    inert=frozenset({"attention_dropout", "hidden_act", "cache_implementation"}),
-    defaults={},
 )
 HF_FIELDS: dict[str, ConfigFields] = {
     "gpt2": GENERIC_FIELDS | ConfigFields(
@@ -110,6 +78,7 @@ HF_FIELDS: dict[str, ConfigFields] = {
         # rope_local_base_freq: the local layers' RoPE base (older configs; rope_parameters.sliding_attention now);
         # sliding_window_pattern: what layer_types was made from (one global layer every n)
         frozenset({"rope_local_base_freq", "sliding_window_pattern", "_sliding_window_pattern"}), frozenset(), {}),
+    "phi3": _LLAMA_COMMON | PHI3_FIELDS,  # checkpoints/hf_phi.py
     "bert": GENERIC_FIELDS | ConfigFields(
         read=frozenset({
             "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
@@ -120,51 +89,9 @@ HF_FIELDS: dict[str, ConfigFields] = {
     ),
 }
 
-# Hugging Face activation names (transformers.activations.ACT2FN) -> ours; the gated FFN of Llama-type
-# models applies the same function to its gate (silu -> SwiGLU, gelu -> GEGLU, relu -> ReGLU)
-ACTIVATIONS: dict[str, str] = {
-    "gelu": "gelu", "gelu_python": "gelu",
-    "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu_python_tanh": "gelu_tanh",
-    "gelu_fast": "gelu_tanh",
-    "relu": "relu", "silu": "silu", "swish": "silu",
-}
-GATED: dict[str, str] = {"gelu": "geglu", "gelu_tanh": "geglu_tanh", "relu": "reglu", "silu": "swiglu"}
-
-
-def loader_name(model_type: str) -> str:
-    return f"the Hugging Face {model_type} loader"  # the GGUF loader names itself the same way
-
-
-def _activation(hf_config: dict[str, Any], field: str, default: str, gated: bool = False) -> Any:
-    value = hf_config.get(field, default)
-    if value not in ACTIVATIONS:
-        raise CheckpointError(
-            f"{loader_name(str(hf_config.get('model_type')))}: config field {field} = {value!r} is not implemented "
-            f"(implemented: {', '.join(sorted(ACTIVATIONS))})"
-        )
-    return GATED[ACTIVATIONS[value]] if gated else ACTIVATIONS[value]
-
-
-def _strip_prefix(state: StateDict, prefixes: tuple[str, ...]) -> StateDict:
-    out: StateDict = {}
-    for name, tensor in state.items():
-        for prefix in prefixes:
-            if name.startswith(prefix):
-                name = name[len(prefix) :]
-                break
-        out[name] = tensor
-    return out
-
-
-def _take(state: StateDict, name: str) -> torch.Tensor:
-    if name not in state:
-        raise CheckpointError(f"the checkpoint has no weight {name!r}")
-    return state[name]
-
-
 def convert_gpt2(hf_config: dict[str, Any], state: StateDict) -> tuple[TransformerConfig, StateDict]:
     """GPT-2: learned positions, Pre-LN LayerNorm, tanh GELU, fused Conv1D c_attn stored [in, out]."""
-    state = _strip_prefix(state, ("transformer.",))
+    state = strip_prefix(state, ("transformer.",))
     d_model, n_layers = hf_config["n_embd"], hf_config["n_layer"]
     cfg = TransformerConfig(
         architecture="decoder",
@@ -178,33 +105,33 @@ def convert_gpt2(hf_config: dict[str, Any], state: StateDict) -> tuple[Transform
         norm="layernorm",
         norm_placement="pre",
         norm_eps=hf_config.get("layer_norm_epsilon", 1e-5),
-        activation=_activation(hf_config, "activation_function", "gelu_new"),
+        activation=activation(hf_config, "activation_function", "gelu_new"),
         bias=True,
         scale_attn_by_layer=bool(hf_config.get("scale_attn_by_inverse_layer_idx", False)),
         tied_embeddings="lm_head.weight" not in state or bool(hf_config.get("tie_word_embeddings", True)),
     )
     out: StateDict = {
-        "stack.embed.W_E.weight": _take(state, "wte.weight"),
-        "stack.embed.W_pos.weight": _take(state, "wpe.weight"),
+        "stack.embed.W_E.weight": take(state, "wte.weight"),
+        "stack.embed.W_pos.weight": take(state, "wpe.weight"),
     }
     for layer in range(n_layers):
         hf, ours = f"h.{layer}.", f"stack.blocks.{layer}."
-        w_qkv = _take(state, hf + "attn.c_attn.weight").T  # Conv1D [in, 3*out] -> Linear [3*out, in]
-        b_qkv = _take(state, hf + "attn.c_attn.bias")
+        w_qkv = take(state, hf + "attn.c_attn.weight").T  # Conv1D [in, 3*out] -> Linear [3*out, in]
+        b_qkv = take(state, hf + "attn.c_attn.bias")
         for part, w, b in zip(("W_Q", "W_K", "W_V"), w_qkv.chunk(3, 0), b_qkv.chunk(3, 0), strict=True):
             out[ours + f"attn.{part}.weight"], out[ours + f"attn.{part}.bias"] = w, b
-        out[ours + "attn.W_O.weight"] = _take(state, hf + "attn.c_proj.weight").T
-        out[ours + "attn.W_O.bias"] = _take(state, hf + "attn.c_proj.bias")
-        out[ours + "mlp.W_in.weight"] = _take(state, hf + "mlp.c_fc.weight").T
-        out[ours + "mlp.W_in.bias"] = _take(state, hf + "mlp.c_fc.bias")
-        out[ours + "mlp.W_out.weight"] = _take(state, hf + "mlp.c_proj.weight").T
-        out[ours + "mlp.W_out.bias"] = _take(state, hf + "mlp.c_proj.bias")
+        out[ours + "attn.W_O.weight"] = take(state, hf + "attn.c_proj.weight").T
+        out[ours + "attn.W_O.bias"] = take(state, hf + "attn.c_proj.bias")
+        out[ours + "mlp.W_in.weight"] = take(state, hf + "mlp.c_fc.weight").T
+        out[ours + "mlp.W_in.bias"] = take(state, hf + "mlp.c_fc.bias")
+        out[ours + "mlp.W_out.weight"] = take(state, hf + "mlp.c_proj.weight").T
+        out[ours + "mlp.W_out.bias"] = take(state, hf + "mlp.c_proj.bias")
         for hf_ln, our_ln in (("ln_1", "ln1"), ("ln_2", "ln2")):
-            out[ours + f"{our_ln}.w"] = _take(state, hf + f"{hf_ln}.weight")
-            out[ours + f"{our_ln}.b"] = _take(state, hf + f"{hf_ln}.bias")
-    out["stack.ln_final.w"], out["stack.ln_final.b"] = _take(state, "ln_f.weight"), _take(state, "ln_f.bias")
+            out[ours + f"{our_ln}.w"] = take(state, hf + f"{hf_ln}.weight")
+            out[ours + f"{our_ln}.b"] = take(state, hf + f"{hf_ln}.bias")
+    out["stack.ln_final.w"], out["stack.ln_final.b"] = take(state, "ln_f.weight"), take(state, "ln_f.bias")
     if not cfg.tied_embeddings:
-        out["W_U.weight"] = _take(state, "lm_head.weight")
+        out["W_U.weight"] = take(state, "lm_head.weight")
     return cfg, out
 
 
@@ -243,7 +170,7 @@ def convert_llama(hf_config: dict[str, Any], state: StateDict) -> tuple[Transfor
     """
     model_type = str(hf_config.get("model_type"))
     loader = loader_name(model_type)
-    state = _strip_prefix(state, ("model.",))
+    state = strip_prefix(state, ("model.",))
     d_model, n_heads = hf_config["hidden_size"], hf_config["num_attention_heads"]
     head_dim = hf_config.get("head_dim") or d_model // n_heads
     attention_bias = model_type in ("llama", "qwen3") and bool(hf_config.get("attention_bias", False))
@@ -271,7 +198,7 @@ def convert_llama(hf_config: dict[str, Any], state: StateDict) -> tuple[Transfor
         norm_placement="pre",
         norm_eps=hf_config.get("rms_norm_eps", 1e-6),
         qk_norm=qk_norm,
-        activation=_activation(hf_config, "hidden_act", "silu", gated=True),
+        activation=activation(hf_config, "hidden_act", "silu", gated=True),
         bias=False,
         qkv_bias=qkv_bias,
         attn_out_bias=attention_bias,
@@ -280,141 +207,27 @@ def convert_llama(hf_config: dict[str, Any], state: StateDict) -> tuple[Transfor
         sliding_window=window,
         window_layers=window_layers,
     )
-    out: StateDict = {"stack.embed.W_E.weight": _take(state, "embed_tokens.weight")}
+    out: StateDict = {"stack.embed.W_E.weight": take(state, "embed_tokens.weight")}
     attn = {"q_proj": "W_Q", "k_proj": "W_K", "v_proj": "W_V", "o_proj": "W_O"}
     mlp = {"gate_proj": "W_gate", "up_proj": "W_in", "down_proj": "W_out"}
     for layer in range(n_layers):
         hf, ours = f"layers.{layer}.", f"stack.blocks.{layer}."
         for hf_name, our_name in attn.items():
-            out[ours + f"attn.{our_name}.weight"] = _take(state, hf + f"self_attn.{hf_name}.weight")
+            out[ours + f"attn.{our_name}.weight"] = take(state, hf + f"self_attn.{hf_name}.weight")
             if attention_bias or (qkv_bias and hf_name != "o_proj"):
-                out[ours + f"attn.{our_name}.bias"] = _take(state, hf + f"self_attn.{hf_name}.bias")
+                out[ours + f"attn.{our_name}.bias"] = take(state, hf + f"self_attn.{hf_name}.bias")
         for hf_name, our_name in mlp.items():
-            out[ours + f"mlp.{our_name}.weight"] = _take(state, hf + f"mlp.{hf_name}.weight")
+            out[ours + f"mlp.{our_name}.weight"] = take(state, hf + f"mlp.{hf_name}.weight")
             if mlp_bias:
-                out[ours + f"mlp.{our_name}.bias"] = _take(state, hf + f"mlp.{hf_name}.bias")
+                out[ours + f"mlp.{our_name}.bias"] = take(state, hf + f"mlp.{hf_name}.bias")
         if qk_norm:
-            out[ours + "attn.q_norm_w"] = _take(state, hf + "self_attn.q_norm.weight")
-            out[ours + "attn.k_norm_w"] = _take(state, hf + "self_attn.k_norm.weight")
-        out[ours + "ln1.w"] = _take(state, hf + "input_layernorm.weight")
-        out[ours + "ln2.w"] = _take(state, hf + "post_attention_layernorm.weight")
-    out["stack.ln_final.w"] = _take(state, "norm.weight")
+            out[ours + "attn.q_norm_w"] = take(state, hf + "self_attn.q_norm.weight")
+            out[ours + "attn.k_norm_w"] = take(state, hf + "self_attn.k_norm.weight")
+        out[ours + "ln1.w"] = take(state, hf + "input_layernorm.weight")
+        out[ours + "ln2.w"] = take(state, hf + "post_attention_layernorm.weight")
+    out["stack.ln_final.w"] = take(state, "norm.weight")
     if not tied:
-        out["W_U.weight"] = _take(state, "lm_head.weight")
-    return cfg, out
-
-
-def _gemma_rope(hf_config: dict[str, Any], loader: str, head_dim: int) -> tuple[float, tuple[float, ...] | None,
-                                                                              float | None]:
-    """(global layers' RoPE base, their frequency factors, the local layers' base or None): Gemma 3 keeps one set of
-    RoPE parameters per layer type (rope_parameters.full_attention / .sliding_attention, or the older rope_theta +
-    rope_scaling and rope_local_base_freq); Gemma 2 one set for all layers. The local layers' RoPE is unscaled."""
-    if hf_config.get("model_type") != "gemma3_text":
-        theta, factors = rope_settings(hf_config, loader, head_dim)
-        return theta, factors, None
-    params = hf_config.get("rope_parameters")
-    if isinstance(params, dict) and set(params) <= {"full_attention", "sliding_attention"} and params:
-        full = {"rope_parameters": params.get("full_attention") or {"rope_theta": 1_000_000.0}}
-        local = {"rope_parameters": params.get("sliding_attention") or {"rope_theta": 10_000.0}}
-    else:
-        full = {"rope_theta": hf_config.get("rope_theta", 1_000_000.0), "rope_parameters": params,
-                "rope_scaling": hf_config.get("rope_scaling")}
-        local = {"rope_theta": hf_config.get("rope_local_base_freq", 10_000.0)}
-    theta, factors = rope_settings(full, loader, head_dim)
-    local_theta, local_factors = rope_settings(local, loader, head_dim)
-    if local_factors is not None:
-        raise CheckpointError(f"{loader}: config field rope_parameters.sliding_attention = "
-                              f"{local['rope_parameters']!r} (RoPE scaling on the local layers) is not implemented")
-    return theta, factors, local_theta
-
-
-def convert_gemma(hf_config: dict[str, Any], state: StateDict) -> tuple[TransformerConfig, StateDict]:
-    """Gemma 2 / Gemma 3 (text): embeddings × √d_model, RMSNorm with gain 1 + w (read as that gain), a norm before
-    and after each sub-layer, GeGLU with tanh GELU, scores ÷ √query_pre_attn_scalar, soft-capped scores and
-    logits (Gemma 2), local sliding-window layers between global ones, Gemma 3's q/k norm and per-type RoPE."""
-    model_type = str(hf_config.get("model_type"))
-    loader = loader_name(model_type)
-    state = _strip_prefix(state, ("model.language_model.", "model.", "language_model.model."))
-    d_model, n_heads, n_layers = hf_config["hidden_size"], hf_config["num_attention_heads"], \
-        hf_config["num_hidden_layers"]
-    head_dim = hf_config.get("head_dim") or d_model // n_heads
-    if hf_config.get("use_bidirectional_attention"):  # EmbeddingGemma: an encoder, not a causal language model
-        raise CheckpointError(f"{loader}: config field use_bidirectional_attention = "
-                              f"{hf_config['use_bidirectional_attention']!r} is not implemented")
-    pattern = 6 if model_type == "gemma3_text" else 2  # one global layer every `pattern` (transformers' default)
-    pattern = int(hf_config.get("sliding_window_pattern", pattern))
-    types = hf_config.get("layer_types") or [
-        "sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(n_layers)]
-    if not isinstance(types, list) or len(types) != n_layers or set(types) - {"full_attention", "sliding_attention"}:
-        raise CheckpointError(f"{loader}: config field layer_types = {types!r} is not implemented")
-    window = hf_config.get("sliding_window", 4096)
-    local = tuple(i for i, kind in enumerate(types) if kind == "sliding_attention") if window else ()
-    rope_base, factors, local_base = _gemma_rope(hf_config, loader, head_dim)
-    if local_base is not None and len(local) == n_layers:  # every layer local: their RoPE is the only one
-        rope_base, factors, local_base = local_base, None, None
-    if not local:
-        local_base = None
-    scalar = hf_config.get("query_pre_attn_scalar", 256)
-    soft = {name: hf_config.get(name) for name in ("attn_logit_softcapping", "final_logit_softcapping")}
-    if model_type == "gemma3_text":  # transformers' Gemma 3 stores attn_logit_softcapping but never applies it
-        soft["attn_logit_softcapping"] = None
-    if model_type == "gemma2":
-        soft = {name: hf_config.get(name, cap) for name, cap in
-                (("attn_logit_softcapping", 50.0), ("final_logit_softcapping", 30.0))}
-    bias = bool(hf_config.get("attention_bias", False))
-    cfg = TransformerConfig(
-        architecture="decoder",
-        vocab_size=hf_config["vocab_size"],
-        d_model=d_model,
-        n_layers=n_layers,
-        n_heads=n_heads,
-        n_kv_heads=hf_config.get("num_key_value_heads") or n_heads,
-        head_dim=None if head_dim * n_heads == d_model else head_dim,
-        d_mlp=hf_config["intermediate_size"],
-        n_ctx=min(int(hf_config.get("max_position_embeddings", 8192)), 4096),
-        pos_encoding="rope",
-        rope_base=rope_base,
-        rope_freq_factors=factors,
-        rope_base_local=local_base,
-        norm="rmsnorm",
-        norm_placement="pre",
-        norm_eps=hf_config.get("rms_norm_eps", 1e-6),
-        qk_norm=model_type == "gemma3_text",
-        post_norms=True,
-        attn_softcap=soft["attn_logit_softcapping"] or None,
-        logit_softcap=soft["final_logit_softcapping"] or None,
-        score_scale_dim=None if scalar == head_dim else float(scalar),
-        activation=_activation(hf_config, "hidden_activation", "gelu_pytorch_tanh", gated=True),
-        bias=False,
-        qkv_bias=bias,
-        attn_out_bias=bias,
-        tied_embeddings=bool(hf_config.get("tie_word_embeddings", True)) or "lm_head.weight" not in state,
-        sliding_window=window if local else None,
-        window_layers=(None if len(local) == n_layers else local) if local else None,
-        scale_embeddings=True,
-    )
-    out: StateDict = {"stack.embed.W_E.weight": _take(state, "embed_tokens.weight")}
-    attn = {"q_proj": "W_Q", "k_proj": "W_K", "v_proj": "W_V", "o_proj": "W_O"}
-    mlp = {"gate_proj": "W_gate", "up_proj": "W_in", "down_proj": "W_out"}
-    norms = {"input_layernorm": "ln1", "post_attention_layernorm": "ln1_post",
-             "pre_feedforward_layernorm": "ln2", "post_feedforward_layernorm": "ln2_post"}
-    for layer in range(n_layers):
-        hf, ours = f"layers.{layer}.", f"stack.blocks.{layer}."
-        for hf_name, our_name in attn.items():
-            out[ours + f"attn.{our_name}.weight"] = _take(state, hf + f"self_attn.{hf_name}.weight")
-            if bias:
-                out[ours + f"attn.{our_name}.bias"] = _take(state, hf + f"self_attn.{hf_name}.bias")
-        for hf_name, our_name in mlp.items():
-            out[ours + f"mlp.{our_name}.weight"] = _take(state, hf + f"mlp.{hf_name}.weight")
-        # Gemma's RMSNorm multiplies by 1 + w (computed in float32): we hold the gain itself, 1 + w
-        for hf_name, our_name in norms.items():
-            out[ours + f"{our_name}.w"] = 1.0 + _take(state, hf + f"{hf_name}.weight").float()
-        if cfg.qk_norm:
-            out[ours + "attn.q_norm_w"] = 1.0 + _take(state, hf + "self_attn.q_norm.weight").float()
-            out[ours + "attn.k_norm_w"] = 1.0 + _take(state, hf + "self_attn.k_norm.weight").float()
-    out["stack.ln_final.w"] = 1.0 + _take(state, "norm.weight").float()
-    if not cfg.tied_embeddings:
-        out["W_U.weight"] = _take(state, "lm_head.weight")
+        out["W_U.weight"] = take(state, "lm_head.weight")
     return cfg, out
 
 
@@ -423,7 +236,7 @@ def convert_bert(hf_config: dict[str, Any], state: StateDict) -> tuple[Transform
 
     The model outputs the last hidden state (no MLM head), as sentence encoders use it.
     """
-    state = _strip_prefix(state, ("bert.",))
+    state = strip_prefix(state, ("bert.",))
     n_layers = hf_config["num_hidden_layers"]
     cfg = TransformerConfig(
         architecture="encoder",
@@ -437,7 +250,7 @@ def convert_bert(hf_config: dict[str, Any], state: StateDict) -> tuple[Transform
         norm="layernorm",
         norm_placement="post",
         norm_eps=hf_config.get("layer_norm_eps", 1e-12),
-        activation=_activation(hf_config, "hidden_act", "gelu"),
+        activation=activation(hf_config, "hidden_act", "gelu"),
         bias=True,
         final_norm=False,
         lm_head=False,
@@ -447,11 +260,11 @@ def convert_bert(hf_config: dict[str, Any], state: StateDict) -> tuple[Transform
     )
     e = "embeddings."
     out: StateDict = {
-        "stack.embed.W_E.weight": _take(state, e + "word_embeddings.weight"),
-        "stack.embed.W_pos.weight": _take(state, e + "position_embeddings.weight"),
-        "stack.embed.W_token_type.weight": _take(state, e + "token_type_embeddings.weight"),
-        "stack.embed.ln_embed.w": _take(state, e + "LayerNorm.weight"),
-        "stack.embed.ln_embed.b": _take(state, e + "LayerNorm.bias"),
+        "stack.embed.W_E.weight": take(state, e + "word_embeddings.weight"),
+        "stack.embed.W_pos.weight": take(state, e + "position_embeddings.weight"),
+        "stack.embed.W_token_type.weight": take(state, e + "token_type_embeddings.weight"),
+        "stack.embed.ln_embed.w": take(state, e + "LayerNorm.weight"),
+        "stack.embed.ln_embed.b": take(state, e + "LayerNorm.bias"),
     }
     parts = {
         "attention.self.query": "attn.W_Q",
@@ -467,11 +280,11 @@ def convert_bert(hf_config: dict[str, Any], state: StateDict) -> tuple[Transform
         hf, ours = f"encoder.layer.{layer}.", f"stack.blocks.{layer}."
         for hf_name, our_name in parts.items():
             if "LayerNorm" in hf_name:
-                out[ours + our_name + ".w"] = _take(state, hf + hf_name + ".weight")
-                out[ours + our_name + ".b"] = _take(state, hf + hf_name + ".bias")
+                out[ours + our_name + ".w"] = take(state, hf + hf_name + ".weight")
+                out[ours + our_name + ".b"] = take(state, hf + hf_name + ".bias")
             else:
-                out[ours + our_name + ".weight"] = _take(state, hf + hf_name + ".weight")
-                out[ours + our_name + ".bias"] = _take(state, hf + hf_name + ".bias")
+                out[ours + our_name + ".weight"] = take(state, hf + hf_name + ".weight")
+                out[ours + our_name + ".bias"] = take(state, hf + hf_name + ".bias")
     return cfg, out
 
 
@@ -483,6 +296,7 @@ CONVERTERS: dict[str, Callable[[dict[str, Any], StateDict], tuple[TransformerCon
     "mistral": convert_llama,
     "gemma2": convert_gemma,
     "gemma3_text": convert_gemma,
+    "phi3": convert_phi3,
     "bert": convert_bert,
 }
 

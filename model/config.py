@@ -29,6 +29,9 @@ OPTIONAL_FIELDS: dict[str, Any] = {"rope_freq_factors": None, "qk_norm": False}
 # Gemma 2 / Gemma 3's options, and a head size of its own (Qwen3-0.6B, Gemma): optional in the same way
 OPTIONAL_FIELDS.update({"head_dim": None, "post_norms": False, "attn_softcap": None, "logit_softcap": None,
                         "score_scale_dim": None, "rope_base_local": None})
+# Phi-3 / Phi-4-mini: partial rotary and longrope (a second factor set past an original context, cos and sin scaled)
+OPTIONAL_FIELDS.update({"rope_dims": None, "rope_long_freq_factors": None, "rope_original_context": None,
+                        "rope_attention_factor": 1.0})
 
 
 class ConfigError(ValueError):
@@ -60,6 +63,11 @@ class TransformerConfig:
     # RoPE scaling: pair i turns rope_freq_factors[i] times slower (llama.cpp's rope_freqs; Llama 3.1's "llama3"
     # scaling, or "linear": every factor equal); None -> unscaled
     rope_freq_factors: tuple[float, ...] | None = None
+    rope_dims: int | None = None  # partial rotary: only the first rope_dims of each head turn; None -> d_head
+    # longrope (Phi-3): rope_freq_factors while the sequence is at most rope_original_context long, these past it
+    rope_long_freq_factors: tuple[float, ...] | None = None
+    rope_original_context: int | None = None
+    rope_attention_factor: float = 1.0  # the rotated dimensions are multiplied by this (longrope's cos/sin scale)
     norm: NormKind = "layernorm"
     norm_placement: NormPlacement = "pre"
     norm_eps: float = 1e-5
@@ -121,19 +129,38 @@ class TransformerConfig:
             self.positional.check(self.n_heads * self.d_head, self.n_heads)
         except ValueError as error:
             fail(str(error))
-        if self.rope_freq_factors is not None:
-            try:
-                factors = tuple(float(f) for f in self.rope_freq_factors)  # JSON gives a list
-            except (TypeError, ValueError):
-                fail(f"rope_freq_factors must be a list of numbers, got {self.rope_freq_factors!r}")
-            object.__setattr__(self, "rope_freq_factors", factors)
+        if self.rope_dims is not None:
             if self.positional.where != "q_k":
-                fail(f"rope_freq_factors scale a rotary encoding, not {self.pos_encoding!r}")
-            if len(factors) != self.d_head // 2:
-                fail(f"rope_freq_factors needs one factor per rotated pair: d_head / 2 = {self.d_head // 2}, "
+                fail(f"rope_dims (partial rotary) needs a rotary encoding, not {self.pos_encoding!r}")
+            if not 2 <= self.rope_dims <= self.d_head or self.rope_dims % 2:
+                fail(f"rope_dims must be an even number of dimensions from 2 to d_head = {self.d_head}, "
+                     f"got {self.rope_dims}")
+        for field in ("rope_freq_factors", "rope_long_freq_factors"):
+            if getattr(self, field) is None:
+                continue
+            try:
+                factors = tuple(float(f) for f in getattr(self, field))  # JSON gives a list
+            except (TypeError, ValueError):
+                fail(f"{field} must be a list of numbers, got {getattr(self, field)!r}")
+            object.__setattr__(self, field, factors)
+            if self.positional.where != "q_k":
+                fail(f"{field} scale a rotary encoding, not {self.pos_encoding!r}")
+            if len(factors) != self.rotary_dims // 2:
+                where = "d_head / 2" if self.rope_dims is None else "rope_dims / 2"
+                fail(f"{field} needs one factor per rotated pair: {where} = {self.rotary_dims // 2}, "
                      f"got {len(factors)}")
             if not all(math.isfinite(f) and f > 0 for f in factors):
-                fail("rope_freq_factors must be finite and above 0")
+                fail(f"{field} must be finite and above 0")
+        if (self.rope_long_freq_factors is None) != (self.rope_original_context is None):
+            fail("rope_long_freq_factors and rope_original_context go together (longrope)")
+        if self.rope_long_freq_factors is not None and self.rope_freq_factors is None:
+            fail("rope_long_freq_factors needs rope_freq_factors (the short set, used up to rope_original_context)")
+        if self.rope_original_context is not None and self.rope_original_context < 1:
+            fail(f"rope_original_context must be at least 1, got {self.rope_original_context}")
+        if not (math.isfinite(self.rope_attention_factor) and self.rope_attention_factor > 0):
+            fail(f"rope_attention_factor must be finite and above 0, got {self.rope_attention_factor}")
+        if self.rope_attention_factor != 1.0 and self.positional.where != "q_k":
+            fail(f"rope_attention_factor scales a rotary encoding, not {self.pos_encoding!r}")
         if self.sliding_window is not None and self.sliding_window < 1:
             fail(f"sliding_window must be at least 1, got {self.sliding_window}")
         if self.window_layers is not None:
@@ -167,6 +194,19 @@ class TransformerConfig:
     @property
     def d_head(self) -> int:
         return self.d_model // self.n_heads if self.head_dim is None else self.head_dim
+
+    @property
+    def rotary_dims(self) -> int:
+        """How many dimensions of each head RoPE turns (the first ones; the rest pass through)."""
+        return self.d_head if self.rope_dims is None else self.rope_dims
+
+    def rope_factors_at(self, length: int) -> tuple[float, ...] | None:
+        """The frequency factors RoPE uses for a sequence of `length` tokens: longrope switches to its long set
+        for the whole sequence once it is longer than rope_original_context (as transformers does)."""
+        if self.rope_long_freq_factors is not None and self.rope_original_context is not None \
+                and length > self.rope_original_context:
+            return self.rope_long_freq_factors
+        return self.rope_freq_factors
 
     @property
     def kv_heads(self) -> int:

@@ -183,6 +183,8 @@ def decode(
     for index in range(max_new_tokens):
         if growing.shape[1] >= limit:
             break
+        if cache is not None and cfg.rope_factors_at(cache.length) is not cfg.rope_factors_at(growing.shape[1]):
+            cache = KVCache()  # longrope switches factor sets: every position's keys and values change (as in HF)
         unseen = growing[:, cache.length :] if cache is not None else growing  # what the cache lacks: all, then 1
         with Trace(needed, hooks):  # records only what the edits read; no edits: a plain forward
             if enc_dec:

@@ -107,7 +107,8 @@ class Attention(nn.Module):
     cfg.scale_attn_by_layer (a GPT-2 option) layer L divides its scores by L + 1 too.
     """
 
-    angle_table: torch.Tensor  # [n_ctx, d_head/2] rotation angles, rotary kinds only
+    angle_table: torch.Tensor  # [n_ctx, rotary_dims/2] rotation angles, rotary kinds only
+    long_angle_table: torch.Tensor  # [n_ctx, rotary_dims/2] longrope's angles past its original context
 
     def __init__(self, cfg: TransformerConfig, causal: bool, cross: bool = False, layer: int = 0) -> None:
         super().__init__()
@@ -119,6 +120,7 @@ class Attention(nn.Module):
         kind = cfg.positional
         self.rotary = kind if isinstance(kind, RotaryKind) and not cross else None  # rotates q and k
         self.score_bias = kind if isinstance(kind, BiasKind) and not cross else None  # adds a bias to the scores
+        self.long_from: int | None = None  # longrope: sequences longer than this use long_angle_table
         d_head, n_heads, kv_heads = cfg.d_head, cfg.n_heads, cfg.kv_heads
         self.W_Q = nn.Linear(cfg.d_model, n_heads * d_head, bias=cfg.use_qkv_bias)
         self.W_K = nn.Linear(cfg.d_model, kv_heads * d_head, bias=cfg.use_qkv_bias)
@@ -139,8 +141,14 @@ class Attention(nn.Module):
             self.hook_rot_k = HookPoint(("batch", "pos", "kv_head", "d_head"))
             with torch.device("cpu"):  # a fixed table, real even when the modules are built on "meta"
                 base, factors = cfg.rope_of(layer) if not cross else (cfg.rope_base, cfg.rope_freq_factors)
-                angles = self.rotary.scaled_angles(cfg.n_ctx, d_head, base, factors)
+                angles = self.rotary.scaled_angles(cfg.n_ctx, cfg.rotary_dims, base, factors)
                 self.register_buffer("angle_table", angles, persistent=False)
+                # longrope: the table of the long factor set, for sequences longer than the original context
+                original = cfg.rope_original_context
+                if cfg.rope_long_freq_factors is not None and original is not None and original < cfg.n_ctx:
+                    self.long_from = original
+                    long = self.rotary.scaled_angles(cfg.n_ctx, cfg.rotary_dims, base, cfg.rope_long_freq_factors)
+                    self.register_buffer("long_angle_table", long, persistent=False)
         scores_dims = ("batch", "head", "q_pos", "k_pos")
         self.hook_scores_raw = HookPoint(scores_dims)
         self.hook_scores_scaled = HookPoint(scores_dims)
@@ -183,8 +191,15 @@ class Attention(nn.Module):
                 k = self.hook_norm_k(rms_per_head(k, self.k_norm_w, self.norm_eps))
             v = self.hook_v(self.W_V(x_kv).view(batch, new, cfg.kv_heads, cfg.d_head))  # [batch, pos, kv_head, d_head]
             if self.rotary is not None:  # positions start, start + 1, ...: the angles a full pass gives them
-                q = self.hook_rot_q(self.rotary.rotate(q, self.angle_table[start : start + q_len]))
-                k = self.hook_rot_k(self.rotary.rotate(k, self.angle_table[start : start + new]))
+                table = self.angles_for(start + new)
+                if cache is not None and cache.k is not None and table is not self.angles_for(start):
+                    # longrope switches factor sets for the whole sequence: every cached key and value (of every
+                    # layer) would change, so the caller starts again without the cache (model/generate.py does)
+                    raise ValueError(f"longrope turns a sequence longer than {self.long_from} tokens by its long "
+                                     "factors at every position: decode it again from the start, not from a cache")
+                factor = cfg.rope_attention_factor
+                q = self.hook_rot_q(self.rotary.rotate(q, table[start : start + q_len], factor))
+                k = self.hook_rot_k(self.rotary.rotate(k, table[start : start + new], factor))
             if cache is not None:
                 k, v = cache.extend(k, v)  # every position so far: [batch, k_pos, kv_head, d_head]
         k_len = k.shape[1]
@@ -218,6 +233,13 @@ class Attention(nn.Module):
         # 5) weighted sum of values, then mix the heads
         z = self.hook_z(torch.einsum("bhqk,bkhd->bqhd", pattern, v))  # [batch, pos, head, d_head]
         return self.W_O(z.reshape(batch, q_len, cfg.n_heads * cfg.d_head))  # [batch, pos, d_model]
+
+
+    def angles_for(self, length: int) -> torch.Tensor:
+        """The angle table of a sequence `length` tokens long: longrope's long one past its original context."""
+        if self.long_from is not None and length > self.long_from:
+            return self.long_angle_table
+        return self.angle_table
 
 
 def soft_cap(x: torch.Tensor, cap: float) -> torch.Tensor:

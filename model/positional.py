@@ -41,10 +41,19 @@ class Sizes:
     base: float = 10000.0  # rotary kinds' base (theta)
     causal: bool = True  # bias kinds: distances q - k (causal) or |q - k|
     freq_factors: tuple[float, ...] | None = None  # rotary kinds: pair i turns freq_factors[i] times slower
+    rotary_dims: int | None = None  # rotary kinds: only the first rotary_dims of each head turn; None -> d_head
+    attention_factor: float = 1.0  # rotary kinds: the turned dimensions are also multiplied by this (longrope)
+    long_freq_factors: tuple[float, ...] | None = None  # longrope: the factors past original_context positions
+    original_context: int | None = None
 
     @property
     def d_head(self) -> int:
         return self.d_model // self.n_heads
+
+    @property
+    def turned(self) -> int:
+        """How many dimensions of each head a rotary kind turns."""
+        return self.d_head if self.rotary_dims is None else self.rotary_dims
 
 
 class PositionalKind:
@@ -138,9 +147,19 @@ class RotaryKind(PositionalKind):
         angles = self.angles(n_pos, d_head, base, dtype)
         return angles if factors is None else angles / torch.tensor(factors, dtype=dtype)
 
-    def rotate(self, x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
-        """Each pair of x turned by its angle.  x: [batch, pos, head, d_head]; angles: [pos, d_head/2]"""
-        return apply_rope(x, angles)
+    def rotate(self, x: torch.Tensor, angles: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+        """Each pair of x turned by its angle.  x: [batch, pos, head, d_head]; angles: [pos, rotary_dims/2]
+
+        Partial rotary (Phi-3, Phi-4-mini): angles for fewer pairs than d_head/2 turn only the first
+        rotary_dims = 2 · angles.shape[-1] dimensions of each head, paired by rotate-half within them (i with
+        i + rotary_dims/2); the other dimensions pass through unchanged. `scale` multiplies the turned
+        dimensions (longrope's attention factor, which transformers applies to cos and sin).
+        """
+        turned = 2 * angles.shape[-1]
+        if turned == x.shape[-1] and scale == 1.0:
+            return apply_rope(x, angles)
+        rotated = apply_rope(x[..., :turned], angles) * scale
+        return torch.cat((rotated, x[..., turned:]), dim=-1)
 
     def show(self, sizes: Sizes, model_table: torch.Tensor | None = None) -> Shown:
         """The angles per (pos, pair), and what the rotation does to a vector of ones.
@@ -148,17 +167,29 @@ class RotaryKind(PositionalKind):
         `rotated[pos]` is the rotation of [1, 1, ..., 1] at pos: each pair traces a circle at its own speed.
         With RoPE scaling (sizes.freq_factors) the angles are the scaled ones, and `factors` and `frequencies`
         (each pair's angle per position, scaled, [pair]) say by how much each pair was slowed.
+        With partial rotary (sizes.rotary_dims) there is one pair per two turned dimensions, and `rotated` shows
+        the dimensions past them passing through unchanged.
+        Longrope (sizes.long_freq_factors): `angles` use the set a sequence of sizes.length tokens uses (the long
+        one past sizes.original_context); `factors` / `frequencies` are the short set, `long_factors` /
+        `long_frequencies` the long one.
         """
-        angles = self.scaled_angles(sizes.length, sizes.d_head, sizes.base, sizes.freq_factors)  # [pos, pair]
+        in_use = sizes.freq_factors
+        if sizes.long_freq_factors is not None and sizes.length > (sizes.original_context or 0):
+            in_use = sizes.long_freq_factors
+        angles = self.scaled_angles(sizes.length, sizes.turned, sizes.base, in_use)  # [pos, pair]
         ones = torch.ones(1, sizes.length, 1, sizes.d_head)  # [batch, pos, head, d_head]
-        rotated = self.rotate(ones, angles)[0, :, 0, :]  # [pos, d_head]
+        rotated = self.rotate(ones, angles, sizes.attention_factor)[0, :, 0, :]  # [pos, d_head]
         pairs = ("pos", "pair")
         shown: Shown = {"angles": (angles, pairs), "cos": (angles.cos(), pairs), "sin": (angles.sin(), pairs),
                         "rotated": (rotated, ("pos", "d_head"))}
         if sizes.freq_factors is not None:
-            frequencies = self.scaled_angles(2, sizes.d_head, sizes.base, sizes.freq_factors)[1]  # [pair]
+            frequencies = self.scaled_angles(2, sizes.turned, sizes.base, sizes.freq_factors)[1]  # [pair]
             shown["factors"] = (torch.tensor(sizes.freq_factors, dtype=torch.float32), ("pair",))
             shown["frequencies"] = (frequencies, ("pair",))
+        if sizes.long_freq_factors is not None:
+            long = self.scaled_angles(2, sizes.turned, sizes.base, sizes.long_freq_factors)[1]  # [pair]
+            shown["long_factors"] = (torch.tensor(sizes.long_freq_factors, dtype=torch.float32), ("pair",))
+            shown["long_frequencies"] = (long, ("pair",))
         return shown
 
 

@@ -111,6 +111,11 @@ class StoredWeight(torch.Tensor):
             dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
             if dim == 0:  # GPT-2's fused QKV rows: three stored weights over the same source
                 return tuple(args[0].reordered(part) for part in torch.arange(args[0].shape[0]).chunk(chunks))
+        if func in (torch.Tensor.split, torch.split) and isinstance(args[0], StoredWeight):
+            sizes = args[1] if len(args) > 1 else kwargs.get("split_size", kwargs.get("split_size_or_sections"))
+            dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
+            if dim == 0:  # Phi-3's fused QKV and gate/up rows: stored weights over the same source
+                return tuple(args[0].reordered(part) for part in torch.arange(args[0].shape[0]).split(sizes))
         with torch._C.DisableTorchFunctionSubclass():
             return func(*args, **kwargs)
 

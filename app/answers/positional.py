@@ -47,6 +47,12 @@ def plan(query: PositionalQuery, resolved: Resolved | None) -> Callable[[], dict
                 f"The RoPE of '{resolved.name}' is scaled pair by pair for its heads of {resolved.cfg.d_head} "
                 "dimensions: leave d_model and n_heads out to see it.")
         sizes = dataclasses.replace(sizes, freq_factors=resolved.cfg.rope_freq_factors)
+    if own and resolved is not None and kind.where == "q_k" and sizes.d_head == resolved.cfg.d_head:
+        # partial rotary and longrope (Phi-3): the model's own turned dimensions, long factor set, attention factor
+        cfg = resolved.cfg
+        sizes = dataclasses.replace(sizes, rotary_dims=cfg.rope_dims, attention_factor=cfg.rope_attention_factor,
+                                    long_freq_factors=cfg.rope_long_freq_factors,
+                                    original_context=cfg.rope_original_context)
     tensors = compute(kind, sizes, resolved if own else None)
 
     def serialize() -> dict[str, Any]:

@@ -32,9 +32,17 @@ const STAGE_VARS = {
   d_kv: (info) => info.n_kv_heads * info.d_head,
   group: (info) => info.n_heads / info.n_kv_heads,
   rope_base: (info) => info.config.rope_base,
-  rope_half: (info) => info.d_head / 2, // rotate-half: dimension i turns with i + d_head/2 (model/positional.py)
-  rope_last: (info) => info.d_head / 2 - 1,
+  // rotate-half over the turned dimensions: dimension i turns with i + rope_dims/2 (model/positional.py);
+  // rope_dims is d_head unless the model turns only part of each head (partial rotary: Phi-4-mini)
+  rope_half: (info) => turned(info) / 2,
+  rope_last: (info) => turned(info) / 2 - 1,
   d_head_last: (info) => info.d_head - 1,
+  rope_dims: (info) => turned(info),
+  rope_dims_last: (info) => turned(info) - 1,
+  rope_pass: (info) => info.d_head - turned(info),
+  // longrope (Phi-3): the length where the long factors take over, and the factor on the turned dimensions
+  rope_original: (info) => info.config.rope_original_context ?? "",
+  rope_attention: (info) => trim(info.config.rope_attention_factor ?? 1),
   window: (info) => info.config.sliding_window ?? "",
   // a gated FFN's name and the function on its gate (SwiGLU: SiLU)
   glu: (info) => GLU_NAMES[info.config.activation] ?? "",
@@ -58,6 +66,10 @@ function localLayers(cfg) {
 }
 function isLocal(cfg, layer) {
   return localLayers(cfg).includes(layer);
+}
+
+function turned(info) {
+  return info.config.rope_dims ?? info.d_head;
 }
 
 /** `at`: {stack, layer} of the block the numbers are about (the first block when the stage has none). */
@@ -94,6 +106,9 @@ export function stageChoices(s, step, at) {
     localGlobal: Boolean(cfg.sliding_window && cfg.window_layers),
     queryScale: cfg.score_scale_dim != null,
     logitCap: cfg.logit_softcap != null,
+    ropePartial: Boolean(cfg.rope_dims && cfg.rope_dims !== s.info.d_head),
+    // longrope: which factor set this text's length picks (the long one past the original context)
+    longrope: cfg.rope_long_freq_factors ? ((s.tokens || []).length > cfg.rope_original_context ? "long" : "short") : null,
     bias: Boolean(cfg.bias),
     mlpBias: Boolean(cfg.mlp_bias ?? cfg.bias),
     kv: s.info.n_kv_heads === s.info.n_heads ? "mha" : s.info.n_kv_heads === 1 ? "mqa" : "gqa",

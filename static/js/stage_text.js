@@ -41,10 +41,28 @@ const CHOICES = {
   embed_norm: { formula: normFormula, explain: (m) => ["embed_norm.explain", normKind(m)] },
   pos: {
     // every kind of the server's registry (model/positional.py) has its texts (tests/app/test_positional_registry.py)
-    formula: (m) => [`pos.formula.${m.pos}${m.scoreBias && m.causal ? ".causal" : ""}`, ...when(m.ropeScaled, "pos.formula.scaled")],
-    explain: (m) => ["pos.explain", `pos.explain.${m.pos}`, ...when(m.ropeScaled, "pos.explain.scaled")],
+    formula: (m) => [
+      `pos.formula.${m.pos}${m.scoreBias && m.causal ? ".causal" : ""}`,
+      ...when(m.ropeScaled, "pos.formula.scaled"),
+      ...when(m.ropePartial, "pos.formula.partial"),
+      ...when(m.longrope, "pos.formula.longrope"),
+    ],
+    explain: (m) => [
+      "pos.explain",
+      `pos.explain.${m.pos}`,
+      ...when(m.ropeScaled && !m.longrope, "pos.explain.scaled"),
+      ...when(m.ropePartial, "pos.explain.partial"),
+      ...when(m.longrope, "pos.explain.longrope"),
+    ],
   },
-  rope: { explain: (m) => ["rope.explain", ...when(m.ropeScaled, "rope.explain.scaled")] },
+  rope: {
+    explain: (m) => [
+      "rope.explain",
+      ...when(m.ropeScaled && !m.longrope, "rope.explain.scaled"),
+      ...when(m.ropePartial, "rope.explain.partial"),
+      ...when(m.longrope, `rope.explain.longrope.${m.longrope}`),
+    ],
+  },
   ln1: { title: titleByPlacement("ln1"), formula: normFormula, explain: (m) => ["ln1.explain", normKind(m), normChart(m), placement(m)] },
   ln2: {
     title: titleByPlacement("ln2"),

@@ -169,7 +169,7 @@ def test_ollama_store(gguf_files: dict[str, tuple[Path, str]], tmp_path: Path,
     loaded = registry.get("tiny:latest")
     assert loaded.meta["store"] == "ollama" and loaded.model.cfg.n_kv_heads == 2
     log = caplog.text
-    assert "skipped tiny-phi:latest: unsupported architecture general.architecture = 'phi3'" in log
+    assert "skipped tiny-phi:latest: unsupported architecture general.architecture = 'phi2'" in log
     assert "skipped tiny-roped:latest: llama.rope.scaling.type = 'yarn' (RoPE scaling)" in log
     assert "skipped tiny-lora:latest: it has a LoRA adapter layer" in log
     assert "skipped gone:latest: its manifest names 0 model layers" in log
@@ -346,7 +346,7 @@ def test_refused_store_models_are_served_with_why_and_never_shadow_a_working_one
         listed = {m["name"]: m for m in client.get("/api/models").json()}  # loads every lazy model
         health = client.get("/api/health").json()
         refused = {(r["name"], r["source"]): r["reason"] for r in health["refused"]}
-        assert "unsupported architecture general.architecture = 'phi3'" in refused["tiny-phi:latest", "ollama"]
+        assert "unsupported architecture general.architecture = 'phi2'" in refused["tiny-phi:latest", "ollama"]
         assert "(RoPE scaling) is not implemented" in refused["tiny-roped:latest", "ollama"]
         assert "it has a LoRA adapter layer" in refused["tiny-lora:latest", "ollama"]
         assert "its manifest names 0 model layers" in refused["gone:latest", "ollama"]
@@ -359,7 +359,7 @@ def test_refused_store_models_are_served_with_why_and_never_shadow_a_working_one
         assert answer.status_code == 404 and answer.json()["error"]["code"] == "model_refused"
         assert "has shape [96, 64]" in answer.json()["error"]["message"]
         answer = client.post("/api/tokenize", json={"model": "tiny-phi:latest", "text": "the cat"})
-        assert answer.status_code == 404 and "'phi3'" in answer.json()["error"]["message"]
+        assert answer.status_code == 404 and "'phi2'" in answer.json()["error"]["message"]
         # the refused store file of the same name never hides the working model
         assert "tiny-Q8_0" in listed and "tiny-Q8_0" in health["models"]
         assert listed["tiny-Q8_0"]["meta"]["source"] == f"gguf:{good}"

@@ -33,7 +33,7 @@ def bad_files(root: Path) -> dict[str, tuple[Path, str]]:
     cases: dict[str, tuple[Path, str]] = {
         "not a GGUF": (root / "not-gguf.gguf", "is not a GGUF file"),
         "truncated": (root / "truncated.gguf", "(truncated?)"),
-        "architecture": (written("phi3", arch="phi3"), "unsupported architecture general.architecture = 'phi3'"),
+        "architecture": (written("phi2", arch="phi2"), "unsupported architecture general.architecture = 'phi2'"),
         "quantization": (written("q8k", add={"blk.0.extra.weight": (q8k, gguf.GGMLQuantizationType.Q8_K)}),
                          "stored as Q8_K, which the gguf package cannot dequantize"),
         "RoPE scaling": (written("rope", extra={"llama.rope.scaling.type": "yarn"}),

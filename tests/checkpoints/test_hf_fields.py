@@ -37,6 +37,9 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", LLAMA_BASE | {"head_dim": 16}),
     "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", GEMMA_BASE),
     "gemma3_text": ("Gemma3TextConfig", "Gemma3ForCausalLM", GEMMA_BASE),
+    # Phi-3: a longrope switch at 12 tokens (original_max_position_embeddings), so 20-token tests cross it
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", LLAMA_BASE | {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2,
+                                                            "original_max_position_embeddings": 12}),
     "bert": ("BertConfig", "BertModel", dict(
         vocab_size=99, hidden_size=48, num_hidden_layers=2, num_attention_heads=4, intermediate_size=80,
         max_position_embeddings=64,
@@ -82,6 +85,21 @@ READ_VALUES: dict[str, list[dict[str, Any]]] = {
     "layer_types": [{"use_sliding_window": True, "sliding_window": 3,
                      "layer_types": ["sliding_attention", "full_attention"]}],
     "type_vocab_size": [{"type_vocab_size": 3}], "pad_token_id": [{"pad_token_id": 3}],
+    "partial_rotary_factor": [{"partial_rotary_factor": 0.5}, {"partial_rotary_factor": 0.75}],
+    "original_max_position_embeddings": [{"original_max_position_embeddings": 24, "rope_parameters": {
+        "rope_type": "longrope", "rope_theta": 500.0, "short_factor": [1.5] * 8, "long_factor": [4.0] * 8}}],
+}
+PHI_LONGROPE = {"rope_type": "longrope", "rope_theta": 500.0, "short_factor": [1.0 + i / 8 for i in range(8)],
+                "long_factor": [1.0 + i for i in range(8)]}
+# Phi3Config takes only default and longrope RoPE (it renames su and yarn to longrope)
+FAMILY_READ_VALUES: dict[tuple[str, str], list[dict[str, Any]]] = {
+    ("phi3", "rope_parameters"): [{"rope_parameters": {"rope_theta": 77.0, "rope_type": "default"}},
+                                  {"rope_parameters": PHI_LONGROPE},
+                                  {"rope_parameters": PHI_LONGROPE | {"factor": 3.0}},
+                                  {"rope_parameters": PHI_LONGROPE | {"attention_factor": 0.7}},
+                                  {"rope_parameters": {**PHI_LONGROPE, "partial_rotary_factor": 0.5,
+                                                       "short_factor": [1.2] * 4, "long_factor": [3.0] * 4}}],
+    ("phi3", "rope_scaling"): [{"rope_scaling": None}, {"rope_scaling": PHI_LONGROPE}],
 }
 READ_VALUES |= {
     "hidden_activation": [{"hidden_activation": a} for a in ("gelu_pytorch_tanh", "gelu")],
@@ -93,8 +111,8 @@ READ_VALUES |= {
     "sliding_window_pattern": [{"sliding_window_pattern": 1}, {"sliding_window_pattern": 2}],
     "_sliding_window_pattern": [{"_sliding_window_pattern": 2}],
 }
-# where a family spells a field's values its own way
-FAMILY_READ_VALUES: dict[tuple[str, str], list[dict[str, Any]]] = {
+# where Gemma spells a field's values its own way
+FAMILY_READ_VALUES |= {
     **{(family, "layer_types"): [{"layer_types": ["full_attention", "sliding_attention"]},
                                  {"layer_types": ["sliding_attention", "sliding_attention"]}]
        for family in ("gemma2", "gemma3_text")},
@@ -133,6 +151,8 @@ REFUSED_VALUES: dict[str, Any] = {
     "cross_attention_hidden_size": 8, "pruned_heads": {"0": [1]}, "quantization_config": {"quant_method": "fp8"},
     "scale_attn_weights": False, "use_mrope": True, "position_embedding_type": "relative_key",
     "rope_interleaved": True,
+    # fields of Phi-4-mini's own code that transformers' Phi-3 does not read: only their plain values load
+    "attention_bias": True, "mlp_bias": True, "lm_head_bias": True, "full_attn_mod": 2, "interpolate_factor": 4,
 }
 
 

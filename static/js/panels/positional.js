@@ -45,22 +45,25 @@ function curves(board, ctx, table, rowDim, colDim, title, pickCols, smooth = tru
   draw(plot, traces, layout, `${ctx.fname}_curves`);
 }
 
-// RoPE scaling (Llama 3.1, linear): each pair's ω_i before (ω_i · s_i) and after (ω_i) the model's factors s_i
-function frequencies(board, ctx, scaled, factors) {
+// RoPE scaling (Llama 3.1, linear, longrope): each pair's ω_i before (ω_i · s_i) and after (ω_i) the model's
+// factors s_i; longrope has a second, long set (`long`: its scaled ω_i and factors), drawn as a third curve
+function frequencies(board, ctx, scaled, factors, long = null) {
   const { t } = ctx;
   const x = scaled.map((_, i) => i);
   const unscaled = scaled.map((w, i) => w * factors[i]);
   const plot = board.card("frequencies", {
     title: t("rope_frequencies"),
     badges: [],
-    exportData: () => ({ pair: x, unscaled, scaled, factors }),
+    exportData: () => ({ pair: x, unscaled, scaled, factors, ...(long ? { long_scaled: long.scaled, long_factors: long.factors } : {}) }),
     filename: `${ctx.fname}_frequencies`,
   });
   const traces = [
     { type: "scatter", mode: "lines+markers", name: t("rope_unscaled"), x, y: unscaled, line: { dash: "dot", width: 3 }, marker: { symbol: "circle", size: 8 } },
-    { type: "scatter", mode: "lines+markers", name: t("rope_scaled"), x, y: scaled, line: { width: 2 }, marker: { symbol: "diamond", size: 7 } },
+    { type: "scatter", mode: "lines+markers", name: t(long ? "rope_scaled_short" : "rope_scaled"), x, y: scaled, line: { width: 2 }, marker: { symbol: "diamond", size: 7 } },
   ];
-  const ticks = [numberLabel(Math.min(...scaled), Math.max(...unscaled))];
+  if (long) traces.push({ type: "scatter", mode: "lines+markers", name: t("rope_scaled_long"), x, y: long.scaled, line: { dash: "dash", width: 2 }, marker: { symbol: "square", size: 6 } });
+  const lowest = Math.min(...scaled, ...(long ? long.scaled : []));
+  const ticks = [numberLabel(lowest, Math.max(...unscaled))];
   const margin = fitMargins(plot, { x: x.map(String), y: ticks, top: legendTop() });
   const layout = {
     height: 300,
@@ -108,7 +111,13 @@ export default {
       const largest = Math.max(0, ...angles.matrix("pos", "pair").flat().filter((v) => v !== null));
       drawTokenMatrix(board, "angles", ctx, angles, { title: "θ(pos, i)", colDim: "pair", badges: [badge(ctx, "θ", angles)], signed: false, zmax: largest || 1 });
       curves(board, ctx, data.tensors.cos, "pos", "pair", "cos θ(pos, i)", pairs);
-      if (data.tensors.factors) frequencies(board, ctx, data.tensors.frequencies.vector("pair"), data.tensors.factors.vector("pair"));
+      const tensors = data.tensors;
+      const long = tensors.long_factors ? { scaled: tensors.long_frequencies.vector("pair"), factors: tensors.long_factors.vector("pair") } : null;
+      if (tensors.factors) frequencies(board, ctx, tensors.frequencies.vector("pair"), tensors.factors.vector("pair"), long);
+      // partial rotary: fewer pairs than d_head / 2 turn; the rest of each head passes through
+      const turned = 2 * angles.size("pair");
+      const dHead = data.answer.d_head;
+      if (turned < dHead) board.block("partial", h("p", { class: "note", text: t("rope_partial_note", { turned, d_head: dHead, last: turned / 2 - 1, rest: dHead - turned }) }));
       return;
     }
     if (data.tensors && data.tensors.bias) {
