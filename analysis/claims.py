@@ -257,13 +257,13 @@ def unscaled_peakier(view: View) -> Claim:
     """Without ÷√d_k the same scores give peakier rows: the mean of each row's largest weight, with and without."""
     raw = view.trace[view.at("scores_raw")][0, view.head].float()  # [q_pos, k_pos] QKᵀ, undivided
     scaled = _pattern(view)[view.head]
-    hidden = torch.ones_like(raw, dtype=torch.bool).triu(1) if view.model.cfg.architecture != "encoder" else None
-    unscaled = torch.softmax(raw.masked_fill(hidden, float("-inf")) if hidden is not None else raw, dim=-1)
+    hidden = ~torch.isfinite(view.trace[view.at("attn_scores")][0, view.head])  # the model's own mask (its window)
+    unscaled = torch.softmax(raw.masked_fill(hidden, float("-inf")), dim=-1)
     rows = slice(1, None)  # row 0 of a causal head sees one key: its weight is 1 either way
     with_scale, without = float(scaled[rows].max(-1).values.mean()), float(unscaled[rows].max(-1).values.mean())
     return Claim("unscaled_peakier", without > with_scale, {
         "with_scale": round(with_scale, 4), "without": round(without, 4),
-        "sqrt_d_k": round(math.sqrt(view.model.cfg.d_head), 4)})
+        "sqrt_d_k": round(view.model.cfg.score_divisor(view.layer), 4)})  # √d_head, or the model's own divisor
 
 
 def residual_add(view: View) -> Claim:
@@ -278,11 +278,15 @@ def residual_add(view: View) -> Claim:
 
 def rope_turns(view: View) -> Claim:
     """RoPE turns each pair of q's dimensions by its own angle per position: the first pair fast, the last slowly.
-    Read from the trace: the angle between q and rotated q at position 1, pairs (i, i + d_head/2)."""
+    Read from the trace: the angle between q and rotated q at position 1, pairs (i, i + r/2) of the r = rope_dims
+    dimensions RoPE turns (all of d_head unless the rotary is partial, Phi-4-mini); q as RoPE reads it, after the
+    q norm where the model has one (Qwen3, Gemma 3)."""
     if view.at("rot_q") not in view.trace:
         raise ClaimError("this model does not rotate q and k (no RoPE)")
-    q, rot = (view.trace[view.at(n)][0, 1, view.head].float() for n in ("q", "rot_q"))  # [d_head]
-    half = q.shape[-1] // 2
+    before_rope = "norm_q" if view.at("norm_q") in view.trace else "q"
+    q, rot = (view.trace[view.at(n)][0, 1, view.head].float() for n in (before_rope, "rot_q"))  # [d_head]
+    half = view.model.cfg.rotary_dims // 2
+    q, rot = q[: 2 * half], rot[: 2 * half]  # the dimensions past rope_dims pass through unturned
     before = torch.atan2(q[half:], q[:half])
     after = torch.atan2(rot[half:], rot[:half])
     turned = torch.remainder(after - before + math.pi, 2 * math.pi) - math.pi  # [pair] in (-π, π]

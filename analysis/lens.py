@@ -5,6 +5,8 @@ and the unembedding:
 
     logits_L = W_U · ln_final(resid_post_L)          [pos, d_vocab] for every layer L
 
+(then cap · tanh(logits_L / cap) where the model soft-caps its logits, Gemma 2).
+
 After the last block this is exactly the model's own output.
 """
 
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from model.hooks import stage_name
+from model.layers import soft_cap
 from model.transformer import Transformer
 
 
@@ -62,6 +65,8 @@ def logit_lens(
     resid = torch.stack([trace[name][0] for name in stages])  # [layer, pos, d_model]
     normed = stack.ln_final(resid) if model.cfg.final_norm else resid
     logits = model.W_U(normed).float()  # [layer, pos, d_vocab]
+    if model.cfg.logit_softcap is not None:  # Gemma 2 caps its logits: the lens reads them as the model does
+        logits = soft_cap(logits, model.cfg.logit_softcap)
     probs = torch.softmax(logits, dim=-1)
     k = max(1, min(k, probs.shape[-1]))
     top_probs, top_ids = probs.topk(k, dim=-1)  # [layer, pos, k]

@@ -8,6 +8,12 @@ Norms"). A high weight on a key whose projected value is short moves little.
 
 Summed over the heads (plus the output bias) the vectors give the layer's attention output
 exactly; `identity_error` measures that against the traced output at every position.
+
+A model with a norm after the sub-layer (Gemma's post_norms, an RMSNorm) writes ln(Σ ...) instead:
+x ⊙ w / σ_i, with σ_i the RMS of position i's whole output. Read from the trace, σ_i is one number per
+query row, so the norm is linear there: key j moves a_ij · (v_j W_O^h ⊙ w) / σ_i. The value norms are
+then ‖v_j W_O^h ⊙ w‖ (the gain w is part of what a key moves), and 1/σ_i, the same for a whole row, is
+left out of the flows: it changes no row's shares, top key or ranks. The identity includes it.
 """
 
 from __future__ import annotations
@@ -102,6 +108,16 @@ def attention_flow(model: Transformer, trace: Mapping[str, torch.Tensor], *, lay
     bias = attn.W_O.bias
     if bias is not None:
         rebuilt = rebuilt + bias.double()
+    block = model.stack_named(where.stack).blocks[layer]
+    if getattr(block, "post_norms", False):  # Gemma: ln1_post(attention output) joins the stream
+        post = block.ln1_post
+        if post.kind != "rmsnorm":
+            raise ValueError("a LayerNorm after the attention subtracts each position's mean over all heads: the "
+                             "keys' vectors no longer add up to what the layer writes")
+        sigma = trace[stage_name("ln1_post.scale", layer, stack=where.stack)][0].double()  # [q_pos]
+        gain = post.w.double()  # [d_model]
+        moved = moved * gain  # [head, k_pos, d_model]: what each key's value becomes, before ÷ σ_i
+        rebuilt = rebuilt * gain / sigma[:, None]
     traced = trace[stage_name("attn_out", layer, stack=where.stack)][0].double()  # [q_pos, d_model]
     weights = patterns[head]  # [q_pos, k_pos]
     value_norms = moved[head].norm(dim=-1)  # [k_pos]

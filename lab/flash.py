@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import torch
 
 from model.hooks import AttentionLayer, attention_layer
+from model.layers import soft_cap
 from model.positional import BiasKind
 from model.transformer import Transformer
 
@@ -134,13 +135,15 @@ def flash_attention(
     scale: float | None = None,
     alibi_slope: torch.Tensor | float | None = None,
     window: int | None = None,
+    softcap: float | None = None,
     record: bool = True,
 ) -> FlashResult:
     """Attention of q [..., q_pos, d_head] over k, v [..., k_pos, d_head], one tile at a time.
 
     scale defaults to 1/sqrt(d_head); alibi_slope adds -slope·distance (per leading index if a
-    tensor); causal and window hide keys as the model's mask does. record=False keeps no tile
-    states (for timing). A query row that sees no key at all gets a zero output, as in the model.
+    tensor); softcap (Gemma 2) turns each score s into cap·tanh(s / cap) before the mask, score by score, so a
+    tile does it as the full matrix would; causal and window hide keys as the model's mask does. record=False keeps
+    no tile states (for timing). A query row that sees no key at all gets a zero output, as in the model.
     """
     if block_q < 1 or block_k < 1:
         raise ValueError("block_q and block_k must be at least 1")
@@ -173,6 +176,8 @@ def flash_attention(
             scores = torch.einsum("...qd,...kd->...qk", q_tile, k_tile) * scale  # [..., block_q, block_k]
             if slope is not None:
                 scores = scores + alibi_tile(slope, q_pos, k_pos, causal)
+            if softcap is not None:
+                scores = soft_cap(scores, softcap)
             if causal or window is not None:
                 scores = scores.masked_fill(~visible(q_pos, k_pos, causal, window), float("-inf"))
             m_new = torch.maximum(m, scores.amax(dim=-1))  # [..., block_q]
@@ -204,6 +209,7 @@ def naive_attention(
     scale: float | None = None,
     alibi_slope: torch.Tensor | float | None = None,
     window: int | None = None,
+    softcap: float | None = None,
 ) -> torch.Tensor:
     """The textbook version, materialising the full [..., q_pos, k_pos] matrix.  -> [..., q_pos, d_head]"""
     q_len, k_len, d_head = q.shape[-2], k.shape[-2], q.shape[-1]
@@ -212,6 +218,8 @@ def naive_attention(
     q_pos, k_pos = torch.arange(q_len, device=q.device), torch.arange(k_len, device=q.device)
     if alibi_slope is not None:
         scores = scores + alibi_tile(torch.as_tensor(alibi_slope, dtype=q.dtype, device=q.device), q_pos, k_pos, causal)
+    if softcap is not None:
+        scores = soft_cap(scores, softcap)
     if causal or window is not None:
         scores = scores.masked_fill(~visible(q_pos, k_pos, causal, window), float("-inf"))
     pattern = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # [..., q_pos, k_pos]
@@ -232,6 +240,7 @@ class HeadInputs:
     causal: bool
     window: int | None
     alibi_slope: float | None
+    softcap: float | None  # scores -> cap·tanh(scores / cap) after the scale, before the mask (Gemma 2)
     z: torch.Tensor  # [q_pos, d_head]: the model's own hook_z for this head
 
 
@@ -273,6 +282,7 @@ def head_inputs(
         causal=causal,
         window=None if cross else cfg.window_of(layer),
         alibi_slope=slope,
+        softcap=model.attention(where).softcap,
         z=trace[z_name][0, :, head].float(),
     )
 
@@ -291,7 +301,7 @@ def flash_for_head(
     inputs = head_inputs(model, trace, layer, head, stack=stack, cross=cross)
     result = flash_attention(
         inputs.q, inputs.k, inputs.v, block_q=block_q, block_k=block_k, causal=inputs.causal,
-        scale=inputs.scale, alibi_slope=inputs.alibi_slope, window=inputs.window,
+        scale=inputs.scale, alibi_slope=inputs.alibi_slope, window=inputs.window, softcap=inputs.softcap,
     )
     return result, inputs
 
@@ -301,5 +311,5 @@ def differences(result: FlashResult, inputs: HeadInputs) -> tuple[float, float]:
     if inputs.q.shape[0] == 0:
         return 0.0, 0.0
     naive = naive_attention(inputs.q, inputs.k, inputs.v, causal=inputs.causal, scale=inputs.scale,
-                            alibi_slope=inputs.alibi_slope, window=inputs.window)
+                            alibi_slope=inputs.alibi_slope, window=inputs.window, softcap=inputs.softcap)
     return float((result.output - inputs.z).abs().max()), float((result.output - naive).abs().max())

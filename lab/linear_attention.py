@@ -30,6 +30,7 @@ import torch.nn.functional as F
 
 from lab.flash import HeadInputs, alibi_tile, head_inputs, visible
 from model.hooks import attention_layer
+from model.layers import soft_cap
 from model.transformer import Transformer
 
 # ---------------------------------------------------------------- the two attentions
@@ -41,12 +42,15 @@ def feature_map(x: torch.Tensor) -> torch.Tensor:
 
 
 def softmax_weights(head: HeadInputs) -> torch.Tensor:
-    """The model's own weights A = softmax(q·kᵀ · scale + ALiBi bias + mask).  -> [q_pos, k_pos]"""
+    """The model's own weights A = softmax(mask(cap(q·kᵀ · scale + ALiBi bias))).  -> [q_pos, k_pos]
+    cap: Gemma 2's soft cap, cap·tanh(score / cap), where the model has one."""
     q_len, k_len = head.q.shape[0], head.k.shape[0]
     q_pos, k_pos = torch.arange(q_len, device=head.q.device), torch.arange(k_len, device=head.q.device)
     scores = head.q @ head.k.T * head.scale  # [q_pos, k_pos]
     if head.alibi_slope is not None:
         scores = scores + alibi_tile(torch.tensor(head.alibi_slope, dtype=scores.dtype), q_pos, k_pos, head.causal)
+    if head.softcap is not None:
+        scores = soft_cap(scores, head.softcap)
     if head.causal or head.window is not None:
         scores = scores.masked_fill(~visible(q_pos, k_pos, head.causal, head.window), float("-inf"))
     return torch.softmax(scores, dim=-1).nan_to_num(0.0)

@@ -16,10 +16,15 @@ and β · W_U[t] is one more bias term. The parts add up to the model's own logi
 A head's part splits further by the key it read: z_{p,h} = Σ_j a_pj v_j, so the head adds
 Σ_j a_pj (v_j W_O^h) · u_t, one term per earlier token (lab/attention_flow.py's a_ij · v_j W_O^h).
 
-What cannot be split this way is refused by name: a Post-LN block normalises the sum after every block, so
-each earlier part is rescaled by a factor that depends on all the others (no sum of parts); an encoder has
-no next token; an encoder-decoder's decoder stream also takes cross-attention from the encoder (and the one
-shipped, tiny-translator, is Post-LN).
+A norm after each sub-layer (Gemma's post_norms, RMSNorm) is frozen the same way: its σ at position p,
+read from the trace, makes it x ⊙ w / σ, linear, so a head of that layer adds z W_O^h · (u_t ⊙ w / σ) and a bias
+b · (u_t ⊙ w / σ); the FFN's traced output is already normed.
+
+What cannot be split this way is refused by name: a soft cap on the logits (Gemma 2) bends their sum
+by cap · tanh(sum / cap), so the parts add up to the logit before the cap, not the model's; a Post-LN block
+normalises the sum after every block, so each earlier part is rescaled by a factor that depends on all the
+others (no sum of parts); an encoder has no next token; an encoder-decoder's decoder stream also takes
+cross-attention from the encoder (and the one shipped, tiny-translator, is Post-LN).
 """
 
 from __future__ import annotations
@@ -97,6 +102,13 @@ def check_additive(model: Transformer) -> None:
     if cfg.architecture == "encoder-decoder":
         raise NotAdditive("an encoder-decoder's decoder stream also takes cross-attention from the encoder, which "
                           "this split does not follow (and the one shipped, tiny-translator, is Post-LN)")
+    if cfg.logit_softcap is not None:
+        raise NotAdditive(f"this model soft-caps its logits: each becomes {cfg.logit_softcap:g} · tanh(logit / "
+                          f"{cfg.logit_softcap:g}) after the parts are summed, so the parts no longer add up to the "
+                          "logit it shows")
+    if cfg.post_norms and cfg.norm != "rmsnorm":
+        raise NotAdditive("this model has a LayerNorm after each sub-layer: it subtracts the mean of all the heads "
+                          "together, so a head's part depends on the others")
     if cfg.norm_placement == "post":
         raise NotAdditive("this model is Post-LN: it normalises the stream after every block, so each earlier "
                           "part is rescaled by a factor that depends on all the others, and the parts no longer "
@@ -144,31 +156,45 @@ def logit_attribution(model: Transformer, trace: Mapping[str, torch.Tensor], log
             embedding["position"] = float(trace[stage_name("pos_embed")][position].double() @ u)  # [pos, d_model]
         if cfg.n_token_types:
             embedding["segments"] = float(read("token_type_embed")[position] @ u)
-    heads, ffn, attn_bias, ffn_bias = [], [], [], []
+    heads, ffn, attn_bias, ffn_bias, attn_dirs = [], [], [], [], []
     for layer, block in enumerate(cast(list[Block], list(stack.blocks))):
         w_o = block.attn.W_O
-        head_dirs = (u @ w_o.weight.double()).view(cfg.n_heads, cfg.d_head)  # [head, d_head]: u W_O^h
+        u_attn = u * post_gain(block, "ln1_post", trace, layer, position)  # [d_model]
+        u_ffn = u * post_gain(block, "ln2_post", trace, layer, position)
+        attn_dirs.append(u_attn)
+        head_dirs = (u_attn @ w_o.weight.double()).view(cfg.n_heads, cfg.d_head)  # [head, d_head]: u W_O^h
         heads.append((read("z", layer)[position] * head_dirs).sum(-1))  # [head]
         out_bias = block.mlp.W_out.bias
-        mlp_out = read("mlp_out", layer)[position]  # [d_model]
-        ffn.append((mlp_out - (out_bias.double() if out_bias is not None else 0.0)) @ u)
+        mlp_out = read("mlp_out", layer)[position]  # [d_model], after the post norm where there is one
+        ffn.append(mlp_out @ u - (out_bias.double() @ u_ffn if out_bias is not None else 0.0))
         if w_o.bias is not None:
-            attn_bias.append(w_o.bias.double() @ u)
+            attn_bias.append(w_o.bias.double() @ u_attn)
         if out_bias is not None:
-            ffn_bias.append(out_bias.double() @ u)
+            ffn_bias.append(out_bias.double() @ u_ffn)
     head_parts = torch.stack(heads)  # [layer, head]
     return LogitAttribution(
         position=position, target=target, versus=versus, heads=head_parts, ffn=torch.stack(ffn),
         attn_bias=torch.stack(attn_bias) if attn_bias else None, ffn_bias=torch.stack(ffn_bias) if ffn_bias else None,
         embedding=embedding, final_norm_bias=constant if cfg.final_norm and cfg.norm == "layernorm" else None,
         norm=cfg.norm if cfg.final_norm else None, norm_scale=sigma, logit=logit,
-        top=top_heads(model, trace, head_parts, u, position, top),
+        top=top_heads(model, trace, head_parts, attn_dirs, position, top),
     )
 
 
-def top_heads(model: Transformer, trace: Mapping[str, torch.Tensor], head_parts: torch.Tensor, u: torch.Tensor,
-              position: int, top: int) -> list[SourceSplit]:
-    """The `top` heads with the largest |part|, each split by key: a_pj · (v_j W_O^h) · u."""
+def post_gain(block: Block, norm: str, trace: Mapping[str, torch.Tensor], layer: int,
+              position: int) -> torch.Tensor | float:
+    """w / σ_p of the RMSNorm `norm` ("ln1_post", "ln2_post") after a sub-layer, σ_p frozen at its traced value:
+    what that sub-layer's raw output is multiplied by on its way into the stream; 1.0 without post_norms."""
+    if not block.post_norms:
+        return 1.0
+    sigma = float(trace[stage_name(f"{norm}.scale", layer)][0, position])
+    return cast(torch.Tensor, getattr(block, norm).w).double() / sigma
+
+
+def top_heads(model: Transformer, trace: Mapping[str, torch.Tensor], head_parts: torch.Tensor,
+              attn_dirs: list[torch.Tensor], position: int, top: int) -> list[SourceSplit]:
+    """The `top` heads with the largest |part|, each split by key: a_pj · (v_j W_O^h) · u (u ⊙ w / σ after a
+    post norm: attn_dirs[layer])."""
     n_heads = head_parts.shape[1]
     order = head_parts.flatten().abs().argsort(descending=True)[:top].tolist()
     splits = []
@@ -176,7 +202,7 @@ def top_heads(model: Transformer, trace: Mapping[str, torch.Tensor], head_parts:
         layer, head = divmod(index, n_heads)
         attn = cast(Block, model.stack_named(None).blocks[layer]).attn
         weights = trace[stage_name("pattern", layer)][0, head, position].double()  # [k_pos]
-        moved = projected_values(attn, trace[stage_name("v", layer)][0])[head] @ u  # [k_pos]: (v_j W_O^h) · u
+        moved = projected_values(attn, trace[stage_name("v", layer)][0])[head] @ attn_dirs[layer]  # [k_pos]
         sources = weights * moved
         contribution = float(head_parts[layer, head])
         splits.append(SourceSplit(layer, head, contribution, sources.tolist(),

@@ -46,7 +46,8 @@ def patterns_under_mask(model: Transformer, tokens: torch.Tensor, allowed: torch
     """Layer `layer`'s pattern when every self-attention layer of `stack` uses `allowed` as its mask.
 
     tokens: [batch, pos]; allowed: bool [q_pos, k_pos] -> pattern [batch, head, q_pos, k_pos].
-    Each layer's softmax input becomes its scaled scores with the cells `allowed` hides set to -inf.
+    Each layer's softmax input becomes its scaled scores (soft-capped where the model caps them, Gemma 2) with the
+    cells `allowed` hides set to -inf.
     stack: as stage names spell it (model.hooks): None for a single stack, "encoder" or "decoder".
     """
     layers = range(len(model.stack_named(stack).blocks))
@@ -57,10 +58,11 @@ def patterns_under_mask(model: Transformer, tokens: torch.Tensor, allowed: torch
 
         return edit
 
-    edits = {stage_name("attn_scores", i, stack=stack): [remasked(stage_name("scores_scaled", i, stack=stack))]
+    unmasked = "scores_capped" if model.cfg.attn_softcap is not None else "scores_scaled"  # what the mask reads
+    edits = {stage_name("attn_scores", i, stack=stack): [remasked(stage_name(unmasked, i, stack=stack))]
              for i in layers}
     pattern = stage_name("pattern", layer, stack=stack)
-    wanted = [stage_name("scores_scaled", i, stack=stack) for i in layers] + [pattern]
+    wanted = [stage_name(unmasked, i, stack=stack) for i in layers] + [pattern]
     with torch.inference_mode(), Trace(wanted, edits) as trace:
         model(tokens, **kwargs)
     return trace[pattern]

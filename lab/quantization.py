@@ -23,6 +23,7 @@ the emulation uses 32 for every quantized type (what its GPU kernels use).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ import torch.nn.functional as F
 
 from checkpoints.base import CheckpointError
 from model.hooks import Edit, Trace, stage_name
-from model.layers import Block
+from model.layers import Block, Norm
 from model.transformer import Transformer
 
 BLOCK = 32  # values per block of Q8_0 / Q4_0 / Q4_1 (ggml's QK8_0, QK4_0, QK4_1)
@@ -223,6 +224,14 @@ def unembed_stage(model: Transformer) -> str:
     return stage_name("ln_final.normalized") if model.cfg.final_norm else stage_name("resid_post", last)
 
 
+def normed(norm: Norm, x: torch.Tensor) -> torch.Tensor:
+    """norm(x) by its formula, without its hook points (it runs inside another stage's edit)."""
+    if norm.kind == "layernorm":
+        centered = x - x.mean(-1, keepdim=True)
+        return centered / (centered.pow(2).mean(-1, keepdim=True) + norm.eps).sqrt() * norm.w + norm.b
+    return x / (x.pow(2).mean(-1, keepdim=True) + norm.eps).sqrt() * norm.w
+
+
 def rounding_edit(kind: Rounding, flatten: bool) -> Edit:
     """Round a stage in place of the input it is: z [batch, pos, head, d_head] is rounded as the
     [batch, pos, head · d_head] vector W_O multiplies."""
@@ -281,14 +290,18 @@ def requant_edits(model: Transformer, kind: str, errors: WeightErrors) -> tuple[
     edits: dict[str, list[Edit]] = {}
     needed: set[str] = {stage_name("tokens")}
 
-    def product(linear: torch.nn.Linear, source: str, key: str, heads: int | None = None) -> Edit:
+    def product(linear: torch.nn.Linear, source: str, key: str, heads: int | None = None,
+                post: Norm | None = None) -> Edit:
         """linear's output from its input stage, with its weight re-quantized: [batch, pos, out] (split into
-        [batch, pos, head, d_head] for Q, K and V; z read as the [batch, pos, head · d_head] W_O multiplies)."""
+        [batch, pos, head, d_head] for Q, K and V; z read as the [batch, pos, head · d_head] W_O multiplies);
+        then the norm after the sub-layer, `post`, where the model has one (Gemma), as the stage holds it."""
         def edit(_: torch.Tensor, trace: Trace) -> torch.Tensor:
             weight = requantized(linear.weight, kind)
             errors.add(key, weight, linear.weight)
             x = trace[source]
             out = F.linear(x.flatten(-2) if x.dim() == 4 else x, weight, linear.bias)
+            if post is not None:
+                out = normed(post, out)
             return out if heads is None else out.unflatten(-1, (heads, cfg.d_head))
 
         return edit
@@ -301,29 +314,33 @@ def requant_edits(model: Transformer, kind: str, errors: WeightErrors) -> tuple[
         for stage, linear, heads in (("q", attn.W_Q, cfg.n_heads), ("k", attn.W_K, cfg.kv_heads),
                                      ("v", attn.W_V, cfg.kv_heads)):
             edits[stage_name(stage, layer)] = [product(linear, inputs["attn_in"], attention, heads)]
-        edits[stage_name("attn_out", layer)] = [product(attn.W_O, inputs["attn_out"], attention)]
+        post_attn, post_mlp = (block.ln1_post, block.ln2_post) if block.post_norms else (None, None)
+        edits[stage_name("attn_out", layer)] = [product(attn.W_O, inputs["attn_out"], attention, post=post_attn)]
         if mlp.gated:
             edits[stage_name("pre", layer)] = [product(mlp.W_gate, inputs["mlp_in"], ffn)]
             edits[stage_name("up", layer)] = [product(mlp.W_in, inputs["mlp_in"], ffn)]
         else:
             edits[stage_name("pre", layer)] = [product(mlp.W_in, inputs["mlp_in"], ffn)]
-        edits[stage_name("mlp_out", layer)] = [product(mlp.W_out, inputs["mlp_out"], ffn)]
+        edits[stage_name("mlp_out", layer)] = [product(mlp.W_out, inputs["mlp_out"], ffn, post=post_mlp)]
     unembed = unembed_stage(model)
     needed.add(unembed)
-    edits[stage_name("logits")] = [product(cast(torch.nn.Linear, model.W_U), unembed, "unembedding")]
+    # W_U's output: the logits, or what the soft cap then bends (Gemma 2), which the model still applies
+    logits = stage_name("logits_raw" if cfg.logit_softcap is not None else "logits")
+    edits[logits] = [product(cast(torch.nn.Linear, model.W_U), unembed, "unembedding")]
+    embed_scale = math.sqrt(cfg.d_model) if cfg.scale_embeddings else 1.0  # the stage holds the scaled rows (Gemma)
     if not cfg.tied_embeddings:  # a tied table is the unembedding's: its error is counted there
         embedding = stack.embed.W_E.weight
 
         def embed_edit(_: torch.Tensor, trace: Trace) -> torch.Tensor:
             table = requantized(embedding, kind)
             errors.add("embedding", table, embedding)
-            return F.embedding(trace[stage_name("tokens")], table)
+            return F.embedding(trace[stage_name("tokens")], table) * embed_scale
 
         edits[stage_name("embed")] = [embed_edit]
     else:
         def tied_embed_edit(_: torch.Tensor, trace: Trace) -> torch.Tensor:
             rows = trace[stage_name("tokens")]  # [batch, pos]: re-quantize just the rows the text uses
-            return requantized(stack.embed.W_E.weight[rows.flatten()], kind).view(*rows.shape, -1)
+            return requantized(stack.embed.W_E.weight[rows.flatten()], kind).view(*rows.shape, -1) * embed_scale
 
         edits[stage_name("embed")] = [tied_embed_edit]
     return edits, needed

@@ -40,15 +40,18 @@ class Interventions:
         return self != Interventions()
 
     def hooks(
-        self, trace_names: Iterable[str], d_head: int, scale_by_layer: bool = False
+        self, trace_names: Iterable[str], d_head: float, scale_by_layer: bool = False
     ) -> tuple[dict[str, list[Edit]], set[str]]:
         """(stage name -> edits in the order they apply, stages the edits read from the trace).
 
-        trace_names: the model's stage names (Transformer.trace_names); d_head: its head width;
+        trace_names: the model's stage names (Transformer.trace_names); d_head: what its scores are divided by
+        the square root of (its head width, or cfg.score_scale_dim: Gemma);
         scale_by_layer: layer L divides its scores by √d_head · (L + 1) (cfg.scale_attn_by_layer).
         """
         edits: dict[str, list[Edit]] = defaultdict(list)
         needed: set[str] = set()
+        trace_names = list(trace_names)
+        names = set(trace_names)
         for name in trace_names:
             match = SELF_ATTENTION.match(name)
             if match is None:
@@ -58,9 +61,10 @@ class Interventions:
                 divisor = math.sqrt(d_head) * (layer + 1 if scale_by_layer else 1)
                 edits[attn + "hook_scores_scaled"].append(unscaled(attn, divisor))
                 needed.add(attn + "hook_scores_raw")
-            if self.no_mask:
-                edits[attn + "hook_attn_scores"].append(unmasked(attn))
-                needed.add(attn + "hook_scores_scaled")
+            if self.no_mask:  # the softmax input without the mask: the scaled scores, soft-capped where capped
+                shown = attn + ("hook_scores_capped" if attn + "hook_scores_capped" in names else "hook_scores_scaled")
+                edits[attn + "hook_attn_scores"].append(unmasked(shown))
+                needed.add(shown)
             if self.window is not None:
                 edits[attn + "hook_attn_scores"].append(windowed(self.window))
             if self.temperature is not None:
@@ -80,9 +84,9 @@ def unscaled(attn: str, divisor: float) -> Edit:
     return edit
 
 
-def unmasked(attn: str) -> Edit:
+def unmasked(scores: str) -> Edit:
     def edit(_: torch.Tensor, trace: Trace) -> torch.Tensor:
-        return trace[attn + "hook_scores_scaled"]  # [batch, head, q_pos, k_pos], nothing hidden
+        return trace[scores]  # [batch, head, q_pos, k_pos], nothing hidden
 
     return edit
 

@@ -173,7 +173,8 @@ def decode(
     growing = targets if enc_dec and targets is not None else sources  # [batch, pos]
     limit = cfg.n_ctx if max_len is None else max_len
     generator = torch.Generator().manual_seed(0) if generator is None else generator
-    hooks, needed = edits.hooks(model.trace_names, cfg.d_head, cfg.scale_attn_by_layer) if edits else ({}, set())
+    score_dim = cfg.d_head if cfg.score_scale_dim is None else cfg.score_scale_dim  # scores ÷ √ this (Gemma's own)
+    hooks, needed = edits.hooks(model.trace_names, score_dim, cfg.scale_attn_by_layer) if edits else ({}, set())
     for name, more in (position_edits or {}).items():
         hooks[name] = [*hooks.get(name, ()), *more]
     cache = KVCache() if use_cache and not edits else None

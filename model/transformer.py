@@ -242,7 +242,8 @@ class Transformer(nn.Module):
             raise RuntimeError("cannot trace inside fused_attention(): the fused kernel records no stages")
         wanted, hooks = select_names(self.trace_names, names), None
         if edits is not None:
-            hooks, needed = edits.hooks(self.trace_names, self.cfg.d_head, self.cfg.scale_attn_by_layer)
+            score_dim = self.cfg.d_head if self.cfg.score_scale_dim is None else self.cfg.score_scale_dim
+            hooks, needed = edits.hooks(self.trace_names, score_dim, self.cfg.scale_attn_by_layer)
             wanted = [n for n in self.trace_names if n in set(wanted) | needed]
         with torch.inference_mode(), Trace(wanted, hooks) as trace:
             output = self(tokens, **kwargs)
