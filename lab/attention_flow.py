@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 
 from model.hooks import attention_layer, stage_name
-from model.layers import Attention
+from model.layers import Attention, Block, Norm
 from model.transformer import Transformer
 
 
@@ -108,14 +109,14 @@ def attention_flow(model: Transformer, trace: Mapping[str, torch.Tensor], *, lay
     bias = attn.W_O.bias
     if bias is not None:
         rebuilt = rebuilt + bias.double()
-    block = model.stack_named(where.stack).blocks[layer]
-    if getattr(block, "post_norms", False):  # Gemma: ln1_post(attention output) joins the stream
-        post = block.ln1_post
+    block = cast(Block, model.stack_named(where.stack).blocks[layer])
+    if block.post_norms:  # Gemma: ln1_post(attention output) joins the stream
+        post = cast(Norm, block.ln1_post)
         if post.kind != "rmsnorm":
             raise ValueError("a LayerNorm after the attention subtracts each position's mean over all heads: the "
                              "keys' vectors no longer add up to what the layer writes")
         sigma = trace[stage_name("ln1_post.scale", layer, stack=where.stack)][0].double()  # [q_pos]
-        gain = post.w.double()  # [d_model]
+        gain = cast(torch.Tensor, post.w).double()  # [d_model]
         moved = moved * gain  # [head, k_pos, d_model]: what each key's value becomes, before ÷ σ_i
         rebuilt = rebuilt * gain / sigma[:, None]
     traced = trace[stage_name("attn_out", layer, stack=where.stack)][0].double()  # [q_pos, d_model]
