@@ -35,9 +35,6 @@ def convert_phi3(
     loader = "the Hugging Face phi3 loader"
     d_model, n_heads = hf_config["hidden_size"], hf_config["num_attention_heads"]
     head_dim = hf_config.get("head_dim") or d_model // n_heads
-    if head_dim * n_heads != d_model:
-        raise CheckpointError(f"{loader}: config field head_dim = {head_dim} × {n_heads} heads differs from "
-                              f"hidden_size {d_model}: not implemented")
     n_kv = hf_config.get("num_key_value_heads") or n_heads
     n_layers, d_mlp = hf_config["num_hidden_layers"], hf_config["intermediate_size"]
     state = {name.removeprefix("model."): tensor for name, tensor in state.items()}
@@ -45,7 +42,7 @@ def convert_phi3(
     window = hf_config.get("sliding_window")
     cfg = TransformerConfig(
         architecture="decoder", vocab_size=hf_config["vocab_size"], d_model=d_model, n_layers=n_layers,
-        n_heads=n_heads, n_kv_heads=n_kv, d_mlp=d_mlp,
+        n_heads=n_heads, n_kv_heads=n_kv, d_mlp=d_mlp, head_dim=None if head_dim * n_heads == d_model else head_dim,
         n_ctx=min(int(hf_config.get("max_position_embeddings", 4096)), 4096), pos_encoding="rope",
         **rope_fields(hf_config, loader, head_dim), norm="rmsnorm", norm_placement="pre",
         norm_eps=hf_config.get("rms_norm_eps", 1e-5),

@@ -29,22 +29,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal, cast
+from typing import cast
 
 import torch
 import torch.nn.functional as F
 
 from checkpoints.base import CheckpointError
+from lab.ggml_rounding import HALF_TYPES, Rounding, requantized, rounded
 from model.hooks import Edit, Trace, stage_name
 from model.layers import Block, Norm
 from model.transformer import Transformer
 
-BLOCK = 32  # values per block of Q8_0 / Q4_0 / Q4_1 (ggml's QK8_0, QK4_0, QK4_1)
 FLOAT_TYPES = frozenset({"F32", "F64"})  # weights llama.cpp multiplies with unrounded float32 activations
-HALF_TYPES = {"F16": torch.float16, "BF16": torch.bfloat16}  # weights whose activations it rounds to their type
-REQUANT_TYPES = ("Q8_0", "Q4_1", "Q4_0")  # what the weights can be re-quantized to (finer first)
 
-Rounding = Literal["q8", "F16", "BF16"]  # 8-bit blocks of 32, or a 16-bit float type
 GROUPS = ("attn_in", "attn_out", "mlp_in", "mlp_out")  # a block's linear layers, grouped by the input they share
 # GGUF tensor (its name after `blk.N.`) -> the group of linear layers whose input it multiplies
 GGUF_GROUPS = {"attn_q.weight": "attn_in", "attn_k.weight": "attn_in", "attn_v.weight": "attn_in",
@@ -54,67 +51,6 @@ GGUF_GROUPS = {"attn_q.weight": "attn_in", "attn_k.weight": "attn_in", "attn_v.w
 
 class NotEmulated(ValueError):
     """A model this emulation cannot follow (the message says why)."""
-
-
-# ---------------------------------------------------------------- the rounding itself
-
-
-def roundf(x: torch.Tensor) -> torch.Tensor:
-    """C's roundf (halves away from zero), written as gguf.quants.np_roundf so the results are bit-equal."""
-    a = x.abs()
-    floored = a.floor()
-    return x.sign() * (floored + (2 * (a - floored)).floor())
-
-
-def _blocks(x: torch.Tensor) -> tuple[torch.Tensor, int]:
-    """[..., n] -> [..., n_blocks, 32] (the last block padded with zeros, which change no block's max), n."""
-    n = x.shape[-1]
-    pad = -n % BLOCK
-    if pad:
-        x = F.pad(x, (0, pad))
-    return x.reshape(*x.shape[:-1], -1, BLOCK), n
-
-
-def _unblock(blocks: torch.Tensor, n: int) -> torch.Tensor:
-    return blocks.reshape(*blocks.shape[:-2], -1)[..., :n]
-
-
-def q8_blocks(x: torch.Tensor) -> torch.Tensor:
-    """x rounded as llama.cpp rounds activations for quantized weights (Q8_0 / Q8_1): per block of 32 along the
-    last dimension, d = max|x| / 127, q = roundf(x / d), x ≈ q · d with d stored as float16."""
-    blocks, n = _blocks(x.float())  # [..., n_blocks, 32]
-    d = blocks.abs().amax(-1, keepdim=True) / 127  # [..., n_blocks, 1]
-    inverse = torch.where(d == 0, torch.zeros_like(d), 1 / d)
-    q = roundf(blocks * inverse)
-    return _unblock(q * d.half().float(), n)
-
-
-def rounded(x: torch.Tensor, kind: Rounding) -> torch.Tensor:
-    """The activations a linear layer multiplies, as llama.cpp rounds them for weights of that kind."""
-    if kind == "q8":
-        return q8_blocks(x)
-    return x.to(HALF_TYPES[kind]).float()
-
-
-def requantized(weight: torch.Tensor, kind: str) -> torch.Tensor:
-    """weight [out, in] quantized to `kind` along `in` (ggml's blocks run along the fastest dimension) and
-    dequantized again: gguf.quants' Q8_0 / Q4_0 / Q4_1 arithmetic, in torch (tests check it bit for bit)."""
-    blocks, n = _blocks(weight.float())  # [out, n_blocks, 32]
-    if kind == "Q8_0":
-        return q8_blocks(weight.float())
-    if kind == "Q4_0":  # d = (the value of largest magnitude) / −8, q = trunc(x / d + 8.5) in [0, 15], x ≈ (q − 8) d
-        largest = blocks.gather(-1, blocks.abs().argmax(-1, keepdim=True))
-        d = largest / -8
-        inverse = torch.where(d == 0, torch.zeros_like(d), 1 / d)
-        q = (blocks * inverse + 8.5).trunc().clamp(0, 15)
-        return _unblock((q - 8) * d.half().float(), n)
-    if kind == "Q4_1":  # d = (max − min) / 15, q = trunc((x − min) / d + 0.5) in [0, 15], x ≈ q d + min
-        low, high = blocks.amin(-1, keepdim=True), blocks.amax(-1, keepdim=True)
-        d = (high - low) / 15
-        inverse = torch.where(d == 0, torch.zeros_like(d), 1 / d)
-        q = ((blocks - low) * inverse + 0.5).trunc().clamp(0, 15)
-        return _unblock(q * d.half().float() + low.half().float(), n)
-    raise ValueError(f"cannot re-quantize to {kind!r}; choose one of {', '.join(REQUANT_TYPES)}")
 
 
 # ---------------------------------------------------------------- which inputs llama.cpp rounds

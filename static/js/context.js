@@ -96,6 +96,7 @@ export function stageChoices(s, step, at) {
     act: cfg.activation,
     pos: cfg.pos_encoding,
     scoreBias: positionalKind(s).where === "scores", // a bias kind (ALiBi): the scale stage adds its bias
+    rotary: positionalKind(s).where === "q_k", // a rotary kind (RoPE): positions enter at q and k, not the embedding
     arch: s.info.architecture,
     causal: step.stack !== "encoder" && s.info.architecture !== "encoder",
     tied: Boolean(cfg.tied_embeddings && cfg.lm_head),

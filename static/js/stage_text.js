@@ -36,7 +36,7 @@ const multi = (m) => (m.kv === "mha" ? "mha" : m.kv);
 const CHOICES = {
   embed: {
     formula: (m) => [m.scaled ? "embed.formula.scaled" : "embed.formula"],
-    explain: (m) => ["embed.explain", ...when(m.scaled, m.pos === "rope" ? "embed.explain.scaled_rope" : "embed.explain.scaled")],
+    explain: (m) => ["embed.explain", ...when(m.scaled, m.rotary ? "embed.explain.scaled_rope" : "embed.explain.scaled")],
   },
   embed_norm: { formula: normFormula, explain: (m) => ["embed_norm.explain", normKind(m)] },
   pos: {

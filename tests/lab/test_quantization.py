@@ -14,18 +14,15 @@ import pytest
 import torch
 
 from checkpoints import LoadedModel, load_checkpoint, pretrained
+from lab.ggml_rounding import REQUANT_TYPES, q8_blocks, requantized, rounded
 from lab.quantization import (
-    REQUANT_TYPES,
     NotEmulated,
     Plan,
     activation_edits,
     check_emulated,
     compare,
     model_plan,
-    q8_blocks,
     quantization,
-    requantized,
-    rounded,
 )
 from model import Transformer, TransformerConfig
 from model.hooks import Trace
