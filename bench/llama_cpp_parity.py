@@ -141,6 +141,7 @@ def write_f32(source: Path, target: Path) -> None:
 def requantize(source: Path, target: Path, kind: str, threads: int) -> None:
     """llama.cpp's own quantizer (llama-quantize's library call), source F32 -> target `kind`."""
     import llama_cpp
+    from llama_cpp._utils import suppress_stdout_stderr
 
     ftype = getattr(llama_cpp, f"LLAMA_FTYPE_MOSTLY_{kind}", None)
     if ftype is None:
@@ -148,7 +149,8 @@ def requantize(source: Path, target: Path, kind: str, threads: int) -> None:
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = ftype
     params.nthread = threads
-    status = llama_cpp.llama_model_quantize(str(source).encode(), str(target).encode(), ctypes.byref(params))
+    with suppress_stdout_stderr(disable=False):  # a line per tensor on stderr
+        status = llama_cpp.llama_model_quantize(str(source).encode(), str(target).encode(), ctypes.byref(params))
     if status != 0 or not target.is_file():
         raise RuntimeError(f"llama_model_quantize to {kind} returned {status}")
 
