@@ -1,0 +1,163 @@
+"""Record what the lessons ask the server: the real pages, driven in headless Chromium against a live server.
+
+The pages themselves decide every request (their bodies, their order, what they prefetch), so the recording
+is whatever the page asks while it walks the lesson path, and a recorded site answers exactly those. For each
+chapter, in English and in Chinese, the walk opens the chapter's view and then:
+
+- steps through every stage of the chapter's layer (all of them for a model with a short stepper), so the
+  stepper works, the next-token table (logits) included;
+- at the chapter's stage: every head (H), the all-heads and all-layers views;
+- presentation mode (P) on the chapter's view;
+- the lab panel the chapter links to, with the chapter's model and sentence.
+
+Each /api answer (and the text files) is kept as (key, exact response body); the key is api.js's requestKey.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+CHROMIUM = "/usr/bin/chromium"
+WHOLE_PLAN = 80  # a stepper at most this long is walked whole (tiny models); a longer one at the chapter's layer
+QUIET_S = 0.2  # no request in flight for this long: the page (and its prefetch) is done
+
+
+@dataclass
+class Recording:
+    answers: dict[str, bytes] = field(default_factory=dict)  # request key -> the server's exact response body
+    failed: list[str] = field(default_factory=list)  # requests the server refused (not kept: they need it)
+    errors: list[str] = field(default_factory=list)  # console errors while walking
+
+
+def request_key(method: str, url: str, body: str | None) -> str:
+    """static/js/shared/api.js requestKey: `${method} ${url} ${JSON.stringify(body) or ""}` (url: path + query)."""
+    parts = urlsplit(url)
+    return f"{method} {parts.path}{'?' + parts.query if parts.query else ''} {body or ''}"
+
+
+class Recorder:
+    """One Chromium page on a live server; every answer to /api and /static/text is kept."""
+
+    def __init__(self, browser: Any, base: str, log: Callable[[str], None] = print) -> None:
+        self.base = base.rstrip("/")
+        self.log = log
+        self.recording = Recording()
+        self.in_flight = 0
+        self.last = time.monotonic()
+        self.page = browser.new_page(viewport={"width": 1280, "height": 720})
+        self.page.set_default_timeout(120_000)  # a SmolLM2 trace on a busy CPU
+        self.page.on("request", self._asked)
+        self.page.on("requestfinished", self._finished)
+        self.page.on("requestfailed", self._done)
+        self.page.on("console", lambda m: self.recording.errors.append(m.text) if m.type == "error" else None)
+
+    def _wanted(self, request: Any) -> bool:
+        path = urlsplit(request.url).path
+        return path.startswith("/api/") or path.startswith("/static/text/")
+
+    def _asked(self, request: Any) -> None:
+        if self._wanted(request):
+            self.in_flight += 1
+            self.last = time.monotonic()
+
+    def _done(self, request: Any) -> None:
+        if self._wanted(request):
+            self.in_flight -= 1
+            self.last = time.monotonic()
+
+    def _finished(self, request: Any) -> None:
+        if not self._wanted(request):
+            return
+        try:
+            response = request.response()
+            key = request_key(request.method, request.url, request.post_data)
+            if response is not None and response.status == 200:
+                self.recording.answers[key] = response.body()
+            else:
+                self.recording.failed.append(f"{key[:160]} -> {response.status if response else 'none'}")
+        finally:
+            self._done(request)
+
+    def settle(self) -> None:
+        """Wait until the page is drawn and nothing it asked (prefetch included) is in flight."""
+        self.page.wait_for_function("() => !document.body.classList.contains('busy')")
+        while self.in_flight > 0 or time.monotonic() - self.last < QUIET_S:
+            self.page.wait_for_timeout(100)
+
+    def press(self, key: str) -> None:
+        self.page.keyboard.press(key)
+        self.settle()
+
+    def state(self) -> dict[str, Any]:
+        return dict(self.page.evaluate(
+            "() => { const u = new URLSearchParams(location.search); return {stage: u.get('stage'), "
+            "layer: u.get('layer'), head: u.get('head'), lab: (document.getElementById('lab-link') || {}).href || '', "
+            "labHidden: document.getElementById('lab-link').hidden} }"))
+
+    def chapter(self, chapter_id: str, lang: str, stepper: bool = True) -> None:
+        """Walk one chapter in one language (see the module's docstring); without `stepper`, its view only."""
+        page = self.page
+        page.goto(f"{self.base}/?{urlencode({'chapter': chapter_id, 'lang': lang})}")
+        page.wait_for_selector("body[data-ready='1']")
+        self.settle()
+        opened = self.state()
+        layer = opened["layer"]
+        plan = page.evaluate("() => document.querySelectorAll('#stage-list li').length") or 0
+        whole = plan <= WHOLE_PLAN
+        n_heads = page.evaluate("() => document.querySelectorAll('#head option').length") or 1
+        # the chapter's stage: every head, then the all-heads and all-layers views (where the stage has them)
+        for _ in range(n_heads):
+            self.press("h")
+        for view in ("heads", "layers", "head"):
+            button = page.locator(f"#views button[data-view='{view}']")
+            if button.count() and button.is_visible() and button.is_enabled():
+                button.click()
+                self.settle()
+        self.press("p")  # presentation mode at 1280x720, then back
+        self.press("p")
+        # the stepper, forward then back from the chapter's stage, staying on its layer unless the plan is short
+        for step in ("ArrowRight", "ArrowLeft") if stepper else ():
+            page.goto(f"{self.base}/?{urlencode({'chapter': chapter_id, 'lang': lang})}")
+            page.wait_for_selector("body[data-ready='1']")
+            self.settle()
+            while True:
+                before = page.url
+                self.press(step)
+                now = self.state()
+                if page.url == before or (not whole and now["layer"] not in (None, "", layer)):
+                    break
+        if opened["lab"] and not opened["labHidden"]:
+            self.lab(opened["lab"])
+
+    def lab(self, href: str) -> None:
+        page = self.page
+        page.goto(href)
+        page.wait_for_function("() => { const p = new URLSearchParams(location.search).get('panel') || "
+                               "location.hash.replace('#panel-', ''); const el = document.getElementById('panel-' + p);"
+                               " return el && el.dataset.rendered; }")
+        self.settle()
+
+
+def record_lessons(base: str, chapters: list[str], log: Callable[[str], None] = print,
+                   executable: str = CHROMIUM, stepper: bool = True) -> Recording:
+    """Drive every chapter (by id) in EN and ZH against the server at `base`; `stepper`: step through its stages."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable,
+                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        try:
+            recorder = Recorder(browser, base, log)
+            for lang in ("en", "zh"):
+                for chapter_id in chapters:
+                    started = time.monotonic()
+                    recorder.chapter(chapter_id, lang, stepper)
+                    log(f"  {lang} {chapter_id}: {len(recorder.recording.answers)} answers "
+                        f"({time.monotonic() - started:.1f} s)")
+            return recorder.recording
+        finally:
+            browser.close()
