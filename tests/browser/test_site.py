@@ -1,0 +1,159 @@
+"""The recorded site (static_site/, issue 33) opens from file:// and from a plain static server.
+
+One site is built per session from the tiny test models (each chapter's own view, EN and ZH, recorded by the
+real pages; `make site` records the shipped models with the stepper too). Every chapter then opens in both
+languages in presentation mode at 1280x720 with every request outside the folder blocked: a chart is drawn,
+nothing is logged as an error, no placeholder shows. The recorded answers equal the live API's byte for byte.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import threading
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+import pytest
+
+from app import lessons
+from static_site.export import BUDGET_BYTES, SiteSummary, export_site
+
+pytestmark = pytest.mark.browser
+
+PLACEHOLDERS = re.compile(r"\bundefined\b|\bnull\b|\bNaN\b|⟦|\{\w+\}")  # an unfilled value or {placeholder}
+
+
+@pytest.fixture(scope="session")
+def built(server: Any, tmp_path_factory: pytest.TempPathFactory) -> SiteSummary:
+    """The site, recorded on the browser tests' own server app (tiny models)."""
+    return export_site(tmp_path_factory.mktemp("site") / "site", server.app, log=lambda line: None, stepper=False)
+
+
+@pytest.fixture(scope="session")
+def static_host(built: SiteSummary) -> Iterator[str]:
+    """The same folder behind Python's plain static file server (no app)."""
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(built.folder))
+    handler.log_message = lambda *args: None  # type: ignore[attr-defined]
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+def recorded(folder: Path) -> dict[str, str]:
+    """Every data file's (request key -> recorded text), read back as the page reads it."""
+    decoder = json.JSONDecoder()
+    out = {}
+    for path in (folder / "data").glob("*.js"):
+        if path.name == "index.js":
+            continue
+        text = path.read_text(encoding="ascii")
+        assert text.startswith("TE_SITE.put(")
+        key, end = decoder.raw_decode(text, len("TE_SITE.put("))
+        body, _ = decoder.raw_decode(text, end + 2)
+        out[key] = body
+    return out
+
+
+def walk(browser: Any, base: str, inside: Any) -> None:
+    """Every chapter in EN and ZH, presentation mode, 1280x720: drawn, no error, nothing outside, no placeholder."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    outside: list[str] = []
+
+    def guard(route: Any) -> None:
+        if inside(route.request.url):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", guard)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+    page.set_default_timeout(30000)
+    try:
+        for lang in ("en", "zh"):
+            for chapter in lessons.chapters():
+                where = f"{lang} {chapter.id}"
+                page.goto(f"{base}/index.html?{urlencode({'chapter': chapter.id, 'lang': lang, 'present': 1})}")
+                page.wait_for_selector("body[data-ready='1']")
+                page.wait_for_function("() => !document.body.classList.contains('busy')")
+                assert page.locator("#panel .js-plotly-plot").count() > 0, f"{where}: no chart"
+                assert page.is_hidden("#message"), f"{where}: {page.inner_text('#message')}"
+                shown = page.inner_text("body")
+                assert not PLACEHOLDERS.search(shown), f"{where}: {PLACEHOLDERS.search(shown)} on the page"
+                banner = page.inner_text("#site-banner")
+                assert "Transformer Explorer" in banner and "make run" in banner, where
+                assert page.is_disabled("#text") and page.is_disabled("#run"), where
+                assert not errors, f"{where}: {errors}"
+                assert not outside, f"{where}: asked outside the site: {outside}"
+    finally:
+        context.close()
+
+
+def test_every_chapter_opens_from_file(built: SiteSummary, browser: Any) -> None:
+    folder = built.folder.resolve()
+    walk(browser, folder.as_uri(), lambda url: url.startswith("file://") and Path(urlsplit(url).path).resolve()
+         .is_relative_to(folder))
+
+
+def test_every_chapter_opens_from_a_plain_static_server(static_host: str, browser: Any) -> None:
+    walk(browser, static_host, lambda url: url.startswith(static_host + "/"))
+
+
+def test_the_lab_panel_a_chapter_links_opens_from_file(built: SiteSummary, browser: Any) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file://") else route.abort())
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    try:
+        page.goto(f"{built.folder.as_uri()}/index.html?chapter=scale&lang=zh")
+        page.wait_for_selector("body[data-ready='1']")
+        href = page.get_attribute("#lab-link", "href")
+        assert href and href.startswith("lab.html?")
+        page.click("#lab-link")
+        page.wait_for_function("() => document.querySelector('#panel-scaling') && document.querySelector('#panel-scaling').dataset.rendered")
+        assert page.locator("#panel-scaling .js-plotly-plot").count() > 0
+        assert "make run" in page.inner_text("#site-banner")
+        assert not errors, errors
+    finally:
+        context.close()
+
+
+def test_recorded_answers_are_the_live_answers_byte_for_byte(built: SiteSummary, server: Any) -> None:
+    from fastapi.testclient import TestClient
+
+    answers = {k: v for k, v in recorded(built.folder).items() if " /api/" in k}
+    assert len(answers) == built.answers > 20
+    with TestClient(server.app) as client:
+        for key, text in answers.items():
+            method, rest = key.split(" ", 1)
+            url, body = rest.split(" ", 1)
+            live = client.request(method, url, content=body.encode("utf-8") or None,
+                                  headers={"Content-Type": "application/json"} if body else {})
+            assert live.status_code == 200, key[:120]
+            assert live.content == text.encode("utf-8"), key[:120]
+
+
+def test_a_missing_answer_says_it_needs_the_server(built: SiteSummary, browser: Any) -> None:
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    try:
+        page.goto(f"{built.folder.as_uri()}/index.html?{urlencode({'model': 'gpt', 'text': 'never recorded', 'lang': 'zh'})}")
+        page.wait_for_selector("#message:not([hidden])")
+        assert "make run" in page.inner_text("#message") and "服务器" in page.inner_text("#message")
+    finally:
+        page.close()
+
+
+def test_the_site_is_under_its_budget(built: SiteSummary) -> None:
+    size = sum(p.stat().st_size for p in built.folder.rglob("*") if p.is_file())
+    assert size == built.bytes < BUDGET_BYTES
