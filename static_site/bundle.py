@@ -98,7 +98,8 @@ def transform(module: str, source: str) -> tuple[str, list[str]]:
     def named(match: re.Match[str]) -> str:
         target = _resolve(module, match.group(2))
         imports.append(target)
-        fields = ", ".join(name if name == local else f"{name}: {local}" for name, local in _names(match.group(1), module))
+        pairs = _names(match.group(1), module)
+        fields = ", ".join(name if name == local else f"{name}: {local}" for name, local in pairs)
         return f"const {{ {fields} }} = __te.require({json.dumps(target)});"
 
     def default(match: re.Match[str]) -> str:
@@ -132,8 +133,8 @@ def transform(module: str, source: str) -> tuple[str, list[str]]:
         rest = text[left.start():].strip().splitlines()[0]
         raise BundleError(f"{module}:{line}: cannot bundle {rest!r} (import {{...}} / default / * as, export "
                           "function / async function / class / const / default are the known forms)")
-    getters = "".join(f"Object.defineProperty(exports, {json.dumps(name)}, {{ enumerable: true, get: () => {name} }});\n"
-                      for name in exported)
+    getters = "".join(f"Object.defineProperty(exports, {json.dumps(name)}, {{ enumerable: true, get: () => {name} }});"
+                      "\n" for name in exported)
     return getters + text, imports
 
 
@@ -180,6 +181,7 @@ def bundle(js_root: Path, entry: str, also: Iterable[str] = ()) -> str:
     graph = module_graph(js_root, [entry, *also])
     parts = [RUNTIME]
     for module in sorted(graph):
-        parts.append(f"__te.define({json.dumps(module)}, function (exports) {{\n\"use strict\";\n{graph[module][0]}\n}});\n")
+        body = graph[module][0]
+        parts.append(f'__te.define({json.dumps(module)}, function (exports) {{\n"use strict";\n{body}\n}});\n')
     parts.append(f"__te.require({json.dumps(entry)});\n")
     return "".join(parts)

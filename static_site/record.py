@@ -93,10 +93,11 @@ class Recorder:
         self.settle()
 
     def state(self) -> dict[str, Any]:
+        """The view's stage and layer (from its URL), and the lab links the chapter shows."""
         return dict(self.page.evaluate(
             "() => { const u = new URLSearchParams(location.search); return {stage: u.get('stage'), "
-            "layer: u.get('layer'), head: u.get('head'), lab: (document.getElementById('lab-link') || {}).href || '', "
-            "labHidden: document.getElementById('lab-link').hidden} }"))
+            "layer: u.get('layer'), labs: [...document.querySelectorAll('#lesson a.lab-link, #lesson a.live-link')]"
+            ".map((a) => a.href).filter((h) => /[/]lab([.]html)?[?]/.test(h))} }"))
 
     def chapter(self, chapter_id: str, lang: str, stepper: bool = True) -> None:
         """Walk one chapter in one language (see the module's docstring); without `stepper`, its view only."""
@@ -130,8 +131,8 @@ class Recorder:
                 now = self.state()
                 if page.url == before or (not whole and now["layer"] not in (None, "", layer)):
                     break
-        if opened["lab"] and not opened["labHidden"]:
-            self.lab(opened["lab"])
+        for href in dict.fromkeys(opened["labs"]):
+            self.lab(href)
 
     def lab(self, href: str) -> None:
         page = self.page

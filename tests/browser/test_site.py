@@ -111,17 +111,17 @@ def test_every_chapter_opens_from_a_plain_static_server(static_host: str, browse
 
 def test_the_lab_panel_a_chapter_links_opens_from_file(built: SiteSummary, browser: Any) -> None:
     context = browser.new_context(viewport={"width": 1280, "height": 720})
-    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file://") else route.abort())
+    context.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file://") else r.abort())
     page = context.new_page()
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     try:
         page.goto(f"{built.folder.as_uri()}/index.html?chapter=scale&lang=zh")
         page.wait_for_selector("body[data-ready='1']")
-        href = page.get_attribute("#lab-link", "href")
+        href = page.get_attribute("#lesson-lab-link", "href")
         assert href and href.startswith("lab.html?")
-        page.click("#lab-link")
-        page.wait_for_function("() => document.querySelector('#panel-scaling') && document.querySelector('#panel-scaling').dataset.rendered")
+        page.click("#lesson-lab-link")
+        page.wait_for_function("() => document.querySelector('#panel-scaling').dataset.rendered")
         assert page.locator("#panel-scaling .js-plotly-plot").count() > 0
         assert "make run" in page.inner_text("#site-banner")
         assert not errors, errors
@@ -147,7 +147,8 @@ def test_recorded_answers_are_the_live_answers_byte_for_byte(built: SiteSummary,
 def test_a_missing_answer_says_it_needs_the_server(built: SiteSummary, browser: Any) -> None:
     page = browser.new_page(viewport={"width": 1280, "height": 720})
     try:
-        page.goto(f"{built.folder.as_uri()}/index.html?{urlencode({'model': 'gpt', 'text': 'never recorded', 'lang': 'zh'})}")
+        asked = urlencode({"model": "gpt", "text": "never recorded", "lang": "zh"})
+        page.goto(f"{built.folder.as_uri()}/index.html?{asked}")
         page.wait_for_selector("#message:not([hidden])")
         assert "make run" in page.inner_text("#message") and "服务器" in page.inner_text("#message")
     finally:

@@ -47,7 +47,8 @@ def test_modules_run_once_in_import_order(tmp_path: Path) -> None:
     if not node:
         pytest.skip("node is not installed")
     (tmp_path / "log.js").write_text("export const log = [];\n")
-    (tmp_path / "a.js").write_text('import { log } from "./log.js";\nlog.push("a");\nexport function a() { return 1; }\n')
+    (tmp_path / "a.js").write_text('import { log } from "./log.js";\nlog.push("a");\n'
+                                   "export function a() { return 1; }\n")
     (tmp_path / "main.js").write_text('import { log } from "./log.js";\nimport { a } from "./a.js";\n'
                                       'import { a as again } from "./a.js";\nlog.push("main");\n'
                                       'console.log(JSON.stringify([log, a() + again()]));\n')
@@ -58,7 +59,8 @@ def test_modules_run_once_in_import_order(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("entry", ["main.js", "lab/main.js"])
 def test_the_pages_bundle_and_parse(entry: str, tmp_path: Path) -> None:
-    also = [f"lab/panels/{p.name}" for p in sorted((JS / "lab" / "panels").glob("*.js"))] if entry.startswith("lab") else []
+    panels = sorted((JS / "lab" / "panels").glob("*.js"))
+    also = [f"lab/panels/{p.name}" for p in panels] if entry.startswith("lab") else []
     text = bundle(JS, entry, also)
     node = shutil.which("node")
     if node:
