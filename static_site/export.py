@@ -51,6 +51,8 @@ class SiteSummary:
     refused: list[str]  # requests the server answered with an error while recording (not in the site)
     errors: list[str]  # console errors while recording
     seconds: float
+    walked: list[str]  # per chapter and language: what the walk recorded (static_site/record.py)
+    slow: list[tuple[float, str]]  # the answers that took longest to compute, (seconds, request key)
 
     def line(self) -> str:
         return (f"site: {self.folder} — {self.bytes / 1e6:.1f} MB in {self.files} files (budget "
@@ -172,7 +174,8 @@ def export_site(folder: Path, app: Any, log: Callable[[str], None] = print, step
         recording: Recording = record_lessons(server.url, [c.id for c in lessons.chapters()], log, stepper=stepper)
     size, files = write_site(folder, recording.answers, datetime.date.today().isoformat())
     return SiteSummary(folder, size, files, len(recording.answers), models_of(recording.answers), recording.failed,
-                       recording.errors, time.monotonic() - started)
+                       recording.errors, time.monotonic() - started, recording.walked,
+                       sorted(recording.slow, reverse=True))
 
 
 def export_with_settings(folder: Path, settings: Settings) -> int:
@@ -181,6 +184,10 @@ def export_with_settings(folder: Path, settings: Settings) -> int:
     from app.factory import create_app
 
     summary = export_site(folder, create_app(settings, build_registry(settings)))
+    for line in summary.walked:
+        print(f"  recorded {line}")
+    for seconds, key in summary.slow[:10]:
+        print(f"  slowest answers: {seconds:.1f} s {key[:150]}")
     for line in summary.refused:
         print(f"  not recorded (the server refused it): {line}")
     for line in summary.errors:

@@ -4,13 +4,20 @@ The pages themselves decide every request (their bodies, their order, what they 
 is whatever the page asks while it walks the lesson path, and a recorded site answers exactly those. For each
 chapter, in English and in Chinese, the walk opens the chapter's view and then:
 
-- steps through every stage of the chapter's layer (all of them for a model with a short stepper), so the
-  stepper works, the next-token table (logits) included;
+- for a model with a short stepper (at most WHOLE_PLAN stages: the shipped tiny models), steps through every
+  stage, so the stepper works, the next-token table (logits) included; a long one (SmolLM2's 30 layers) is not
+  stepped: each of its stages costs seconds of a busy CPU and the site's build would take most of an hour, so
+  its other stages say they need the server (the chapter's own view, heads and claims are recorded);
 - at the chapter's stage: every head (H), the all-heads and all-layers views;
 - presentation mode (P) on the chapter's view;
 - the lab panel the chapter links to, with the chapter's model and sentence.
 
 Each /api answer (and the text files) is kept as (key, exact response body); the key is api.js's requestKey.
+
+Work that would only repeat is walked once: the stepper of a (model, sentence[, layer]) and the heads of a
+(model, sentence, stage, layer) are language-independent requests (the page asks /api/trace with no language),
+so a chapter whose view an earlier chapter or the other language already walked opens its view, its claims and
+its lab links only. `Recording.walked` says what each chapter walked.
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ from urllib.parse import urlencode, urlsplit
 CHROMIUM = "/usr/bin/chromium"
 WHOLE_PLAN = 80  # a stepper at most this long is walked whole (tiny models); a longer one at the chapter's layer
 QUIET_S = 0.2  # no request in flight for this long: the page (and its prefetch) is done
+SLOW_S = 5.0  # an answer slower than this is listed at the end of the build (where its time went)
+VIEW_FIELDS = ("model", "text", "target", "iv", "snapshot")  # the URL fields that change what /api/trace answers
 
 
 @dataclass
@@ -31,6 +40,8 @@ class Recording:
     answers: dict[str, bytes] = field(default_factory=dict)  # request key -> the server's exact response body
     failed: list[str] = field(default_factory=list)  # requests the server refused (not kept: they need it)
     errors: list[str] = field(default_factory=list)  # console errors while walking
+    slow: list[tuple[float, str]] = field(default_factory=list)  # (seconds, key) of answers slower than SLOW_S
+    walked: list[str] = field(default_factory=list)  # per chapter and language: what was walked, what skipped
 
 
 def request_key(method: str, url: str, body: str | None) -> str:
@@ -48,6 +59,8 @@ class Recorder:
         self.recording = Recording()
         self.in_flight = 0
         self.last = time.monotonic()
+        self.asked: dict[int, float] = {}  # id(request) -> when it was asked
+        self.done: set[tuple[str, ...]] = set()  # the steppers and head cycles already walked (see the docstring)
         self.page = browser.new_page(viewport={"width": 1280, "height": 720})
         self.page.set_default_timeout(120_000)  # a SmolLM2 trace on a busy CPU
         self.page.on("request", self._asked)
@@ -62,7 +75,7 @@ class Recorder:
     def _asked(self, request: Any) -> None:
         if self._wanted(request):
             self.in_flight += 1
-            self.last = time.monotonic()
+            self.last = self.asked[id(request)] = time.monotonic()
 
     def _done(self, request: Any) -> None:
         if self._wanted(request):
@@ -75,6 +88,9 @@ class Recorder:
         try:
             response = request.response()
             key = request_key(request.method, request.url, request.post_data)
+            took = time.monotonic() - self.asked.pop(id(request), time.monotonic())
+            if took > SLOW_S:
+                self.recording.slow.append((took, key[:200]))
             if response is not None and response.status == 200:
                 self.recording.answers[key] = response.body()
             else:
@@ -96,12 +112,15 @@ class Recorder:
         """The view's stage and layer (from its URL), and the lab links the chapter shows."""
         return dict(self.page.evaluate(
             "() => { const u = new URLSearchParams(location.search); return {stage: u.get('stage'), "
-            "layer: u.get('layer'), labs: [...document.querySelectorAll('#lesson a.lab-link, #lesson a.live-link')]"
+            f"layer: u.get('layer'), view: {list(VIEW_FIELDS)}.map((k) => u.get(k) || ''), "
+            "labs: [...document.querySelectorAll('#lesson a.lab-link, #lesson a.live-link')]"
             ".map((a) => a.href).filter((h) => /[/]lab([.]html)?[?]/.test(h))} }"))
 
     def chapter(self, chapter_id: str, lang: str, stepper: bool = True) -> None:
-        """Walk one chapter in one language (see the module's docstring); without `stepper`, its view only."""
+        """Walk one chapter in one language (see the module's docstring); without `stepper`, its view (and its
+        lab links) only."""
         page = self.page
+        started = time.monotonic()
         page.goto(f"{self.base}/?{urlencode({'chapter': chapter_id, 'lang': lang})}")
         page.wait_for_selector("body[data-ready='1']")
         self.settle()
@@ -110,17 +129,31 @@ class Recorder:
         plan = page.evaluate("() => document.querySelectorAll('#stage-list li').length") or 0
         whole = plan <= WHOLE_PLAN
         n_heads = page.evaluate("() => document.querySelectorAll('#head option').length") or 1
+        view = tuple(opened["view"])
+        heads, steps = ("heads", *view, opened["stage"] or "", layer or ""), ("steps", *view)
+        walked = [f"view {dict(zip(VIEW_FIELDS, view, strict=True))} stage {opened['stage']} layer {layer}"]
         # the chapter's stage: every head, then the all-heads and all-layers views (where the stage has them)
-        for _ in range(n_heads):
-            self.press("h")
-        for view in ("heads", "layers", "head"):
-            button = page.locator(f"#views button[data-view='{view}']")
-            if button.count() and button.is_visible() and button.is_enabled():
-                button.click()
-                self.settle()
+        if stepper and heads not in self.done:
+            self.done.add(heads)
+            walked.append(f"{n_heads} heads")
+            at = time.monotonic()
+            for _ in range(n_heads):
+                self.press("h")
+            for shown in ("heads", "layers", "head"):
+                button = page.locator(f"#views button[data-view='{shown}']")
+                if button.count() and button.is_visible() and button.is_enabled():
+                    button.click()
+                    self.settle()
+            walked[-1] += f" ({time.monotonic() - at:.0f} s)"
         self.press("p")  # presentation mode at 1280x720, then back
         self.press("p")
-        # the stepper, forward then back from the chapter's stage, staying on its layer unless the plan is short
+        # the stepper (a short one), forward then back from the chapter's stage
+        if stepper and whole and steps not in self.done:
+            self.done.add(steps)
+            walked.append(f"stepper ({plan} stages)")
+            at = time.monotonic()
+        else:
+            stepper = False
         for step in ("ArrowRight", "ArrowLeft") if stepper else ():
             page.goto(f"{self.base}/?{urlencode({'chapter': chapter_id, 'lang': lang})}")
             page.wait_for_selector("body[data-ready='1']")
@@ -128,11 +161,16 @@ class Recorder:
             while True:
                 before = page.url
                 self.press(step)
-                now = self.state()
-                if page.url == before or (not whole and now["layer"] not in (None, "", layer)):
+                if page.url == before:
                     break
+        if stepper:
+            walked[-1] += f" ({time.monotonic() - at:.0f} s)"
         for href in dict.fromkeys(opened["labs"]):
+            at = time.monotonic()
             self.lab(href)
+            walked.append("lab " + href.split("?", 1)[-1].split("&", 1)[0] + f" ({time.monotonic() - at:.0f} s)")
+        walked.append(f"{time.monotonic() - started:.0f} s")
+        self.recording.walked.append(f"{lang} {chapter_id}: " + "; ".join(walked))
 
     def lab(self, href: str) -> None:
         page = self.page
@@ -155,10 +193,8 @@ def record_lessons(base: str, chapters: list[str], log: Callable[[str], None] = 
             recorder = Recorder(browser, base, log)
             for lang in ("en", "zh"):
                 for chapter_id in chapters:
-                    started = time.monotonic()
                     recorder.chapter(chapter_id, lang, stepper)
-                    log(f"  {lang} {chapter_id}: {len(recorder.recording.answers)} answers "
-                        f"({time.monotonic() - started:.1f} s)")
+                    log(f"  {recorder.recording.walked[-1]} -> {len(recorder.recording.answers)} answers")
             return recorder.recording
         finally:
             browser.close()
