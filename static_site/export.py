@@ -23,7 +23,7 @@ import shutil
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -133,8 +133,10 @@ def models_of(answers: dict[str, bytes]) -> list[str]:
     return sorted({key[len(prefix):].rsplit(" ", 1)[0] for key in answers if key.startswith(prefix)})
 
 
-def write_site(folder: Path, answers: dict[str, bytes], recorded_on: str) -> tuple[int, int]:
-    """Write the site into `folder` (emptied first when it is a site or empty); returns (bytes, files)."""
+def write_site(folder: Path, answers: dict[str, bytes], recorded_on: str,
+               walked: Sequence[str] = ()) -> tuple[int, int]:
+    """Write the site into `folder` (emptied first when it is a site or empty); returns (bytes, files).
+    `walked`: what each chapter recorded, written to RECORDED.txt for whoever hosts it."""
     if folder.exists() and any(folder.iterdir()) and not (folder / SITE_MARK).is_file():
         raise FileExistsError(f"{folder} is not empty and holds no site: choose an empty or new folder")
     if folder.exists():
@@ -161,18 +163,25 @@ def write_site(folder: Path, answers: dict[str, bytes], recorded_on: str) -> tup
     about = {"models": models_of(answers), "date": recorded_on, "version": version()}
     (folder / SITE_MARK).write_text(
         f"TE_SITE.setIndex({json.dumps(index, ensure_ascii=True, indent=0)}, {json.dumps(about)});\n", encoding="ascii")
+    (folder / "RECORDED.txt").write_text(
+        f"Recorded by Transformer Explorer {about['version']} on {recorded_on} from {', '.join(about['models'])}.\n"
+        "Each chapter, in each language: its view (model, sentence, stage, layer) with its claims, what else was\n"
+        "recorded, and the lab panels it links. Any other view, sentence or model needs the server (make run).\n\n"
+        + "".join(f"{line}\n" for line in walked), encoding="utf-8")
     files = [p for p in folder.rglob("*") if p.is_file()]
     return sum(p.stat().st_size for p in files), len(files)
 
 
-def export_site(folder: Path, app: Any, log: Callable[[str], None] = print, stepper: bool = True) -> SiteSummary:
+def export_site(folder: Path, app: Any, log: Callable[[str], None] = print, stepper: bool = True,
+                chapters: list[str] | None = None) -> SiteSummary:
     """Record the lesson path on `app` (the FastAPI app, its models loaded) and write the site into `folder`;
-    without `stepper`, each chapter's own view only (the tests' quicker build)."""
+    without `stepper`, each chapter's own view only (the tests' quicker build); `chapters`: these only (ids)."""
     started = time.monotonic()
     with LocalServer(app) as server:
         log(f"recording the lessons from {server.url} ...")
-        recording: Recording = record_lessons(server.url, [c.id for c in lessons.chapters()], log, stepper=stepper)
-    size, files = write_site(folder, recording.answers, datetime.date.today().isoformat())
+        recording: Recording = record_lessons(server.url, chapters or [c.id for c in lessons.chapters()], log,
+                                              stepper=stepper)
+    size, files = write_site(folder, recording.answers, datetime.date.today().isoformat(), recording.walked)
     return SiteSummary(folder, size, files, len(recording.answers), models_of(recording.answers), recording.failed,
                        recording.errors, time.monotonic() - started, recording.walked,
                        sorted(recording.slow, reverse=True))

@@ -9,7 +9,6 @@ nothing is logged as an error, no placeholder shows. The recorded answers equal 
 from __future__ import annotations
 
 import functools
-import json
 import re
 import threading
 from collections.abc import Iterator
@@ -21,10 +20,12 @@ from urllib.parse import urlencode, urlsplit
 import pytest
 
 from app import lessons
+from static_site.check import problems, recorded
 from static_site.export import BUDGET_BYTES, SiteSummary, export_site
 
 pytestmark = pytest.mark.browser
 
+SHIPPED_SUBSET = ("scale", "residual")  # tiny-gpt and tiny-translator chapters, with a lab link and 1-2 claims
 PLACEHOLDERS = re.compile(r"\bundefined\b|\bnull\b|\bNaN\b|⟦|\{\w+\}")  # an unfilled value or {placeholder}
 
 
@@ -46,19 +47,18 @@ def static_host(built: SiteSummary) -> Iterator[str]:
     httpd.shutdown()
 
 
-def recorded(folder: Path) -> dict[str, str]:
-    """Every data file's (request key -> recorded text), read back as the page reads it."""
-    decoder = json.JSONDecoder()
-    out = {}
-    for path in (folder / "data").glob("*.js"):
-        if path.name == "index.js":
-            continue
-        text = path.read_text(encoding="ascii")
-        assert text.startswith("TE_SITE.put(")
-        key, end = decoder.raw_decode(text, len("TE_SITE.put("))
-        body, _ = decoder.raw_decode(text, end + 2)
-        out[key] = body
-    return out
+@pytest.fixture(scope="session")
+def shipped(tmp_path_factory: pytest.TempPathFactory) -> SiteSummary:
+    """A recorded subset of the real site: the chapters of the shipped tiny models (tiny-gpt, tiny-translator),
+    from the shipped checkpoints, each chapter's view and lab links in EN and ZH (SmolLM2's chapters: `make
+    site-check` on the whole site, which takes minutes to record)."""
+    from app.catalogue import build_registry
+    from app.factory import create_app
+    from app.settings import Settings
+
+    settings = Settings(load_smollm2=False, load_minilm=False)
+    return export_site(tmp_path_factory.mktemp("shipped") / "site", create_app(settings, build_registry(settings)),
+                       log=lambda line: None, stepper=False, chapters=list(SHIPPED_SUBSET))
 
 
 def walk(browser: Any, base: str, inside: Any) -> None:
@@ -158,3 +158,68 @@ def test_a_missing_answer_says_it_needs_the_server(built: SiteSummary, browser: 
 def test_the_site_is_under_its_budget(built: SiteSummary) -> None:
     size = sum(p.stat().st_size for p in built.folder.rglob("*") if p.is_file())
     assert size == built.bytes < BUDGET_BYTES
+
+
+def test_the_shipped_models_answers_hold_every_claim_and_no_placeholder(shipped: SiteSummary) -> None:
+    assert set(shipped.models) >= {"tiny-gpt", "tiny-translator"}, shipped.models
+    assert problems(shipped.folder, chapters=list(SHIPPED_SUBSET)) == []
+    assert not shipped.refused and not shipped.errors, (shipped.refused, shipped.errors)
+
+
+def test_the_check_finds_a_missing_claim_and_a_placeholder(shipped: SiteSummary, tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    from static_site.check import claims_key
+    from static_site.export import data_file
+
+    copy = tmp_path / "site"
+    shutil.copytree(shipped.folder, copy)
+    (copy / data_file(claims_key("scale", "zh"))).unlink()  # a chapter without its claims
+    en = claims_key("residual", "en")  # a claim whose line kept a hole
+    answer = json.loads(recorded(copy)[en])
+    answer["claims"][0]["line"] += " {weight}"
+    (copy / data_file(en)).write_text(f"TE_SITE.put({json.dumps(en)}, {json.dumps(json.dumps(answer))});\n",
+                                     encoding="ascii")
+    found = problems(copy, chapters=list(SHIPPED_SUBSET))
+    assert any(line.startswith("zh scale: no claims recorded") for line in found), found
+    assert any("'{weight}'" in line for line in found), found
+
+
+def test_a_share_link_and_the_exports_work_from_file(shipped: SiteSummary, browser: Any) -> None:
+    """The link the page shares reopens the same view from the folder; the PNG and CSV exports download."""
+    folder = shipped.folder.resolve()
+    context = browser.new_context(viewport={"width": 1280, "height": 720}, accept_downloads=True)
+    context.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file://") else r.abort())
+    # what the page puts on the clipboard (a headless page's clipboard may refuse it)
+    context.add_init_script("navigator.clipboard.writeText = async (text) => { window.copied = text; };")
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    try:
+        page.goto(f"{folder.as_uri()}/index.html?chapter=scale&lang=zh")
+        page.wait_for_selector("body[data-ready='1']")
+        page.wait_for_function("() => !document.body.classList.contains('busy')")
+        page.click("#copy-link")
+        page.wait_for_function("() => window.copied")
+        link = page.evaluate("() => window.copied")
+        assert link.startswith(folder.as_uri() + "/index.html?") and "lang=zh" in link, link
+        shown = page.inner_text("#stage-title")
+        for card in ("iv-before", "iv-after"):  # the chapter's two runs, without and with the change
+            with page.expect_download() as download:
+                page.click(f"#panel section[data-key='{card}'] .export-csv")
+            lines = Path(download.value.path()).read_text(encoding="utf-8").splitlines()
+            assert len(lines) > 3 and lines[0].startswith(",") and "我" in lines[0], lines[:2]
+        page.locator("#panel .js-plotly-plot").first.hover()
+        with page.expect_download() as download:
+            page.locator("#panel .modebar-btn[data-title*='PNG']").first.click()
+        assert Path(download.value.path()).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        again = context.new_page()
+        again.goto(link)
+        again.wait_for_selector("body[data-ready='1']")
+        again.wait_for_function("() => !document.body.classList.contains('busy')")
+        assert again.inner_text("#stage-title") == shown and again.is_hidden("#message")
+        assert again.locator("#panel .js-plotly-plot").count() > 0
+        assert not errors, errors
+    finally:
+        context.close()
