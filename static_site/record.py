@@ -4,10 +4,10 @@ The pages themselves decide every request (their bodies, their order, what they 
 is whatever the page asks while it walks the lesson path, and a recorded site answers exactly those. For each
 chapter, in English and in Chinese, the walk opens the chapter's view and then:
 
-- for a model with a short stepper (at most WHOLE_PLAN stages: the shipped tiny models), steps through every
-  stage, so the stepper works, the next-token table (logits) included; a long one (SmolLM2's 30 layers) is not
-  stepped: each of its stages costs seconds of a busy CPU and the site's build would take most of an hour, so
-  its other stages say they need the server (the chapter's own view, heads and claims are recorded);
+- steps through every stage of the chapter's layer, forward then back (the stepper, the next-token table
+  included): for a small model (at most SMALL_LAYERS layers: the shipped tiny ones) at every chapter's layer, for a
+  larger one (SmolLM2's 30 layers: each stage costs seconds of a busy CPU) once per sentence, at the layer of the
+  first chapter that opens it; the other layers' stages say they need the server;
 - at the chapter's stage: every head (H), the all-heads and all-layers views;
 - presentation mode (P) on the chapter's view;
 - the lab panel the chapter links to, with the chapter's model and sentence.
@@ -29,7 +29,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 CHROMIUM = "/usr/bin/chromium"
-WHOLE_PLAN = 80  # a stepper at most this long is walked whole (tiny models); a longer one at the chapter's layer
+SMALL_LAYERS = 8  # a model with at most this many layers is stepped at every chapter's layer (see the docstring)
 QUIET_S = 0.2  # no request in flight for this long: the page (and its prefetch) is done
 SLOW_S = 5.0  # an answer slower than this is listed at the end of the build (where its time went)
 VIEW_FIELDS = ("model", "text", "target", "iv", "snapshot")  # the URL fields that change what /api/trace answers
@@ -127,10 +127,11 @@ class Recorder:
         opened = self.state()
         layer = opened["layer"]
         plan = page.evaluate("() => document.querySelectorAll('#stage-list li').length") or 0
-        whole = plan <= WHOLE_PLAN
+        small = (page.evaluate("() => document.querySelectorAll('#layer option').length") or 1) <= SMALL_LAYERS
         n_heads = page.evaluate("() => document.querySelectorAll('#head option').length") or 1
         view = tuple(opened["view"])
-        heads, steps = ("heads", *view, opened["stage"] or "", layer or ""), ("steps", *view)
+        heads = ("heads", *view, opened["stage"] or "", layer or "")
+        steps = ("steps", *view, (layer or "") if small else "")
         walked = [f"view {dict(zip(VIEW_FIELDS, view, strict=True))} stage {opened['stage']} layer {layer}"]
         # the chapter's stage: every head, then the all-heads and all-layers views (where the stage has them)
         if stepper and heads not in self.done:
@@ -148,9 +149,9 @@ class Recorder:
         self.press("p")  # presentation mode at 1280x720, then back
         self.press("p")
         # the stepper (a short one), forward then back from the chapter's stage
-        if stepper and whole and steps not in self.done:
+        if stepper and steps not in self.done:
             self.done.add(steps)
-            walked.append(f"stepper ({plan} stages)")
+            walked.append(f"stepper ({plan} stages of layer {layer})")
             at = time.monotonic()
         else:
             stepper = False
