@@ -173,14 +173,15 @@ def write_site(folder: Path, answers: dict[str, bytes], recorded_on: str,
 
 
 def export_site(folder: Path, app: Any, log: Callable[[str], None] = print, stepper: bool = True,
-                chapters: list[str] | None = None) -> SiteSummary:
+                chapters: list[str] | None = None, browser: Any = None) -> SiteSummary:
     """Record the lesson path on `app` (the FastAPI app, its models loaded) and write the site into `folder`;
-    without `stepper`, each chapter's own view only (the tests' quicker build); `chapters`: these only (ids)."""
+    without `stepper`, each chapter's own view only (the tests' quicker build); `chapters`: these only (ids);
+    `browser`: a Playwright browser to record with (the tests'), else one started here."""
     started = time.monotonic()
     with LocalServer(app) as server:
         log(f"recording the lessons from {server.url} ...")
         recording: Recording = record_lessons(server.url, chapters or [c.id for c in lessons.chapters()], log,
-                                              stepper=stepper)
+                                              stepper=stepper, browser=browser)
     size, files = write_site(folder, recording.answers, datetime.date.today().isoformat(), recording.walked)
     return SiteSummary(folder, size, files, len(recording.answers), models_of(recording.answers), recording.failed,
                        recording.errors, time.monotonic() - started, recording.walked,

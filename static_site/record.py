@@ -183,19 +183,29 @@ class Recorder:
 
 
 def record_lessons(base: str, chapters: list[str], log: Callable[[str], None] = print,
-                   executable: str = CHROMIUM, stepper: bool = True) -> Recording:
-    """Drive every chapter (by id) in EN and ZH against the server at `base`; `stepper`: step through its stages."""
+                   executable: str = CHROMIUM, stepper: bool = True, browser: Any = None) -> Recording:
+    """Drive every chapter (by id) in EN and ZH against the server at `base`; `stepper`: step through its stages.
+    `browser`: a Playwright browser to use (one process may run one Playwright at a time); else one of its own."""
+    if browser is not None:
+        return walk_lessons(browser, base, chapters, log, stepper)
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable,
-                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        own = p.chromium.launch(executable_path=executable,
+                                args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
         try:
-            recorder = Recorder(browser, base, log)
-            for lang in ("en", "zh"):
-                for chapter_id in chapters:
-                    recorder.chapter(chapter_id, lang, stepper)
-                    log(f"  {recorder.recording.walked[-1]} -> {len(recorder.recording.answers)} answers")
-            return recorder.recording
+            return walk_lessons(own, base, chapters, log, stepper)
         finally:
-            browser.close()
+            own.close()
+
+
+def walk_lessons(browser: Any, base: str, chapters: list[str], log: Callable[[str], None], stepper: bool) -> Recording:
+    recorder = Recorder(browser, base, log)
+    try:
+        for lang in ("en", "zh"):
+            for chapter_id in chapters:
+                recorder.chapter(chapter_id, lang, stepper)
+                log(f"  {recorder.recording.walked[-1]} -> {len(recorder.recording.answers)} answers")
+        return recorder.recording
+    finally:
+        recorder.page.close()
