@@ -71,11 +71,11 @@ def problems(folder: Path, models: set[str] | None = None, chapters: list[str] |
             model = chapter.in_lang(lang).model
             if models is not None and model not in models:
                 continue  # recorded without this chapter's model: the page says it needs the server
-            text = answers.get(claims_key(chapter.id, lang))
-            if text is None:
+            answer = answers.get(claims_key(chapter.id, lang))
+            if answer is None:
                 found.append(f"{lang} {chapter.id}: no claims recorded")
                 continue
-            claims = json.loads(text)["claims"]
+            claims = json.loads(answer)["claims"]
             if len(claims) != len(chapter.in_lang(lang).claims) or not all(c["line"].strip() for c in claims):
                 found.append(f"{lang} {chapter.id}: {len(claims)} claims, some without a measured line")
     return found
