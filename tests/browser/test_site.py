@@ -1,9 +1,11 @@
 """The recorded site (static_site/, issue 33) opens from file:// and from a plain static server.
 
 One site is built per session from the tiny test models (each chapter's own view, EN and ZH, recorded by the
-real pages; `make site` records the shipped models with the stepper too). Every chapter then opens in both
-languages in presentation mode at 1280x720 with every request outside the folder blocked: a chart is drawn,
-nothing is logged as an error, no placeholder shows. The recorded answers equal the live API's byte for byte.
+real pages). Every chapter then opens in both languages in presentation mode at 1280x720 with every request
+outside the folder blocked: a chart is drawn, nothing is logged as an error, no placeholder shows. The recorded
+answers equal the live API's byte for byte. A second, smaller site is recorded from the shipped checkpoints
+(tiny-gpt, tiny-translator: two chapters): its claims are all there and hold no placeholder, and its share link
+and exports work from the folder. `make site` records SmolLM2's chapters too; `make site-check` checks that.
 """
 
 from __future__ import annotations
