@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 BIN := $(VENV)/bin
 
-.PHONY: run test setup setup-dev lint bench recurrent
+.PHONY: run test setup setup-dev lint bench recurrent site site-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +33,7 @@ test: setup-dev
 	$(BIN)/python -m pytest
 
 lint: setup-dev
-	$(BIN)/ruff check model training app tests bench checkpoints analysis optimization lab
+	$(BIN)/ruff check model training app tests bench checkpoints analysis optimization lab static_site
 	$(BIN)/mypy
 
 # every figure in docs/PERFORMANCE.md's "Trace overhead and API latency" and "Under load", each printed beside its goal (about 9 minutes;
@@ -53,3 +53,14 @@ bench: setup-dev
 CORPUS ?= ../shared/corpus
 recurrent: setup-dev
 	$(BIN)/python -m training.recurrent $(CORPUS) --out runs/recurrent --ship model/weights/recurrent-gru
+
+# the lessons as a static site in $(SITE) (docs/TEACHERS.md): recorded from the shipped models by the real pages in
+# headless Chromium (Playwright, dev setup), EN and ZH; prints its size beside the 40 MB budget
+SITE ?= site
+site: setup-dev
+	$(BIN)/transformer-explorer export-site $(SITE)
+
+# the whole recorded site's check (tests/browser/test_site.py checks a recorded subset): every chapter holds its
+# claims in EN and ZH, no recorded answer holds a placeholder
+site-check:
+	$(BIN)/python -m static_site.check $(SITE)

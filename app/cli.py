@@ -1,4 +1,4 @@
-"""`transformer-explorer [serve|train|heads] ...` (serve is the default), also `python -m app`."""
+"""`transformer-explorer [serve|train|heads|export-site] ...` (serve is the default), also `python -m app`."""
 
 from __future__ import annotations
 
@@ -51,6 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("-h", "--help", action="store_true")
     heads = sub.add_parser("heads", help="score a checkpoint's attention heads on named patterns", add_help=False)
     heads.add_argument("-h", "--help", action="store_true")
+    site = sub.add_parser("export-site", help="record the lessons into a static site that opens from a file "
+                                              "(docs/TEACHERS.md); takes serve's model options")
+    site.add_argument("dir", help="the site's folder (new, empty, or a site written before)")
+    add_serve_arguments(site)
     return parser
 
 
@@ -144,16 +148,25 @@ def heads(argv: Sequence[str]) -> int:
     return head_table.run(parser.parse_args(list(argv)))
 
 
+def export_site(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from static_site.export import export_with_settings  # lazily: serving never needs the recorder
+
+    configure_logging("warning")
+    return export_with_settings(Path(args.dir), settings_from(args))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "train":
         return train(argv[1:])
     if argv and argv[0] == "heads":
         return heads(argv[1:])
-    if not argv or argv[0] != "serve":
+    if not argv or argv[0] not in ("serve", "export-site"):
         argv = ["serve", *argv]  # serve is the default command
     args = build_parser().parse_args(argv)
-    return serve(args)
+    return export_site(args) if args.command == "export-site" else serve(args)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ optimization/ the one train loop                  -> model (below lab and traini
 lab/          one module per experiment           -> model, analysis, checkpoints, optimization
 training/     what makes weights                  -> model, analysis, checkpoints, optimization
 app/          the web service                     -> all of the above but training (the CLI starts training lazily)
+static_site/  the lessons as a recorded static site -> all of the above but training (the CLI starts it lazily)
 
 Imports anywhere in a file count (inside functions too): a lazy import is still an edge of the graph.
 """
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("model", "analysis", "checkpoints", "optimization", "lab", "training", "app")
+PACKAGES = ("model", "analysis", "checkpoints", "optimization", "lab", "training", "app", "static_site")
 MAY_IMPORT: dict[str, set[str]] = {
     "model": {"model"},
     "analysis": {"model", "analysis"},
@@ -29,8 +30,10 @@ MAY_IMPORT: dict[str, set[str]] = {
     "lab": {"model", "analysis", "checkpoints", "optimization", "lab"},
     "training": {"model", "analysis", "checkpoints", "optimization", "training"},
     "app": {"model", "analysis", "checkpoints", "optimization", "lab", "app"},
+    "static_site": {"model", "analysis", "checkpoints", "optimization", "lab", "app", "static_site"},
 }
-EXCEPTIONS = {("app/cli.py", "training")}  # `transformer-explorer train` starts the training package lazily
+# `transformer-explorer train` and `export-site` start the training and static_site packages lazily
+EXCEPTIONS = {("app/cli.py", "training"), ("app/cli.py", "static_site")}
 FORBIDDEN_IN_MODEL = ("torch.optim", "fastapi", "starlette", "safetensors", "gguf")  # no training, web or file format
 OPTIMIZER_NAMES = {"Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Optimizer", "lr_scheduler"}
 

@@ -53,6 +53,10 @@ EXAMPLES = [
     "我 爱 你",
 ]
 
+# where the pages' links and files are on this server; a recorded site (static_site/export.py) renders the same
+# templates with its own relative places and its bundled scripts (`site`: the page's classic script)
+LIVE = {"root": "/", "explorer_href": "/", "lab_href": "/lab", "site": None}
+
 templates = Jinja2Templates(directory=str(TEMPLATES_DIR))  # autoescape is on for .html
 router = APIRouter(tags=["pages"])
 
@@ -89,7 +93,7 @@ def _secured(response: Response) -> Response:
 def index(request: Request) -> Response:
     # the lesson path, written once (app/lessons/chapters.json), rendered into the page for static/js/lessons.js
     context = {"examples": EXAMPLES, "modules": page_modules("main.js"), "plotly": PLOTLY_CARTESIAN,
-               "chapters": lessons.for_page()}
+               "chapters": lessons.for_page(), **LIVE}
     return _secured(templates.TemplateResponse(request, "index.html", context))
 
 
@@ -126,6 +130,7 @@ def lab(request: Request) -> Response:
         "say": words.__getitem__,  # a missing key fails the page (and its tests), never shows empty
         "modules": modules,
         "plotly": PLOTLY_CARTESIAN,
+        **LIVE,
     }
     return _secured(templates.TemplateResponse(request, "lab.html", context))
 

@@ -6,6 +6,7 @@
 // (?chapter=<id>; a number from 1 opens the same).
 
 import { bestHead as bestProbeHead, sentenceLang } from "./probes.js";
+import { pageHref } from "./shared/site.js";
 
 const ANIMAL = "The animal didn't cross the street because it was too tired";
 const FRANCE = "The capital of France is"; // the "why did it say Paris?" chapter's pair of prompts
@@ -87,7 +88,7 @@ export function labPanel(stageKey, chapter) {
 /** The lab's URL for a panel, with this model, sentence and language (the fragment opens the panel). */
 export function labURL(panel, s, fields = {}) {
   const p = new URLSearchParams({ panel, model: s.model, text: s.text, lang: s.lang, ...fields });
-  return `/lab?${p}#panel-${panel}`;
+  return `${pageHref("lab")}?${p}#panel-${panel}`;
 }
 
 /** A chapter by id ("softmax") or by its number as the lesson bar shows it, from 1 ("6"); -1 when neither. */

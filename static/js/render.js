@@ -5,6 +5,7 @@ import { Board } from "./board.js";
 import { FN_NAMES, GLU_NAMES } from "./stage_text.js";
 import { snapshotsOf } from "./context.js";
 import { showNote } from "./shared/messages.js";
+import { markRecorded } from "./shared/site.js";
 import { $, h, tokenChips } from "./shared/dom.js";
 import { state } from "./state.js";
 import { labPanel, labURL } from "./lessons.js";
@@ -22,6 +23,9 @@ export function showInputs({ text, target }) {
   if (text !== undefined) $("text").value = text;
   if (target !== undefined) $("target").value = String(target);
 }
+
+/** What a recorded site cannot answer: a new sentence, another model or training step, the decoder's own words. */
+const SERVER_CONTROLS = "#text, #run, #model, #target, #fill-target, #chat, .example, #snapshot";
 
 /** The page's fixed words (data-i18n), its language attribute and the presentation button. */
 export function renderStatic(texts, present, explainOpen = false) {
@@ -258,4 +262,5 @@ export function render(ctx, data, ivData = null, archData = null) {
   board.end();
   stage.dataset.rendered = String(state.generation);
   if (state.note) showNote(t(state.note.key), state.note.link);
+  markRecorded(t, SERVER_CONTROLS); // a recorded site: what needs the server is disabled, saying why
 }

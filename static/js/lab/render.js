@@ -7,6 +7,7 @@ import { $, h, tokenChips } from "../shared/dom.js";
 import { loadingGroup, watchLoading } from "../shared/loading_models.js";
 import { modelOptions } from "../shared/model_menu.js";
 import { urlOf } from "../shared/page.js";
+import { markRecorded, pageHref } from "../shared/site.js";
 import { pageOrder, panelContext, panelModule } from "./panels/index.js";
 import { FIELDS } from "./state.js";
 import { failure } from "./ui.js";
@@ -89,5 +90,6 @@ export function render(s) {
   else panel.draw(board, s.data.value, c);
   board.end();
   $(`panel-${name}`).dataset.rendered = String(s.generation);
-  $("explorer-link").href = `/?${new URLSearchParams({ model: s.model, text: s.text, lang: s.lang })}`;
+  $("explorer-link").href = `${pageHref("explorer")}?${new URLSearchParams({ model: s.model, text: s.text, lang: s.lang })}`;
+  markRecorded(say, "#text, #run, #model, .example"); // a recorded site: a new sentence or model needs the server
 }

@@ -1,5 +1,8 @@
 // Talking to the API, for both pages: one fetch wrapper, a cache keyed by request, and typed-array
 // decoding. The browser never recomputes the model; it only asks for the stages it is about to show.
+// In a recorded site (shared/site.js) the same requests are answered by the recorded response bodies.
+
+import { SITE } from "./site.js";
 
 export class ApiError extends Error {
   constructor(status, code, message) {
@@ -23,7 +26,20 @@ function busyWait(response) {
   return new Promise((resolve) => setTimeout(resolve, seconds * 1000 * (1 + 0.5 * Math.random())));
 }
 
+/** A request's key: the cache's, and the recorded site's index of answers (static_site/record.py). */
+export function requestKey(method, url, body) {
+  return `${method} ${url} ${body ? JSON.stringify(body) : ""}`;
+}
+
+/** The recorded answer to a request, parsed from the server's exact response text; one not recorded needs the server. */
+async function recordedAnswer(method, url, body) {
+  const text = await SITE.load(requestKey(method, url, body));
+  if (text === undefined) throw new ApiError(0, "needs_server", "not recorded in this site");
+  return JSON.parse(text);
+}
+
 export async function request(method, url, body, attempt = 0) {
+  if (SITE) return recordedAnswer(method, url, body);
   let response;
   try {
     response = await fetch(url, {
@@ -55,7 +71,7 @@ export async function request(method, url, body, attempt = 0) {
 
 /** GET/POST with a cache: the same request is fetched once (failures are not kept). */
 export function cached(method, url, body) {
-  const key = `${method} ${url} ${body ? JSON.stringify(body) : ""}`;
+  const key = requestKey(method, url, body);
   if (cache.has(key)) return cache.get(key);
   const promise = request(method, url, body);
   cache.set(key, promise);

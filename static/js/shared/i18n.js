@@ -3,11 +3,19 @@
 // finds a key and fills its {placeholders}. It keeps no language of its own: the language is the page
 // state's `lang`, and one Texts object is made per language (the page's file joined to the shared one).
 
+import { SITE } from "./site.js";
+
 export const LANGS = ["en", "zh"];
 
-/** Fetch one text file (`name`: "en", "lab.zh", "shared.en", ...) from this origin. */
+/** Fetch one text file (`name`: "en", "lab.zh", "shared.en", ...) from this origin (a recorded site: its copy). */
 async function textFile(name) {
-  const response = await fetch(`/static/text/${encodeURIComponent(name)}.json`);
+  const url = `/static/text/${encodeURIComponent(name)}.json`;
+  if (SITE) {
+    const text = await SITE.load(`GET ${url} `);
+    if (text === undefined) throw new Error(`text file for "${name}" is not in this site`);
+    return JSON.parse(text);
+  }
+  const response = await fetch(url);
   if (!response.ok) throw new Error(`text file for "${name}": HTTP ${response.status}`);
   return response.json();
 }

@@ -25,7 +25,9 @@ export function runMatrix(tensor, tokens, head, hidden = null) {
   const y = tokenLabels(tokens).slice(0, z.length);
   const x = colDim === "k_pos" ? tokenLabels(tokens).slice(0, (z[0] || []).length) : indexLabels((z[0] || []).length);
   const colTitle = colDim === "k_pos" ? "interventions_axis_key" : colDim === "d_head" ? "interventions_axis_dhead" : "interventions_axis_dim";
-  return { z, x, y, rows: rawLabels(tokens), keyed: colDim === "k_pos", colTitle };
+  const width = (z[0] || []).length; // the export's column labels, raw (CSV/JSON are data, not markup)
+  const cols = colDim === "k_pos" ? rawLabels(tokens).slice(0, width) : Array.from({ length: width }, (_, i) => String(i));
+  return { z, x, y, rows: rawLabels(tokens), cols, keyed: colDim === "k_pos", colTitle };
 }
 
 /** How the runs' values differ: hidden (−∞) in one run only (flips), changed elsewhere (n), the largest change. */
@@ -136,7 +138,7 @@ export function drawBothRuns(board, view, t, { separator = " ", fname = null } =
   const m = Math.max(absMax(before.z), absMax(after.z)) || 1;
   const probs = /hook_pattern$/.test(view.name);
   const common = { probs, m, t, separator, fname };
-  const exportData = (run, changes) => (fname ? () => ({ name: view.name, interventions: changes, rows: run.rows, z: run.z }) : undefined);
+  const exportData = (run, changes) => (fname ? () => ({ name: view.name, interventions: changes, rows: run.rows, cols: run.cols, z: run.z }) : undefined);
   runChart(board, "iv-before", before, { ...common, title: t("interventions_original", { where: view.where }), note: "", exportData: exportData(before, null) });
   runChart(board, "iv-after", after, { ...common, title: t("interventions_changed", { what: view.what, where: view.where }), note: differenceNote(t, before, after), exportData: exportData(after, view.changes) });
   const answers = [before.answer, after.answer];

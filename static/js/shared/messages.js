@@ -3,6 +3,7 @@
 
 import { ApiError } from "./api.js";
 import { h } from "./dom.js";
+import { SERVER_COMMAND } from "./site.js";
 
 const box = () => document.getElementById("message");
 
@@ -23,6 +24,7 @@ function errorText(error, texts) {
   const t = texts.t;
   if (!(error instanceof ApiError)) return t("err_generic", { detail: String(error && error.message ? error.message : error) });
   if (error.code === "empty_client" || error.code === "empty_text") return t("err_empty");
+  if (error.code === "needs_server") return t("site_needs_server", { command: SERVER_COMMAND });
   if (error.status === 0 && error.code === "network") return t("err_down");
   if (error.code === "model_loading") return t("messages_loading", { percent: error.percent ?? "?" });
   if (error.status === 503 || error.status === 429) return t("err_busy");
