@@ -238,11 +238,14 @@ def weighted_sum(view: View) -> Claim:
 
 
 def heads_split(view: View) -> Claim:
-    """The query tensor is [tokens, heads, d_head], and heads × d_head is d_model."""
+    """The query tensor is [tokens, heads, d_head], and heads × d_head is d_model, or, for a model whose heads
+    have a width of their own (Gemma, Qwen3: head_dim), that width times the heads, which W_O maps to d_model."""
     _, pos, heads, d_head = view.trace[view.at("q")].shape
-    d_model = view.model.cfg.d_model
-    return Claim("heads_split", heads * d_head == d_model and pos == len(view.tokens), {
-        "n_tokens": int(pos), "n_heads": int(heads), "d_head": int(d_head), "d_model": d_model})
+    cfg = view.model.cfg
+    values: Values = {"n_tokens": int(pos), "n_heads": int(heads), "d_head": int(d_head), "d_model": cfg.d_model}
+    if heads * d_head != cfg.d_model:  # only such a model's values carry the product (and its own sentence)
+        values.update({"width": int(heads * d_head), "pattern": "own_width"})
+    return Claim("heads_split", d_head == cfg.d_head and pos == len(view.tokens), values)
 
 
 def kv_heads(view: View) -> Claim:
@@ -261,9 +264,12 @@ def unscaled_peakier(view: View) -> Claim:
     unscaled = torch.softmax(raw.masked_fill(hidden, float("-inf")), dim=-1)
     rows = slice(1, None)  # row 0 of a causal head sees one key: its weight is 1 either way
     with_scale, without = float(scaled[rows].max(-1).values.mean()), float(unscaled[rows].max(-1).values.mean())
-    return Claim("unscaled_peakier", without > with_scale, {
-        "with_scale": round(with_scale, 4), "without": round(without, 4),
-        "sqrt_d_k": round(view.model.cfg.score_divisor(view.layer), 4)})  # √d_head, or the model's own divisor
+    values: Values = {"with_scale": round(with_scale, 4), "without": round(without, 4),
+                      "sqrt_d_k": round(view.model.cfg.score_divisor(view.layer), 4)}  # √d_head, or the model's own
+    if view.model.cfg.score_scale_dim is not None:  # Gemma: ÷√query_pre_attn_scalar, named in its own sentence
+        dim = view.model.cfg.score_scale_dim
+        values.update({"scale_dim": int(dim) if float(dim).is_integer() else dim, "pattern": "own_scale"})
+    return Claim("unscaled_peakier", without > with_scale, values)
 
 
 def residual_add(view: View) -> Claim:

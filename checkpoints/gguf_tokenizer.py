@@ -25,6 +25,15 @@ GPT2_RE = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\
 CONTRACTIONS = r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])"
 LLAMA3_RE = CONTRACTIONS + r"|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 QWEN2_RE = CONTRACTIONS + r"|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+# GPT-4o's o200k split (Phi-4-mini, Llama 4): a word is an upper-case run then a lower-case run (or the other way
+# round), with its contraction; digits in threes; punctuation takes a following "/" or line break. This is the
+# tokenizer.json pattern that llama.cpp quotes for LLAMA_VOCAB_PRE_TYPE_GPT4O; llama.cpp's own regex engine has no
+# \p{Lu}/\p{Ll}, so it runs an equivalent written with ASCII case ([^a-z], [^A-Z]), which splits the same on ASCII.
+_UPPER, _LOWER = r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]", r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"
+_O200K_CONTRACTION = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+GPT4O_RE = (rf"[^\r\n\p{{L}}\p{{N}}]?{_UPPER}*{_LOWER}+{_O200K_CONTRACTION}"
+            rf"|[^\r\n\p{{L}}\p{{N}}]?{_UPPER}+{_LOWER}*{_O200K_CONTRACTION}"
+            r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 
 
 class PreTokenizer:
@@ -42,6 +51,7 @@ _DIGITS_GPT2 = PreTokenizer((r"\p{N}", GPT2_RE))
 _QWEN2 = PreTokenizer((QWEN2_RE,))
 _LLAMA3 = PreTokenizer((LLAMA3_RE,), ignore_merges=True, add_bos=True)
 _LLAMA3_REGEX = PreTokenizer((LLAMA3_RE,))
+_GPT4O = PreTokenizer((GPT4O_RE,))
 
 # `tokenizer.ggml.pre` -> pre-tokenizer, as llama.cpp maps them (llama_vocab::impl::load)
 PRE_TOKENIZERS: dict[str, PreTokenizer] = {
@@ -53,6 +63,7 @@ PRE_TOKENIZERS: dict[str, PreTokenizer] = {
     **dict.fromkeys(("llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2"),
                     _LLAMA3),
     **dict.fromkeys(("dbrx", "smaug-bpe"), _LLAMA3_REGEX),
+    **dict.fromkeys(("gpt-4o", "llama4"), _GPT4O),
 }
 
 # token types (gguf.TokenType)

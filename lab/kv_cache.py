@@ -30,6 +30,7 @@ class CacheShape:
     context: int  # the longest sequence the model reads (n_ctx, max_position_embeddings)
     sliding_window: int | None = None
     note: str = ""
+    local_layers: int | None = None  # only this many layers keep the window, the others every position (Gemma 3)
 
     @property
     def attention(self) -> str:
@@ -73,9 +74,16 @@ def dtype_bytes(dtype: str) -> int:
 
 def cached_positions(shape: CacheShape, context: int | None = None) -> int:
     """How many positions each layer must keep: the context asked for (None: the model's own),
-    capped by the model's context and by a sliding window."""
+    capped by the model's context and by a sliding window (with local layers: what a global layer keeps)."""
     held = shape.context if context is None else min(context, shape.context)
-    return held if shape.sliding_window is None else min(held, shape.sliding_window)
+    return held if shape.sliding_window is None or shape.local_layers is not None else min(held, shape.sliding_window)
+
+
+def local_positions(shape: CacheShape, context: int | None = None) -> int | None:
+    """With local and global layers: the positions each local layer keeps, min(held, window); else None."""
+    if shape.local_layers is None or shape.sliding_window is None:
+        return None
+    return min(cached_positions(shape, context), shape.sliding_window)
 
 
 def bytes_per_token(shape: CacheShape, dtype: str = "float16") -> int:
@@ -87,7 +95,13 @@ def cache_bytes(shape: CacheShape, *, context: int | None = None, batch: int = 1
     """2 · layers · kv_heads · d_head · bytes · positions · batch (positions: cached_positions)."""
     if (context is not None and context < 0) or batch < 1:
         raise ValueError("context must be >= 0 and batch >= 1")
-    return bytes_per_token(shape, dtype) * cached_positions(shape, context) * batch
+    local = local_positions(shape, context)
+    if local is None or shape.local_layers is None:
+        return bytes_per_token(shape, dtype) * cached_positions(shape, context) * batch
+    # local layers keep their window, global ones every position: summed layer by layer
+    per_layer_token = bytes_per_token(shape, dtype) // shape.layers
+    kept = (shape.layers - shape.local_layers) * cached_positions(shape, context) + shape.local_layers * local
+    return per_layer_token * kept * batch
 
 
 def keeps_cache(cfg: TransformerConfig) -> bool:
@@ -98,11 +112,15 @@ def keeps_cache(cfg: TransformerConfig) -> bool:
 def shape_of(name: str, cfg: TransformerConfig) -> CacheShape:
     """A model's cache shape: its decoder's self-attention layers (the ones that grow while decoding).
 
-    The window caps the cache only when every layer uses it (Qwen2's per-layer windows do not).
+    A window on every layer caps the whole cache; with a window on some layers only (Gemma's local layers,
+    Qwen2's per-layer windows) those layers keep the window and the others every position.
     """
     layers = cfg.decoder_layers if cfg.architecture == "encoder-decoder" else cfg.n_layers
-    window = cfg.sliding_window if cfg.window_layers is None else None
-    return CacheShape(name, layers, cfg.n_heads, cfg.kv_heads, cfg.d_head, cfg.n_ctx, window)
+    if cfg.window_layers is None or cfg.sliding_window is None:
+        return CacheShape(name, layers, cfg.n_heads, cfg.kv_heads, cfg.d_head, cfg.n_ctx, cfg.sliding_window)
+    local = sum(cfg.window_of(layer) is not None for layer in range(layers))
+    return CacheShape(name, layers, cfg.n_heads, cfg.kv_heads, cfg.d_head, cfg.n_ctx,
+                      cfg.sliding_window if local else None, local_layers=local if local else None)
 
 
 def variants(shape: CacheShape) -> dict[str, CacheShape]:
@@ -125,7 +143,7 @@ def variants(shape: CacheShape) -> dict[str, CacheShape]:
 
 def _with_kv(shape: CacheShape, kv_heads: int) -> CacheShape:
     return CacheShape(shape.name, shape.layers, shape.q_heads, kv_heads, shape.d_head, shape.context,
-                      shape.sliding_window, shape.note)
+                      shape.sliding_window, shape.note, shape.local_layers)
 
 
 def kv_cache_table(
@@ -147,6 +165,9 @@ def kv_cache_table(
             "bytes_per_token": bytes_per_token(s, dtype),
             "total_bytes": cache_bytes(s, context=context, batch=batch, dtype=dtype),
             "note": s.note,
+            # only a model with local and global layers has these, so every other row reads as before
+            **({"local_layers": s.local_layers, "local_positions": local_positions(s, context)}
+               if s.local_layers is not None else {}),
         }
         for s in shapes
     ]

@@ -33,12 +33,21 @@ def own_attention(model: Transformer) -> dict[str, Any]:
             "kv": count["W_K"] + count["W_V"], "total": sum(count.values())}
 
 
-def attention_counts(cfg: TransformerConfig, n_heads: int, n_kv_heads: int | None = None) -> dict[str, int]:
-    """Parameters of one self-attention layer with n_heads heads of width d_model / n_heads.
+# what a layer without positions or windows keeps of RoPE and local layers: nothing (they hold no parameters)
+NO_POSITIONS: dict[str, Any] = {"sliding_window": None, "window_layers": None, "rope_base_local": None,
+                                "rope_freq_factors": None, "rope_dims": None, "rope_long_freq_factors": None,
+                                "rope_original_context": None, "rope_attention_factor": 1.0}
+
+
+def attention_counts(cfg: TransformerConfig, n_heads: int, n_kv_heads: int | None = None, *,
+                     own_width: bool = True) -> dict[str, int]:
+    """Parameters of one self-attention layer with n_heads heads of width d_model / n_heads (or of the model's own
+    head width, head_dim, where it has one and own_width is set).
 
     Built on the meta device (nothing allocated). Positions are left out: RoPE and ALiBi have none.
     """
-    changed = cfg.replace(n_heads=n_heads, n_kv_heads=n_kv_heads, pos_encoding="none", sliding_window=None)
+    width = {} if own_width else {"head_dim": None}
+    changed = cfg.replace(n_heads=n_heads, n_kv_heads=n_kv_heads, pos_encoding="none", **NO_POSITIONS, **width)
     with torch.device("meta"):
         layer = Attention(changed, causal=cfg.causal)
     count = {name: sum(p.numel() for p in getattr(layer, name).parameters()) for name in ("W_Q", "W_K", "W_V", "W_O")}
@@ -50,8 +59,11 @@ def divisors(n: int, limit: int = 64) -> list[int]:
 
 
 def head_splits(cfg: TransformerConfig) -> list[dict[str, int]]:
-    """One layer's attention parameters for every head count h dividing d_model (width d_model / h each)."""
-    return [{"n_heads": h, "d_head": cfg.d_model // h, **attention_counts(cfg, h)}
+    """One layer's attention parameters for every head count h dividing d_model (width d_model / h each).
+
+    The textbook split even for a model whose heads have a width of their own (head_dim: Gemma, Qwen3): its own
+    layer, own_attention(), is counted apart at that width."""
+    return [{"n_heads": h, "d_head": cfg.d_model // h, **attention_counts(cfg, h, own_width=False)}
             for h in divisors(cfg.d_model) if h <= 64]
 
 

@@ -45,10 +45,11 @@ class Sizes:
     attention_factor: float = 1.0  # rotary kinds: the turned dimensions are also multiplied by this (longrope)
     long_freq_factors: tuple[float, ...] | None = None  # longrope: the factors past original_context positions
     original_context: int | None = None
+    head_dim: int | None = None  # a model's own head width (Gemma, Qwen3); None -> d_model / n_heads
 
     @property
     def d_head(self) -> int:
-        return self.d_model // self.n_heads
+        return self.d_model // self.n_heads if self.head_dim is None else self.head_dim
 
     @property
     def turned(self) -> int:

@@ -37,9 +37,13 @@ def plan(query: PositionalQuery, resolved: Resolved | None) -> Callable[[], dict
             raise errors.conflicting_fields(
                 f"The learned table of '{resolved.name}' has d_model {resolved.cfg.d_model}, not {query.d_model}: "
                 "leave d_model out to read it.")
+    # a rotary kind at the model's own sizes turns the model's own heads, which may be wider or narrower than
+    # d_model / n_heads (Gemma, Qwen3's head_dim)
+    at_model_heads = cfg is not None and kind.where == "q_k" and query.d_model is None and query.n_heads is None
     sizes = Sizes(length=query.length, d_model=query.d_model or (cfg.d_model if cfg else 64),
                   n_heads=query.n_heads or (cfg.n_heads if cfg else 4),
-                  base=query.base or (cfg.rope_base if cfg else 10000.0), causal=query.causal)
+                  base=query.base or (cfg.rope_base if cfg else 10000.0), causal=query.causal,
+                  head_dim=cfg.d_head if at_model_heads and cfg is not None else None)
     if own and resolved is not None and resolved.cfg.rope_freq_factors is not None:
         # the model's RoPE scaling: one factor per pair of its own heads, so only at its own head size
         if sizes.d_head != resolved.cfg.d_head:
@@ -54,13 +58,22 @@ def plan(query: PositionalQuery, resolved: Resolved | None) -> Callable[[], dict
                                     long_freq_factors=cfg.rope_long_freq_factors,
                                     original_context=cfg.rope_original_context)
     tensors = compute(kind, sizes, resolved if own else None)
+    local_base = None
+    if own and resolved is not None and kind.where == "q_k" and query.base is None:
+        local = [layer for layer in range(resolved.cfg.n_layers) if resolved.cfg.is_local(layer)]
+        if local and resolved.cfg.rope_of(local[0])[0] != sizes.base:
+            # Gemma 3: the local (sliding-window) layers turn with a base of their own and no scaling factors
+            local_base = resolved.cfg.rope_of(local[0])[0]
+            local_sizes = dataclasses.replace(sizes, base=local_base, freq_factors=None, long_freq_factors=None)
+            tensors["local_angles"] = compute(kind, local_sizes, resolved)["angles"]
 
     def serialize() -> dict[str, Any]:
         encoded = {name: encode_tensor(name, value, dims, query.encoding, query.dtype)
                    for name, (value, dims) in tensors.items()}
         return {"kind": kind.name, "model": resolved.name if resolved else None, "length": sizes.length,
-                "d_model": sizes.d_model, "n_heads": sizes.n_heads, "d_head": sizes.d_model // sizes.n_heads,
-                "base": sizes.base if kind.where == "q_k" else None, "tensors": encoded}
+                "d_model": sizes.d_model, "n_heads": sizes.n_heads, "d_head": sizes.d_head,
+                "base": sizes.base if kind.where == "q_k" else None, "tensors": encoded,
+                **({"local_base": local_base} if local_base is not None else {})}  # only where layers differ
 
     return serialize
 
@@ -68,7 +81,11 @@ def plan(query: PositionalQuery, resolved: Resolved | None) -> Callable[[], dict
 def compute(kind: PositionalKind, sizes: Sizes, owner: Resolved | None) -> dict[str, Any]:
     """What the kind shows at these sizes; `owner`: the model that uses this kind (its own table), if any."""
     try:
-        kind.check(sizes.d_model, sizes.n_heads)
+        if sizes.head_dim is None:
+            kind.check(sizes.d_model, sizes.n_heads)
+        elif sizes.head_dim % 2:  # the model's own head width: rotary kinds turn pairs of it
+            raise ValueError(f"positional encoding '{kind.name}' rotates pairs of dimensions: it needs an even "
+                             f"head width, got {sizes.head_dim}")
     except ValueError as error:
         raise errors.conflicting_fields(f"{str(error)[0].upper()}{str(error)[1:]}.") from error
     table = readouts.position_table(owner.model) if owner is not None and kind.where == "embedding" else None

@@ -35,6 +35,10 @@ class KVShapeRow(BaseModel):
     bytes_per_token: int
     total_bytes: int
     note: str = Field(description="Where the shape comes from (published rows) or what the row is.")
+    local_layers: int | None = Field(None, description=(
+        "Only for a model with a window on some layers (Gemma's local layers): how many keep just the window; "
+        "`cached_positions` is then what each other layer keeps."))
+    local_positions: int | None = Field(None, description="What each local layer keeps: min(positions, window).")
 
 
 class KVModelRows(BaseModel):

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, Field, GetJsonSchemaHandler
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    Field,
+    GetJsonSchemaHandler,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
@@ -76,4 +83,15 @@ class PositionalOut(BaseModel):
     n_heads: int
     d_head: int
     base: float | None
+    local_base: float | None = Field(
+        None, description="RoPE base of the model's local (sliding-window) layers, where it differs from `base`, the "
+        "global layers' base (Gemma 3); then `tensors` also holds `local_angles`. Left out for other models.")
     tensors: dict[str, TensorOut]
+
+    @model_serializer(mode="wrap")
+    def _without_absent_local_base(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # only a model with local layers has the key, so every other answer reads as before
+        data: dict[str, Any] = handler(self)
+        if data.get("local_base") is None:
+            data.pop("local_base", None)
+        return data

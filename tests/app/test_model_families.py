@@ -5,6 +5,7 @@ info carries both options."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from model import Transformer, TransformerConfig
 from model.positional import llama3_freq_factors, rope_angles
 from model.tokenizer import CharTokenizer
 from tests.app.conftest import error_of, make_settings, post
+from tests.lab.new_family_models import NEW_FAMILIES
 
 FACTORS = llama3_freq_factors(8, 1000.0, 8.0, 1.0, 4.0, 32)  # d_head 8: four pairs
 
@@ -85,3 +87,31 @@ def test_a_model_without_the_options_is_written_as_before() -> None:
     assert TransformerConfig.from_dict(scaled.to_dict()) == scaled
     with torch.inference_mode():
         assert Transformer(scaled)(torch.tensor([[1, 2, 3]])).isfinite().all()
+
+
+def test_the_rope_view_turns_the_models_own_heads_and_shows_the_local_base(tmp_path: Path) -> None:
+    """Heads of 16 dimensions on d_model 32 × 4 heads (Gemma's head_dim), layer 0 local with base 50, layer 1
+    global with base 1000: the view turns 8 pairs, names both bases and shows the local layers' angles."""
+    registry = Registry(default="gemma3")
+    tok = CharTokenizer("abcdefghijklmnopqrstuvwxyz ")
+    model = Transformer(TransformerConfig(vocab_size=tok.vocab_size, d_model=32, n_layers=2, n_heads=4, n_ctx=64,
+                                          seed=5, **NEW_FAMILIES["gemma3"])).eval()
+    registry.add("gemma3", LoadedModel(model, tok, {"description": "local and global layers"}), source="test")
+    with TestClient(create_app(make_settings(tmp_path), registry)) as gemma:
+        out = gemma.get("/api/positional-encoding", params={"model": "gemma3", "length": 12}).json()
+        assert out["d_head"] == 16 and out["base"] == 1000.0 and out["local_base"] == 50.0
+        tensors = out["tensors"]
+        angles = np.array(tensors["angles"]["data"])  # [pos, pair]: 8 pairs of a 16-wide head, not 32 / 4
+        assert angles == pytest.approx(rope_angles(12, 16, 1000.0).numpy(), rel=1e-3, abs=1e-6)
+        local = np.array(tensors["local_angles"]["data"])
+        assert local.shape == (12, 8) and local == pytest.approx(rope_angles(12, 16, 50.0).numpy(), rel=1e-3, abs=1e-6)
+        # those are the angles each layer's attention turns q and k by
+        blocks = gemma.app.state.service.registry.get("gemma3").model.stack.blocks  # type: ignore[attr-defined]
+        assert np.abs(blocks[0].attn.angle_table[:12].numpy() - local).max() < 1e-3 * float(np.abs(local).max())
+        # the global layers' angles too
+        assert np.abs(blocks[1].attn.angle_table[:12].numpy() - angles).max() < 1e-3 * float(np.abs(angles).max())
+
+
+def test_a_model_without_local_layers_has_no_local_base(client: TestClient) -> None:
+    out = client.get("/api/positional-encoding", params={"model": "scaled", "length": 4}).json()
+    assert "local_base" not in out and "local_angles" not in out["tensors"]

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from checkpoints import CheckpointError
-from checkpoints.gguf_tokenizer import GPT2_RE, LLAMA3_RE, PRE_TOKENIZERS, QWEN2_RE, gguf_tokenizer
+from checkpoints.gguf_tokenizer import GPT2_RE, GPT4O_RE, LLAMA3_RE, PRE_TOKENIZERS, QWEN2_RE, gguf_tokenizer
 from tests.checkpoints.gguf_files import byte_level_vocab
 
 regex = pytest.importorskip("regex")
@@ -168,3 +168,51 @@ def test_sentencepiece_matches_llama_cpp_and_round_trips(text: str) -> None:
     assert ids == llama_cpp_spm(metadata, text)
     assert tokenizer.decode(ids) == text
     assert meta["prepend_bos"] and meta["bos_token"] == "<s>"  # llama.cpp adds BOS for SPM unless told not to
+
+
+# GPT-4o's o200k split (Phi-4-mini's tokenizer.ggml.pre = "gpt-4o"). llama.cpp's own regex for it (src/llama-vocab.cpp,
+# LLAMA_VOCAB_PRE_TYPE_GPT4O), written with ASCII case because its engine has no \p{Lu}; it splits ASCII text the same
+_CONTRACTION = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?"
+LLAMA_CPP_GPT4O = (r"[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+" + _CONTRACTION
+                   + r"|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*" + _CONTRACTION
+                   + r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+GPT4O_PINNED = {
+    "HelloWorld isn't XMLHttp": ["Hello", "World", " isn't", " XMLHttp"],
+    "I'M HERE'S 12345": ["I'M", " HERE'S", " ", "123", "45"],
+    "a/b.\n/c": ["a", "/b", ".\n/", "c"],
+    "你好，世界": ["你好", "，世界"],
+}
+
+
+@pytest.mark.parametrize("text", list(GPT4O_PINNED))
+def test_gpt4o_splits_as_its_pattern_says(text: str) -> None:
+    assert llama_cpp_split(PRE_TOKENIZERS["gpt-4o"].regexes, text) == GPT4O_PINNED[text]
+    assert pieces("gpt-4o", text) == GPT4O_PINNED[text]
+
+
+@pytest.mark.parametrize("text", ROUND_TRIP + list(GPT4O_PINNED))
+def test_gpt4o_equals_the_tokenizers_library_and_llama_cpp(text: str) -> None:
+    """Against a tokenizer.json as Phi-4-mini ships it (Split on the o200k pattern, then ByteLevel), read by the
+    tokenizers library itself, on a tiny vocabulary; and, on ASCII text, against llama.cpp's ASCII-case regex."""
+    import json
+
+    from tokenizers import Tokenizer
+
+    tokens, merges, _ = byte_level_vocab()
+    shipped = {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": GPT4O_RE}, "behavior": "Isolated", "invert": False},
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}]},
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                  "vocab": {token: i for i, token in enumerate(tokens)}, "merges": merges},
+    }
+    reference = Tokenizer.from_str(json.dumps(shipped))
+    ours, _ = gguf_tokenizer(bpe_metadata("gpt-4o"))
+    assert [t.id for t in ours.encode(text)] == reference.encode(text, add_special_tokens=False).ids
+    assert ours.decode([t.id for t in ours.encode(text)]) == text
+    if text.isascii():
+        assert pieces("gpt-4o", text) == llama_cpp_split((LLAMA_CPP_GPT4O,), text)

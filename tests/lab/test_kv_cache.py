@@ -84,3 +84,22 @@ def test_any_config_under_mha_gqa_mqa() -> None:
 def test_encoder_decoder_counts_its_decoder_layers() -> None:
     cfg = TransformerConfig(architecture="encoder-decoder", n_layers=4, n_decoder_layers=2, d_model=32)
     assert shape_of("t", cfg).layers == 2
+
+
+def test_local_layers_keep_their_window_and_global_layers_every_position() -> None:
+    """Gemma 3's mix (tests/lab/new_family_models.py): layer 0 keeps a window of 3 keys, layer 1 every one."""
+    from lab import kv_cache
+    from tests.lab.new_family_models import new_family_model
+
+    cfg = new_family_model("gemma3").cfg
+    shape = kv_cache.shape_of("gemma3", cfg)
+    assert (shape.layers, shape.local_layers, shape.sliding_window, shape.d_head) == (2, 1, 3, 16)
+    per_layer_token = 2 * cfg.kv_heads * 16 * 2  # K and V · kv heads · d_head · float16
+    assert kv_cache.cache_bytes(shape, context=10) == per_layer_token * (10 + 3)
+    assert kv_cache.cache_bytes(shape, context=2) == per_layer_token * (2 + 2)  # under the window: all kept
+    (row,) = kv_cache.kv_cache_table([shape], context=10)
+    assert (row["cached_positions"], row["local_layers"], row["local_positions"]) == (10, 1, 3)
+    # a window on every layer still caps the whole cache, and its row has no local fields
+    every = kv_cache.shape_of("all-local", cfg.replace(window_layers=None, rope_base_local=None))
+    assert every.local_layers is None and kv_cache.cached_positions(every, 10) == 3
+    assert "local_layers" not in kv_cache.kv_cache_table([every], context=10)[0]

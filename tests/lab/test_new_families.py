@@ -7,8 +7,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from analysis.claims import View, rope_turns, unscaled_peakier
+from analysis.claims import View, heads_split, rope_turns, unscaled_peakier
 from analysis.lens import logit_lens
+from app.answers.lesson_claims import line
+from app.lessons import ui_words
 from lab import quantization as quant
 from lab.attention_flow import attention_flow
 from lab.flash import differences, flash_for_head
@@ -130,3 +132,22 @@ def test_unscaled_peakier_reports_the_models_divisor() -> None:
     model, _, trace = traced("gemma2")
     claim = unscaled_peakier(view(model, trace, 0))
     assert claim.values["sqrt_d_k"] == round(12 ** 0.5, 4)
+    # the learner's sentence names that divisor, not √d_k, in both languages
+    for lang in ("en", "zh"):
+        said = line(claim.kind, claim.values, ui_words(lang))
+        assert "√12 = " in said and "3.46" in said, said
+    plain = unscaled_peakier(view(new_family_model("phi3"), traced("phi3")[2], 0))
+    assert "pattern" not in plain.values and "√d_k = 2.83" in line(plain.kind, plain.values, ui_words("en"))
+
+
+@pytest.mark.parametrize("name", ["gemma2", "phi3"])
+def test_heads_split_says_the_real_width_of_the_heads(name: str) -> None:
+    model, _, trace = traced(name)
+    claim = heads_split(view(model, trace, 0))
+    assert claim.holds and claim.values["d_head"] == model.cfg.d_head
+    for lang in ("en", "zh"):
+        said = line(claim.kind, claim.values, ui_words(lang))
+        if name == "gemma2":  # 4 heads × 16 = 64, d_model 32
+            assert claim.values["width"] == 64 and "4 × 16 = 64" in said and "32" in said, said
+        else:  # 4 heads × 8 = d_model 32
+            assert "width" not in claim.values and "4 × 8 = d_model 32" in said, said

@@ -28,3 +28,19 @@ def test_parameters_equal_the_state_dict_and_heads_cost_nothing_extra() -> None:
     kv = {row["kind"] + str(row["n_kv_heads"]): row["kv"] for row in parameters.kv_sharing(cfg)}
     assert kv["MHA8"] == 2 * (512 * 512 + 512) and kv["MQA1"] == 2 * (512 * 64 + 64)
     assert kv["GQA2"] == 2 * (512 * 128 + 128)
+
+
+def test_the_head_sweep_splits_d_model_even_where_the_models_heads_are_wider() -> None:
+    """Gemma's heads (tests/lab/new_family_models.py): 4 × 16 on d_model 32. The sweep's rows are heads of
+    d_model / h, all the same cost; the model's own layer is counted at its real width, from its weights."""
+    from tests.lab.new_family_models import NEW_FAMILIES, new_family_model
+
+    for name in NEW_FAMILIES:
+        model = new_family_model(name)
+        splits = parameters.head_splits(model.cfg)
+        assert [row["d_head"] * row["n_heads"] for row in splits] == [32] * len(splits)
+        assert len({row["total"] for row in splits}) == 1 and splits[0]["W_Q"] == 32 * 32
+        own = parameters.own_attention(model)
+        assert own["d_head"] == model.cfg.d_head and own["W_Q"] == 32 * 4 * model.cfg.d_head
+        kv = {row["n_kv_heads"]: row for row in parameters.kv_sharing(model.cfg)}
+        assert kv[model.cfg.kv_heads]["total"] == own["total"]  # the model's own sharing, at its own width

@@ -20,8 +20,9 @@ export function dimLabels(n) {
   return indexLabels(n);
 }
 
-export function dimTitle(t, dim) {
-  return { d_model: t("ax_dim"), d_head: t("ax_dhead"), d_mlp: t("ax_dmlp"), pair: t("ax_pair") }[dim] || dim;
+// n: how many columns; a pair axis has one per turned pair, and pair i turns dimension i with i + n
+export function dimTitle(t, dim, n) {
+  return { d_model: t("ax_dim"), d_head: t("ax_dhead"), d_mlp: t("ax_dmlp"), pair: t("ax_pair", { half: n }) }[dim] || dim;
 }
 
 /**
@@ -80,7 +81,7 @@ export function drawTokenMatrix(board, key, ctx, tensor, { title, label = "", fi
       height,
       margin: fitMargins(plot, { y, x: showX ? x : [], colorbar: [trace.zmin, trace.zmax] }),
       xaxis: {
-        title: { text: colDim === "k_pos" ? t("ax_key") : dimTitle(t, colDim) },
+        title: { text: colDim === "k_pos" ? t("ax_key") : dimTitle(t, colDim, n) },
         type: "category",
         showgrid: false,
         showticklabels: showX,

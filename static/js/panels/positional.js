@@ -68,7 +68,7 @@ function frequencies(board, ctx, scaled, factors, long = null) {
   const layout = {
     height: 300,
     margin,
-    xaxis: { title: { text: t("ax_pair") }, automargin: false },
+    xaxis: { title: { text: t("ax_pair", { half: x.length }) }, automargin: false },
     yaxis: { title: { text: t("ax_frequency") }, type: "log", automargin: false },
     legend: { orientation: "h", x: 0, xanchor: "left", y: 1, yanchor: "bottom" },
   };
@@ -117,6 +117,13 @@ export default {
       // partial rotary: fewer pairs than d_head / 2 turn; the rest of each head passes through
       const turned = 2 * angles.size("pair");
       const dHead = data.answer.d_head;
+      // local and global layers (Gemma 3): the local ones turn with a base of their own, drawn beside
+      const localAngles = tensors.local_angles;
+      if (localAngles) {
+        board.block("local", h("p", { class: "note", text: t("rope_local_note", { global: data.answer.base, local: data.answer.local_base }) }));
+        const top = Math.max(0, ...localAngles.matrix("pos", "pair").flat().filter((v) => v !== null));
+        drawTokenMatrix(board, "local_angles", ctx, localAngles, { title: `θ(pos, i) · ${t("rope_local_title", { local: data.answer.local_base })}`, colDim: "pair", badges: [badge(ctx, "θ", localAngles)], signed: false, zmax: top || 1 });
+      }
       if (turned < dHead) board.block("partial", h("p", { class: "note", text: t("rope_partial_note", { turned, d_head: dHead, last: turned / 2 - 1, rest: dHead - turned }) }));
       return;
     }

@@ -60,7 +60,12 @@ export default {
       type: "bar", name: kind, x: data.models.map((m) => m.model),
       y: data.models.map((m) => { const row = m.variants.find((v) => v.attention === kind); return row ? row.total_bytes / 2 ** 20 : null; }),
     }));
-    const own = data.models.map((m) => say("kv_cache_own_item", { model: m.model, kind: m.decodes ? m.own : say("kv_cache_no_decode") })).join(" · ");  // an encoder: no bars
+    // local and global layers (Gemma): the local ones keep only their window, said beside the model's name
+    const localNote = (m) => {
+      const row = m.decodes && m.variants.find((v) => v.attention === m.own);
+      return row && row.local_layers ? say("kv_cache_local_item", { local: row.local_layers, layers: row.layers, kept: row.local_positions, all: row.cached_positions }) : "";
+    };
+    const own = data.models.map((m) => say("kv_cache_own_item", { model: m.model, kind: m.decodes ? m.own : say("kv_cache_no_decode") }) + localNote(m)).join(" · ");  // an encoder: no bars
     draw(board.card("kv-models", { title: say("kv_cache_models_title"), className: "half", note: say("kv_cache_models_note", { own }) }), traces,
       { ...lineLayout("", say("kv_cache_axis_mib"), { xaxis: { type: "category" }, yaxis: { type: "log", dtick: 1, exponentformat: "none" } }), barmode: "group" }, "kv_models");
     const head = h("tr", {}, ["name", "attention", "layers", "q_heads", "kv_heads", "d_head", "cached_positions", "bytes_per_token", "total_bytes"].map((k) => h("th", { text: say(`kv_cache_col_${k}`) })));

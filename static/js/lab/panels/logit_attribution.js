@@ -24,6 +24,9 @@ export default {
   fields: { target: str(""), versus: str(""), position: int(-1, undefined, POSITIONS) }, // -1: the last position
 
   load({ s, v, ask }) {
+    // a soft cap on the logits (Gemma 2) bends the sum of the parts: the server refuses it, the page says why
+    const cap = s.info.config && s.info.config.logit_softcap;
+    if (cap) return { softcap: cap };
     const body = { model: s.model, text: s.text };
     if (v.target) body.target = v.target;
     if (v.versus) body.versus = v.versus;
@@ -31,7 +34,8 @@ export default {
     return ask(body);
   },
 
-  controls({ v, say }) {
+  controls({ v, say }, data) {
+    if (data && data.softcap) return []; // nothing to choose: the split is refused on this model
     return [
       tokenField("target", v.target, say("logit_attribution_target"), say("logit_attribution_target_top")),
       tokenField("versus", v.versus, say("logit_attribution_versus"), say("logit_attribution_versus_none")),
@@ -41,6 +45,10 @@ export default {
 
   draw(board, data, c) {
     const { say, s } = c;
+    if (data.softcap) {
+      board.block("softcap", h("p", { class: "lab-note lab-refused", text: say("logit_attribution_softcap_refused", { model: s.model, cap: data.softcap }) }));
+      return;
+    }
     const sep = s.texts[s.lang].separator; // between sentences: " " in English, "" in Chinese
     const nHeads = data.heads[0].length;
     const nLayers = data.heads.length;

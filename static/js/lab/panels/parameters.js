@@ -20,6 +20,7 @@ export default {
       share_blocks: fmt(100 * data.ffn_share_of_blocks, 1), d_model: data.config.d_model, h: mine.n_heads,
       d_head: mine.d_head, one: fmt(splits[0].total), many: fmt(mine.total),
       kv: data.own_attention.n_kv_heads, kind: data.own_attention.kind, real: fmt(data.own_attention.total),
+      own_width: data.own_attention.d_head, width: data.config.n_heads * data.own_attention.d_head,
     };
   },
 
@@ -32,7 +33,7 @@ export default {
       [{ type: "bar", x: parts.map((p) => say(`parameters_part_${p}`)), y: parts.map((p) => data.counts[p]), text: parts.map((p) => fmt(data.counts[p])), textposition: "auto" }],
       lineLayout("", say("parameters_axis")), "parameters_parts");
     const splits = data.head_splits;
-    draw(board.card("param-heads", { title: say("parameters_heads_title"), className: "third", note: say("parameters_heads_note", vars) }),
+    draw(board.card("param-heads", { title: say("parameters_heads_title"), className: "third", note: say("parameters_heads_note", vars) + (vars.width !== vars.d_model ? say("parameters_heads_own_width", vars) : "") }),
       [{ type: "bar", x: splits.map((r) => `${r.n_heads}×${r.d_head}`), y: splits.map((r) => r.total), text: splits.map((r) => fmt(r.total)), textposition: "auto" }],
       lineLayout(say("parameters_heads_x_width"), say("parameters_attention_params")), "parameters_heads");
     const kv = data.kv_sharing;
