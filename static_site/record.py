@@ -4,10 +4,12 @@ The pages themselves decide every request (their bodies, their order, what they 
 is whatever the page asks while it walks the lesson path, and a recorded site answers exactly those. For each
 chapter, in English and in Chinese, the walk opens the chapter's view and then:
 
-- for a small model (at most SMALL_LAYERS layers: the shipped tiny ones), steps through every stage of the
-  chapter's layer, forward then back (the stepper, the next-token table included). A larger one is not stepped:
-  each SmolLM2 step asks the stage of all 30 layers, and its four sentences' steppers took 17 of a 26-minute build
-  and 91 of its 99 MB (the budget is 40 MB); its other stages say they need the server;
+- steps through every stage of the chapter's layer, forward then back (the stepper, the next-token table
+  included): always for a small model (at most SMALL_LAYERS layers: the shipped tiny ones); for a larger one
+  only while the recording stays within LARGE_STEPPERS_BYTES. Each SmolLM2 step asks the stage of all 30 layers,
+  so one sentence's stepper is some 20 MB (its four sentences' steppers were 91 of a 99 MB site; the budget is
+  40 MB): a larger model's stepper is skipped when the largest one walked so far would not fit, and dropped
+  again (its new answers removed) when it did not fit after all; its stages then say they need the server;
 - at the chapter's stage: every head (H), the all-heads and all-layers views;
 - presentation mode (P) on the chapter's view;
 - the lab panel the chapter links to, with the chapter's model and sentence.
@@ -29,7 +31,10 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 CHROMIUM = "/usr/bin/chromium"
-SMALL_LAYERS = 8  # a model with at most this many layers is stepped at every chapter's layer; a larger one is not
+SMALL_LAYERS = 8  # a model with at most this many layers is stepped at every chapter's layer
+# a larger model's steppers are kept while all answers recorded stay under this (the site's budget is 40 MB; the
+# rest of the walk, views, heads, claims and lab panels, has been about 10 MB)
+LARGE_STEPPERS_BYTES = 28 * 1024 * 1024
 QUIET_S = 0.2  # no request in flight for this long: the page (and its prefetch) is done
 SLOW_S = 5.0  # an answer slower than this is listed at the end of the build (where its time went)
 VIEW_FIELDS = ("model", "text", "target", "iv", "snapshot")  # the URL fields that change what /api/trace answers
@@ -61,6 +66,7 @@ class Recorder:
         self.last = time.monotonic()
         self.asked: dict[int, float] = {}  # id(request) -> when it was asked
         self.done: set[tuple[str, ...]] = set()  # the steppers and head cycles already walked (see the docstring)
+        self.largest_stepper = 0  # bytes of the largest stepper of a larger model kept so far (an estimate)
         self.page = browser.new_page(viewport={"width": 1280, "height": 720})
         self.page.set_default_timeout(120_000)  # a SmolLM2 trace on a busy CPU
         self.page.on("request", self._asked)
@@ -148,12 +154,16 @@ class Recorder:
             walked[-1] += f" ({time.monotonic() - at:.0f} s)"
         self.press("p")  # presentation mode at 1280x720, then back
         self.press("p")
-        # the stepper (a short one), forward then back from the chapter's stage
-        if stepper and small and steps not in self.done:
+        # the stepper, forward then back from the chapter's stage
+        before = dict.fromkeys(self.recording.answers)  # what was recorded before it (to drop it if too large)
+        fits = small or self.recorded_bytes() + self.largest_stepper <= LARGE_STEPPERS_BYTES
+        if stepper and fits and steps not in self.done:
             self.done.add(steps)
             walked.append(f"stepper ({plan} stages of layer {layer})")
             at = time.monotonic()
         else:
+            if stepper and not fits and steps not in self.done:
+                walked.append("stepper skipped (the site's budget)")
             stepper = False
         for step in ("ArrowRight", "ArrowLeft") if stepper else ():
             page.goto(f"{self.base}/?{urlencode({'chapter': chapter_id, 'lang': lang})}")
@@ -166,12 +176,30 @@ class Recorder:
                     break
         if stepper:
             walked[-1] += f" ({time.monotonic() - at:.0f} s)"
+            if not small:
+                self.keep_within_budget(before, walked)
         for href in dict.fromkeys(opened["labs"]):
             at = time.monotonic()
             self.lab(href)
             walked.append("lab " + href.split("?", 1)[-1].split("&", 1)[0] + f" ({time.monotonic() - at:.0f} s)")
         walked.append(f"{time.monotonic() - started:.0f} s")
         self.recording.walked.append(f"{lang} {chapter_id}: " + "; ".join(walked))
+
+    def recorded_bytes(self) -> int:
+        return sum(len(body) for body in self.recording.answers.values())
+
+    def keep_within_budget(self, before: dict[str, None], walked: list[str]) -> None:
+        """A larger model's stepper just walked: keep it if the recording is within LARGE_STEPPERS_BYTES, else
+        remove the answers it added (those stages then need the server)."""
+        added = [key for key in self.recording.answers if key not in before]
+        size = sum(len(self.recording.answers[key]) for key in added)
+        if self.recorded_bytes() <= LARGE_STEPPERS_BYTES:
+            self.largest_stepper = max(self.largest_stepper, size)
+            walked[-1] += f", {size / 1e6:.1f} MB"
+            return
+        for key in added:
+            del self.recording.answers[key]
+        walked[-1] += f", {size / 1e6:.1f} MB: dropped (the site's budget)"
 
     def lab(self, href: str) -> None:
         page = self.page
