@@ -60,7 +60,7 @@ SITE ?= site
 site: setup-dev
 	$(BIN)/transformer-explorer export-site $(SITE)
 
-# the whole recorded site's check (tests/browser/test_site.py checks a recorded subset): every chapter holds its
+# the whole recorded site's check (tests/static_site/test_site_in_browser.py checks a recorded subset): every chapter holds its
 # claims in EN and ZH, no recorded answer holds a placeholder
 site-check:
 	$(BIN)/python -m static_site.check $(SITE)

@@ -33,14 +33,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     srv.stop()
 
 
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    with _sync_api().sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-        )
-        yield b
-        b.close()
+# `browser` (one Chromium for the whole run: Playwright allows one sync instance a process) is in tests/conftest.py
 
 
 @pytest.fixture(scope="session")

@@ -192,6 +192,7 @@ class ServerThread:
                 with contextlib.suppress(RegistryError):
                     add_directory(registry, directory.parent.name, directory.parent, source="weights")
         self.registry = registry  # tests may add models before start()
+        self.settings = settings  # a second app on the same models (tests/static_site/test_site_in_browser.py)
         self.app = create_app(settings, registry)
         config = uvicorn.Config(self.app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
         self.server = uvicorn.Server(config)

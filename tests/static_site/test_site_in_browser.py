@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import functools
 import json
+import pickle
 import re
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -26,6 +29,8 @@ from app import lessons
 from static_site.check import problems, recorded
 from static_site.export import BUDGET_BYTES, SiteSummary, export_site
 
+ROOT = Path(__file__).resolve().parents[2]
+
 pytestmark = pytest.mark.browser
 
 SHIPPED_SUBSET = ("scale", "residual")  # tiny-gpt and tiny-translator chapters, with a lab link and 1-2 claims
@@ -35,7 +40,12 @@ PLACEHOLDERS = re.compile(r"\bundefined\b|\bnull\b|\bNaN\b|⟦|\{\w+\}")  # an u
 @pytest.fixture(scope="session")
 def built(server: Any, browser: Any, tmp_path_factory: pytest.TempPathFactory) -> SiteSummary:
     """The site, recorded on the browser tests' own server app (tiny models)."""
-    return export_site(tmp_path_factory.mktemp("site") / "site", server.app, log=lambda line: None, stepper=False,
+    from app.factory import create_app
+
+    # an app of its own on the same models: export_site runs an app's startup and shutdown, which on server.app
+    # would shut down the inference pool that the browser tests after this file still use
+    app = create_app(server.settings, server.registry)
+    return export_site(tmp_path_factory.mktemp("site") / "site", app, log=lambda line: None, stepper=False,
                        browser=browser)
 
 
@@ -52,17 +62,26 @@ def static_host(built: SiteSummary) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def shipped(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> SiteSummary:
+def shipped(tmp_path_factory: pytest.TempPathFactory) -> SiteSummary:
     """A recorded subset of the real site: the chapters of the shipped tiny models (tiny-gpt, tiny-translator),
     from the shipped checkpoints, each chapter's view and lab links in EN and ZH (SmolLM2's chapters: `make
-    site-check` on the whole site, which takes minutes to record)."""
-    from app.catalogue import build_registry
-    from app.factory import create_app
-    from app.settings import Settings
-
-    settings = Settings(load_smollm2=False, load_minilm=False)
-    return export_site(tmp_path_factory.mktemp("shipped") / "site", create_app(settings, build_registry(settings)),
-                       log=lambda line: None, stepper=False, chapters=list(SHIPPED_SUBSET), browser=browser)
+    site-check` on the whole site, which takes minutes to record). Recorded in a process of its own: a second app
+    in this process (its registry, its pool, its shutdown) disturbed the browser tests' server that runs after."""
+    folder = tmp_path_factory.mktemp("shipped")
+    script = (
+        "import pickle\nfrom pathlib import Path\n"
+        "from app.catalogue import build_registry\n"
+        "from app.factory import create_app\n"
+        "from app.settings import Settings\n"
+        "from static_site.export import export_site\n"
+        "settings = Settings(load_smollm2=False, load_minilm=False)\n"
+        f"summary = export_site(Path({str(folder / 'site')!r}), create_app(settings, build_registry(settings)), "
+        f"log=lambda line: None, stepper=False, chapters={list(SHIPPED_SUBSET)!r})\n"
+        f"open({str(folder / 'summary.pickle')!r}, 'wb').write(pickle.dumps(summary))\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, cwd=ROOT, timeout=900)
+    summary: SiteSummary = pickle.loads((folder / "summary.pickle").read_bytes())
+    return summary
 
 
 # the lab experiments that time themselves (lab/complexity.py, lab/recurrence.py): a live run measures the clock
