@@ -17,7 +17,6 @@ from any static host.
 from __future__ import annotations
 
 import datetime
-import hashlib
 import json
 import shutil
 import socket
@@ -34,6 +33,7 @@ from app.lab_panels import LAB_PANELS, lab_panel_named, lab_panel_names
 from app.routers.pages import EXAMPLES, PLOTLY_CARTESIAN, STATIC_DIR, templates
 from app.settings import Settings
 from static_site.bundle import bundle
+from static_site.data_files import data_file, data_text
 from static_site.record import Recording, record_lessons
 
 BUDGET_BYTES = 40 * 1024 * 1024  # docs/TEACHERS.md: the whole site fits a slow school network and any LMS
@@ -119,15 +119,6 @@ def text_answers() -> dict[str, bytes]:
     return {f"GET /static/text/{p.name} ": p.read_bytes() for p in sorted((STATIC_DIR / "text").glob("*.json"))}
 
 
-def data_file(key: str) -> str:
-    return f"data/{hashlib.sha256(key.encode('utf-8')).hexdigest()[:20]}.js"
-
-
-def js_string(body: bytes) -> str:
-    """The exact response text as a JS string literal (ASCII only: the file reads the same in any encoding)."""
-    return json.dumps(body.decode("utf-8"), ensure_ascii=True)
-
-
 def models_of(answers: dict[str, bytes]) -> list[str]:
     prefix = "GET /api/models/"
     return sorted({key[len(prefix):].rsplit(" ", 1)[0] for key in answers if key.startswith(prefix)})
@@ -158,8 +149,7 @@ def write_site(folder: Path, answers: dict[str, bytes], recorded_on: str,
     index = {}
     for key, body in sorted(every.items()):
         index[key] = data_file(key)
-        (folder / index[key]).write_text(f"TE_SITE.put({json.dumps(key, ensure_ascii=True)}, {js_string(body)});\n",
-                                         encoding="ascii")
+        (folder / index[key]).write_text(data_text(key, body), encoding="ascii")
     about = {"models": models_of(answers), "date": recorded_on, "version": version()}
     (folder / SITE_MARK).write_text(
         f"TE_SITE.setIndex({json.dumps(index, ensure_ascii=True, indent=0)}, {json.dumps(about)});\n", encoding="ascii")
@@ -173,15 +163,16 @@ def write_site(folder: Path, answers: dict[str, bytes], recorded_on: str,
 
 
 def export_site(folder: Path, app: Any, log: Callable[[str], None] = print, stepper: bool = True,
-                chapters: list[str] | None = None, browser: Any = None) -> SiteSummary:
+                chapters: list[str] | None = None, browser: Any = None, examples: bool = True) -> SiteSummary:
     """Record the lesson path on `app` (the FastAPI app, its models loaded) and write the site into `folder`;
     without `stepper`, each chapter's own view only (the tests' quicker build); `chapters`: these only (ids);
-    `browser`: a Playwright browser to record with (the tests'), else one started here."""
+    `browser`: a Playwright browser to record with (the tests'), else one started here; without `examples`, no
+    model's example sentences."""
     started = time.monotonic()
     with LocalServer(app) as server:
         log(f"recording the lessons from {server.url} ...")
         recording: Recording = record_lessons(server.url, chapters or [c.id for c in lessons.chapters()], log,
-                                              stepper=stepper, browser=browser)
+                                              stepper=stepper, browser=browser, examples=examples)
     size, files = write_site(folder, recording.answers, datetime.date.today().isoformat(), recording.walked)
     return SiteSummary(folder, size, files, len(recording.answers), models_of(recording.answers), recording.failed,
                        recording.errors, time.monotonic() - started, recording.walked,

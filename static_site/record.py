@@ -4,37 +4,46 @@ The pages themselves decide every request (their bodies, their order, what they 
 is whatever the page asks while it walks the lesson path, and a recorded site answers exactly those. For each
 chapter, in English and in Chinese, the walk opens the chapter's view and then:
 
-- steps through every stage of the chapter's layer, forward then back (the stepper, the next-token table
-  included): always for a small model (at most SMALL_LAYERS layers: the shipped tiny ones); for a larger one
-  only while the recording stays within LARGE_STEPPERS_BYTES. Each SmolLM2 step asks the stage of all 30 layers,
-  so one sentence's stepper is some 20 MB (its four sentences' steppers were 91 of a 99 MB site; the budget is
-  40 MB): a larger model's stepper is skipped when the largest one walked so far would not fit, and dropped
-  again (its new answers removed) when it did not fit after all; its stages then say they need the server;
 - at the chapter's stage: every head (H), the all-heads and all-layers views;
 - presentation mode (P) on the chapter's view;
+- the stepper: every stage of the chapter's layer (the embedding and the next-token table included), clicked in
+  the stage list. When every layer's stages would take at most FULL_STEPPER_BYTES (the layer's own answers times
+  the number of layers: the tiny models), the walk steps through all of them (→ to the end, ← to the start).
+  A larger model (SmolLM2: some 0.5 MB a layer, 30 layers) keeps its chapter's layer, and the site's stepper
+  passes over the others (static/js/recorded.js);
 - the lab panel the chapter links to, with the chapter's model and sentence.
+
+Then each model in the explorer's menu opens each of its example sentences (the chips under the text box) at the
+stage the page opens on, and walks that view's stepper by the same rule.
+
+A stepper that would take the recorded answers' files over ANSWERS_BYTES is dropped again (its new answers removed;
+its stages then say they need the server), so the site stays within its 40 MB budget (export.py BUDGET_BYTES).
 
 Each /api answer (and the text files) is kept as (key, exact response body); the key is api.js's requestKey.
 
-Work that would only repeat is walked once: the stepper of a (model, sentence[, layer]) and the heads of a
+Work that would only repeat is walked once: the stepper of a (model, sentence, layer) and the heads of a
 (model, sentence, stage, layer) are language-independent requests (the page asks /api/trace with no language),
 so a chapter whose view an earlier chapter or the other language already walked opens its view, its claims and
-its lab links only. `Recording.walked` says what each chapter walked.
+its lab links only. `Recording.walked` says what each view walked.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
+from static_site.data_files import data_text
+
 CHROMIUM = "/usr/bin/chromium"
-SMALL_LAYERS = 8  # a model with at most this many layers is stepped at every chapter's layer
-# a larger model's steppers are kept while all answers recorded stay under this (the site's budget is 40 MB; the
-# rest of the walk, views, heads, claims and lab panels, has been about 10 MB)
-LARGE_STEPPERS_BYTES = 28 * 1024 * 1024
+# a view's stepper walks every layer when one layer's answers times the number of layers is at most this
+FULL_STEPPER_BYTES = 1024 * 1024
+# the recorded answers' data files stay within this: the site's budget is 40 MiB (export.py BUDGET_BYTES), and its
+# pages, scripts, Plotly, the index of answers and the text files take about 3 MB
+ANSWERS_BYTES = 36 * 1024 * 1024
 QUIET_S = 0.2  # no request in flight for this long: the page (and its prefetch) is done
 SLOW_S = 5.0  # an answer slower than this is listed at the end of the build (where its time went)
 VIEW_FIELDS = ("model", "text", "target", "iv", "snapshot")  # the URL fields that change what /api/trace answers
@@ -66,7 +75,6 @@ class Recorder:
         self.last = time.monotonic()
         self.asked: dict[int, float] = {}  # id(request) -> when it was asked
         self.done: set[tuple[str, ...]] = set()  # the steppers and head cycles already walked (see the docstring)
-        self.largest_stepper = 0  # bytes of the largest stepper of a larger model kept so far (an estimate)
         self.page = browser.new_page(viewport={"width": 1280, "height": 720})
         self.page.set_default_timeout(120_000)  # a SmolLM2 trace on a busy CPU
         self.page.on("request", self._asked)
@@ -122,84 +130,129 @@ class Recorder:
             "labs: [...document.querySelectorAll('#lesson a.lab-link, #lesson a.live-link')]"
             ".map((a) => a.href).filter((h) => /[/]lab([.]html)?[?]/.test(h))} }"))
 
+    def open(self, query: dict[str, str]) -> dict[str, Any]:
+        """Open the explorer at `query` (a chapter, or a model and sentence) and wait until it is drawn."""
+        self.page.goto(f"{self.base}/?{urlencode(query)}")
+        self.page.wait_for_selector("body[data-ready='1']")
+        self.settle()
+        return self.state()
+
+    def heads(self) -> str:
+        """Every head of the stage on screen (H), then its all-heads and all-layers views."""
+        page = self.page
+        n_heads = page.evaluate("() => document.querySelectorAll('#head option').length") or 1
+        at = time.monotonic()
+        for _ in range(n_heads):
+            self.press("h")
+        for shown in ("heads", "layers", "head"):
+            button = page.locator(f"#views button[data-view='{shown}']")
+            if button.count() and button.is_visible() and button.is_enabled():
+                button.click()
+                self.settle()
+        return f"{n_heads} heads ({time.monotonic() - at:.0f} s)"
+
     def chapter(self, chapter_id: str, lang: str, stepper: bool = True) -> None:
         """Walk one chapter in one language (see the module's docstring); without `stepper`, its view (and its
         lab links) only."""
-        page = self.page
         started = time.monotonic()
-        page.goto(f"{self.base}/?{urlencode({'chapter': chapter_id, 'lang': lang})}")
-        page.wait_for_selector("body[data-ready='1']")
-        self.settle()
-        opened = self.state()
-        layer = opened["layer"]
-        plan = page.evaluate("() => document.querySelectorAll('#stage-list li').length") or 0
-        small = (page.evaluate("() => document.querySelectorAll('#layer option').length") or 1) <= SMALL_LAYERS
-        n_heads = page.evaluate("() => document.querySelectorAll('#head option').length") or 1
+        query = {"chapter": chapter_id, "lang": lang}
+        opened = self.open(query)
         view = tuple(opened["view"])
-        heads = ("heads", *view, opened["stage"] or "", layer or "")
-        steps = ("steps", *view, layer or "")
-        walked = [f"view {dict(zip(VIEW_FIELDS, view, strict=True))} stage {opened['stage']} layer {layer}"]
-        # the chapter's stage: every head, then the all-heads and all-layers views (where the stage has them)
+        walked = [f"view {dict(zip(VIEW_FIELDS, view, strict=True))} stage {opened['stage']} layer {opened['layer']}"]
+        heads = ("heads", *view, opened["stage"] or "", opened["layer"] or "")
         if stepper and heads not in self.done:
             self.done.add(heads)
-            walked.append(f"{n_heads} heads")
-            at = time.monotonic()
-            for _ in range(n_heads):
-                self.press("h")
-            for shown in ("heads", "layers", "head"):
-                button = page.locator(f"#views button[data-view='{shown}']")
-                if button.count() and button.is_visible() and button.is_enabled():
-                    button.click()
-                    self.settle()
-            walked[-1] += f" ({time.monotonic() - at:.0f} s)"
+            walked.append(self.heads())
         self.press("p")  # presentation mode at 1280x720, then back
         self.press("p")
-        # the stepper, forward then back from the chapter's stage
-        before = dict.fromkeys(self.recording.answers)  # what was recorded before it (to drop it if too large)
-        fits = small or self.recorded_bytes() + self.largest_stepper <= LARGE_STEPPERS_BYTES
-        if stepper and fits and steps not in self.done:
-            self.done.add(steps)
-            walked.append(f"stepper ({plan} stages of layer {layer})")
-            at = time.monotonic()
-        else:
-            if stepper and not fits and steps not in self.done:
-                walked.append("stepper skipped (the site's budget)")
-            stepper = False
-        for step in ("ArrowRight", "ArrowLeft") if stepper else ():
-            page.goto(f"{self.base}/?{urlencode({'chapter': chapter_id, 'lang': lang})}")
-            page.wait_for_selector("body[data-ready='1']")
-            self.settle()
-            while True:
-                before = page.url
-                self.press(step)
-                if page.url == before:
-                    break
         if stepper:
-            walked[-1] += f" ({time.monotonic() - at:.0f} s)"
-            if not small:
-                self.keep_within_budget(before, walked)
+            walked.append(self.stepper(query, opened))
         for href in dict.fromkeys(opened["labs"]):
             at = time.monotonic()
             self.lab(href)
             walked.append("lab " + href.split("?", 1)[-1].split("&", 1)[0] + f" ({time.monotonic() - at:.0f} s)")
         walked.append(f"{time.monotonic() - started:.0f} s")
-        self.recording.walked.append(f"{lang} {chapter_id}: " + "; ".join(walked))
+        self.recording.walked.append(f"{lang} {chapter_id}: " + "; ".join(filter(None, walked)))
 
-    def recorded_bytes(self) -> int:
-        return sum(len(body) for body in self.recording.answers.values())
+    def examples(self) -> None:
+        """Each model in the explorer's menu, each of its example sentences: the view it opens on, and its stepper."""
+        page = self.page
+        self.open({"lang": "en"})
+        models = page.evaluate("() => [...document.querySelectorAll('#model option')].filter((o) => !o.disabled)"
+                               ".map((o) => o.value)")
+        for model in models:
+            self.open({"model": model, "lang": "en"})
+            chips = page.evaluate(
+                "() => [...document.querySelectorAll('.examples .example')].filter((b) => b.offsetParent !== null)"
+                ".map((b) => [b.dataset.text, b.dataset.target ?? null])")
+            for text, target in chips:
+                started = time.monotonic()
+                query = {"model": model, "text": text, "lang": "en"}
+                if target is not None:
+                    query["target"] = target
+                opened = self.open(query)
+                walked = self.stepper(query, opened)
+                self.recording.walked.append(f"example {model} {text!r}{f' -> {target!r}' if target else ''}: stage "
+                                             f"{opened['stage']} layer {opened['layer']}; {walked}; "
+                                             f"{time.monotonic() - started:.0f} s")
+                self.log(f"  {self.recording.walked[-1]} -> {len(self.recording.answers)} answers")
 
-    def keep_within_budget(self, before: dict[str, None], walked: list[str]) -> None:
-        """A larger model's stepper just walked: keep it if the recording is within LARGE_STEPPERS_BYTES, else
-        remove the answers it added (those stages then need the server)."""
+    def stepper(self, query: dict[str, str], opened: dict[str, Any]) -> str:
+        """The view's stepper (see the module's docstring): its layer's stages, and every layer's when they fit.
+        Returns what was walked; '' when this (model, sentence, layer) was walked before."""
+        layer = opened["layer"] or ""
+        steps = ("steps", *opened["view"], layer)
+        every = ("steps", *opened["view"], "every layer")
+        if steps in self.done or every in self.done:
+            return ""
+        self.done.add(steps)
+        page = self.page
+        at = time.monotonic()
+        before = dict.fromkeys(self.recording.answers)  # what was recorded before it (to drop it if too large)
+        self.open(query)
+        stages = page.evaluate("() => document.querySelectorAll('#stage-list button[data-stage]').length")
+        seen = set()
+        for i in range(stages):
+            page.locator("#stage-list button[data-stage]").nth(i).click()
+            self.settle()
+            seen.add(self.state()["layer"])
+        n_layers = page.evaluate("() => document.querySelectorAll('#layer option').length") or 1
+        layer = ", ".join(sorted(str(x) for x in seen if x)) or layer  # a view opened on tokens: the page's layer
+        one_layer = sum(len(self.recording.answers[key]) for key in self.recording.answers
+                        if key not in before and re.search(r"blocks\.\d+\.", key))
+        full = one_layer * n_layers <= FULL_STEPPER_BYTES
+        if full:  # every layer: → to the end and ← to the start, from the view
+            self.done.add(every)
+            for step in ("ArrowRight", "ArrowLeft"):
+                self.open(query)
+                while True:
+                    url = page.url
+                    self.press(step)
+                    if page.url == url:
+                        break
+        else:  # the page prefetched the stage after this layer's last one (the next layer's first): not kept, or
+            # → would step into a layer the site holds one stage of
+            for key in [key for key in self.recording.answers if key not in before]:
+                if {int(n) for n in re.findall(r"blocks\.(\d+)\.", key)} - {int(n) for n in seen if n}:
+                    del self.recording.answers[key]
         added = [key for key in self.recording.answers if key not in before]
         size = sum(len(self.recording.answers[key]) for key in added)
-        if self.recorded_bytes() <= LARGE_STEPPERS_BYTES:
-            self.largest_stepper = max(self.largest_stepper, size)
-            walked[-1] += f", {size / 1e6:.1f} MB"
-            return
-        for key in added:
+        walked = (f"stepper ({stages} stages, {'all ' + str(n_layers) + ' layers' if full else 'layer ' + layer}; "
+                  f"{size / 1e6:.1f} MB, {time.monotonic() - at:.0f} s)")
+        return self.keep_within_budget(before, walked)
+
+    def keep_within_budget(self, before: dict[str, None], walked: str) -> str:
+        """Keep the answers recorded since `before` while the recording is within ANSWERS_BYTES, else remove them
+        (what was recorded before stays). Returns `walked`, saying so when they were dropped."""
+        if self.recorded_bytes() <= ANSWERS_BYTES:
+            return walked
+        for key in [key for key in self.recording.answers if key not in before]:
             del self.recording.answers[key]
-        walked[-1] += f", {size / 1e6:.1f} MB: dropped (the site's budget)"
+        return walked + ": dropped (the site's budget)"
+
+    def recorded_bytes(self) -> int:
+        """The size of the recorded answers' data files (as export.py writes them)."""
+        return sum(len(data_text(key, body)) for key, body in self.recording.answers.items())
 
     def lab(self, href: str) -> None:
         page = self.page
@@ -211,29 +264,34 @@ class Recorder:
 
 
 def record_lessons(base: str, chapters: list[str], log: Callable[[str], None] = print,
-                   executable: str = CHROMIUM, stepper: bool = True, browser: Any = None) -> Recording:
-    """Drive every chapter (by id) in EN and ZH against the server at `base`; `stepper`: step through its stages.
-    `browser`: a Playwright browser to use (one process may run one Playwright at a time); else one of its own."""
+                   executable: str = CHROMIUM, stepper: bool = True, browser: Any = None,
+                   examples: bool = True) -> Recording:
+    """Drive every chapter (by id) in EN and ZH against the server at `base`; `stepper`: step through its stages;
+    `examples`: then every model's example sentences. `browser`: a Playwright browser to use (one process may run
+    one Playwright at a time); else one of its own."""
     if browser is not None:
-        return walk_lessons(browser, base, chapters, log, stepper)
+        return walk_lessons(browser, base, chapters, log, stepper, examples)
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         own = p.chromium.launch(executable_path=executable,
                                 args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
         try:
-            return walk_lessons(own, base, chapters, log, stepper)
+            return walk_lessons(own, base, chapters, log, stepper, examples)
         finally:
             own.close()
 
 
-def walk_lessons(browser: Any, base: str, chapters: list[str], log: Callable[[str], None], stepper: bool) -> Recording:
+def walk_lessons(browser: Any, base: str, chapters: list[str], log: Callable[[str], None], stepper: bool,
+                 examples: bool) -> Recording:
     recorder = Recorder(browser, base, log)
     try:
         for lang in ("en", "zh"):
             for chapter_id in chapters:
                 recorder.chapter(chapter_id, lang, stepper)
                 log(f"  {recorder.recording.walked[-1]} -> {len(recorder.recording.answers)} answers")
+        if examples:
+            recorder.examples()
         return recorder.recording
     finally:
         recorder.page.close()

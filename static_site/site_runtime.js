@@ -23,6 +23,10 @@ window.TE_SITE = (function () {
       for (const [resolve] of waiting[key] || []) resolve(text);
       delete waiting[key];
     },
+    /** Whether this site holds an answer to request `key`. */
+    has(key) {
+      return Object.prototype.hasOwnProperty.call(files, key);
+    },
     /** The recorded text of request `key`, or undefined when this site holds none. */
     load(key) {
       if (Object.prototype.hasOwnProperty.call(texts, key)) return Promise.resolve(texts[key]);

@@ -3,7 +3,7 @@
 
 import { snapshotsOf } from "./context.js";
 import { CHAPTERS, linkPatch } from "./lessons.js";
-import { chapterBy, go, headBy, layerBy, stepBy } from "./navigate.js";
+import { chapterBy, go, headBy, layerBy, openSentence, stepBy } from "./navigate.js";
 import { state } from "./state.js";
 
 const $ = (id) => document.getElementById(id);
@@ -79,7 +79,7 @@ export function bindEvents() {
     go(inputs());
   });
   $("fill-target").addEventListener("click", () => go({ ...inputs(), complete: true }));
-  $("model").addEventListener("change", (event) => go({ model: event.target.value }));
+  $("model").addEventListener("change", (event) => openSentence({ model: event.target.value }));
   $("chat").addEventListener("change", (event) => go({ ...inputs(), chat: event.target.checked }));
   $("prev").addEventListener("click", () => stepBy(-1));
   $("next").addEventListener("click", () => stepBy(1));
@@ -98,7 +98,7 @@ export function bindEvents() {
     const button = event.target.closest(".example");
     if (!button) return;
     // the model's own examples (the translator's) bring their target; the general ones only a sentence
-    go(button.dataset.target === undefined ? { text: button.dataset.text } : { text: button.dataset.text, target: button.dataset.target });
+    openSentence(button.dataset.target === undefined ? { text: button.dataset.text } : { text: button.dataset.text, target: button.dataset.target });
   });
   $("snapshot").addEventListener("input", (event) => go({ preview: Number(event.target.value) }));
   $("snapshot").addEventListener("change", (event) => go({ snapshot: snapshotAt(Number(event.target.value)) }));

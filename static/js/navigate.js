@@ -13,6 +13,8 @@ import { buildPlan, indexOf } from "./stages.js";
 import { activeAt, loadIntervention, TEMPS, WINDOWS } from "./intervene.js";
 import { loadArch } from "./archview.js";
 import { hasChatTemplate } from "./shared/model_menu.js";
+import { SITE } from "./shared/site.js";
+import { layerRecorded, markHeld, openRecorded, stepRecorded } from "./recorded.js";
 
 /** The stage index the next state shows: an explicit index, a stage id (+ layer), or the same stop. */
 function resolveIndex(next, patch, planChanged) {
@@ -120,6 +122,7 @@ async function loadClaims(next) {
 function draw({ ctx, data, ivData, archData }) {
   render(ctx, data, ivData, archData);
   prefetchNeighbours(state.generation);
+  if (SITE) markHeld(state.generation, go, ctx.t); // a recorded site: grey the layers, sentences, models it lacks
 }
 
 /** The Texts to report a failure in (before any view is on screen, the page's words in that language first). */
@@ -162,6 +165,10 @@ function prefetchNeighbours(generation) {
 
 export function stepBy(delta) {
   if (!state.plan) return;
+  if (SITE) {
+    stepRecorded(delta, go);
+    return;
+  }
   const index = state.index + delta;
   if (index < 0 || index >= state.plan.order.length) return;
   go({ index });
@@ -170,6 +177,10 @@ export function stepBy(delta) {
 export function layerBy(delta) {
   const at = state.plan && state.plan.order[state.index];
   if (!at || at.layer === null) return;
+  if (SITE) {
+    layerRecorded(delta, go);
+    return;
+  }
   const step = state.plan.steps.get(at.id);
   const layers = state.plan.layers[step.stack];
   const i = layers.indexOf(at.layer) + delta;
@@ -180,6 +191,12 @@ export function headBy(delta) {
   if (!state.info) return;
   const n = state.info.n_heads;
   go({ head: (state.head + delta + n) % n });
+}
+
+/** A new sentence or model (an example chip, the model menu); in a recorded site, a view it holds. */
+export function openSentence(patch) {
+  if (SITE) openRecorded(patch, go);
+  else go(patch);
 }
 
 /** The lesson path: the next / previous chapter (from free exploring, the first one). */

@@ -1,32 +1,36 @@
-// Stage: logits and the next-token probabilities (the probabilities come from /api/predict).
+// Stage: logits and the next-token probabilities, both from /api/predict: its table carries each top token's
+// logit, so the page never downloads the whole [pos, d_vocab] logits tensor (49,152 columns a position for
+// SmolLM2: megabytes a view) to show ten of them. The badge names that tensor's real shape.
 
 import { api } from "../shared/api.js";
 import { categoryAxis, draw, safe } from "../shared/plot.js";
 import { h, tokenChips, tokenTexts, visible } from "../shared/dom.js";
-import { badge, fetchStages } from "./common.js";
+import { badge } from "./common.js";
+
+/** The logits tensor's name, dims and shape (the plan's dims; pos: the tokens it reads, d_vocab: the vocabulary). */
+function logitsShape(ctx) {
+  const name = ctx.names.main;
+  const dims = ctx.plan.dims[name] || ["pos", "d_vocab"];
+  const sizes = { batch: 1, pos: ctx.tokens.length, d_vocab: ctx.info.vocab_size };
+  return { name, dims, shape: dims.map((d) => sizes[d]) };
+}
 
 export default {
   async load(ctx) {
-    const [stages, prediction] = await Promise.all([
-      fetchStages(ctx, [ctx.names.main]),
-      api.predict({ ...ctx.req, top_k: 10, sample_top_k: 10, temperature: 1, seed: 0, max_new_tokens: 8 }),
-    ]);
-    return { stages, prediction };
+    const prediction = await api.predict({ ...ctx.req, top_k: 10, sample_top_k: 10, temperature: 1, seed: 0, max_new_tokens: 8 });
+    return { prediction };
   },
   draw(board, data, ctx) {
     const { t } = ctx;
-    const logits = data.stages[ctx.names.main];
     const top = data.prediction.top_k;
     const shown = tokenTexts(top); // a byte token: the character(s) it spells or can still become (shared/dom.js)
     const labels = shown.map((text, i) => safe(`${i + 1}. ${text}`));
     const bytePiece = top.findIndex((p, i) => shown[i] !== visible(p.text));
     const probs = top.map((p) => p.prob);
-    const last = logits.size("pos") - 1;
-    const row = logits.matrix("pos", "d_vocab")[last];
-    const values = top.map((p) => row[p.id]);
+    const values = top.map((p) => p.logit); // softmax of these at temperature 1 is `probs` (the same forward pass)
     const plot = board.card("probs", {
       title: t("top_next"),
-      badges: [badge(ctx, "logits", logits)],
+      badges: [badge(ctx, "logits", logitsShape(ctx))],
       exportData: () => ({ series: { id: top.map((p) => p.id), prob: probs, logit: values }, index: top.map((p) => p.text) }),
       filename: `${ctx.fname}_next`,
       className: "half",

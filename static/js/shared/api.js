@@ -38,6 +38,11 @@ async function recordedAnswer(method, url, body) {
   return JSON.parse(text);
 }
 
+/** In a recorded site: whether it holds the answer to this request (on the live server: always false). */
+export function isRecorded(method, url, body) {
+  return Boolean(SITE && SITE.has(requestKey(method, url, body)));
+}
+
 export async function request(method, url, body, attempt = 0) {
   if (SITE) return recordedAnswer(method, url, body);
   let response;
