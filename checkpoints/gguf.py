@@ -178,6 +178,18 @@ class ModelTensors:
             )
 
 
+def outside_blocks(cfg: TransformerConfig, source: ModelTensors, factors: tuple[str, ...]) -> StateDict:
+    """The final norm and the unembedding (none when tied). `factors`: RoPE factor tensors the config already read
+    (rope_freq_factors, longrope's sets), taken here too so check_all_used knows them, like every tensor."""
+    out: StateDict = {"stack.ln_final.w": source.get("output_norm.weight")}
+    if not cfg.tied_embeddings:
+        out["W_U.weight"] = source.get("output.weight")
+    for name in factors:
+        if source.has(name):
+            source.get(name)
+    return out
+
+
 def convert_llama(arch: str, cfg: TransformerConfig, source: ModelTensors) -> StateDict:
     """llama / mistral / qwen2 tensor names -> ours; llama and mistral Q/K rows un-permuted."""
     permuted = arch in PERMUTED_ARCHITECTURES
@@ -202,12 +214,7 @@ def convert_llama(arch: str, cfg: TransformerConfig, source: ModelTensors) -> St
             out[ours + "attn.k_norm_w"] = source.get(blk + "attn_k_norm.weight")
         out[ours + "ln1.w"] = source.get(blk + "attn_norm.weight")
         out[ours + "ln2.w"] = source.get(blk + "ffn_norm.weight")
-    out["stack.ln_final.w"] = source.get("output_norm.weight")
-    if not cfg.tied_embeddings:
-        out["W_U.weight"] = source.get("output.weight")
-    if source.has(ROPE_FREQS):
-        source.get(ROPE_FREQS)  # read into the config (cfg.rope_freq_factors): checked here, like every tensor
-    return out
+    return out | outside_blocks(cfg, source, (ROPE_FREQS,))
 
 
 def convert_gemma(cfg: TransformerConfig, source: ModelTensors) -> StateDict:
@@ -226,12 +233,7 @@ def convert_gemma(cfg: TransformerConfig, source: ModelTensors) -> StateDict:
             out[f"{ours}{our_name}.weight"] = source.get(f"{blk}{gguf_name}.weight")
         for gguf_name, our_name in norms.items():
             out[ours + our_name] = source.get(f"{blk}{gguf_name}.weight")
-    out["stack.ln_final.w"] = source.get("output_norm.weight")
-    if not cfg.tied_embeddings:
-        out["W_U.weight"] = source.get("output.weight")
-    if source.has(ROPE_FREQS):
-        source.get(ROPE_FREQS)  # read into the config (cfg.rope_freq_factors): checked here, like every tensor
-    return out
+    return out | outside_blocks(cfg, source, (ROPE_FREQS,))
 
 
 def convert_phi3(cfg: TransformerConfig, source: ModelTensors) -> StateDict:
@@ -254,13 +256,7 @@ def convert_phi3(cfg: TransformerConfig, source: ModelTensors) -> StateDict:
         out[ours + "mlp.W_out.weight"] = source.get(blk + "ffn_down.weight")
         out[ours + "ln1.w"] = source.get(blk + "attn_norm.weight")
         out[ours + "ln2.w"] = source.get(blk + "ffn_norm.weight")
-    out["stack.ln_final.w"] = source.get("output_norm.weight")
-    if not cfg.tied_embeddings:
-        out["W_U.weight"] = source.get("output.weight")
-    for name in (ROPE_SHORT, ROPE_LONG):
-        if source.has(name):
-            source.get(name)  # read into the config (longrope's factor sets): checked here, like every tensor
-    return out
+    return out | outside_blocks(cfg, source, (ROPE_SHORT, ROPE_LONG))
 
 
 def factor_tensor(reader: Any, name: str) -> tuple[float, ...] | None:
