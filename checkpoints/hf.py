@@ -25,7 +25,15 @@ from checkpoints.base import (
     refuse_unimplemented,
 )
 from checkpoints.file_precision import current_policy, in_file_precision
-from checkpoints.hf_common import GENERIC_FIELDS, activation, loader_name, strip_prefix, take
+from checkpoints.hf_common import (
+    ATTENTION_PROJECTIONS,
+    GENERIC_FIELDS,
+    activation,
+    loader_name,
+    projections,
+    strip_prefix,
+    take,
+)
 from checkpoints.hf_gemma import GEMMA_COMMON, convert_gemma
 from checkpoints.hf_phi import PHI3_FIELDS, convert_phi3
 from checkpoints.hf_rope import rope_settings
@@ -208,18 +216,10 @@ def convert_llama(hf_config: dict[str, Any], state: StateDict) -> tuple[Transfor
         window_layers=window_layers,
     )
     out: StateDict = {"stack.embed.W_E.weight": take(state, "embed_tokens.weight")}
-    attn = {"q_proj": "W_Q", "k_proj": "W_K", "v_proj": "W_V", "o_proj": "W_O"}
-    mlp = {"gate_proj": "W_gate", "up_proj": "W_in", "down_proj": "W_out"}
+    biases = frozenset(ATTENTION_PROJECTIONS if attention_bias else ("q_proj", "k_proj", "v_proj") if qkv_bias else ())
     for layer in range(n_layers):
         hf, ours = f"layers.{layer}.", f"stack.blocks.{layer}."
-        for hf_name, our_name in attn.items():
-            out[ours + f"attn.{our_name}.weight"] = take(state, hf + f"self_attn.{hf_name}.weight")
-            if attention_bias or (qkv_bias and hf_name != "o_proj"):
-                out[ours + f"attn.{our_name}.bias"] = take(state, hf + f"self_attn.{hf_name}.bias")
-        for hf_name, our_name in mlp.items():
-            out[ours + f"mlp.{our_name}.weight"] = take(state, hf + f"mlp.{hf_name}.weight")
-            if mlp_bias:
-                out[ours + f"mlp.{our_name}.bias"] = take(state, hf + f"mlp.{hf_name}.bias")
+        out |= projections(state, hf, ours, biases, mlp_bias)
         if qk_norm:
             out[ours + "attn.q_norm_w"] = take(state, hf + "self_attn.q_norm.weight")
             out[ours + "attn.k_norm_w"] = take(state, hf + "self_attn.k_norm.weight")

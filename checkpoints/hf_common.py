@@ -74,3 +74,24 @@ def take(state: StateDict, name: str) -> torch.Tensor:
     if name not in state:
         raise CheckpointError(f"the checkpoint has no weight {name!r}")
     return state[name]
+
+
+# a Llama-style layer's projections: Hugging Face name -> ours (attn.W_Q ..., mlp.W_gate ...)
+ATTENTION_PROJECTIONS = {"q_proj": "W_Q", "k_proj": "W_K", "v_proj": "W_V", "o_proj": "W_O"}
+MLP_PROJECTIONS = {"gate_proj": "W_gate", "up_proj": "W_in", "down_proj": "W_out"}
+
+
+def projections(state: StateDict, hf: str, ours: str, attn_biases: frozenset[str] = frozenset(),
+                mlp_bias: bool = False) -> StateDict:
+    """One layer's attention and gated-MLP weights (hf: "layers.3.", ours: "stack.blocks.3."); `attn_biases`: the
+    attention projections that carry a bias (Qwen2: q, k and v only); `mlp_bias`: every MLP projection has one."""
+    out: StateDict = {}
+    for hf_name, our_name in ATTENTION_PROJECTIONS.items():
+        out[ours + f"attn.{our_name}.weight"] = take(state, hf + f"self_attn.{hf_name}.weight")
+        if hf_name in attn_biases:
+            out[ours + f"attn.{our_name}.bias"] = take(state, hf + f"self_attn.{hf_name}.bias")
+    for hf_name, our_name in MLP_PROJECTIONS.items():
+        out[ours + f"mlp.{our_name}.weight"] = take(state, hf + f"mlp.{hf_name}.weight")
+        if mlp_bias:
+            out[ours + f"mlp.{our_name}.bias"] = take(state, hf + f"mlp.{hf_name}.bias")
+    return out

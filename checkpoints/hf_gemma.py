@@ -6,7 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 from checkpoints.base import CheckpointError, ConfigFields, StateDict
-from checkpoints.hf_common import GENERIC_FIELDS, activation, loader_name, strip_prefix, take
+from checkpoints.hf_common import (
+    ATTENTION_PROJECTIONS,
+    GENERIC_FIELDS,
+    activation,
+    loader_name,
+    projections,
+    strip_prefix,
+    take,
+)
 from checkpoints.hf_rope import rope_settings
 from model.config import TransformerConfig
 
@@ -113,18 +121,11 @@ def convert_gemma(hf_config: dict[str, Any], state: StateDict) -> tuple[Transfor
         scale_embeddings=True,
     )
     out: StateDict = {"stack.embed.W_E.weight": take(state, "embed_tokens.weight")}
-    attn = {"q_proj": "W_Q", "k_proj": "W_K", "v_proj": "W_V", "o_proj": "W_O"}
-    mlp = {"gate_proj": "W_gate", "up_proj": "W_in", "down_proj": "W_out"}
     norms = {"input_layernorm": "ln1", "post_attention_layernorm": "ln1_post",
              "pre_feedforward_layernorm": "ln2", "post_feedforward_layernorm": "ln2_post"}
     for layer in range(n_layers):
         hf, ours = f"layers.{layer}.", f"stack.blocks.{layer}."
-        for hf_name, our_name in attn.items():
-            out[ours + f"attn.{our_name}.weight"] = take(state, hf + f"self_attn.{hf_name}.weight")
-            if bias:
-                out[ours + f"attn.{our_name}.bias"] = take(state, hf + f"self_attn.{hf_name}.bias")
-        for hf_name, our_name in mlp.items():
-            out[ours + f"mlp.{our_name}.weight"] = take(state, hf + f"mlp.{hf_name}.weight")
+        out |= projections(state, hf, ours, frozenset(ATTENTION_PROJECTIONS) if bias else frozenset())
         # Gemma's RMSNorm multiplies by 1 + w (computed in float32): we hold the gain itself, 1 + w
         for hf_name, our_name in norms.items():
             out[ours + f"{our_name}.w"] = 1.0 + take(state, hf + f"{hf_name}.weight").float()

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from checkpoints.base import CheckpointError, ConfigFields, StateDict
-from checkpoints.hf_common import activation
+from checkpoints.hf_common import activation, take
 from checkpoints.hf_rope import rope_fields
 from model.config import TransformerConfig
 
@@ -49,21 +49,21 @@ def convert_phi3(
         activation=activation(hf_config, "hidden_act", "silu", gated=True), bias=False, tied_embeddings=tied,
         sliding_window=window,
     )
-    out: StateDict = {"stack.embed.W_E.weight": _take(state, "embed_tokens.weight")}
+    out: StateDict = {"stack.embed.W_E.weight": take(state, "embed_tokens.weight")}
     for layer in range(n_layers):
         hf, ours = f"layers.{layer}.", f"stack.blocks.{layer}."
-        q, k, v = split_rows(_take(state, hf + "self_attn.qkv_proj.weight"), (n_heads * head_dim, n_kv * head_dim,
+        q, k, v = split_rows(take(state, hf + "self_attn.qkv_proj.weight"), (n_heads * head_dim, n_kv * head_dim,
                                                                               n_kv * head_dim), "qkv_proj")
         out[ours + "attn.W_Q.weight"], out[ours + "attn.W_K.weight"], out[ours + "attn.W_V.weight"] = q, k, v
-        out[ours + "attn.W_O.weight"] = _take(state, hf + "self_attn.o_proj.weight")
-        gate, up = split_rows(_take(state, hf + "mlp.gate_up_proj.weight"), (d_mlp, d_mlp), "gate_up_proj")
+        out[ours + "attn.W_O.weight"] = take(state, hf + "self_attn.o_proj.weight")
+        gate, up = split_rows(take(state, hf + "mlp.gate_up_proj.weight"), (d_mlp, d_mlp), "gate_up_proj")
         out[ours + "mlp.W_gate.weight"], out[ours + "mlp.W_in.weight"] = gate, up
-        out[ours + "mlp.W_out.weight"] = _take(state, hf + "mlp.down_proj.weight")
-        out[ours + "ln1.w"] = _take(state, hf + "input_layernorm.weight")
-        out[ours + "ln2.w"] = _take(state, hf + "post_attention_layernorm.weight")
-    out["stack.ln_final.w"] = _take(state, "norm.weight")
+        out[ours + "mlp.W_out.weight"] = take(state, hf + "mlp.down_proj.weight")
+        out[ours + "ln1.w"] = take(state, hf + "input_layernorm.weight")
+        out[ours + "ln2.w"] = take(state, hf + "post_attention_layernorm.weight")
+    out["stack.ln_final.w"] = take(state, "norm.weight")
     if not tied:
-        out["W_U.weight"] = _take(state, "lm_head.weight")
+        out["W_U.weight"] = take(state, "lm_head.weight")
     return cfg, out
 
 
@@ -73,9 +73,3 @@ def split_rows(fused: torch.Tensor, rows: tuple[int, ...], name: str) -> tuple[t
         raise CheckpointError(f"weight {name} has shape {list(fused.shape)}: {' + '.join(map(str, rows))} = "
                               f"{sum(rows)} rows were expected")
     return tuple(fused.split(list(rows), dim=0))
-
-
-def _take(state: StateDict, name: str) -> torch.Tensor:
-    if name not in state:
-        raise CheckpointError(f"the checkpoint has no weight {name!r}")
-    return state[name]
