@@ -1,9 +1,11 @@
-"""Check a written site: every chapter holds its claims in both languages, and no answer holds a placeholder.
+"""Check a written site: every chapter holds its claims and its stepper in both languages, and no answer holds a
+placeholder.
 
 `python -m static_site.check DIR` (`make site-check`): a site recorded from the shipped models must hold, for
-every chapter in EN and ZH, the claims answer with each claim's measured line; a site recorded without a
-chapter's model (the tests' tiny models) is told which chapters it lacks, by name. Every recorded answer is
-read as the page reads it and searched for an unfilled {placeholder} or a NaN.
+every chapter in EN and ZH, the claims answer with each claim's measured line, and the stepper's last stage, the
+next-token table of the chapter's sentence (/api/predict); a site recorded without a chapter's model (the tests'
+tiny models) is told which chapters it lacks, by name. Every recorded answer is read as the page reads it and
+searched for an unfilled {placeholder} or a NaN.
 """
 
 from __future__ import annotations
@@ -52,10 +54,23 @@ def strings(value: Any) -> list[str]:
     return []
 
 
-def problems(folder: Path, models: set[str] | None = None, chapters: list[str] | None = None) -> list[str]:
+def predicted(answers: dict[str, str]) -> set[tuple[str, str, str]]:
+    """The (model, text, target) of every next-token table the site holds (the stepper's last stage)."""
+    out = set()
+    for key in answers:
+        if key.startswith("POST /api/predict "):
+            body = json.loads(key.split(" ", 2)[2])
+            out.add((body.get("model", ""), body.get("text", ""), body.get("target_text", "")))
+    return out
+
+
+def problems(folder: Path, models: set[str] | None = None, chapters: list[str] | None = None,
+             steppers: bool = True) -> list[str]:
     """What is wrong with the site in `folder`; `models`: the models it was recorded from (None: the shipped ones,
-    so every chapter must hold its claims); `chapters`: the chapters it recorded (None: all)."""
+    so every chapter must hold its claims); `chapters`: the chapters it recorded (None: all); `steppers`: it was
+    recorded with steppers (each chapter's sentence then holds its next-token table)."""
     answers = recorded(folder)
+    tables = predicted(answers)
     found = []
     for key, text in answers.items():
         if not key.split(" ", 2)[1].startswith("/api/"):
@@ -71,6 +86,9 @@ def problems(folder: Path, models: set[str] | None = None, chapters: list[str] |
             model = chapter.in_lang(lang).model
             if models is not None and model not in models:
                 continue  # recorded without this chapter's model: the page says it needs the server
+            view = chapter.in_lang(lang)
+            if steppers and (view.model, view.text, view.target or "") not in tables:
+                found.append(f"{lang} {chapter.id}: no stepper recorded (no next-token table of {view.text!r})")
             answer = answers.get(claims_key(chapter.id, lang))
             if answer is None:
                 found.append(f"{lang} {chapter.id}: no claims recorded")
@@ -88,7 +106,8 @@ def main(argv: list[str]) -> int:
     found = problems(Path(argv[0]))
     for line in found:
         print(f"  {line}")
-    print(f"site check: {len(found)} problems" if found else "site check: every chapter's claims, no placeholder")
+    print(f"site check: {len(found)} problems" if found else
+          "site check: every chapter's claims and stepper, no placeholder")
     return 1 if found else 0
 
 

@@ -11,7 +11,8 @@ chapter, in English and in Chinese, the walk opens the chapter's view and then:
   the number of layers: the tiny models), the walk steps through all of them (→ to the end, ← to the start).
   A larger model (SmolLM2: some 0.5 MB a layer, 30 layers) keeps its chapter's layer, and the site's stepper
   passes over the others (static/js/recorded.js);
-- the lab panel the chapter links to, with the chapter's model and sentence.
+- the views the chapter's buttons open here (the translator's cross-attention, ...), and the lab panels it links
+  to, with the chapter's model and sentence.
 
 Then each model in the explorer's menu opens each of its example sentences (the chips under the text box) at the
 stage the page opens on, and walks that view's stepper by the same rule.
@@ -167,6 +168,12 @@ class Recorder:
         self.press("p")
         if stepper:
             walked.append(self.stepper(query, opened))
+        for live in self.page.evaluate("() => [...document.querySelectorAll('#lesson button.live-link')]"
+                                       ".map((b) => b.dataset.live)"):
+            self.open(query)  # a chapter's button that opens another view here (the translator's cross-attention)
+            self.page.click(f"#lesson button.live-link[data-live='{live}']")
+            self.settle()
+            walked.append(f"link {live} {self.state()['view'][0]} {self.state()['stage']}")
         for href in dict.fromkeys(opened["labs"]):
             at = time.monotonic()
             self.lab(href)
