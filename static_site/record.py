@@ -46,6 +46,7 @@ FULL_STEPPER_BYTES = 1024 * 1024
 # pages, scripts, Plotly, the index of answers and the text files take about 3 MB
 ANSWERS_BYTES = 36 * 1024 * 1024
 QUIET_S = 0.2  # no request in flight for this long: the page (and its prefetch) is done
+SETTLE_S = 300.0  # a view whose requests are not all answered by then stops the build, saying where
 SLOW_S = 5.0  # an answer slower than this is listed at the end of the build (where its time went)
 VIEW_FIELDS = ("model", "text", "target", "iv", "snapshot")  # the URL fields that change what /api/trace answers
 
@@ -72,9 +73,10 @@ class Recorder:
         self.base = base.rstrip("/")
         self.log = log
         self.recording = Recording()
-        self.in_flight = 0
         self.last = time.monotonic()
-        self.asked: dict[int, float] = {}  # id(request) -> when it was asked
+        # id(request) -> when it was asked, while in flight; a navigation forgets the page it leaves (Chromium may
+        # report neither the end nor the failure of a request the page was navigated away from)
+        self.asked: dict[int, float] = {}
         self.done: set[tuple[str, ...]] = set()  # the steppers and head cycles already walked (see the docstring)
         self.page = browser.new_page(viewport={"width": 1280, "height": 720})
         self.page.set_default_timeout(120_000)  # a SmolLM2 trace on a busy CPU
@@ -89,12 +91,11 @@ class Recorder:
 
     def _asked(self, request: Any) -> None:
         if self._wanted(request):
-            self.in_flight += 1
             self.last = self.asked[id(request)] = time.monotonic()
 
     def _done(self, request: Any) -> None:
         if self._wanted(request):
-            self.in_flight -= 1
+            self.asked.pop(id(request), None)
             self.last = time.monotonic()
 
     def _finished(self, request: Any) -> None:
@@ -103,20 +104,36 @@ class Recorder:
         try:
             response = request.response()
             key = request_key(request.method, request.url, request.post_data)
-            took = time.monotonic() - self.asked.pop(id(request), time.monotonic())
+            took = time.monotonic() - self.asked.get(id(request), time.monotonic())
             if took > SLOW_S:
                 self.recording.slow.append((took, key[:200]))
             if response is not None and response.status == 200:
-                self.recording.answers[key] = response.body()
+                body = self._body(response)
+                if body is not None:
+                    self.recording.answers[key] = body
             else:
                 self.recording.failed.append(f"{key[:160]} -> {response.status if response else 'none'}")
         finally:
             self._done(request)
 
+    @staticmethod
+    def _body(response: Any) -> bytes | None:
+        """The response's bytes; None when the page navigated away before they were read (a prefetch the next
+        page did not need: what it needs, it asks again, and that answer is kept)."""
+        from playwright.sync_api import Error
+
+        try:
+            return bytes(response.body())
+        except Error:
+            return None
+
     def settle(self) -> None:
         """Wait until the page is drawn and nothing it asked (prefetch included) is in flight."""
         self.page.wait_for_function("() => !document.body.classList.contains('busy')")
-        while self.in_flight > 0 or time.monotonic() - self.last < QUIET_S:
+        deadline = time.monotonic() + SETTLE_S
+        while self.asked or time.monotonic() - self.last < QUIET_S:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{len(self.asked)} requests in flight after {SETTLE_S:.0f} s at {self.page.url}")
             self.page.wait_for_timeout(100)
 
     def press(self, key: str) -> None:
@@ -133,6 +150,7 @@ class Recorder:
 
     def open(self, query: dict[str, str]) -> dict[str, Any]:
         """Open the explorer at `query` (a chapter, or a model and sentence) and wait until it is drawn."""
+        self.asked.clear()  # what the page it leaves still asks is no longer waited for
         self.page.goto(f"{self.base}/?{urlencode(query)}")
         self.page.wait_for_selector("body[data-ready='1']")
         self.settle()
@@ -181,8 +199,9 @@ class Recorder:
         walked.append(f"{time.monotonic() - started:.0f} s")
         self.recording.walked.append(f"{lang} {chapter_id}: " + "; ".join(filter(None, walked)))
 
-    def examples(self) -> None:
-        """Each model in the explorer's menu, each of its example sentences: the view it opens on, and its stepper."""
+    def examples(self, stepper: bool = True) -> None:
+        """Each model in the explorer's menu, each of its example sentences: the view it opens on, and (`stepper`)
+        its stepper."""
         page = self.page
         self.open({"lang": "en"})
         models = page.evaluate("() => [...document.querySelectorAll('#model option')].filter((o) => !o.disabled)"
@@ -198,7 +217,7 @@ class Recorder:
                 if target is not None:
                     query["target"] = target
                 opened = self.open(query)
-                walked = self.stepper(query, opened)
+                walked = self.stepper(query, opened) if stepper else "its view"
                 self.recording.walked.append(f"example {model} {text!r}{f' -> {target!r}' if target else ''}: stage "
                                              f"{opened['stage']} layer {opened['layer']}; {walked}; "
                                              f"{time.monotonic() - started:.0f} s")
@@ -263,6 +282,7 @@ class Recorder:
 
     def lab(self, href: str) -> None:
         page = self.page
+        self.asked.clear()
         page.goto(href)
         page.wait_for_function("() => { const p = new URLSearchParams(location.search).get('panel') || "
                                "location.hash.replace('#panel-', ''); const el = document.getElementById('panel-' + p);"
@@ -298,7 +318,7 @@ def walk_lessons(browser: Any, base: str, chapters: list[str], log: Callable[[st
                 recorder.chapter(chapter_id, lang, stepper)
                 log(f"  {recorder.recording.walked[-1]} -> {len(recorder.recording.answers)} answers")
         if examples:
-            recorder.examples()
+            recorder.examples(stepper)
         return recorder.recording
     finally:
         recorder.page.close()

@@ -49,7 +49,7 @@ def built(server: Any, browser: Any, tmp_path_factory: pytest.TempPathFactory) -
     # would shut down the inference pool that the browser tests after this file still use
     app = create_app(server.settings, server.registry)
     return export_site(tmp_path_factory.mktemp("site") / "site", app, log=lambda line: None, stepper=False,
-                       browser=browser)
+                       browser=browser, examples=False)
 
 
 @pytest.fixture(scope="session")
@@ -79,7 +79,7 @@ def shipped(tmp_path_factory: pytest.TempPathFactory) -> SiteSummary:
         "from static_site.export import export_site\n"
         "settings = Settings(load_smollm2=False, load_minilm=False)\n"
         f"summary = export_site(Path({str(folder / 'site')!r}), create_app(settings, build_registry(settings)), "
-        f"log=lambda line: None, stepper=False, chapters={list(SHIPPED_SUBSET)!r})\n"
+        f"log=lambda line: None, stepper=False, chapters={list(SHIPPED_SUBSET)!r}, examples=False)\n"
         f"open({str(folder / 'summary.pickle')!r}, 'wb').write(pickle.dumps(summary))\n"
     )
     subprocess.run([sys.executable, "-c", script], check=True, cwd=ROOT, timeout=900)
