@@ -43,7 +43,11 @@ export async function stepRecorded(delta, go) {
 export async function openRecorded(patch, go) {
   const next = { ...state, ...patch };
   if (patch.model && patch.model !== state.model) {
-    next.info = await api.model(next.model);
+    try {
+      next.info = await api.model(next.model);
+    } catch (error) {
+      return go(patch); // not in the site: go() says that it needs the server
+    }
     next.plan = buildPlan(next.info);
   }
   const current = state.plan.order[state.index];
