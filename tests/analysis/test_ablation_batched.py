@@ -33,5 +33,7 @@ def test_each_head_ablated_alone_gives_the_same_numbers(architecture: str, layer
     for effect in result.heads:
         logits, _ = logits_with_edits(model, tokens, target, ablation_edits(stack, effect.layer, [effect.head]))
         assert effect.loss == pytest.approx(sequence_loss(logits, ids), abs=1e-5)
-        assert effect.prob == pytest.approx(float(torch.softmax(logits[4], -1)[result.chosen_id]), abs=1e-6)
+        # abs 1e-5 as for the loss: batched and one-at-a-time matmuls round differently (1.2e-6 seen on a CI CPU);
+        # a wrong head or layer moves the probability by far more
+        assert effect.prob == pytest.approx(float(torch.softmax(logits[4], -1)[result.chosen_id]), abs=1e-5)
     assert len({round(e.prob, 6) for e in result.heads}) > 1  # the heads do differ
