@@ -24,7 +24,7 @@ from app.http_guard import STATE_KEY as CONNECTION_LIMITS
 from app.http_guard import ConnectionLimits
 from app.middleware import AccessLogMiddleware, BodyLimitMiddleware, HeadAsGetMiddleware, SecurityHeadersMiddleware
 from app.registry import Registry
-from app.routers import activations, attention, docs, health, lab, lessons, models, pages, positional, predict, trace
+from app.routers import docs, explorer, health, lab, lessons, pages
 from app.service import Service
 from app.settings import Settings
 
@@ -79,7 +79,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
     )
     app.state.settings = settings
     install_error_handlers(app)
-    for module in (health, models, trace, attention, activations, positional, predict, lab, lessons, docs, pages):
+    for module in (health, explorer, lab, lessons, docs, pages):
         app.include_router(module.router)
 
     # added last = outermost: the body limit runs before anything reads or parses the body

@@ -38,7 +38,7 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class TraceRun:
+class ForwardPass:
     """One recorded forward pass: every stage, for batch 1."""
 
     tokens: list[Token]
@@ -48,13 +48,13 @@ class TraceRun:
     nbytes: int = 0
 
 
-def compute_trace(model: Transformer, inputs: Inputs, edits: Interventions | None = None) -> TraceRun:
+def compute_trace(model: Transformer, inputs: Inputs, edits: Interventions | None = None) -> ForwardPass:
     ids = torch.tensor([[t.id for t in inputs.tokens]], device=model.device)  # [batch, pos]
     kwargs: dict[str, Any] = {}
     if inputs.target_tokens is not None:
         kwargs["target_tokens"] = torch.tensor([[t.id for t in inputs.target_tokens]], device=model.device)
     output, trace = model.run_with_trace(ids, edits=edits, **kwargs)
-    return TraceRun(inputs.tokens, inputs.target_tokens, output, trace, trace.nbytes())
+    return ForwardPass(inputs.tokens, inputs.target_tokens, output, trace, trace.nbytes())
 
 
 class Engine:
@@ -66,8 +66,8 @@ class Engine:
         self.computed = 0  # full traces computed (tests read it to prove sharing / caching)
         self._lock = threading.Lock()
         self._inflight: dict[Hashable, asyncio.Task[Any]] = {}  # on the event loop
-        self._tracing: dict[Hashable, Future[TraceRun]] = {}  # across pool threads
-        self.traces: LRU[TraceRun] = LRU(cache_entries, cache_bytes, lambda run: run.nbytes)
+        self._tracing: dict[Hashable, Future[ForwardPass]] = {}  # across pool threads
+        self.traces: LRU[ForwardPass] = LRU(cache_entries, cache_bytes, lambda run: run.nbytes)
         self.bodies: LRU[Rendered] = LRU(10**6, max(1 << 20, cache_bytes // 8), lambda r: r.nbytes)
 
     def shutdown(self) -> None:
@@ -100,7 +100,7 @@ class Engine:
     # ------------------------------------------------------------ trace cache (pool threads)
 
     def trace_sync(self, model_key: str, model: Transformer, inputs: Inputs,
-                   edits: Interventions | None = None) -> TraceRun:
+                   edits: Interventions | None = None) -> ForwardPass:
         """The full trace: cached, being computed by another thread (wait for it), or computed here."""
         key = (model_key, *inputs.key(), edits)
         with self._lock:
@@ -134,13 +134,6 @@ class Engine:
         body = None if key is None else self.bodies.get(key)
         return None if body is None else RenderedJSON(body)
 
-    async def respond(self, key: Hashable | None, build: Callable[[], Any]) -> Response:
-        """The cached body of an identical request, else `render`."""
-        cached = self.cached_body(key)
-        if cached is not None:
-            return cached
-        return await self.render(key, build)
-
     async def render(self, key: Hashable | None, build: Callable[[], Any]) -> Response:
         """Build, render and compress a JSON body in the pool; with a key, identical requests share the work
         and the bytes. The caller has looked up the body cache already (cached_body)."""
@@ -153,9 +146,3 @@ class Engine:
 
         body = await (self.shared(("body", key), work) if key is not None else self.call(work))
         return RenderedJSON(body)
-
-    async def answer(self, key: Hashable | None, model_key: str, model: Transformer, inputs: Inputs,
-                     edits: Interventions | None, build: Callable[[TraceRun], Any]) -> Response:
-        """Trace (or reuse the cached trace), then build and render the answer: one hop to the pool.
-        The caller has looked up the body cache already (cached_body)."""
-        return await self.render(key, lambda: build(self.trace_sync(model_key, model, inputs, edits)))

@@ -1,19 +1,19 @@
-"""The one object between HTTP and the model.
+"""The one object between HTTP and the models.
 
-A router parses the request and makes one call here. The service checks the text's length,
-resolves the model, answers a repeated request from the body cache, tokenizes, runs or
-fetches the trace (cache + single-flight, in the inference pool) and slices the answer.
-Every lab experiment (app/lab/) goes through one method, `lab`.
+A router parses the request and makes one call here. Every endpoint, the explorer's and the lab's, is a record
+(app/pipeline.py's `Endpoint`) answered by one method, `run`: it checks the text's length, resolves the model,
+answers a repeated request from the body cache (one key: app.pipeline.answer_key), plans (the checks), tokenizes,
+and builds the answer in one hop to the inference pool (where the trace is fetched or computed: cache +
+single-flight).
 
-    router -> Service -> resolve (which model) -> tokenizing (tokens) -> inference_pool (trace) -> model
+    router -> Service.run -> resolve (which model) -> plan -> tokenizing (tokens) -> inference_pool (trace) -> model
 """
 
 from __future__ import annotations
 
 import asyncio
-import secrets
 from collections.abc import Callable, Hashable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import torch
 from fastapi import Depends, Request
@@ -21,40 +21,19 @@ from pydantic import BaseModel
 from starlette.responses import Response
 
 from app import errors, lessons, process_tuning
-from app.answers import Builder, activations, attention, lesson_claims, models, positional, predict, trace
+from app.answers import lesson_claims
 from app.cache import LRU
 from app.compression import ApiJSONResponse
 from app.inference_pool import Engine
 from app.lab import EXPERIMENTS
-from app.lab.common import Experiment, LabContext, LabRun, Uses
+from app.pipeline import Context, Endpoint, NamesModel, Run, Uses, answer_key
 from app.registry import Registry
 from app.request_checks import Budget, interventions_for, shuffled
 from app.resolve import ModelResolver, Resolved, count_parameters
-from app.schemas import (
-    ActivationsRequest,
-    AttentionRequest,
-    HealthOut,
-    Intervenable,
-    LoadingModel,
-    ModelChoice,
-    PositionalQuery,
-    PredictRequest,
-    QKVRequest,
-    RefusedModel,
-    TextInput,
-    TokenizeRequest,
-    TraceRequest,
-)
+from app.schemas import HealthOut, Intervenable, LoadingModel, ModelChoice, RefusedModel, TextInput
 from app.settings import Settings
 from app.tokenizing import Inputs, check_lengths, encode
 from model.config import TransformerConfig
-
-R = TypeVar("R", bound=Intervenable)
-
-
-def body_key(endpoint: str, resolved: Resolved, request: TextInput) -> Hashable:
-    """Everything that decides a deterministic answer: endpoint, model, and the request's fields."""
-    return endpoint, resolved.key, repr(request.model_dump(exclude={"model", "config"}))  # repr: any str
 
 
 class Service:
@@ -101,12 +80,6 @@ class Service:
                               for name, done, total in loading]
         return health
 
-    async def list_models(self) -> Response:
-        """Every model offered, described. A lazy model whose first load fails here is left out: from then on it is
-        listed, with its reason, among GET /api/health's `refused`."""
-        described = [models.describe(resolved, self.registry) for resolved in await self._every_model()]
-        return ApiJSONResponse(models.in_menu_order(described))
-
     async def _every_model(self) -> list[Resolved]:
         """Every offered model, loaded; one whose first load fails now is skipped (it is refused from then on), and so
         is one still loading after the wait (GET /api/health lists it with its progress)."""
@@ -122,105 +95,67 @@ class Service:
                     raise
         return every
 
-    async def model_info(self, name: str) -> Response:
-        return ApiJSONResponse(models.describe(await self.models.named(name), self.registry))
-
-    def positional_kinds(self) -> list[dict[str, object]]:
-        return positional.kinds()
-
-    async def positional_encoding(self, query: PositionalQuery) -> Response:
-        resolved = await self.models.named(query.model) if query.model is not None else None
-        return await self.engine.respond(None, positional.plan(query, resolved))
-
-    # ------------------------------------------------------------ reading a text's forward pass
-
-    async def tokenize(self, request: TokenizeRequest) -> Response:
-        check_lengths(request, self.settings)
-        resolved = await self.models.resolve(request)
-        return ApiJSONResponse(trace.tokenized(resolved, await self._tokens(resolved, request)))
-
-    async def trace(self, request: TraceRequest) -> Response:
-        return await self._answer("trace", request, trace.plan)
-
-    async def attention(self, request: AttentionRequest) -> Response:
-        return await self._answer("attention", request, attention.plan_attention)
-
-    async def qkv(self, request: QKVRequest) -> Response:
-        return await self._answer("qkv", request, attention.plan_qkv)
-
-    async def activations(self, request: ActivationsRequest) -> Response:
-        return await self._answer("activations", request, activations.plan)
-
-    async def predict(self, request: PredictRequest) -> Response:
-        seed = request.seed if request.seed is not None else secrets.randbelow(2**31)
-        max_tokens = self.settings.max_tokens
-
-        def plan(resolved: Resolved, body: PredictRequest, _: Budget) -> Builder:  # a few hundred numbers at most
-            return predict.plan(resolved, body, seed, min(max_tokens, resolved.cfg.n_ctx))
-
-        # an unseeded request wants fresh samples: its answer is never cached
-        return await self._answer("predict", request, plan, cache=request.seed is not None)
-
-    # ------------------------------------------------------------ the lesson path
-
     def lessons(self) -> Response:
         return ApiJSONResponse(lessons.for_page())
-
-    async def lesson_claims(self, chapter_id: str, lang: str) -> Response:
-        """What a chapter asks the class to look at, measured on its view in `lang` (app/answers/lesson_claims.py)."""
-        found = lessons.find(chapter_id)
-        if found is None:
-            raise errors.unknown_chapter([c.id for c in lessons.chapters()])
-        number, chapter = found
-        view = chapter.in_lang(lang)
-        if view.model not in self.registry.names():
-            raise errors.chapter_model_missing(chapter.id, view.model)
-        resolved = await self.models.named(view.model)
-        key = ("lesson_claims", chapter.id, lang, resolved.key)
-        cached = self.engine.cached_body(key)
-        if cached is not None:
-            return cached
-        build = lesson_claims.plan(resolved, number, chapter, lang)
-        request = TextInput.model_validate({"model": view.model, "text": view.text, "target_text": view.target})
-        inputs = await self._tokens(resolved, request)
-        return await self.engine.answer(key, resolved.key, resolved.model, inputs, None, build)
-
-    # ------------------------------------------------------------ the lab: every experiment, one way
 
     def lab_experiments(self) -> Response:
         return ApiJSONResponse([experiment.describe() for experiment in EXPERIMENTS])
 
-    async def lab(self, experiment: Experiment[Any], request: BaseModel) -> Response:
-        """Any lab experiment (app/lab/): what it uses (a text, a model, every model or nothing), the body cache,
+    async def lesson_claims(self, chapter_id: str, lang: str) -> Response:
+        """What a chapter asks the class to look at, measured on its view in `lang` (app/answers/lesson_claims.py):
+        the chapter's view as a request about its text, answered as every endpoint is."""
+        request = lesson_claims.view_request(chapter_id, lang, self.registry.names())
+        return await self.run(lesson_claims.LESSON_CLAIMS, request)
+
+    # ------------------------------------------------------------ every endpoint, one way
+
+    async def run(self, endpoint: Endpoint[Any], request: BaseModel) -> Response:
+        """Any endpoint (app/pipeline.py): what it uses (a text, a model, every model or nothing), the body cache,
         its plan (the checks: a bad layer or too much work costs nothing) and its build, in one hop to the pool."""
-        uses = experiment.uses_for(request)
-        resolved = await self._lab_model(uses, request)
+        uses = endpoint.uses_for(request)
+        resolved = await self._model(uses, request)
         every = await self._every_model() if uses == "every_model" else []
         device = self.registry.device
-        key = ("lab", experiment.name, resolved.key if resolved else None, tuple(r.key for r in every), device,
-               repr(request.model_dump(exclude={"model", "config", "snapshot"})))  # repr: any str
+        key = answer_key(endpoint, request, resolved, every, device) if endpoint.cached_for(request) else None
         cached = self.engine.cached_body(key)
         if cached is not None:
             return cached
-        build = experiment.plan(LabContext(resolved, every, self.budget, device), request)
-        run = LabRun()
-        if uses == "text" and resolved is not None and isinstance(request, TextInput):
-            run = LabRun(await self._tokens(resolved, request), resolved, self.engine)
-        if experiment.measured:
+        context = Context(resolved, every, self.budget, device, self.settings.max_tokens, self.registry)
+        build = endpoint.plan(context, request)
+        run = await self._run(uses, resolved, request)
+        if endpoint.on_loop:
+            return ApiJSONResponse(build(run))
+        if endpoint.measured and key is not None:
             return await self.engine.render(key, lambda: self._measured(key, lambda: build(run)))
         return await self.engine.render(key, lambda: build(run))
 
-    async def _lab_model(self, uses: Uses, request: BaseModel) -> Resolved | None:
-        """The model an experiment uses; a text's lengths are checked first (before any model is built or loaded)."""
-        if not isinstance(request, ModelChoice) or uses in ("every_model", "nothing"):
+    async def _model(self, uses: Uses, request: BaseModel) -> Resolved | None:
+        """The model an endpoint uses; a text's lengths are checked first (before any model is built or loaded)."""
+        if uses in ("every_model", "nothing"):
             return None
         if uses == "text" and isinstance(request, TextInput):
             check_lengths(request, self.settings)
-        if uses == "chosen_model" and request.model is None and request.config is None:
-            return None
-        return await self.models.resolve(request)
+        if isinstance(request, ModelChoice):
+            if uses == "chosen_model" and request.model is None and request.config is None:
+                return None
+            return await self.models.resolve(request)
+        if isinstance(request, NamesModel):  # a name alone (a query's or a path's)
+            if uses == "chosen_model" and request.model is None:
+                return None
+            return await self.models.named(request.model)
+        return None
 
-    def _measured(self, key: Hashable, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    async def _run(self, uses: Uses, resolved: Resolved | None, request: BaseModel) -> Run:
+        """What the build is given: for a text, its tokens (shuffled and with the interventions' edits, if asked)."""
+        if uses != "text" or resolved is None or not isinstance(request, TextInput):
+            return Run()
+        if not isinstance(request, Intervenable):
+            return Run(await self._tokens(resolved, request), resolved, self.engine)
+        edits = interventions_for(resolved, request.interventions)  # checked before the text is tokenized
+        inputs = shuffled(await self._tokens(resolved, request), request.interventions)
+        return Run(inputs, resolved, self.engine, edits)
+
+    def _measured(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         """Work that costs seconds (timings, training): its result kept in the service's LRU, computed once."""
         found = self.measured.get(key)
         return found if found is not None else self.measured.put(key, compute())
@@ -237,31 +172,6 @@ class Service:
                 inputs = encode(resolved.loaded, request, self.settings)
             self.tokenized.put(key, inputs)
         return inputs
-
-    async def _admit(self, endpoint: str, request: TextInput,
-                     cache: bool = True) -> tuple[Resolved, Hashable | None, Response | None]:
-        """The first steps of every request about a text: the cheap length checks (before any model is built
-        or loaded), the model, the cache key, and the rendered answer to an identical earlier request."""
-        check_lengths(request, self.settings)
-        resolved = await self.models.resolve(request)
-        key = body_key(endpoint, resolved, request) if cache else None
-        return resolved, key, self.engine.cached_body(key)
-
-    async def _answer(self, endpoint: str, request: R, plan: Callable[[Resolved, R, Budget], Builder],
-                      cache: bool = True) -> Response:
-        """The path of every endpoint that reads a trace.
-
-        Pick the model; answer an identical earlier request from the rendered-body cache; else
-        check the request against the model (a bad layer costs no forward pass), tokenize,
-        trace (or reuse the cached trace) and build the answer, in one hop to the pool.
-        """
-        resolved, key, cached = await self._admit(endpoint, request, cache)
-        if cached is not None:
-            return cached
-        build = plan(resolved, request, self.budget)
-        edits = interventions_for(resolved, request.interventions)
-        inputs = shuffled(await self._tokens(resolved, request), request.interventions)
-        return await self.engine.answer(key, resolved.key, resolved.model, inputs, edits, build)
 
 
 async def get_service(request: Request) -> Service:

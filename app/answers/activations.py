@@ -6,11 +6,11 @@ import re
 from typing import Any
 
 from analysis import readouts
-from app.answers import Builder
-from app.inference_pool import TraceRun
+from app.inference_pool import ForwardPass
+from app.pipeline import Build, Context, Endpoint
 from app.request_checks import Budget, check_layer, stack_of
 from app.resolve import Resolved
-from app.schemas import ActivationsRequest
+from app.schemas import ActivationsOut, ActivationsRequest
 from app.tensors import encode_tensor
 from app.tokenizing import tokens_out
 from model.hooks import block_prefix, stack_prefix
@@ -27,18 +27,19 @@ def activation_names(resolved: Resolved, stack: str | None, layers: list[int], w
     return names
 
 
-def plan(resolved: Resolved, request: ActivationsRequest, budget: Budget) -> Builder:
+def plan(context: Context, request: ActivationsRequest) -> Build:
+    resolved, budget = context.model, context.budget
     stack, n_layers = stack_of(resolved, request.stack)
     if request.layer is not None:
         check_layer(request.layer, n_layers)
     layers = [request.layer] if request.layer is not None else list(range(n_layers))
     names = activation_names(resolved, stack, layers, whole_stack=request.layer is None)
-    return lambda run: build_activations(resolved, run, request, names, layers, stack, budget)
+    return lambda run: build_activations(resolved, run.trace(), request, names, layers, stack, budget)
 
 
-def build_activations(resolved: Resolved, run: TraceRun, request: ActivationsRequest, names: list[str],
+def build_activations(resolved: Resolved, forward: ForwardPass, request: ActivationsRequest, names: list[str],
                       layers: list[int], stack: str | None, budget: Budget) -> dict[str, Any]:
-    trace = run.trace
+    trace = forward.trace
     budget.check(trace[name] for name in names)
     stages, norms = {}, {}
     for name in names:
@@ -46,6 +47,13 @@ def build_activations(resolved: Resolved, run: TraceRun, request: ActivationsReq
         if ".hook_resid" in name:
             norm = readouts.residual_norms(trace[name])  # [batch, pos]
             norms[name] = encode_tensor(name, norm, trace.dims[name][:-1], request.encoding, request.dtype)
-    tokens = run.target_tokens if stack == "decoder" else run.tokens
+    tokens = forward.target_tokens if stack == "decoder" else forward.tokens
     return {"model": resolved.name, "stack": stack, "layers": layers, "tokens": tokens_out(tokens),
             "stages": stages, "norms": norms}
+
+
+ACTIVATIONS = Endpoint(
+    name="activations", method="POST", route="/api/activations", tag="activations", request=ActivationsRequest,
+    response=ActivationsOut, plan=plan,
+    summary="Norm input/output with its statistics (mean, scale), FFN pre/post (gate/up for SwiGLU), and the\n"
+            "residual stream with per-position L2 norms, for one layer or (layer omitted) all layers.")

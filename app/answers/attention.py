@@ -8,11 +8,11 @@ from typing import Any
 import torch
 
 from analysis import readouts
-from app.answers import Builder
-from app.inference_pool import TraceRun
+from app.inference_pool import ForwardPass
+from app.pipeline import Build, Context, Endpoint
 from app.request_checks import Budget, attention_layer
 from app.resolve import Resolved
-from app.schemas import AttentionRequest, LayerRequest, QKVRequest
+from app.schemas import AttentionOut, AttentionRequest, LayerRequest, QKVOut, QKVRequest
 from app.tensors import encode_tensor
 from app.tokenizing import tokens_out
 
@@ -31,27 +31,27 @@ class Selection:
         self.kv_heads = [h // group for h in self.heads]
         self.rope = cfg.positional.where == "q_k" and not request.cross  # q and k are rotated (RoPE's family)
 
-    def checked(self, run: TraceRun, stages: tuple[str, ...], budget: Budget) -> TraceRun:
-        """The run, once the stages this answer will hold fit the budget."""
-        budget.check(self.sliced(run, stage) for stage in stages)
-        return run
+    def checked(self, forward: ForwardPass, stages: tuple[str, ...], budget: Budget) -> ForwardPass:
+        """The forward pass, once the stages this answer will hold fit the budget."""
+        budget.check(self.sliced(forward, stage) for stage in stages)
+        return forward
 
-    def sliced(self, run: TraceRun, stage: str) -> torch.Tensor:
+    def sliced(self, forward: ForwardPass, stage: str) -> torch.Tensor:
         """One of the layer's stages ("pattern", "q", ...: model.hooks.ATTENTION_STAGES), its heads only."""
         name = self.where.stage(stage)
-        return readouts.select_heads(run.trace[name], run.trace.dims[name], self.heads, self.resolved.cfg)
+        return readouts.select_heads(forward.trace[name], forward.trace.dims[name], self.heads, self.resolved.cfg)
 
-    def tensor(self, run: TraceRun, stage: str, label: str) -> dict[str, Any]:
+    def tensor(self, forward: ForwardPass, stage: str, label: str) -> dict[str, Any]:
         name = self.where.stage(stage)
-        encoded = encode_tensor(name, self.sliced(run, stage), run.trace.dims[name], self.request.encoding,
+        encoded = encode_tensor(name, self.sliced(forward, stage), forward.trace.dims[name], self.request.encoding,
                                 self.request.dtype)
         return {**encoded, "label": label}
 
-    def header(self, run: TraceRun) -> dict[str, Any]:
+    def header(self, forward: ForwardPass) -> dict[str, Any]:
         # queries come from this stack's tokens; cross-attention keys are the encoder's (source) tokens
-        stack_tokens = run.target_tokens if self.stack == "decoder" else run.tokens
-        query_tokens = stack_tokens or run.tokens
-        key_tokens = run.tokens if self.request.cross else query_tokens
+        stack_tokens = forward.target_tokens if self.stack == "decoder" else forward.tokens
+        query_tokens = stack_tokens or forward.tokens
+        key_tokens = forward.tokens if self.request.cross else query_tokens
         return {
             "model": self.resolved.name, "stack": self.stack, "layer": self.request.layer, "cross": self.request.cross,
             "heads": self.heads, "kv_heads": self.kv_heads,
@@ -59,33 +59,33 @@ class Selection:
         }
 
 
-def plan_attention(resolved: Resolved, request: AttentionRequest, budget: Budget) -> Builder:
-    selection = Selection(resolved, request)
+def plan_attention(context: Context, request: AttentionRequest) -> Build:
+    selection = Selection(context.model, request)
     stages = ("scores_raw", "scores_scaled", "attn_scores", "pattern", "q", "k")
-    return lambda run: build_attention(selection, selection.checked(run, stages, budget))
+    return lambda run: build_attention(selection, selection.checked(run.trace(), stages, context.budget))
 
 
-def build_attention(sel: Selection, run: TraceRun) -> dict[str, Any]:
+def build_attention(sel: Selection, forward: ForwardPass) -> dict[str, Any]:
     q, k = ("rot_q", "rot_k") if sel.rope else ("q", "k")
     cfg = sel.resolved.cfg
     d_head = cfg.d_head
     return {
-        **sel.header(run),
+        **sel.header(forward),
         # Gemma divides by √query_pre_attn_scalar (score_scale_dim) instead of √d_head
         "d_head": d_head, "scale": 1 / math.sqrt(d_head if cfg.score_scale_dim is None else cfg.score_scale_dim),
         "rope": sel.rope,
-        "raw": sel.tensor(run, "scores_raw", "Q·Kᵀ"),
-        "scaled": sel.tensor(run, "scores_scaled", "Q·Kᵀ / √d_head"),
-        "masked": sel.tensor(run, "attn_scores", "after the mask (null = hidden)"),
-        "pattern": sel.tensor(run, "pattern", "softmax"),
-        "q": sel.tensor(run, q, "Q (rotated)" if sel.rope else "Q"),
-        "k": sel.tensor(run, k, "K (rotated)" if sel.rope else "K"),
+        "raw": sel.tensor(forward, "scores_raw", "Q·Kᵀ"),
+        "scaled": sel.tensor(forward, "scores_scaled", "Q·Kᵀ / √d_head"),
+        "masked": sel.tensor(forward, "attn_scores", "after the mask (null = hidden)"),
+        "pattern": sel.tensor(forward, "pattern", "softmax"),
+        "q": sel.tensor(forward, q, "Q (rotated)" if sel.rope else "Q"),
+        "k": sel.tensor(forward, k, "K (rotated)" if sel.rope else "K"),
     }
 
 
-def plan_qkv(resolved: Resolved, request: QKVRequest, budget: Budget) -> Builder:
-    selection = Selection(resolved, request)
-    return lambda run: build_qkv(selection, selection.checked(run, qkv_stages(selection), budget))
+def plan_qkv(context: Context, request: QKVRequest) -> Build:
+    selection = Selection(context.model, request)
+    return lambda run: build_qkv(selection, selection.checked(run.trace(), qkv_stages(selection), context.budget))
 
 
 def qkv_stages(sel: Selection) -> tuple[str, ...]:
@@ -93,6 +93,18 @@ def qkv_stages(sel: Selection) -> tuple[str, ...]:
     return ("q", "k", "v", *(("rot_q", "rot_k") if sel.rope else ()), "pattern", "z")
 
 
-def build_qkv(sel: Selection, run: TraceRun) -> dict[str, Any]:
-    tensors = {stage: sel.tensor(run, stage, stage) for stage in qkv_stages(sel)}
-    return {**sel.header(run), "tensors": tensors}
+def build_qkv(sel: Selection, forward: ForwardPass) -> dict[str, Any]:
+    tensors = {stage: sel.tensor(forward, stage, stage) for stage in qkv_stages(sel)}
+    return {**sel.header(forward), "tensors": tensors}
+
+
+ATTENTION = Endpoint(
+    name="attention", method="POST", route="/api/attention", tag="attention", request=AttentionRequest,
+    response=AttentionOut, plan=plan_attention,
+    summary="Raw scores, scaled, masked and softmax matrices of one layer (one head or all), with the Q and K\n"
+            "vectors behind each cell (rotated ones for RoPE) and the query / key token lists.")
+
+QKV = Endpoint(
+    name="qkv", method="POST", route="/api/qkv", tag="attention", request=QKVRequest, response=QKVOut, plan=plan_qkv,
+    summary="Queries, keys and values of one layer (one head or all), the pattern, and z = pattern · V.\n\n"
+            "With GQA, `k` and `v` hold the K/V heads the chosen query heads read (`kv_heads` maps them).")

@@ -1,20 +1,21 @@
 """GET /api/lessons/{chapter}/claims: what a chapter asks the class to look at, measured on its view.
 
-plan() picks the chapter's view in the page's language; the builder reads the claims off the view's trace
+The service finds the chapter and its view in the page's language (`view_request`, then Service.run); plan() checks
+the view's layer and head against the model; the builder reads the claims off the view's trace
 (analysis/claims.py, or lab/claims.py for a number a lab panel shows) and writes each one's line in that language from
 its measured values (ui.claim_<kind> in static/text/<lang>.json), so the page prints what was measured.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from analysis.claims import ClaimError, View
-from app import errors
-from app.inference_pool import TraceRun
-from app.lessons import Chapter, ui_words
-from app.resolve import Resolved
+from app import errors, lessons
+from app.lessons import ui_words
+from app.pipeline import Build, Context, Endpoint, Run
+from app.schemas import LessonClaimsOut, LessonView
 from app.tokenizing import encode_text
 from lab.claims import measure
 
@@ -42,7 +43,26 @@ def line(kind: str, values: Mapping[str, Any], words: Mapping[str, str]) -> str:
     return template.format_map(filled)
 
 
-def plan(resolved: Resolved, number: int, chapter: Chapter, lang: str) -> Callable[[TraceRun], dict[str, Any]]:
+def view_request(chapter_id: str, lang: str, offered: list[str]) -> LessonView:
+    """The chapter (by id, or by number from 1) and its view in `lang`, as a request about its text: 404 for a
+    chapter there is none of, or one whose model this server does not offer."""
+    found = lessons.find(chapter_id)
+    if found is None:
+        raise errors.unknown_chapter([c.id for c in lessons.chapters()])
+    chapter = found[1]
+    view = chapter.in_lang(lang)
+    if view.model not in offered:
+        raise errors.chapter_model_missing(chapter.id, view.model)
+    return LessonView.model_validate({"model": view.model, "text": view.text, "target_text": view.target,
+                                      "chapter": chapter.id, "lang": lang})
+
+
+def plan(context: Context, request: LessonView) -> Build:
+    resolved, lang = context.model, request.lang
+    found = lessons.find(request.chapter)
+    if found is None:  # view_request found it
+        raise errors.unknown_chapter([c.id for c in lessons.chapters()])
+    number, chapter = found
     view = chapter.in_lang(lang)
     cfg = resolved.cfg
     n_layers = cfg.decoder_layers if cfg.architecture == "encoder-decoder" else cfg.n_layers
@@ -52,14 +72,15 @@ def plan(resolved: Resolved, number: int, chapter: Chapter, lang: str) -> Callab
     words = ui_words(lang)
     loaded = resolved.loaded
 
-    def build(run: TraceRun) -> dict[str, Any]:
-        enc_dec = run.target_tokens is not None
+    def build(run: Run) -> dict[str, Any]:
+        forward = run.trace()
+        enc_dec = forward.target_tokens is not None
         on_screen = View(
-            model=loaded.model, trace=run.trace, lang=lang, layer=view.layer, head=view.head,
+            model=loaded.model, trace=forward.trace, lang=lang, layer=view.layer, head=view.head,
             stack="decoder" if enc_dec else None,
-            tokens=run.target_tokens if enc_dec else run.tokens,  # type: ignore[arg-type]
+            tokens=forward.target_tokens if enc_dec else forward.tokens,  # type: ignore[arg-type]
             text=(view.target or "") if enc_dec else view.text,
-            source_tokens=run.tokens if enc_dec else (), source_text=view.text if enc_dec else "",
+            source_tokens=forward.tokens if enc_dec else (), source_text=view.text if enc_dec else "",
             piece=loaded.tokenizer.id_to_text, meta=loaded.meta,
             encode=lambda text: encode_text(loaded, text))  # a second prompt (patching's corrupted one)
         claims = []
@@ -75,3 +96,9 @@ def plan(resolved: Resolved, number: int, chapter: Chapter, lang: str) -> Callab
                 "head": view.head, "claims": claims}
 
     return build
+
+
+LESSON_CLAIMS = Endpoint(
+    name="lesson_claims", method="GET", route="/api/lessons/{chapter}/claims", tag="lessons", request=LessonView,
+    response=LessonClaimsOut, plan=plan,
+    summary="What the chapter asks the class to look at, measured on its view.")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.pipeline import Build, Context, Endpoint
 from app.registry import Registry
 from app.resolve import Resolved
+from app.schemas import ERRORS, ModelInfo, ModelName, NoInput
 from model.transformer import distinct_parameters
 
 
@@ -40,3 +42,25 @@ def in_menu_order(described: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Models on their own first, then the members of a family of look-alikes (meta `pe_family`: the
     positional-encoding family), each part in registry order, so six pe-* models come after tiny-gpt."""
     return sorted(described, key=lambda d: "pe_family" in d["meta"])
+
+
+def plan_list_models(context: Context, request: NoInput) -> Build:
+    """Every model offered, described. A lazy model whose first load fails here is left out: from then on it is
+    listed, with its reason, among GET /api/health's `refused` (the service's every_model)."""
+    return lambda run: in_menu_order([describe(resolved, context.registry) for resolved in context.every_model])
+
+
+def plan_get_model(context: Context, request: ModelName) -> Build:
+    resolved = context.model
+    return lambda run: describe(resolved, context.registry)
+
+
+LIST_MODELS = Endpoint(
+    name="list_models", method="GET", route="/api/models", tag="models", request=NoInput,
+    response=list[ModelInfo], plan=plan_list_models, uses="every_model", on_loop=True, responses={},
+    summary="Every model this server offers (the default one has `default: true`).")
+
+GET_MODEL = Endpoint(
+    name="get_model", method="GET", route="/api/models/{name}", tag="models", request=ModelName,
+    response=ModelInfo, plan=plan_get_model, uses="model", on_loop=True, responses={404: ERRORS[404]},
+    summary="One model: config, parameter counts per component, every trace stage with its dims, and its meta.")

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Any
 
 from analysis import readouts
 from app import errors
+from app.pipeline import Build, Context, Endpoint, Run
 from app.resolve import Resolved
-from app.schemas import PositionalQuery
+from app.schemas import NoInput, PositionalKindOut, PositionalOut, PositionalQuery
 from app.tensors import encode_tensor
 from model.positional import KINDS, NeedsModel, PositionalKind, Sizes, kind_of
 
@@ -20,29 +20,34 @@ def kinds() -> list[dict[str, object]]:
     return [kind.to_dict() for kind in KINDS.values()]
 
 
-def plan(query: PositionalQuery, resolved: Resolved | None) -> Callable[[], dict[str, Any]]:
-    """Sizes from the query, else from the model, else small defaults; checked before any work."""
+def plan_positional_kinds(context: Context, request: NoInput) -> Build:
+    return lambda run: kinds()
+
+
+def plan_positional_encoding(context: Context, request: PositionalQuery) -> Build:
+    """Sizes from the request, else from the model, else small defaults; checked before any work."""
+    resolved = context.resolved
     cfg = resolved.cfg if resolved is not None else None
-    if query.kind is not None:
-        kind = kind_of(query.kind)  # the query's kind was checked against the registry
+    if request.kind is not None:
+        kind = kind_of(request.kind)  # the request's kind was checked against the registry
     elif cfg is not None and cfg.positional.where != "nowhere":
         kind = cfg.positional
     else:
         kind = kind_of(DEFAULT_KIND)
     own = resolved is not None and resolved.cfg.positional is kind  # the model uses this very kind
     if own and kind.learned and resolved is not None:
-        if query.length > resolved.cfg.n_ctx:  # a learned table has n_ctx rows and no formula past them
-            raise errors.beyond_context(resolved.name, query.length, resolved.cfg.n_ctx)
-        if query.d_model not in (None, resolved.cfg.d_model):
+        if request.length > resolved.cfg.n_ctx:  # a learned table has n_ctx rows and no formula past them
+            raise errors.beyond_context(resolved.name, request.length, resolved.cfg.n_ctx)
+        if request.d_model not in (None, resolved.cfg.d_model):
             raise errors.conflicting_fields(
-                f"The learned table of '{resolved.name}' has d_model {resolved.cfg.d_model}, not {query.d_model}: "
+                f"The learned table of '{resolved.name}' has d_model {resolved.cfg.d_model}, not {request.d_model}: "
                 "leave d_model out to read it.")
     # a rotary kind at the model's own sizes turns the model's own heads, which may be wider or narrower than
     # d_model / n_heads (Gemma, Qwen3's head_dim)
-    at_model_heads = cfg is not None and kind.where == "q_k" and query.d_model is None and query.n_heads is None
-    sizes = Sizes(length=query.length, d_model=query.d_model or (cfg.d_model if cfg else 64),
-                  n_heads=query.n_heads or (cfg.n_heads if cfg else 4),
-                  base=query.base or (cfg.rope_base if cfg else 10000.0), causal=query.causal,
+    at_model_heads = cfg is not None and kind.where == "q_k" and request.d_model is None and request.n_heads is None
+    sizes = Sizes(length=request.length, d_model=request.d_model or (cfg.d_model if cfg else 64),
+                  n_heads=request.n_heads or (cfg.n_heads if cfg else 4),
+                  base=request.base or (cfg.rope_base if cfg else 10000.0), causal=request.causal,
                   head_dim=cfg.d_head if at_model_heads and cfg is not None else None)
     if own and resolved is not None and resolved.cfg.rope_freq_factors is not None:
         # the model's RoPE scaling: one factor per pair of its own heads, so only at its own head size
@@ -59,7 +64,7 @@ def plan(query: PositionalQuery, resolved: Resolved | None) -> Callable[[], dict
                                     original_context=cfg.rope_original_context)
     tensors = compute(kind, sizes, resolved if own else None)
     local_base = None
-    if own and resolved is not None and kind.where == "q_k" and query.base is None:
+    if own and resolved is not None and kind.where == "q_k" and request.base is None:
         local = [layer for layer in range(resolved.cfg.n_layers) if resolved.cfg.is_local(layer)]
         if local and resolved.cfg.rope_of(local[0])[0] != sizes.base:
             # Gemma 3: the local (sliding-window) layers turn with a base of their own and no scaling factors
@@ -67,8 +72,8 @@ def plan(query: PositionalQuery, resolved: Resolved | None) -> Callable[[], dict
             local_sizes = dataclasses.replace(sizes, base=local_base, freq_factors=None, long_freq_factors=None)
             tensors["local_angles"] = compute(kind, local_sizes, resolved)["angles"]
 
-    def serialize() -> dict[str, Any]:
-        encoded = {name: encode_tensor(name, value, dims, query.encoding, query.dtype)
+    def serialize(run: Run) -> dict[str, Any]:
+        encoded = {name: encode_tensor(name, value, dims, request.encoding, request.dtype)
                    for name, (value, dims) in tensors.items()}
         return {"kind": kind.name, "model": resolved.name if resolved else None, "length": sizes.length,
                 "d_model": sizes.d_model, "n_heads": sizes.n_heads, "d_head": sizes.d_head,
@@ -93,3 +98,18 @@ def compute(kind: PositionalKind, sizes: Sizes, owner: Resolved | None) -> dict[
         return kind.show(sizes, table)
     except NeedsModel as error:
         raise errors.not_in_model(str(error)) from error
+
+
+POSITIONAL_ENCODING = Endpoint(
+    name="positional_encoding", method="GET", route="/api/positional-encoding", tag="positional",
+    request=PositionalQuery, response=PositionalOut, plan=plan_positional_encoding, uses="chosen_model",
+    summary="Sinusoidal table [pos, d_model], a model's learned table, RoPE angles / cos / sin per pair and a\n"
+            "rotated all-ones vector [pos, d_head], or ALiBi slopes and bias per head [head, q_pos, k_pos].")
+
+POSITIONAL_KINDS = Endpoint(
+    name="positional_kinds", method="GET", route="/api/positional-encoding/kinds", tag="positional",
+    request=NoInput, response=list[PositionalKindOut], plan=plan_positional_kinds, uses="nothing", on_loop=True,
+    responses={},
+    summary="Every positional-encoding kind this server implements (the one registry, model/positional.py): what it\n"
+            "changes (the token vectors, q and k, the scores, or nothing), whether it is a learned table, and whether\n"
+            "it is defined past the longest training sequence.")

@@ -7,11 +7,11 @@ from typing import Any
 
 from analysis import readouts
 from app import errors
-from app.answers import Builder
-from app.inference_pool import TraceRun
+from app.inference_pool import ForwardPass
+from app.pipeline import Build, Context, Endpoint
 from app.request_checks import Budget, check_heads, check_layer
 from app.resolve import Resolved
-from app.schemas import TraceRequest
+from app.schemas import TokenizeOut, TokenizeRequest, TraceOut, TraceRequest
 from app.tensors import encode_tensor
 from app.tokenizing import Inputs, token_text, tokens_out
 from model.hooks import NoSuchStage, select_names, stacks, stage_name
@@ -62,15 +62,21 @@ def pick_stages(resolved: Resolved, request: TraceRequest) -> list[str]:
     return names
 
 
-def plan(resolved: Resolved, request: TraceRequest, budget: Budget) -> Builder:
+def plan_tokenize(context: Context, request: TokenizeRequest) -> Build:
+    resolved = context.model
+    return lambda run: tokenized(resolved, run.inputs)
+
+
+def plan_trace(context: Context, request: TraceRequest) -> Build:
+    resolved, budget = context.model, context.budget
     names = pick_stages(resolved, request)  # before the forward pass: a typo costs nothing
-    return lambda run: build_trace(resolved, run, request, names, budget)
+    return lambda run: build_trace(resolved, run.trace(), request, names, budget)
 
 
-def build_trace(resolved: Resolved, run: TraceRun, request: TraceRequest, names: list[str],
+def build_trace(resolved: Resolved, forward: ForwardPass, request: TraceRequest, names: list[str],
                 budget: Budget | None = None) -> dict[str, Any]:
     """Slice the cached full trace and serialize it (runs in the worker pool)."""
-    trace, cfg = run.trace, resolved.cfg
+    trace, cfg = forward.trace, resolved.cfg
     sliced = {}
     for name in names:
         tensor, dims = trace[name], trace.dims[name]
@@ -81,27 +87,40 @@ def build_trace(resolved: Resolved, run: TraceRun, request: TraceRequest, names:
         budget.check(sliced.values())
     stages = {name: encode_tensor(name, tensor, trace.dims[name], request.encoding, request.dtype)
               for name, tensor in sliced.items()}
-    out: dict[str, Any] = {"model": resolved.name, "tokens": tokens_out(run.tokens), "stages": stages}
-    if run.target_tokens is not None:
-        out["target_tokens"] = tokens_out(run.target_tokens)
+    out: dict[str, Any] = {"model": resolved.name, "tokens": tokens_out(forward.tokens), "stages": stages}
+    if forward.target_tokens is not None:
+        out["target_tokens"] = tokens_out(forward.target_tokens)
     if request.top_k and cfg.lm_head:
-        out["top_tokens"] = next_tokens(resolved, run, request.top_k, 1.0)["top_k"]
-        out["loss"] = text_loss(run)
+        out["top_tokens"] = next_tokens(resolved, forward, request.top_k, 1.0)["top_k"]
+        out["loss"] = text_loss(forward)
     return out
 
 
-def text_loss(run: TraceRun) -> float | None:
+def text_loss(forward: ForwardPass) -> float | None:
     """How surprised the model is by the text it read: mean next-token loss (the decoder's, for encoder-decoders)."""
-    tokens = run.target_tokens if run.target_tokens is not None else run.tokens
-    loss = readouts.sequence_loss(run.output[0], [t.id for t in tokens])
+    tokens = forward.target_tokens if forward.target_tokens is not None else forward.tokens
+    loss = readouts.sequence_loss(forward.output[0], [t.id for t in tokens])
     return None if loss is None else round(loss, 6)
 
 
-def next_tokens(resolved: Resolved, run: TraceRun, k: int, temperature: float) -> dict[str, Any]:
+def next_tokens(resolved: Resolved, forward: ForwardPass, k: int, temperature: float) -> dict[str, Any]:
     """The next-token table at the last position, from the cached logits."""
-    table = readouts.prediction(run.output[0, -1], temperature, k)
+    table = readouts.prediction(forward.output[0, -1], temperature, k)
     rows = [
         {"id": int(i), "text": token_text(resolved.loaded, int(i)), "prob": round(p, 6), "logit": round(logit, 4)}
         for i, p, logit in zip(table["ids"], table["probs"], table["logits"], strict=True)  # type: ignore[arg-type]
     ]
     return {"top_k": rows, "rest": table["rest"]}
+
+
+TOKENIZE = Endpoint(
+    name="tokenize", method="POST", route="/api/tokenize", tag="trace", request=TokenizeRequest,
+    response=TokenizeOut, plan=plan_tokenize, on_loop=True,
+    summary="Tokens as the model sees them: id, text piece and character span [start, end) of the input.")
+
+TRACE = Endpoint(
+    name="trace", method="POST", route="/api/trace", tag="trace", request=TraceRequest, response=TraceOut,
+    plan=plan_trace,
+    summary="Any stages of the forward pass, by trace name or pattern, optionally for some layers and heads.\n\n"
+            "The full trace is computed once per (model, text, target_text) and cached: asking for\n"
+            "another stage of the same text only slices and serializes.")

@@ -1,28 +1,28 @@
-"""What every lab experiment has: its entry in the one list (app/lab/__init__.py), and what the service hands it.
+"""What every lab experiment has beyond an endpoint: its route under /api/lab, its panel, what it refuses.
 
-Each app/lab/<experiment>.py holds its request and response models, its checks and its build, and
-ends with `EXPERIMENT = Experiment(...)`. The service runs every experiment the same way
-(Service.lab): it resolves what the experiment `uses`, answers a repeated request from the body
-cache, calls `plan(context, request)` (the checks: too much work or a bad layer costs nothing),
-then runs the returned build in the inference pool with a `LabRun`. The numbers come from lab/
-and analysis/; the modules here check, pick, round and serialize. The checks they share with the
-explorer (stack, layer, heads, a model that writes text, the work budget) are app/request_checks.py.
+A lab experiment is an `Endpoint` (app/pipeline.py), run by the service as every endpoint is (`Service.run`):
+it resolves what the experiment `uses`, answers a repeated request from the body cache, calls
+`plan(context, request)` (the checks: too much work or a bad layer costs nothing), then runs the returned build
+in the inference pool with a `Run`. Each app/lab/<experiment>.py holds its request and response models, its
+checks and its plan, and ends with `EXPERIMENT = Experiment(...)`; the one list is app/lab/__init__.py. The
+numbers come from lab/ and analysis/; the modules here check, pick, round and serialize. The checks they share
+with the explorer (stack, layer, heads, a model that writes text, the work budget) are app/request_checks.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar, get_args
+from typing import Any, get_args
 
 from pydantic import BaseModel, Field
 
-from app.inference_pool import Engine, TraceRun
-from app.request_checks import Budget
-from app.resolve import Resolved
+from app.pipeline import Build, Context, Endpoint, RequestT, Run, Uses
 from app.schemas import Bool, Int, StackName, TextInput
-from app.tokenizing import Inputs
 from model.config import Architecture as Family
+
+# the lab's older names of the pipeline's types (app/pipeline.py)
+LabContext = Context
+LabRun = Run
 
 
 class AttentionLayerInput(TextInput):
@@ -44,65 +44,12 @@ class AttentionHeadInput(AttentionLayerInput):
 MAX_FORWARDS = 64
 
 
-# What the service prepares before the plan:
-#   text          the request's model (or the default) and the text's tokens (checked lengths first)
-#   model         the request's model (or the default)
-#   chosen_model  the model the request names (by `model` or `config`), else none
-#   every_model   every registered model
-#   nothing       no model at all
-Uses = Literal["text", "model", "chosen_model", "every_model", "nothing"]
-
-
-@dataclass(frozen=True)
-class LabContext:
-    """What an experiment's plan is given: the model it uses, every model (every_model only), the limits."""
-
-    resolved: Resolved | None
-    every_model: list[Resolved]
-    budget: Budget
-    device: str
-
-    @property
-    def model(self) -> Resolved:
-        """The model of an experiment that uses `text` or `model` (the service always resolves one)."""
-        if self.resolved is None:
-            raise RuntimeError("this experiment was planned without a model")
-        return self.resolved
-
-
-@dataclass(frozen=True)
-class LabRun:
-    """What a build is given in the pool: the text's tokens, its model, and the engine whose trace cache
-    holds the plain traced run of them (all None for an experiment that reads no text)."""
-
-    inputs: Inputs | None = None
-    resolved: Resolved | None = None
-    engine: Engine | None = None
-
-    @property
-    def tokens(self) -> Inputs:
-        if self.inputs is None:
-            raise RuntimeError("this experiment reads no text")
-        return self.inputs
-
-    def trace(self) -> TraceRun:
-        """The full trace of the text: the trace cache's, shared with the explorer's views of the same text,
-        or computed now (once, however many ask at the same time)."""
-        if self.inputs is None or self.resolved is None or self.engine is None:
-            raise RuntimeError("this experiment reads no text")
-        return self.engine.trace_sync(self.resolved.key, self.resolved.model, self.inputs)
-
-
-Build = Callable[[LabRun], dict[str, Any]]
-RequestT = TypeVar("RequestT", bound=BaseModel)
-
-
 # The model families (TransformerConfig.architecture); an experiment lists those it refuses.
 FAMILIES: tuple[Family, ...] = get_args(Family)
 
 
 @dataclass(frozen=True)
-class Experiment(Generic[RequestT]):
+class Experiment(Endpoint[RequestT]):
     """One lab experiment: one route, one panel, one plan, all under one name.
 
     `name` is the experiment everywhere: its modules (lab/<name>.py, app/lab/<name>.py,
@@ -111,34 +58,14 @@ class Experiment(Generic[RequestT]):
     static/text/lab.<lang>.json) and, in kebab-case, its route (/api/lab/<name-with-dashes>).
     """
 
-    name: str
-    method: Literal["GET", "POST"]
-    request: type[RequestT]  # the body (POST) or the query (GET)
-    response: type[BaseModel]
-    summary: str  # what it answers (the API docs' description of the route, and its row in docs/LAB.md)
-    plan: Callable[[LabContext, RequestT], Build]
-    uses: Uses | Callable[[RequestT], Uses] = "text"
-    measured: bool = False  # costs seconds (timings, training): the result is also kept apart from the body cache
     # the model families its plan refuses with a 422 (the page shows `<name>_refused` instead of asking)
     refuses: tuple[Family, ...] = ()
     aliases: tuple[str, ...] = ()  # the panel's older names, still opened by old links (/lab?panel=<alias>)
 
-    @property
-    def path(self) -> str:
-        """Its path under /api/lab: the name in kebab-case (kv_cache -> /kv-cache)."""
-        return "/" + self.name.replace("_", "-")
-
-    @property
-    def route(self) -> str:
-        return f"/api/lab{self.path}"
-
-    @property
-    def route_name(self) -> str:
-        """The route's name (and so its OpenAPI operation id): the experiment's name."""
-        return self.name
-
-    def uses_for(self, request: RequestT) -> Uses:
-        return self.uses(request) if callable(self.uses) else self.uses
+    def __post_init__(self) -> None:
+        # its route is its name in kebab-case under /api/lab (kv_cache -> /api/lab/kv-cache), in the lab's group
+        object.__setattr__(self, "route", self.route or "/api/lab/" + self.name.replace("_", "-"))
+        object.__setattr__(self, "tag", self.tag or "lab")
 
     def describe(self) -> dict[str, Any]:  # ExperimentOut
         """Its entry in GET /api/lab/experiments."""
@@ -159,3 +86,7 @@ class ExperimentOut(BaseModel):
 
 def rounded(values: list[float], digits: int = 6) -> list[float]:
     return [round(v, digits) for v in values]
+
+
+__all__ = ["FAMILIES", "MAX_FORWARDS", "AttentionHeadInput", "AttentionLayerInput", "Build", "Context", "Experiment",
+           "ExperimentOut", "LabContext", "LabRun", "Run", "Uses", "rounded"]

@@ -6,43 +6,22 @@ by its request model and answered by one service call; GET /api/lab/experiments 
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Awaitable, Callable
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Body, Query
-from pydantic import BaseModel
+from fastapi import APIRouter
 
-from app.lab import EXPERIMENTS, Experiment
+from app.lab import EXPERIMENTS
 from app.lab.common import ExperimentOut
-from app.schemas import ERRORS
-from app.service import Service, ServiceDep
+from app.routers import add_routes
+from app.service import ServiceDep
 
-router = APIRouter(prefix="/api/lab", tags=["lab"])
+router = APIRouter()
 
 
-@router.get("/experiments", response_model=list[ExperimentOut])
+@router.get("/api/lab/experiments", response_model=list[ExperimentOut], tags=["lab"])
 async def experiments(service: ServiceDep) -> Any:
     """Every lab experiment, in the page's order: name, panel, path, method and what it answers."""
     return service.lab_experiments()
 
 
-def route(experiment: Experiment[Any]) -> Callable[..., Awaitable[Any]]:
-    """The handler of one experiment: its request (the body, or the query of a GET), then one service call."""
-
-    async def handler(request: BaseModel, service: Service) -> Any:
-        return await service.lab(experiment, request)
-
-    source = Query() if experiment.method == "GET" else Body()
-    handler.__signature__ = inspect.Signature([  # type: ignore[attr-defined]  # what FastAPI reads
-        inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                          annotation=Annotated[experiment.request, source]),
-        inspect.Parameter("service", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=ServiceDep),
-    ])
-    return handler
-
-
-for _experiment in EXPERIMENTS:
-    router.add_api_route(_experiment.path, route(_experiment), methods=[_experiment.method],
-                         name=_experiment.route_name, description=_experiment.summary,
-                         response_model=_experiment.response, responses=ERRORS)
+add_routes(router, EXPERIMENTS)

@@ -22,4 +22,4 @@ async def list_chapters(service: ServiceDep) -> Any:
 async def chapter_claims(chapter: str, service: ServiceDep, lang: Literal["en", "zh"] = Query("en")) -> Any:
     """What the chapter asks the class to look at, measured on its view: each claim, whether it holds, its
     values and the line the lesson bar prints (a chapter by id, "why", or number, "1")."""
-    return await service.lesson_claims(chapter, lang)
+    return await service.lesson_claims(chapter, lang)  # its view as a request, then Service.run

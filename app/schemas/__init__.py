@@ -2,6 +2,7 @@
 
     fields       what a field accepts (strict JSON numbers and booleans, Encoding, DType, StackName, bounds)
     inputs       what every request about a model carries: ModelChoice, InlineConfig, TextInput, interventions
+                 (and ModelName, NoInput: a model by name alone, no request)
     outputs      what every answer is made of: TokenOut, TensorOut, the error shape (ERRORS)
     models       GET /api/health, /api/models
     trace        POST /api/tokenize, /api/trace
@@ -24,8 +25,16 @@ from __future__ import annotations
 from app.schemas.activations import ActivationsOut, ActivationsRequest
 from app.schemas.attention import AttentionOut, AttentionRequest, LayerRequest, QKVOut, QKVRequest
 from app.schemas.fields import INTEGER, LIMITS, NUMBER, Bool, DType, Encoding, Float, Int, StackName, StageName
-from app.schemas.inputs import InlineConfig, Intervenable, InterventionsIn, ModelChoice, TextInput
-from app.schemas.lessons import ClaimOut, LessonClaimsOut
+from app.schemas.inputs import (
+    InlineConfig,
+    Intervenable,
+    InterventionsIn,
+    ModelChoice,
+    ModelName,
+    NoInput,
+    TextInput,
+)
+from app.schemas.lessons import ClaimOut, LessonClaimsOut, LessonView
 from app.schemas.models import HealthOut, LoadingModel, ModelInfo, RefusedModel, StageInfo, WeightInfo
 from app.schemas.outputs import ERRORS, ErrorBody, ErrorOut, TensorOut, TokenOut
 from app.schemas.positional import PositionalKindOut, PositionalOut, PositionalQuery, PosKind, ShownPosKind
@@ -35,6 +44,7 @@ from app.schemas.trace import Prediction, TokenizeOut, TokenizeRequest, TraceOut
 __all__ = [
     "ClaimOut",
     "LessonClaimsOut",
+    "LessonView",
     "ActivationsOut",
     "ActivationsRequest",
     "AttentionOut",
@@ -57,6 +67,8 @@ __all__ = [
     "LayerRequest",
     "ModelChoice",
     "ModelInfo",
+    "ModelName",
+    "NoInput",
     "NUMBER",
     "PosKind",
     "PositionalKindOut",

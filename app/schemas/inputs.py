@@ -62,6 +62,24 @@ class InterventionsIn(BaseModel):
                                           "tokens /api/tokenize lists (the source tokens for encoder-decoders).")
 
 
+class NoInput(BaseModel):
+    """The request of an endpoint that takes none (a list of what the server offers)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelName(BaseModel):
+    """A registered model by its name alone (GET /api/models/{name}'s path)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+
+    @property
+    def model(self) -> str:  # the field the service resolves a model by (app.pipeline.NamesModel)
+        return self.name
+
+
 class ModelChoice(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

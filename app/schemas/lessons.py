@@ -6,6 +6,17 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from app.schemas.inputs import TextInput
+
+
+class LessonView(TextInput):
+    """A chapter's view in one language, as the service runs it: its model, sentence (and target), from the
+    chapter itself (app/lessons/chapters.json), never from the client."""
+
+    chapter: str = Field(description="The chapter's id.")
+    lang: str
+
+
 
 class ClaimOut(BaseModel):
     kind: str = Field(description="What is measured (lab/claims.py KINDS: the trace's and the lab's).")
