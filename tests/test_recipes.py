@@ -4,12 +4,15 @@ all it takes: its modules, its two tests, its texts, its docs row, and the brows
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
+from app.endpoints import ENDPOINTS, EXPLORER
 from app.lab import EXPERIMENTS
 from app.lab_panels import LAB_PANELS
 from model.positional import KINDS
@@ -112,6 +115,35 @@ def test_the_browser_check_covers_every_experiment_and_family() -> None:
     # one browser test opens every experiment's panel on each shipped family (no list of names to keep)
     check = (ROOT / "tests" / "browser" / "test_lab.py").read_text(encoding="utf-8")
     assert "for experiment in EXPERIMENTS" in check and "experiment.refuses" in check
+
+
+@pytest.mark.parametrize("endpoint", EXPLORER, ids=lambda e: e.name)
+def test_the_explorer_recipe_lists_every_endpoints_files(endpoint) -> None:
+    # an endpoint's module is its plan's: app/answers/<module>.py, beside app/schemas/<module>.py
+    module = endpoint.plan.__module__.rpartition(".")[2]
+    assert endpoint.plan.__module__ == f"app.answers.{module}", endpoint.plan.__module__
+    files = [fill(f, module=module) for f in files_of(recipe("explorer-endpoint"))]
+    assert {f"app/answers/{module}.py", f"app/schemas/{module}.py", "app/endpoints.py"} <= set(files)
+    missing = [f for f in files if not (ROOT / f).is_file()]
+    assert not missing, missing
+    assert endpoint in vars(importlib.import_module(endpoint.plan.__module__)).values(), "its record ends its module"
+    plan = endpoint.plan.__name__
+    assert plan in ("plan", f"plan_{endpoint.name}"), plan
+    # its models are its concept's (a request of none, or a model by name alone, is a shared input)
+    response = get_args(endpoint.response)[0] if get_args(endpoint.response) else endpoint.response
+    assert response.__module__ == f"app.schemas.{module}", response
+    assert endpoint.request.__module__ in (f"app.schemas.{module}", "app.schemas.inputs"), endpoint.request
+    # a test under tests/app asks its route
+    route = endpoint.route.split("{")[0]
+    assert any(route in path.read_text(encoding="utf-8") for path in (ROOT / "tests" / "app").glob("test_*.py"))
+
+
+def test_every_endpoint_has_a_name_of_its_own() -> None:
+    # the name is its route's (its OpenAPI operation id) and the first part of its answers' cache key
+    names = [e.name for e in ENDPOINTS]
+    assert len(set(names)) == len(names), names
+    routes = [(e.method, e.route) for e in ENDPOINTS]
+    assert len(set(routes)) == len(routes), routes
 
 
 @pytest.mark.parametrize("kind", list(KINDS))

@@ -79,11 +79,11 @@ def test_busy_server_answers_503_with_retry_after(client: TestClient) -> None:
 
 def test_trace_cache_is_bounded() -> None:
     engine = Engine(workers=1, queue_size=0, cache_entries=2)
-    from app.inference_pool import TraceRun
+    from app.inference_pool import ForwardPass
     from model.hooks import Trace
 
     for i in range(4):
-        engine.traces.put(i, TraceRun([], None, None, Trace([])))  # type: ignore[arg-type]
+        engine.traces.put(i, ForwardPass([], None, None, Trace([])))  # type: ignore[arg-type]
     assert engine.traces.get(0) is None and engine.traces.get(3) is not None and len(engine.traces) == 2
     engine.shutdown()
 
