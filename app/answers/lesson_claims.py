@@ -99,6 +99,7 @@ def plan(context: Context, request: LessonView) -> Build:
 
 
 LESSON_CLAIMS = Endpoint(
-    name="lesson_claims", method="GET", route="/api/lessons/{chapter}/claims", tag="lessons", request=LessonView,
+    name="chapter_claims", method="GET", route="/api/lessons/{chapter}/claims", tag="lessons", request=LessonView,
     response=LessonClaimsOut, plan=plan,
-    summary="What the chapter asks the class to look at, measured on its view.")
+    summary="What the chapter asks the class to look at, measured on its view: each claim, whether it holds, its\n"
+            'values and the line the lesson bar prints (a chapter by id, "why", or number, "1").')
