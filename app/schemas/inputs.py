@@ -63,9 +63,8 @@ class InterventionsIn(BaseModel):
 
 
 class NoInput(BaseModel):
-    """The request of an endpoint that takes none (a list of what the server offers)."""
-
-    model_config = ConfigDict(extra="forbid")
+    """The request of an endpoint that takes none (a list of what the server offers): a query it is sent is
+    ignored, as it always was."""
 
 
 class ModelName(BaseModel):
