@@ -1,9 +1,10 @@
-"""GET /api/models and /api/models/{name}: what each model is, its config, sizes and stage names."""
+"""GET /api/models and /api/models/{name}: what each model is, its config, sizes and stages described."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from app import stage_descriptions
 from app.registry import Registry
 from app.resolve import Resolved
 from model.transformer import distinct_parameters
@@ -11,10 +12,6 @@ from model.transformer import distinct_parameters
 
 def describe(resolved: Resolved, registry: Registry) -> dict[str, Any]:
     model, cfg, loaded = resolved.model, resolved.cfg, resolved.loaded
-    stages = [
-        {"name": name, "dims": [d for d in model.trace_dims(name) if d != "batch"]}  # as the API serves them
-        for name in model.trace_names
-    ]
     return {
         "name": resolved.name,
         "description": registry.description(resolved.name) or str(loaded.meta.get("description", "")),
@@ -28,7 +25,7 @@ def describe(resolved: Resolved, registry: Registry) -> dict[str, Any]:
         "parameters": model.parameter_counts(),
         # every weight once (a tied unembedding is counted with the embedding), in module order
         "weights": [{"name": n, "shape": list(p.shape), "count": p.numel()} for n, p in distinct_parameters(model)],
-        "stages": stages,
+        "stages": stage_descriptions.describe(model),  # each stage's place, step, panel and dims
         "tokenizer": loaded.tokenizer.kind,
         "vocab_size": loaded.tokenizer.vocab_size,
         "default": resolved.name == registry.default,
