@@ -158,9 +158,8 @@ def describe(model: Transformer) -> list[dict[str, Any]]:
         out.append(entry)
         if row.step is not None:
             steps.setdefault((stack, layer, row.step), []).append(entry)
-    for (_, _, step), entries in steps.items():
-        rows = [candidates[e["name"]][0] for e in entries]
-        first_main = next((e for e, r in zip(entries, rows, strict=True) if r.main), entries[0])
+    for entries in steps.values():
+        first_main = next((e for e in entries if candidates[e["name"]][0].main), entries[0])
         first_main["main"] = True
     _described[model] = out
     return out

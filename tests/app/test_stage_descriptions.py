@@ -29,7 +29,8 @@ def check(model: Transformer) -> list[dict[str, Any]]:
     for row in described:
         assert row["dims"] == [d for d in model.hook_points[row["name"]].dims if d != "batch"]
         cross = row["site"] == "cross_attn"
-        stage = f"{row['site']}.{row['hook']}" if row["site"] not in (None, "attn", "cross_attn", "mlp") else row["hook"]
+        norm = row["site"] not in (None, "attn", "cross_attn", "mlp")
+        stage = f"{row['site']}.{row['hook']}" if norm else row["hook"]
         assert stage_name(stage, row["layer"], stack=row["stack"], cross=cross) == row["name"]  # its place is true
         assert row["kind"] == STEP_KINDS.get(row["step"])
     mains = Counter((r["stack"], r["layer"], r["step"]) for r in described if r["main"])
