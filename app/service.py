@@ -20,7 +20,7 @@ from fastapi import Depends, Request
 from pydantic import BaseModel
 from starlette.responses import Response
 
-from app import errors, lessons, process_tuning
+from app import errors, lessons, process_tuning, stage_descriptions
 from app.answers import Builder, activations, attention, lesson_claims, models, positional, predict, trace
 from app.cache import LRU
 from app.compression import ApiJSONResponse
@@ -124,6 +124,10 @@ class Service:
 
     async def model_info(self, name: str) -> Response:
         return ApiJSONResponse(models.describe(await self.models.named(name), self.registry))
+
+    async def model_stages(self, choice: ModelChoice) -> Response:
+        """A model's stages described, a from-scratch `config` too (the lab's compare panel draws one beside another)."""
+        return ApiJSONResponse(stage_descriptions.describe((await self.models.resolve(choice)).model))
 
     def positional_kinds(self) -> list[dict[str, object]]:
         return positional.kinds()

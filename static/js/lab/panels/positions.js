@@ -7,7 +7,7 @@ import { draw, fitMargins, heatmap, indexLabels } from "../../shared/plot.js";
 import { h } from "../../shared/dom.js";
 import { int, str } from "../state.js";
 import { fmt, lineLayout, numberField } from "../ui.js";
-import { demoBlock, familyBlock, familyTable, loadDemo } from "./pe_family.js";
+import { demoBlock, familyBlock, familyTable, loadDemo } from "../pe_family.js";
 
 export default {
   // member, seed: the family demo's member ("" = the lab's model if it is one, else the first) and its shuffle
