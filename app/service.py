@@ -126,7 +126,7 @@ class Service:
         return ApiJSONResponse(models.describe(await self.models.named(name), self.registry))
 
     async def model_stages(self, choice: ModelChoice) -> Response:
-        """A model's stages described, a from-scratch `config` too (the lab's compare panel draws one beside another)."""
+        """A model's stages described, a from-scratch `config` too (the lab's compare panel shows one beside it)."""
         return ApiJSONResponse(stage_descriptions.describe((await self.models.resolve(choice)).model))
 
     def positional_kinds(self) -> list[dict[str, object]]:

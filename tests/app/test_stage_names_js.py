@@ -81,8 +81,10 @@ def test_the_plan_keeps_every_described_stage(name: str) -> None:
     info = {"stages": describe(model)}
     plan = node(f"const {{ buildPlan }} = await import({json.dumps((JS / 'stages.js').as_uri())});\n"
                 f"const plan = buildPlan({json.dumps(info)});\n"
+                "const held = (at) => Object.fromEntries(Object.entries(at).map(([k, v]) => [k, { main: v.main, "
+                "extras: v.extras }]));\n"
                 "const steps = [...plan.steps.values()].map((s) => ({ id: s.id, key: s.key, panel: s.panel, "
-                "at: Object.fromEntries(Object.entries(s.at).map(([k, v]) => [k, { main: v.main, extras: v.extras }])) }));\n"
+                "at: held(s.at) }));\n"
                 "console.log(JSON.stringify({ steps, order: plan.order, layers: plan.layers }));")
     held: list[str] = []
     for step in plan["steps"]:

@@ -97,8 +97,8 @@ export default {
     return out;
   },
 
-  draw(board, data, c) {
-    const { say, v } = c;
+  draw(board, data, ctx) {
+    const { say, v } = ctx;
     if (!data || !data.stage) {
       board.block("cmp-none", h("p", { class: "lab-note", text: say(data ? "compare_no_common" : "compare_intro") }));
       return;

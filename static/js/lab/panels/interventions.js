@@ -50,14 +50,14 @@ export default {
     ];
   },
 
-  draw(board, data, c) {
-    const { say, v } = c;
+  draw(board, data, ctx) {
+    const { say, v } = ctx;
     // the changes on, in the words the explorer's toggles use (window W = 2, layer 0, head 1 ablated)
     const words = { w: v.window, temp: v.temperature, layer: v.ablate_layer, head: v.head };
     const kinds = on(v);
     const what = kinds.length ? kinds.map((kind) => say(`interventions_what_${kind}`, words)).join(say("interventions_list_sep")) : say("interventions_none");
     const where = say("interventions_where", { layer: data.layer, head: v.head });
     const runs = data.runs.map((run) => ({ answer: run.answer, ...runMatrix(run.tensor, run.answer.tokens, v.head, run.hidden) }));
-    drawBothRuns(board, { name: data.name, changes: data.changes, probs: data.probs, runs, what, where }, say, { separator: c.s.texts[c.s.lang].separator });
+    drawBothRuns(board, { name: data.name, changes: data.changes, probs: data.probs, runs, what, where }, say, { separator: ctx.s.texts[ctx.s.lang].separator });
   },
 };
