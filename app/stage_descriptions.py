@@ -85,7 +85,6 @@ ROWS: tuple[Row, ...] = (
     *_norm("ln2", "ln2"),
     Row("pre", "ffn_in", True, "ffn"), Row("gate", "ffn_in", False, "ffn"), Row("up", "ffn_in", False, "ffn"),
     Row("post", "ffn_act", True, "ffn"),
-    Row("out_in", "ffn_down", True, "vectors"),
     *_norm("ln2_post", "post_norm", main=False),
     Row("mlp_out", "ffn_out", True, "vectors"),
     Row("resid_post_unnormed", "resid_post", True, "vectors"),

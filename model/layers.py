@@ -273,7 +273,6 @@ class MLP(nn.Module):
             self.hook_gate = HookPoint(dims)
             self.hook_up = HookPoint(dims)
         self.hook_post = HookPoint(dims)
-        self.hook_out_in = HookPoint(dims)  # trial: what W_out reads
         self.W_out = nn.Linear(cfg.mlp_width, cfg.d_model, bias=cfg.use_mlp_bias)
 
     def activation(self, h: torch.Tensor) -> torch.Tensor:
@@ -294,7 +293,7 @@ class MLP(nn.Module):
         else:
             pre = self.hook_pre(self.W_in(x))  # [batch, pos, d_mlp]
             post = self.hook_post(self.activation(pre))
-        return self.W_out(self.hook_out_in(post))  # [batch, pos, d_model]
+        return self.W_out(post)  # [batch, pos, d_model]
 
 
 class Block(nn.Module):
