@@ -24,7 +24,7 @@ async def get_model(name: str, service: ServiceDep) -> Any:
     return await service.model_info(name)
 
 
-@router.post("/models/stages", response_model=list[StageInfo], responses=ERRORS)
+@router.post("/stages", response_model=list[StageInfo], responses=ERRORS)
 async def model_stages(body: ModelChoice, service: ServiceDep) -> Any:
     """Every trace stage of a model with its place, step, panel and dims, as GET /api/models/{name} lists them:
     for a registered model, or a from-scratch `config` (random weights), which has no GET of its own."""

@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 
 from app.stage_descriptions import ROWS, STEP_KINDS, Undescribed, describe
 from checkpoints import load_checkpoint
 from model.config import TransformerConfig
 from model.hooks import stage_name
 from model.transformer import Transformer
+from tests.app.conftest import error_of, post
 
 WEIGHTS = Path(__file__).resolve().parents[2] / "model" / "weights"
 SHIPPED = sorted(d.name for d in WEIGHTS.iterdir() if (d / "config.json").exists())
@@ -108,3 +110,21 @@ def test_every_row_names_a_stage_the_model_knows() -> None:
     for row in ROWS:  # stage_name refuses a stage model/hooks.py does not know
         stage_name(row.stage, 0 if row.block else None, cross=row.cross)
     assert len({(r.stage, r.cross) for r in ROWS}) == len(ROWS)
+
+
+def test_the_api_serves_the_descriptions(client: TestClient) -> None:
+    # GET /api/models/{name} lists them; POST /api/stages gives the same for a name, and describes a from-scratch
+    # config (which has no GET); bad input is a 4xx
+    listed = client.get("/api/models/translator").json()["stages"]
+    assert post(client, "/api/stages", {"model": "translator"}).json() == listed
+    assert {(r["stack"], r["site"], r["hook"], r["step"]) for r in listed} >= {
+        ("encoder", None, "embed", "embed"), ("decoder", "cross_attn", "pattern", "cross_softmax"),
+        (None, None, "logits", "logits")}
+    config = {"architecture": "decoder", "d_model": 16, "n_layers": 3, "n_heads": 2, "pos_encoding": "rope",
+              "norm_placement": "post"}
+    inline = post(client, "/api/stages", {"config": config}).json()
+    assert {r["layer"] for r in inline} == {None, 0, 1, 2}
+    assert [r["main"] for r in inline if r["step"] == "resid_mid" and r["layer"] == 0] == [True, False]  # Post-LN
+    assert error_of(post(client, "/api/stages", {"model": "nope"}))[:2] == (404, "unknown_model")
+    assert error_of(post(client, "/api/stages", {"model": "gpt", "config": config}))[:2] == (
+        422, "conflicting_fields")

@@ -25,7 +25,7 @@ export function changedConfig(base, setting, value) {
 }
 
 /** A side's described stages ({name, dims, stack, layer, site, hook, ...}) and head count: a registered model
- * from GET /api/models/{name}; a from-scratch config from POST /api/models/stages. */
+ * from GET /api/models/{name}; a from-scratch config from POST /api/stages. */
 export async function sideInfo(choice) {
   if (choice.model) {
     const info = await api.model(choice.model);
