@@ -96,8 +96,8 @@ ROWS: tuple[Row, ...] = (
 
 STEP_KINDS: dict[str, str] = {}
 for _row in ROWS:  # one panel per step: a row that disagrees is a mistake in the table
-    if _row.step is not None and _row.kind is not None:
-        assert STEP_KINDS.setdefault(_row.step, _row.kind) == _row.kind, _row
+    if _row.step is not None and _row.kind is not None and STEP_KINDS.setdefault(_row.step, _row.kind) != _row.kind:
+        raise ValueError(f"step {_row.step!r} drawn by two panels: {STEP_KINDS[_row.step]!r} and {_row.kind!r}")
 MODEL_STAGES = ("logits", "logits_raw")  # the model's, not a stack's: named without a stack
 
 
