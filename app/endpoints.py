@@ -15,6 +15,7 @@ from app.pipeline import Endpoint
 EXPLORER: tuple[Endpoint[Any], ...] = (
     models.LIST_MODELS,
     models.GET_MODEL,
+    models.MODEL_STAGES,
     trace.TOKENIZE,
     trace.TRACE,
     attention.ATTENTION,

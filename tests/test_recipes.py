@@ -1,6 +1,7 @@
-"""docs/ARCHITECTURE.md's recipes stay true: every file they list exists for every lab experiment and every
-positional-encoding kind, and every text key they name is in both languages' files. For a lab experiment that is
-all it takes: its modules, its two tests, its texts, its docs row, and the browser check that reads the list."""
+"""docs/ARCHITECTURE.md's recipes stay true: every file they list exists for every lab experiment, every
+positional-encoding kind and every trace stage, and every text key they name is in both languages' files. For a lab
+experiment that is all it takes: its modules, its two tests, its texts, its docs row, and the browser check that
+reads the list. For a trace stage: its hook point, its description row, its step's texts and its panel."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from app.endpoints import ENDPOINTS, EXPLORER
 from app.lab import EXPERIMENTS
 from app.lab_panels import LAB_PANELS
+from app.stage_descriptions import ROWS, STEP_KINDS, hook_of
 from model.positional import KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -157,4 +159,49 @@ def test_the_positional_recipe_lists_every_kinds_files(kind: str) -> None:
     for lang in ("en", "zh"):
         texts = json.loads((ROOT / "static" / "text" / f"{lang}.json").read_text(encoding="utf-8"))
         absent = [k for k in (fill(k, kind=kind) for k in keys_of(text)) if not lookup(texts, k)]
+        assert not absent, (lang, absent)
+
+
+# ---------------------------------------------------------------- a trace stage
+
+STEP_FIELDS = ("title", "short", "formula", "explain")
+
+
+def model_hooks() -> set[str]:
+    """Every hook point model/ declares: `self.hook_<hook> = HookPoint(...)`."""
+    return {m.group(1) for p in (ROOT / "model").glob("*.py")
+            for m in re.finditer(r"self\.hook_(\w+) = HookPoint\(", p.read_text(encoding="utf-8"))}
+
+
+def chosen_fields() -> dict[str, set[str]]:
+    """step -> the fields static/js/stage_text.js picks per model (CHOICES) instead of one plain key."""
+    choices = (ROOT / "static" / "js" / "stage_text.js").read_text(encoding="utf-8")
+    return {m.group(1): set(re.findall(r"\b(title|short|formula|explain):", m.group(2)))
+            for m in re.finditer(r"^  (\w+): \{(.*?)\n?(?=^  \w+: \{|^\};)", choices, re.M | re.S)}
+
+
+def test_every_hook_point_has_its_description_row() -> None:
+    # a HookPoint without a row is a stage the page would not know (describe() raises Undescribed for it);
+    # a row without a HookPoint describes nothing
+    described = {hook_of(row) for row in ROWS}
+    assert model_hooks() == described, {"no row": model_hooks() - described, "no hook": described - model_hooks()}
+
+
+@pytest.mark.parametrize("step", sorted(STEP_KINDS))
+def test_the_stage_recipe_lists_every_steps_files_and_texts(step: str) -> None:
+    kind = STEP_KINDS[step]
+    text = recipe("trace-stage")
+    files = [fill(f, kind=kind) for f in files_of(text)]
+    assert {"model/layers.py", "model/hooks.py", "app/stage_descriptions.py", "static/text/en.json",
+            "static/text/zh.json", f"static/js/panels/{kind}.js"} <= set(files), files
+    assert all((ROOT / f).is_file() for f in files), [f for f in files if not (ROOT / f).is_file()]
+    # its panel is a module the page knows by the kind's name
+    panels = (ROOT / "static" / "js" / "panels" / "index.js").read_text(encoding="utf-8")
+    assert f'import {kind} from "./{kind}.js";' in panels
+    # its texts in both languages: each field a plain key, or picked per model by stage_text.js
+    chosen = chosen_fields().get(step, set())
+    for lang in ("en", "zh"):
+        stages = json.loads((ROOT / "static" / "text" / f"{lang}.json").read_text(encoding="utf-8"))["stages"]
+        absent = [f"stages.{step}.{field}" for field in STEP_FIELDS if f"{step}.{field}" not in stages
+                  and field not in chosen]
         assert not absent, (lang, absent)

@@ -1,22 +1,19 @@
-"""GET /api/models and /api/models/{name}: what each model is, its config, sizes and stage names."""
+"""GET /api/models and /api/models/{name}: what each model is, its config, sizes and stages described."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from app import stage_descriptions
 from app.pipeline import Build, Context, Endpoint
 from app.registry import Registry
 from app.resolve import Resolved
-from app.schemas import ERRORS, ModelInfo, ModelName, NoInput
+from app.schemas import ERRORS, ModelChoice, ModelInfo, ModelName, NoInput, StageInfo
 from model.transformer import distinct_parameters
 
 
 def describe(resolved: Resolved, registry: Registry) -> dict[str, Any]:
     model, cfg, loaded = resolved.model, resolved.cfg, resolved.loaded
-    stages = [
-        {"name": name, "dims": [d for d in model.trace_dims(name) if d != "batch"]}  # as the API serves them
-        for name in model.trace_names
-    ]
     return {
         "name": resolved.name,
         "description": registry.description(resolved.name) or str(loaded.meta.get("description", "")),
@@ -30,7 +27,7 @@ def describe(resolved: Resolved, registry: Registry) -> dict[str, Any]:
         "parameters": model.parameter_counts(),
         # every weight once (a tied unembedding is counted with the embedding), in module order
         "weights": [{"name": n, "shape": list(p.shape), "count": p.numel()} for n, p in distinct_parameters(model)],
-        "stages": stages,
+        "stages": stage_descriptions.describe(model),  # each stage's place, step, panel and dims
         "tokenizer": loaded.tokenizer.kind,
         "vocab_size": loaded.tokenizer.vocab_size,
         "default": resolved.name == registry.default,
@@ -64,3 +61,15 @@ GET_MODEL = Endpoint(
     name="get_model", method="GET", route="/api/models/{name}", tag="models", request=ModelName,
     response=ModelInfo, plan=plan_get_model, uses="model", on_loop=True, responses={404: ERRORS[404]},
     summary="One model: config, parameter counts per component, every trace stage with its dims, and its meta.")
+
+
+def plan_model_stages(context: Context, request: ModelChoice) -> Build:
+    resolved = context.model
+    return lambda run: stage_descriptions.describe(resolved.model)
+
+
+MODEL_STAGES = Endpoint(
+    name="model_stages", method="POST", route="/api/stages", tag="models", request=ModelChoice,
+    response=list[StageInfo], plan=plan_model_stages, uses="model", on_loop=True,
+    summary="Every trace stage of a model with its place, step, panel and dims, as GET /api/models/{name} lists "
+            "them: for a registered model, or a from-scratch `config` (random weights), which has no GET of its own.")

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from analysis import readouts
-from app import errors
+from app import errors, stage_descriptions
 from app.inference_pool import ForwardPass
 from app.pipeline import Build, Context, Endpoint
 from app.request_checks import Budget, check_heads, check_layer
@@ -15,8 +14,6 @@ from app.schemas import TokenizeOut, TokenizeRequest, TraceOut, TraceRequest
 from app.tensors import encode_tensor
 from app.tokenizing import Inputs, token_text, tokens_out
 from model.hooks import NoSuchStage, select_names, stacks, stage_name
-
-LAYER_OF = re.compile(r"(?:^|\.)blocks\.(\d+)\.")
 
 
 def tokenized(resolved: Resolved, inputs: Inputs) -> dict[str, Any]:
@@ -55,8 +52,8 @@ def pick_stages(resolved: Resolved, request: TraceRequest) -> list[str]:
     if request.layers is not None:
         for layer in request.layers:
             check_layer(layer, max(cfg.n_layers, cfg.decoder_layers))
-        keep = set(request.layers)
-        names = [n for n in names if (m := LAYER_OF.search(n)) is None or int(m.group(1)) in keep]
+        keep, layer_of = set(request.layers), stage_descriptions.layer_of(resolved.model)
+        names = [n for n in names if layer_of[n] is None or layer_of[n] in keep]
     if request.heads is not None:
         check_heads(request.heads, cfg.n_heads)
     return names

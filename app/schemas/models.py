@@ -42,8 +42,19 @@ class HealthOut(BaseModel):
 
 
 class StageInfo(BaseModel):
+    """One trace stage, described by app/stage_descriptions.py: the page builds its stepper from these."""
+
     name: str
     dims: list[str]
+    stack: str | None = Field(description="`encoder` or `decoder` of an encoder-decoder; null for a model's one stack.")
+    layer: int | None = Field(description="The block it belongs to; null before and after the blocks.")
+    site: str | None = Field(description="Where in the block or stack: attn, cross_attn, mlp, a norm (ln1, ln2, "
+                             "ln_cross, ln1_post, ln2_post, ln_embed, ln_final), or null.")
+    hook: str = Field(description="What it is within its site: q, pattern, normalized, scale, pre, resid_post, ...")
+    step: str | None = Field(description="The explorer's step that shows it, and that step's texts "
+                             "(`stages.<step>` in static/text/*.json); null: no step of its own.")
+    kind: str | None = Field(description="The panel that draws its step (static/js/panels/<kind>.js).")
+    main: bool = Field(description="The step's main tensor in this layer (one per step and layer); else an extra.")
 
 
 class WeightInfo(BaseModel):

@@ -6,7 +6,7 @@
 import { api, decodeStages } from "./shared/api.js";
 import { categoryAxis, draw, heatmap, rowsHeight, tokenLabels } from "./shared/plot.js";
 import { h } from "./shared/dom.js";
-import { stageName } from "./shared/stage_names.js";
+import { attentionStage } from "./shared/stage_names.js";
 import { modelFor } from "./lessons.js";
 
 export const ARCHS = ["encoder", "decoder", "encoder-decoder"];
@@ -32,9 +32,9 @@ async function loadOne(s, arch) {
       body.target_text = target;
     }
     const stack = arch === "encoder-decoder" ? "decoder" : null;
-    const self = stageName("pattern", layer, { stack });
-    const cross = stageName("pattern", layer, { stack: "decoder", cross: true });
-    const mask = stageName("attn_scores", layer, { stack });
+    const self = attentionStage(info, "pattern", layer, { stack });
+    const cross = attentionStage(info, "pattern", layer, { stack: "decoder", cross: true });
+    const mask = attentionStage(info, "attn_scores", layer, { stack });
     const stages = arch === "encoder-decoder" ? [self, mask, cross] : [self, mask];
     const answer = await api.trace({ ...body, stages, heads: [head], top_k: arch === "encoder" ? 0 : 3 });
     const decoded = decodeStages(answer);

@@ -7,7 +7,8 @@
 import { h } from "./shared/dom.js";
 import { interventionsOf as buildInterventions, loadBothRuns } from "./shared/interventions.js";
 import { drawBothRuns, runMatrix } from "./shared/interventions_view.js";
-import { sentenceStackName, stageName } from "./shared/stage_names.js";
+import { attentionStage, maskOf, sentenceStackName } from "./shared/stage_names.js";
+import { ownKey } from "./stages.js";
 
 export const WINDOWS = [1, 2, 3, 4, 6, 8, 16];
 export const TEMPS = [0.25, 0.5, 2, 4];
@@ -16,7 +17,7 @@ export const TEMPS = [0.25, 0.5, 2, 4];
 const AT = { scale: ["no_scale"], softmax: ["no_scale", "temperature"], mask: ["no_mask", "window"], z: ["ablate"], attn_out: ["ablate"], tokens: ["shuffle"], pos: ["shuffle"] };
 
 export function togglesAt(step) {
-  return step.key.startsWith("cross_") ? [] : AT[step.key] || [];
+  return step.cross ? [] : AT[step.key] || [];
 }
 
 /** The state's intervention, if the stage it is at offers it (go() drops it elsewhere). */
@@ -35,12 +36,14 @@ export function interventionsOf(ctx) {
 /** The trace stage the comparison charts: this stage's own, or (tokens, positions) layer 0's pattern. */
 function chartStage(ctx) {
   if (ctx.iv !== "shuffle") return ctx.names.main;
-  return stageName("pattern", 0, { stack: sentenceStackName(ctx.info) });
+  return attentionStage(ctx.info, "pattern", 0, { stack: sentenceStackName(ctx.info) });
 }
 
 /** Both runs (original, intervened) of the chart's stage, with their next tokens and the loss. */
 export function loadIntervention(ctx) {
-  return ctx.iv ? loadBothRuns(ctx.req, chartStage(ctx), interventionsOf(ctx)) : null;
+  if (!ctx.iv) return null;
+  const name = chartStage(ctx);
+  return loadBothRuns(ctx.req, name, interventionsOf(ctx), maskOf(ctx.info, name));
 }
 
 /** The model-specific sentence of an explanation: which variant is true for this model and stage. */
@@ -100,7 +103,7 @@ function toggles(ctx) {
 /** Toggles (always, where the stage has any) and, with one on, both runs side by side (shared/interventions_view.js). */
 export function drawIntervention(board, data, ctx) {
   const { t } = ctx;
-  if (ctx.step.key.startsWith("cross_") && AT[ctx.step.key.replace(/^cross_/, "")]) {
+  if (ctx.step.cross && AT[ownKey(ctx.step)]) {
     board.block("iv-bar", h("p", { class: "iv-explain", text: t("iv_cross_note") }), "iv-card");
     return;
   }
@@ -112,5 +115,5 @@ export function drawIntervention(board, data, ctx) {
   const runs = data.runs.map((run) => ({ answer: run.answer, ...runMatrix(run.tensor, onDecoder ? run.answer.target_tokens || [] : run.answer.tokens, ctx.head, run.hidden) }));
   const what = ivLabel(t, ctx.iv, ctx);
   const where = ctx.iv === "shuffle" ? t("iv_shuffle_chart", { head: ctx.head }) : `${ctx.text.title} · ${t("head")} ${ctx.head}`;
-  drawBothRuns(board, { name: data.name, changes: data.changes, runs, what, where }, t, { separator: ctx.texts.separator, fname: ctx.fname });
+  drawBothRuns(board, { name: data.name, changes: data.changes, probs: data.probs, runs, what, where }, t, { separator: ctx.texts.separator, fname: ctx.fname });
 }

@@ -9,6 +9,7 @@ import { markRecorded } from "./shared/site.js";
 import { $, h, tokenChips } from "./shared/dom.js";
 import { state } from "./state.js";
 import { labPanel, labURL } from "./lessons.js";
+import { ownKey } from "./stages.js";
 import { exampleOffer, renderLesson, renderSheet } from "./teach.js";
 import { drawIntervention } from "./intervene.js";
 import { englishNote, exampleSentences, hasChatTemplate, modelOptions } from "./shared/model_menu.js";
@@ -244,7 +245,7 @@ export function render(ctx, data, ivData = null, archData = null) {
   const layer = ctx.layer !== null ? `${t("layer")} ${ctx.layer} · ` : "";
   $("stage-kicker").textContent = `${stack}${layer}${t("step_of", { n: state.index + 1, total: state.plan.order.length })}`;
   $("stage-title").textContent = text.title;
-  const lab = labPanel(ctx.step.key.replace(/^cross_/, ""), null);
+  const lab = labPanel(ownKey(ctx.step), null);
   $("lab-link").hidden = !lab;
   if (lab) Object.assign($("lab-link"), { href: labURL(lab, state), textContent: t("lab_link", { panel: t(`lab_panel_${lab}`) }) });
   $("formula").textContent = text.formula;

@@ -1,122 +1,29 @@
-// The stepper's stage list, built from the model's own trace names (so Pre-LN and Post-LN,
-// RoPE, SwiGLU, cross-attention ... each get the order the forward pass really has).
+// The stepper's stage list, built from the model's described stages (GET /api/models/{name} `stages`, written by
+// app/stage_descriptions.py): each stage comes with its stack, layer, site, hook, step, panel (`kind`) and
+// whether it is its step's main tensor, in the order the forward pass reaches it. So Pre-LN and Post-LN, RoPE,
+// SwiGLU, cross-attention ... each get their real order, and no stage name is read here.
 
-const TOP = [
-  [/^hook_tokens$/, "tokens", true],
-  [/^hook_embed$/, "embed", true],
-  [/^hook_token_type_embed$/, "embed", false],
-  [/^hook_pos_embed$/, "pos", true],
-  [/^ln_embed\.hook_normalized$/, "embed_norm", true],
-  [/^ln_embed\./, "embed_norm", false],
-  [/^ln_final\.hook_normalized$/, "ln_final", true],
-  [/^ln_final\./, "ln_final", false],
-  [/^hook_logits_raw$/, "logits", false],
-  [/^hook_logits$/, "logits", true],
-];
+const CROSS = "cross_"; // a cross-attention step's key is its self-attention step's, after this
 
-const BLOCK = [
-  [/^hook_resid_pre$/, null, false],
-  [/^(ln1|ln2|ln_cross)\.hook_normalized$/, (m) => m[1], true],
-  [/^(ln1|ln2)_post\.hook_normalized$/, "post_norm", true],
-  [/^(ln1|ln2)_post\./, "post_norm", false],
-  [/^(ln1|ln2|ln_cross)\./, (m) => m[1], false],
-  [/^attn\.hook_q$/, "qkv", true],
-  [/^attn\.hook_[kv]$/, "qkv", false],
-  [/^attn\.hook_norm_q$/, "qk_norm", true],
-  [/^attn\.hook_norm_k$/, "qk_norm", false],
-  [/^attn\.hook_rot_q$/, "rope", true],
-  [/^attn\.hook_rot_k$/, "rope", false],
-  [/^attn\.hook_scores_raw$/, "scores", true],
-  [/^attn\.hook_scores_scaled$/, "scale", true],
-  [/^attn\.hook_scores_capped$/, "softcap", true],
-  [/^attn\.hook_attn_scores$/, "mask", true],
-  [/^attn\.hook_pattern$/, "softmax", true],
-  [/^attn\.hook_z$/, "z", true],
-  [/^hook_attn_out$/, "attn_out", true],
-  [/^hook_resid_mid_unnormed$/, "resid_mid", true],
-  [/^hook_resid_mid$/, "resid_mid", true],
-  [/^cross_attn\.hook_q$/, "cross_qkv", true],
-  [/^cross_attn\.hook_[kv]$/, "cross_qkv", false],
-  [/^cross_attn\.hook_scores_raw$/, "cross_scores", true],
-  [/^cross_attn\.hook_scores_scaled$/, "cross_scale", true],
-  [/^cross_attn\.hook_attn_scores$/, "cross_mask", true],
-  [/^cross_attn\.hook_pattern$/, "cross_softmax", true],
-  [/^cross_attn\.hook_z$/, "cross_z", true],
-  [/^hook_cross_attn_out$/, "cross_out", true],
-  [/^hook_resid_cross_unnormed$/, "resid_cross", true],
-  [/^hook_resid_cross$/, "resid_cross", true],
-  [/^mlp\.hook_pre$/, "ffn_in", true],
-  [/^mlp\.hook_(gate|up)$/, "ffn_in", false],
-  [/^mlp\.hook_post$/, "ffn_act", true],
-  [/^hook_mlp_out$/, "ffn_out", true],
-  [/^hook_resid_post_unnormed$/, "resid_post", true],
-  [/^hook_resid_post$/, "resid_post", true],
-];
-
-/** Which panel draws a step. */
-export const PANEL_OF = {
-  tokens: "tokens",
-  embed: "vectors",
-  embed_norm: "norm",
-  pos: "positional",
-  ln1: "norm",
-  ln2: "norm",
-  ln_cross: "norm",
-  ln_final: "norm",
-  post_norm: "norm",
-  softcap: "attention",
-  qkv: "qkv",
-  qk_norm: "qkv",
-  rope: "qkv",
-  cross_qkv: "qkv",
-  scores: "attention",
-  scale: "attention",
-  mask: "attention",
-  softmax: "attention",
-  cross_scores: "attention",
-  cross_scale: "attention",
-  cross_mask: "attention",
-  cross_softmax: "attention",
-  z: "qkv",
-  cross_z: "qkv",
-  attn_out: "vectors",
-  cross_out: "vectors",
-  resid_mid: "vectors",
-  resid_cross: "vectors",
-  ffn_in: "ffn",
-  ffn_act: "ffn",
-  ffn_out: "vectors",
-  resid_post: "vectors",
-  logits: "logits",
-};
-
-function classify(table, local) {
-  for (const [pattern, key, main] of table) {
-    const m = local.match(pattern);
-    if (m) return { key: typeof key === "function" ? key(m) : key, main };
-  }
-  return null;
-}
-
-/** Normalise the model's `stages` (list of names, of {name, dims}, or a name -> dims map). */
-export function stageEntries(info) {
-  const raw = info.stages || [];
-  if (Array.isArray(raw)) {
-    return raw.map((s) => (typeof s === "string" ? { name: s, dims: [] } : { name: s.name, dims: s.dims || [] }));
-  }
-  return Object.entries(raw).map(([name, dims]) => ({ name, dims: Array.isArray(dims) ? dims : dims.dims || [] }));
+/** A step's key as in self-attention: "cross_softmax" -> "softmax" (the same panel part, the same lab panel). */
+export function ownKey(step) {
+  return step.cross ? step.key.slice(CROSS.length) : step.key;
 }
 
 /**
- * Build the plan: sections (stack × pre/blocks/post), step definitions and the flat order.
- * A block step's names carry `{L}` for the layer.
+ * Build the plan: sections (stack × pre/blocks/post), steps, the flat order, every stage's description by name
+ * (`stages`) and its dims (`dims`). A step keeps its tensors per layer in `at` (`at.top` outside the blocks):
+ * {main, extras, hook (the main's), hooks (the step's by hook), site (its site's in that layer, by hook)}.
  */
 export function buildPlan(info) {
-  const entries = stageEntries(info);
-  const dims = {};
+  const described = info.stages || [];
+  const stages = new Map(described.map((row) => [row.name, row]));
+  const dims = Object.fromEntries(described.map((row) => [row.name, row.dims]));
   const steps = new Map(); // id -> step
   const sections = [];
   const layersOf = {}; // stack -> Set of layer numbers
+  const sites = new Map(); // "stack|layer|site" -> {hook: name}
+  const withPos = new Set(described.filter((row) => row.step === "pos").map((row) => row.stack || ""));
   const sectionOf = (stack, phase) => {
     let section = sections.find((s) => s.stack === stack && s.phase === phase);
     if (!section) {
@@ -125,53 +32,33 @@ export function buildPlan(info) {
     }
     return section;
   };
+  const addStep = (id, key, stack, phase, fields) => {
+    const step = { id, key, stack, block: phase === "blocks", panel: null, cross: false, at: {}, ...fields };
+    steps.set(id, step);
+    sectionOf(stack, phase).steps.push(step);
+    return step;
+  };
 
-  for (const { name, dims: d } of entries) {
-    dims[name] = d;
-    let rest = name;
-    let stack = "";
-    const prefix = name.match(/^(encoder|decoder)\./);
-    if (prefix) {
-      stack = prefix[1];
-      rest = name.slice(prefix[0].length);
-    }
-    const block = rest.match(/^blocks\.(\d+)\.(.*)$/);
-    let found;
-    let template;
-    let phase;
-    if (block) {
-      (layersOf[stack] ||= new Set()).add(Number(block[1]));
-      found = classify(BLOCK, block[2]);
-      template = `${stack ? `${stack}.` : ""}blocks.{L}.${block[2]}`;
-      phase = "blocks";
-    } else {
-      found = classify(TOP, rest);
-      template = name;
-      phase = layersOf[stack] && layersOf[stack].size ? "post" : "pre";
-    }
-    if (!found || !found.key) continue;
-    const id = `${stack ? `${stack}.` : ""}${found.key}`;
-    let step = steps.get(id);
-    if (!step) {
-      step = { id, key: found.key, stack, block: Boolean(block), main: null, extras: [], panel: PANEL_OF[found.key] };
-      steps.set(id, step);
-      sectionOf(stack, phase).steps.push(step);
-    }
-    if (found.main && !step.main) step.main = template;
-    else if (!step.extras.includes(template) && step.main !== template) step.extras.push(template);
-
-    // Position enters through Q and K (RoPE) or the scores (ALiBi): still give it a stop.
-    if (!block && found.key === "embed" && !entries.some((e) => e.name === `${stack ? `${stack}.` : ""}hook_pos_embed`)) {
-      const posId = `${stack ? `${stack}.` : ""}pos`;
-      if (!steps.has(posId)) {
-        const pos = { id: posId, key: "pos", stack, block: false, main: null, extras: [], panel: "positional" };
-        steps.set(posId, pos);
-        sectionOf(stack, phase).steps.push(pos);
-      }
-    }
+  for (const row of described) {
+    const stack = row.stack || "";
+    const block = row.layer !== null;
+    if (block) (layersOf[stack] ||= new Set()).add(row.layer);
+    const siteKey = `${stack}|${row.layer}|${row.site}`;
+    if (!sites.has(siteKey)) sites.set(siteKey, {});
+    const site = sites.get(siteKey);
+    site[row.hook] ??= row.name;
+    if (!row.step) continue; // no stop of its own (a block's input: the step before it shows it)
+    const phase = block ? "blocks" : layersOf[stack] && layersOf[stack].size ? "post" : "pre";
+    const id = `${stack ? `${stack}.` : ""}${row.step}`;
+    const step = steps.get(id) || addStep(id, row.step, stack, phase, { panel: row.kind, cross: row.site === "cross_attn" });
+    const at = (step.at[block ? row.layer : "top"] ||= { main: null, hook: null, extras: [], hooks: {}, site });
+    if (row.main) Object.assign(at, { main: row.name, hook: row.hook, site });
+    else at.extras.push(row.name);
+    at.hooks[row.hook] ??= row.name;
+    // Position enters through Q and K (RoPE) or the scores (ALiBi): still give it a stop, after the embedding.
+    const posId = `${stack ? `${stack}.` : ""}pos`;
+    if (row.step === "embed" && !withPos.has(stack) && !steps.has(posId)) addStep(posId, "pos", stack, phase, { panel: "positional" });
   }
-  // Post-LN: the step 'resid_mid' shows the un-normed sum; the normed copy is the norm's output.
-  for (const step of steps.values()) if (!step.main && step.extras.length) step.main = step.extras.shift();
 
   const layers = {};
   for (const [stack, set] of Object.entries(layersOf)) layers[stack] = [...set].sort((a, b) => a - b);
@@ -186,13 +73,14 @@ export function buildPlan(info) {
       for (const step of section.steps) order.push({ id: step.id, layer: null });
     }
   }
-  return { steps, sections, layers, order, dims };
+  return { steps, sections, layers, order, stages, dims };
 }
 
-/** Resolve a step's tensor names for one layer. */
+const NOTHING = Object.freeze({ main: null, hook: null, extras: [], hooks: {}, site: {} });
+
+/** A step's tensors in one layer: {main, hook, extras, hooks, site} (names from the model's description). */
 export function namesFor(step, layer) {
-  const fill = (t) => t.replace("{L}", String(layer));
-  return { main: step.main ? fill(step.main) : null, extras: step.extras.map(fill) };
+  return step.at[step.block ? layer : "top"] || NOTHING;
 }
 
 /** Index in plan.order for (stage id, layer); falls back to the closest sensible spot. */
@@ -201,8 +89,8 @@ export function indexOf(plan, id, layer) {
   if (index < 0) index = plan.order.findIndex((o) => o.id === id);
   if (index < 0 && id) {
     // another model: "softmax" <-> "encoder.softmax" / "decoder.softmax", same stop, first stack that has it
-    const key = id.replace(/^(encoder|decoder)\./, "");
-    const same = (o) => o.id === key || o.id.endsWith(`.${key}`);
+    const key = id.split(".").pop();
+    const same = (o) => plan.steps.get(o.id).key === key;
     index = plan.order.findIndex((o) => same(o) && (o.layer === null || o.layer === layer));
     if (index < 0) index = plan.order.findIndex(same);
   }

@@ -54,6 +54,11 @@ def test_the_js_panel_index_lists_no_panel() -> None:
         for lang in ("en", "zh"):
             words = lab_words(lang)
             assert words.get(panel.title_key) and words.get(panel.lead_key), (lang, panel.name)
+    # static/js/lab/panels/ holds the panels and their index only (what they share lives in static/js/lab/), each
+    # module named in snake_case like its panel
+    modules = {p.stem for p in (JS / "lab" / "panels").glob("*.js")}
+    assert modules == {*lab_panel_names(), "index"}, modules ^ {*lab_panel_names(), "index"}
+    assert all(re.fullmatch(r"[a-z0-9_]+", p.stem) for p in SCRIPTS), [p.name for p in SCRIPTS if "-" in p.stem]
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

@@ -2,7 +2,7 @@
 
 - both languages have the same keys, and each text uses the same {placeholders} in both;
 - a stage text only uses placeholders the page fills from the model (STAGE_VARS in context.js);
-- every stage the stepper knows (PANEL_OF in stages.js) has its title, short name, formula and
+- every step the stepper knows (STEP_KINDS in app/stage_descriptions.py) has its title, short name, formula and
   explanation; every data-i18n word of the HTML shell and every t("key") of the scripts exists;
 - no script under static/js is over 400 lines.
 """
@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from app.stage_descriptions import STEP_KINDS
 from model.positional import KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,7 +105,7 @@ def test_stage_placeholders_come_from_the_model(texts: dict[str, dict[str, Any]]
 
 
 def test_every_stage_has_its_text(texts: dict[str, dict[str, Any]]) -> None:
-    stages = object_keys(js("stages.js"), "PANEL_OF") | {"unknown"}
+    stages = set(STEP_KINDS) | {"unknown"}
     keys = set(texts["en"]["stages"])
     choices = js("stage_text.js")
     chosen = {  # stage -> the fields the selection code picks keys for (CHOICES in stage_text.js)

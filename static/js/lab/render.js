@@ -49,7 +49,7 @@ function refusal(name, s, say) {
 /**
  * While the panel's experiment runs: a line in the panel itself, above its last charts, saying what runs
  * (the page's spinner sits in the input bar, scrolled away on a long panel). A panel may say more
- * (`working(c)`: ablation names its forward passes); renderStatic() takes the line away.
+ * (`working(ctx)`: ablation names its forward passes); renderStatic() takes the line away.
  */
 export function showWorking(s) {
   const texts = s.texts[s.lang];
@@ -57,9 +57,9 @@ export function showWorking(s) {
   if (!texts || !section) return;
   renderStatic(texts, s); // the panel asked for is the one shown, with its title
   const panel = panelModule(s.panel);
-  const c = panelContext(s, s.panel);
+  const ctx = panelContext(s, s.panel);
   const say = texts.t;
-  const what = (panel.working && panel.working(c)) || say("panel_working", { title: say(`${s.panel}_title`), model: s.model });
+  const what = (panel.working && panel.working(ctx)) || say("panel_working", { title: say(`${s.panel}_title`), model: s.model });
   let line = section.querySelector(".lab-working");
   if (!line) {
     line = h("p", { class: "lab-working", role: "status" });
@@ -81,13 +81,13 @@ export function render(s) {
   renderInputs(s, say);
   const name = s.panel;
   const panel = panelModule(name);
-  const c = panelContext(s, name);
-  $(`controls-${name}`).replaceChildren(...(s.data.refused ? [] : panel.controls(c, s.data.value)));
+  const ctx = panelContext(s, name);
+  $(`controls-${name}`).replaceChildren(...(s.data.refused ? [] : panel.controls(ctx, s.data.value)));
   const board = boards.get(name);
   board.begin(`${name}:${s.model}`, say);
   if (s.data.refused) board.block(`${name}-refused`, refusal(name, s, say));
   else if (s.data.error) board.block(`${name}-error`, failure(s.data.error, say, texts));
-  else panel.draw(board, s.data.value, c);
+  else panel.draw(board, s.data.value, ctx);
   board.end();
   $(`panel-${name}`).dataset.rendered = String(s.generation);
   $("explorer-link").href = `${pageHref("explorer")}?${new URLSearchParams({ model: s.model, text: s.text, lang: s.lang })}`;

@@ -8,23 +8,16 @@ import { badge, drawGrid, fetchStages, keyTokensFor } from "./common.js";
 import { readingNote, workedExample } from "./reading.js";
 import { labelNote } from "../probes.js";
 import { drawHeadOverview } from "../head_overview.js";
+import { namesFor } from "../stages.js";
 
 const WORKED_MAX_TOKENS = 5; // a sentence this short gets the worked example with every number
 
-const PARTS = ["hook_scores_raw", "hook_scores_scaled", "hook_attn_scores", "hook_pattern"];
-const MAIN = { scores: "hook_scores_raw", scale: "hook_scores_scaled", mask: "hook_attn_scores", softmax: "hook_pattern" };
+// the layer's four matrices, by their hooks in its attention site (ctx.names.site, from the model's description)
+const PARTS = ["scores_raw", "scores_scaled", "attn_scores", "pattern"];
 
-function baseOf(name) {
-  return name.replace(/hook_[a-z_]+$/, "");
-}
-
-function kindOf(ctx) {
-  return ctx.step.key.replace(/^cross_/, "");
-}
-
-/** hook_scores_scaled is S/√d_k, and with a bias kind (ALiBi) also its bias (self-attention only). */
+/** scores_scaled is S/√d_k, and with a bias kind (ALiBi) also its bias (self-attention only). */
 export function scaledLabel(ctx) {
-  return ctx.posKind.where === "scores" && !ctx.step.key.startsWith("cross_") ? `hover_scaled_${ctx.posKind.name}` : "hover_scaled";
+  return ctx.posKind.where === "scores" && !ctx.step.cross ? `hover_scaled_${ctx.posKind.name}` : "hover_scaled";
 }
 
 function matrixChart(plot, ctx, { z, x, y, customdata, probs, masked, filename }) {
@@ -57,20 +50,20 @@ export default {
   hasHeads: true,
   hasLayers: true,
   async load(ctx) {
-    const base = baseOf(ctx.names.main);
+    const site = ctx.names.site;
     if (ctx.view === "layers") {
-      const pattern = ctx.step.main.replace("{L}", "*");
-      return { all: await fetchStages(ctx, [pattern]) };
+      const every = (ctx.plan.layers[ctx.step.stack] || []).map((layer) => namesFor(ctx.step, layer).main);
+      return { all: await fetchStages(ctx, every) };
     }
-    const worked = ctx.view === "head" && !ctx.step.key.startsWith("cross_") && ctx.tokens.length <= WORKED_MAX_TOKENS;
-    const names = PARTS.map((p) => base + p).concat(worked ? [`${base}hook_v`, `${base}hook_z`] : []);
+    const worked = ctx.view === "head" && !ctx.step.cross && ctx.tokens.length <= WORKED_MAX_TOKENS;
+    const names = [...new Set([...PARTS.map((p) => site[p]), ctx.names.main, ...(worked ? [site.v, site.z] : [])])];
     return { layer: await fetchStages(ctx, names), worked };
   },
   draw(board, data, ctx) {
     const { t } = ctx;
-    const cross = ctx.step.key.startsWith("cross_");
-    const kind = kindOf(ctx);
-    const probs = kind === "softmax";
+    const cross = ctx.step.cross;
+    const kind = ctx.names.hook; // the step's own matrix: scores_raw, scores_scaled, attn_scores or pattern
+    const probs = kind === "pattern";
     const qToks = ctx.tokens;
     const kToks = keyTokensFor(ctx, cross);
     const x = tokenLabels(kToks);
@@ -81,7 +74,7 @@ export default {
       // every layer's maps on one canvas (head_overview.js): 270 heads of a 30-layer model at once
       const names = Object.keys(data.all);
       const first = data.all[names[0]];
-      const layers = names.map((name) => ({ layer: Number(name.match(/blocks\.(\d+)\./)[1]), tensor: data.all[name] }));
+      const layers = names.map((name) => ({ layer: ctx.plan.stages.get(name).layer, tensor: data.all[name] }));
       const plot = board.card("overview", {
         title: `${title} — ${t("view_layers")}`,
         badges: [badge(ctx, `×${names.length}`, first)],
@@ -93,13 +86,13 @@ export default {
       return;
     }
 
-    const base = baseOf(ctx.names.main);
-    const tensors = Object.fromEntries(PARTS.map((p) => [p, data.layer[base + p]]));
-    const main = tensors[MAIN[kind]];
+    const site = ctx.names.site;
+    const tensors = Object.fromEntries(PARTS.map((p) => [p, data.layer[site[p]]]));
+    const main = data.layer[ctx.names.main]; // its own matrix (also a soft cap's, which is no part)
 
     if (ctx.view === "heads") {
       const n = main.size("head");
-      const mask = kind === "softmax" ? tensors.hook_attn_scores : null; // weights: the mask's hidden cells grey, as on one head's map
+      const mask = probs ? tensors.attn_scores : null; // weights: the mask's hidden cells grey, as on one head's map
       const cells = Array.from({ length: n }, (_, i) => ({ z: main.matrix("q_pos", "k_pos", { head: i }), masked: mask && mask.matrix("q_pos", "k_pos", { head: i }) }));
       const plot = board.card("grid", {
         title: `${title} — ${t("view_heads")}`,
@@ -125,10 +118,10 @@ export default {
     }
 
     const fixed = { head: ctx.head };
-    const raw = tensors.hook_scores_raw.matrix("q_pos", "k_pos", fixed);
-    const scaled = tensors.hook_scores_scaled.matrix("q_pos", "k_pos", fixed);
-    const masked = tensors.hook_attn_scores.matrix("q_pos", "k_pos", fixed);
-    const weights = tensors.hook_pattern.matrix("q_pos", "k_pos", fixed);
+    const raw = tensors.scores_raw.matrix("q_pos", "k_pos", fixed);
+    const scaled = tensors.scores_scaled.matrix("q_pos", "k_pos", fixed);
+    const masked = tensors.attn_scores.matrix("q_pos", "k_pos", fixed);
+    const weights = tensors.pattern.matrix("q_pos", "k_pos", fixed);
     const z = main.matrix("q_pos", "k_pos", fixed);
     const customdata = raw.map((row, i) => row.map((v, j) => [v, scaled[i][j], weights[i][j]]));
     const hiddenCount = masked.flat().filter((v) => v === null).length;
@@ -136,9 +129,9 @@ export default {
     const known = ctx.headLabel(ctx.head);
     if (known) note = labelNote(ctx.texts, known);
     // diagonal, previous and first token are places in a sentence reading itself: a target × source map has none
-    if (probs && !ctx.step.key.startsWith("cross_")) note = [note, readingNote(t, weights)].filter(Boolean).join(" ");
-    if (kind === "mask") {
-      const why = ctx.cfg.sliding_window && !ctx.step.key.startsWith("cross_") ? t("masked_window", { window: ctx.cfg.sliding_window }) : t("masked_future");
+    if (probs && !cross) note = [note, readingNote(t, weights)].filter(Boolean).join(" ");
+    if (kind === "attn_scores") {
+      const why = ctx.cfg.sliding_window && !cross ? t("masked_window", { window: ctx.cfg.sliding_window }) : t("masked_future");
       note = hiddenCount ? `${why} ${t("masked_count", { n: hiddenCount, total: masked.flat().length })}` : t("masked_none");
     }
     const exportData = () => ({ name: main.name, head: ctx.head, rows: rawLabels(qToks), cols: rawLabels(kToks), z });
@@ -155,12 +148,12 @@ export default {
       y,
       customdata,
       probs,
-      masked: kind === "mask" || kind === "softmax" ? masked : null,
+      masked: kind === "attn_scores" || probs ? masked : null,
       filename: `${ctx.fname}_h${ctx.head}`,
     });
 
     if (data.worked) {
-      const parts = { raw, scaled, masked, weights, v: data.layer[`${base}hook_v`], z: data.layer[`${base}hook_z`] };
+      const parts = { raw, scaled, masked, weights, v: data.layer[site.v], z: data.layer[site.z] };
       board.block("worked", workedExample(ctx, parts, rawLabels(qToks)), "worked-card");
     }
   },

@@ -5,10 +5,6 @@ import { visible } from "../shared/dom.js";
 import { FN_NAMES, GATES } from "../stage_text.js";
 import { badge, drawTokenMatrix, fetchStages } from "./common.js";
 
-function baseOf(name) {
-  return name.replace(/hook_[a-z_]+$/, "");
-}
-
 function pickRows(plot, ctx) {
   if (plot.removeAllListeners) plot.removeAllListeners("plotly_click");
   plot.on("plotly_click", (event) => {
@@ -19,33 +15,31 @@ function pickRows(plot, ctx) {
 
 export default {
   async load(ctx) {
-    const base = baseOf(ctx.names.main);
-    const names = [`${base}hook_pre`, `${base}hook_post`];
-    if (ctx.cfg.activation in GATES) names.push(`${base}hook_gate`, `${base}hook_up`);
-    return fetchStages(ctx, names);
+    const site = ctx.names.site; // the layer's FFN, by hook (from the model's description)
+    return fetchStages(ctx, ["pre", "post", "gate", "up"].filter((hook) => site[hook]).map((hook) => site[hook]));
   },
   draw(board, stages, ctx) {
     const { t } = ctx;
-    const base = baseOf(ctx.names.main);
+    const site = ctx.names.site;
     const gateFn = FN_NAMES[GATES[ctx.cfg.activation]]; // a gated FFN (SwiGLU, GeGLU, ReGLU): its gate's function
     const gated = Boolean(gateFn);
     const title = ctx.text.title;
-    const pre = stages[`${base}hook_pre`];
+    const pre = stages[site.pre];
     if (ctx.step.key === "ffn_in") {
       if (gated) {
         pickRows(drawTokenMatrix(board, "gate", ctx, pre, { title: "gate = x·W_gate", className: "half" }), ctx);
-        pickRows(drawTokenMatrix(board, "up", ctx, stages[`${base}hook_up`], { title: "up = x·W_up", className: "half" }), ctx);
+        pickRows(drawTokenMatrix(board, "up", ctx, stages[site.up], { title: "up = x·W_up", className: "half" }), ctx);
       } else {
         pickRows(drawTokenMatrix(board, "pre", ctx, pre, { title: `${title}: h` }), ctx);
       }
       return;
     }
-    const post = stages[`${base}hook_post`];
+    const post = stages[site.post];
     pickRows(drawTokenMatrix(board, "post", ctx, post, { title: gated ? `${gateFn}(gate) ⊙ up` : `${title}` }), ctx);
     const n = pre.size("pos");
     const tok = Math.min(ctx.token ?? n - 1, n - 1);
     const xs = pre.matrix("pos", "d_mlp")[tok];
-    const curve = gated ? stages[`${base}hook_gate`] : post;
+    const curve = gated ? stages[site.gate] : post;
     const ys = curve.matrix("pos", "d_mlp")[tok];
     const label = `${tok}·${visible(ctx.tokens[tok] ? ctx.tokens[tok].text : "")}`;
     const plot = board.card("scatter", {

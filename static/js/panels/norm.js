@@ -1,4 +1,4 @@
-// Stages: LayerNorm / RMSNorm — the normalised vectors and the per-token statistics. hook_scale
+// Stages: LayerNorm / RMSNorm — the normalised vectors and the per-token statistics. The `scale` stage
 // (model/layers.py) is the divisor √(var + ε) or √(mean(x²) + ε), so the bars are labelled σ / RMS.
 
 import { categoryAxis, draw, fitTurned, fontSize, legendTop, numberLabel, rawLabels, tokenLabels } from "../shared/plot.js";
@@ -12,8 +12,8 @@ export default {
     const { t } = ctx;
     const tensor = stages[ctx.names.main];
     drawTokenMatrix(board, "main", ctx, tensor, { title: ctx.text.title });
-    const mean = stages[ctx.names.extras.find((n) => n.endsWith("hook_mean"))];
-    const scale = stages[ctx.names.extras.find((n) => n.endsWith("hook_scale"))];
+    const mean = stages[ctx.names.hooks.mean]; // LayerNorm only
+    const scale = stages[ctx.names.hooks.scale];
     if (!scale && !mean) return;
     const labels = tokenLabels(ctx.tokens);
     const traces = [];

@@ -4,22 +4,19 @@
 import { indexLabels, tokenLabels } from "../shared/plot.js";
 import { badge, drawGrid, drawTokenMatrix, fetchStages, keyTokensFor } from "./common.js";
 
-function moduleBase(name) {
-  return name.replace(/hook_[a-z_]+$/, "");
-}
+// The tensors each step draws, by their hooks in the layer's attention site (ctx.names.site), keyed by the
+// step's main hook: q (Q, K, V), norm_q (Qwen3's per-head norm), rot_q (RoPE), z (A·V).
+const DRAWS = { q: ["q", "k", "v"], norm_q: ["q", "k", "norm_q", "norm_k"], rot_q: ["rot_q", "rot_k"], z: ["pattern", "v", "z"] };
 
 // what RoPE turns: q and k, or their per-head norms when the model has them (the step before)
-function unrotated(ctx, base) {
-  return ctx.info.config.qk_norm ? [`${base}hook_norm_q`, `${base}hook_norm_k`] : [`${base}hook_q`, `${base}hook_k`];
+function unrotated(site) {
+  return site.norm_q ? [site.norm_q, site.norm_k] : [site.q, site.k];
 }
 
 function namesOf(ctx) {
-  const base = moduleBase(ctx.names.main);
-  const key = ctx.step.key.replace(/^cross_/, "");
-  if (key === "rope") return [...unrotated(ctx, base), `${base}hook_rot_q`, `${base}hook_rot_k`];
-  if (key === "qk_norm") return [`${base}hook_q`, `${base}hook_k`, `${base}hook_norm_q`, `${base}hook_norm_k`];
-  if (key === "z") return [`${base}hook_pattern`, `${base}hook_v`, `${base}hook_z`];
-  return [`${base}hook_q`, `${base}hook_k`, `${base}hook_v`];
+  const site = ctx.names.site;
+  const hook = ctx.names.hook;
+  return [...(hook === "rot_q" ? unrotated(site) : []), ...(DRAWS[hook] || [hook]).map((h) => site[h])];
 }
 
 export default {
@@ -29,9 +26,9 @@ export default {
   },
   draw(board, stages, ctx) {
     const { t } = ctx;
-    const base = moduleBase(ctx.names.main);
-    const cross = ctx.step.key.startsWith("cross_");
-    const key = ctx.step.key.replace(/^cross_/, "");
+    const site = ctx.names.site;
+    const cross = ctx.step.cross;
+    const hook = ctx.names.hook;
     const head = ctx.head;
     const kvHead = Math.floor(head / (ctx.info.n_heads / ctx.info.n_kv_heads));
     const keyToks = keyTokensFor(ctx, cross);
@@ -65,35 +62,36 @@ export default {
 
     const hq = { head };
     const hkv = { kv_head: kvHead };
-    const title = (label, name) => `${label} · ${t("head")} ${name.includes("hook_q") || name.includes("rot_q") || name.includes("norm_q") || name.endsWith("hook_z") || name.endsWith("hook_pattern") ? head : kvHead}`;
-    if (key === "qkv") {
-      drawTokenMatrix(board, "q", ctx, stages[`${base}hook_q`], { title: title("Q", "hook_q"), fixed: hq, className: "third" });
-      drawTokenMatrix(board, "k", ctx, stages[`${base}hook_k`], { title: title("K", "hook_k"), fixed: hkv, tokens: keyToks, className: "third", note: gqaNote });
-      drawTokenMatrix(board, "v", ctx, stages[`${base}hook_v`], { title: title("V", "hook_v"), fixed: hkv, tokens: keyToks, className: "third" });
-    } else if (key === "qk_norm") {
-      drawTokenMatrix(board, "q", ctx, stages[`${base}hook_q`], { title: title("Q", "hook_q"), fixed: hq, className: "half" });
-      drawTokenMatrix(board, "nq", ctx, stages[`${base}hook_norm_q`], { title: title("RMSNorm(Q)", "norm_q"), fixed: hq, className: "half" });
-      drawTokenMatrix(board, "k", ctx, stages[`${base}hook_k`], { title: title("K", "hook_k"), fixed: hkv, className: "half" });
-      drawTokenMatrix(board, "nk", ctx, stages[`${base}hook_norm_k`], { title: title("RMSNorm(K)", "norm_k"), fixed: hkv, className: "half", note: gqaNote });
-    } else if (key === "rope") {
-      const [qName, kName] = unrotated(ctx, base);
-      const normed = qName.endsWith("hook_norm_q");
-      drawTokenMatrix(board, "q", ctx, stages[qName], { title: title(normed ? "RMSNorm(Q)" : "Q", "hook_q"), fixed: hq, className: "half" });
-      drawTokenMatrix(board, "rq", ctx, stages[`${base}hook_rot_q`], { title: title("Q · RoPE", "rot_q"), fixed: hq, className: "half" });
-      drawTokenMatrix(board, "k", ctx, stages[kName], { title: title(normed ? "RMSNorm(K)" : "K", "hook_k"), fixed: hkv, className: "half" });
-      drawTokenMatrix(board, "rk", ctx, stages[`${base}hook_rot_k`], { title: title("K · RoPE", "rot_k"), fixed: hkv, className: "half", note: gqaNote });
+    // a query-side tensor (Q, its norm and rotation, A, z) shows the query head; K and V their shared K/V head
+    const title = (label, queryHead) => `${label} · ${t("head")} ${queryHead ? head : kvHead}`;
+    if (hook === "q") {
+      drawTokenMatrix(board, "q", ctx, stages[site.q], { title: title("Q", true), fixed: hq, className: "third" });
+      drawTokenMatrix(board, "k", ctx, stages[site.k], { title: title("K", false), fixed: hkv, tokens: keyToks, className: "third", note: gqaNote });
+      drawTokenMatrix(board, "v", ctx, stages[site.v], { title: title("V", false), fixed: hkv, tokens: keyToks, className: "third" });
+    } else if (hook === "norm_q") {
+      drawTokenMatrix(board, "q", ctx, stages[site.q], { title: title("Q", true), fixed: hq, className: "half" });
+      drawTokenMatrix(board, "nq", ctx, stages[site.norm_q], { title: title("RMSNorm(Q)", true), fixed: hq, className: "half" });
+      drawTokenMatrix(board, "k", ctx, stages[site.k], { title: title("K", false), fixed: hkv, className: "half" });
+      drawTokenMatrix(board, "nk", ctx, stages[site.norm_k], { title: title("RMSNorm(K)", false), fixed: hkv, className: "half", note: gqaNote });
+    } else if (hook === "rot_q") {
+      const [qName, kName] = unrotated(site);
+      const normed = Boolean(site.norm_q);
+      drawTokenMatrix(board, "q", ctx, stages[qName], { title: title(normed ? "RMSNorm(Q)" : "Q", true), fixed: hq, className: "half" });
+      drawTokenMatrix(board, "rq", ctx, stages[site.rot_q], { title: title("Q · RoPE", true), fixed: hq, className: "half" });
+      drawTokenMatrix(board, "k", ctx, stages[kName], { title: title(normed ? "RMSNorm(K)" : "K", false), fixed: hkv, className: "half" });
+      drawTokenMatrix(board, "rk", ctx, stages[site.rot_k], { title: title("K · RoPE", false), fixed: hkv, className: "half", note: gqaNote });
     } else {
-      const pattern = stages[`${base}hook_pattern`];
+      const pattern = stages[site.pattern];
       drawTokenMatrix(board, "a", ctx, pattern, {
-        title: title("A = softmax", "hook_pattern"),
+        title: title("A = softmax", true),
         fixed: hq,
         colDim: "k_pos",
         colTokens: keyToks,
         signed: false,
         className: "third",
       });
-      drawTokenMatrix(board, "v", ctx, stages[`${base}hook_v`], { title: title("V", "hook_v"), fixed: hkv, tokens: keyToks, className: "third", note: gqaNote });
-      drawTokenMatrix(board, "z", ctx, stages[`${base}hook_z`], { title: title("z = A·V", "hook_z"), fixed: hq, className: "third" });
+      drawTokenMatrix(board, "v", ctx, stages[site.v], { title: title("V", false), fixed: hkv, tokens: keyToks, className: "third", note: gqaNote });
+      drawTokenMatrix(board, "z", ctx, stages[site.z], { title: title("z = A·V", true), fixed: hq, className: "third" });
     }
   },
 };

@@ -93,6 +93,7 @@ export const api = {
   /** The models loading now, {name, done, total, percent} (shared/loading_models.js asks again until none is). */
   loading: () => cached("GET", "/api/health").then((health) => (Array.isArray(health.loading) ? health.loading : []), () => []),
   model: (name) => cached("GET", `/api/models/${encodeURIComponent(name)}`),
+  modelStages: (choice) => cached("POST", "/api/stages", choice), // a from-scratch config's stages, described
   tokenize: (body) => cached("POST", "/api/tokenize", body),
   trace: (body) => cached("POST", "/api/trace", { encoding: "base64", dtype: "float16", ...body }),
   predict: (body) => cached("POST", "/api/predict", body),

@@ -43,16 +43,17 @@ export const NEXT_ASKED = 20;
 
 /**
  * The original run and the changed one of stage `name` (POST /api/trace twice; `body`: model, text, target):
- * {name, changes, runs: [{answer, tensor, hidden}] × 2} (hidden: the masked scores of a pattern's layer, else null). Without `changes` the original is asked once and shown twice.
+ * {name, changes, probs, runs: [{answer, tensor, hidden}] × 2}. Attention weights come with `mask`, the scores
+ * after the mask (shared/stage_names.js maskOf): its −∞ cells are the hidden ones, drawn grey in each run (hidden),
+ * and their values are probabilities (probs). Without `changes` the original is asked once and shown twice.
  */
-export async function loadBothRuns(body, name, changes) {
-  // attention weights come with the scores after the mask: its −∞ cells are the hidden ones, drawn grey in each run
-  const mask = /hook_pattern$/.test(name) ? name.replace(/hook_pattern$/, "hook_attn_scores") : null;
+export async function loadBothRuns(body, name, changes, mask = null) {
   const asked = { ...body, stages: mask ? [name, mask] : [name], top_k: NEXT_ASKED };
   const [original, changed] = await Promise.all([api.trace(asked), changes ? api.trace({ ...asked, interventions: changes }) : null]);
   return {
     name,
     changes,
+    probs: Boolean(mask),
     runs: [original, changed || original].map((answer) => {
       const stages = decodeStages(answer);
       return { answer, tensor: stages[name], hidden: mask ? stages[mask] : null };

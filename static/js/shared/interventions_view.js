@@ -128,7 +128,8 @@ function lossLine(t, before, after) {
 }
 
 /**
- * Both runs on `board`. `view`: {name (the stage), changes (the request's interventions), runs: the original
+ * Both runs on `board`. `view`: {name (the stage), changes (the request's interventions), probs (attention
+ * weights: values in 0..1), runs: the original
  * and the changed run, each {answer, ...runMatrix()}, what (the change, in words), where (the stage, layer and
  * head, in words)}. `t`: the page's texts (with shared.<lang>.json); `separator` between sentences;
  * `fname`: export file names (without it, no export buttons).
@@ -136,7 +137,7 @@ function lossLine(t, before, after) {
 export function drawBothRuns(board, view, t, { separator = " ", fname = null } = {}) {
   const [before, after] = view.runs;
   const m = Math.max(absMax(before.z), absMax(after.z)) || 1;
-  const probs = /hook_pattern$/.test(view.name);
+  const probs = Boolean(view.probs);
   const common = { probs, m, t, separator, fname };
   const exportData = (run, changes) => (fname ? () => ({ name: view.name, interventions: changes, rows: run.rows, cols: run.cols, z: run.z }) : undefined);
   runChart(board, "iv-before", before, { ...common, title: t("interventions_original", { where: view.where }), note: "", exportData: exportData(before, null) });

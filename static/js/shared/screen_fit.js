@@ -68,7 +68,7 @@ export function thinGrid(el, traces, layout, margin, height, need) {
 
 export const HIDDEN_GREY = "#b8bec8";
 
-/** `z` with the cells `masked` marks hidden (null there: the −∞ of hook_attn_scores) left empty. */
+/** `z` with the cells `masked` marks hidden (null there: the −∞ of the masked scores, attn_scores) left empty. */
 export function withoutHidden(z, masked) {
   if (!masked) return z;
   return z.map((row, i) => row.map((v, j) => (masked[i] && masked[i][j] === null ? null : v)));

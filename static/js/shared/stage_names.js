@@ -1,32 +1,31 @@
-// Trace stage names, written as model/hooks.py's stage_name() writes them (TransformerLens's names, an
-// encoder-decoder's stack in front). The page reads the names each model lists (GET /api/models/{name}
-// `stages`); it builds one here only to ask the server for it. tests/app/test_stage_names_js.py keeps the two
-// the same.
-
-/** A layer's stages inside its attention, and inside its FFN (model/hooks.py: ATTENTION_STAGES, MLP_STAGES). */
-export const ATTENTION_STAGES = ["q", "k", "v", "norm_q", "norm_k", "rot_q", "rot_k", "scores_raw", "scores_scaled", "scores_capped", "attn_scores", "pattern", "z"];
-export const MLP_STAGES = ["pre", "gate", "up", "post"];
-
-/** "" for a model's one stack (null), "encoder." or "decoder." for an encoder-decoder's. */
-export function stackPrefix(stack) {
-  return stack ? `${stack}.` : "";
-}
-
-/** "blocks.1.attn.", "decoder.blocks.0.cross_attn.": what one attention layer's stage names start with. */
-export function attentionPrefix(stack, layer, cross = false) {
-  return `${stackPrefix(stack)}blocks.${layer}.${cross ? "cross_attn" : "attn"}.`;
-}
+// A model's stages as the server describes them (GET /api/models/{name} `stages`, written by
+// app/stage_descriptions.py): each with its name, stack, layer, site, hook, step, panel kind and dims. The page
+// finds a stage here by what it is and never writes or reads a name: model/hooks.py's stage_name() writes them.
 
 /**
- * One stage's trace name: stageName("pattern", 1) is "blocks.1.attn.hook_pattern",
- * stageName("pattern", 0, { stack: "decoder", cross: true }) "decoder.blocks.0.cross_attn.hook_pattern",
- * stageName("resid_post", 2) "blocks.2.hook_resid_post", stageName("embed", null, { stack: "encoder" })
- * "encoder.hook_embed", stageName("logits") "hook_logits".
+ * The name of the stage `hook` at `site` (attn, cross_attn, mlp, ln1, ...; null: none) of layer `layer`
+ * (null: outside the blocks) in stack `stack` (null: a model's one stack), or null when the model has none:
+ * findStage(info, { hook: "pattern", site: "attn", layer: 1 }) is layer 1's attention weights.
  */
-export function stageName(stage, layer = null, { stack = null, cross = false } = {}) {
-  if (layer === null) return stage === "logits" || stage === "logits_raw" ? `hook_${stage}` : `${stackPrefix(stack)}hook_${stage}`;
-  if (ATTENTION_STAGES.includes(stage)) return `${attentionPrefix(stack, layer, cross)}hook_${stage}`;
-  return `${stackPrefix(stack)}blocks.${layer}.${MLP_STAGES.includes(stage) ? "mlp." : ""}hook_${stage}`;
+export function findStage(info, { hook, site = null, layer = null, stack = null }) {
+  const row = (info.stages || []).find((r) => r.hook === hook && r.site === site && r.layer === layer && (r.stack ?? null) === stack);
+  return row ? row.name : null;
+}
+
+/** One attention layer's stage (`hook`: q, k, v, scores_raw, attn_scores, pattern, z, ...), or null. */
+export function attentionStage(info, hook, layer, { stack = null, cross = false } = {}) {
+  return findStage(info, { hook, site: cross ? "cross_attn" : "attn", layer, stack });
+}
+
+/** The masked scores beside attention weights `name` (their −∞ cells are the hidden ones), or null for any other stage. */
+export function maskOf(info, name) {
+  const row = describedStage(info, name);
+  return row && row.hook === "pattern" ? findStage(info, { hook: "attn_scores", site: row.site, layer: row.layer, stack: row.stack ?? null }) : null;
+}
+
+/** What stage `name` is ({stack, layer, site, hook, step, kind, dims, ...}), or null when the model has no such stage. */
+export function describedStage(info, name) {
+  return (info.stages || []).find((r) => r.name === name) || null;
 }
 
 /** The stack whose self-attention reads the sentence: an encoder-decoder's encoder, else the model's one (null). */

@@ -29,9 +29,9 @@ export default {
     return [numberField("position", v.position, say("ablation_position"), { min: -1, max: 512 })];
   },
 
-  draw(board, data, c) {
+  draw(board, data, ctx) {
     const MAX_NAMED = 8;
-    const { say } = c;
+    const { say } = ctx;
     const heads = data.heads;
     const name = (e) => `L${e.layer}H${e.head}`;
     const cut = median(heads.map((e) => e.max_weight));

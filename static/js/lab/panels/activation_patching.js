@@ -66,9 +66,9 @@ export default {
     ];
   },
 
-  draw(board, data, c) {
-    const { say } = c;
-    const sep = c.s.texts[c.s.lang].separator;
+  draw(board, data, ctx) {
+    const { say } = ctx;
+    const sep = ctx.s.texts[ctx.s.lang].separator;
     const positions = positionLabels(data.clean_tokens, data.corrupted_tokens);
     const layers = indexLabels(data.grids[0].scores.length, "L");
     const vars = {

@@ -15,12 +15,12 @@ function extreme(values, better) {
 export default {
   fields: { layer: int(0, "afl", LAYERS), head: int(0, "afh", HEADS) },
 
-  load: (c) => c.ask(headBody(c)),
+  load: (ctx) => ctx.ask(headBody(ctx)),
   controls: headControls,
 
-  draw(board, data, c) {
-    const { say } = c;
-    const sep = c.s.texts[c.s.lang].separator; // between sentences: " " in English, "" in Chinese
+  draw(board, data, ctx) {
+    const { say } = ctx;
+    const sep = ctx.s.texts[ctx.s.lang].separator; // between sentences: " " in English, "" in Chinese
     const labels = tokenLabels(data.tokens);
     const n = data.tokens.length;
     const word = (i) => visible(data.tokens[i].text);

@@ -35,8 +35,8 @@ export default {
     ];
   },
 
-  draw(board, data, c) {
-    const { say } = c;
+  draw(board, data, ctx) {
+    const { say } = ctx;
     const word = (dim) => say(`batch_shapes_dim_${DIMS[dim]}`);
     const tokens = data.sentences[data.sentence - 1];
     const vars = {

@@ -7,7 +7,7 @@ import { draw, heatmap, indexLabels, tokenLabels } from "../../shared/plot.js";
 import { h } from "../../shared/dom.js";
 import { int, str } from "../state.js";
 import { fmt, range, selectField } from "../ui.js";
-import { changedConfig, commonStages, dimLabel, hasHead, inlineOf, isPos, maxDifference, shapeDiff, sharedScale, sideInfo, sliceOf, stageLabel } from "./compare-stages.js";
+import { changedConfig, commonStages, dimLabel, hasHead, inlineOf, isPos, maxDifference, shapeDiff, sharedScale, sideInfo, sliceOf, stageLabel } from "../compare_stages.js";
 
 /** The settings a variant may change. */
 const SETTINGS = ["n_heads", "d_head", "pos_encoding", "norm_placement", "activation", "sliding_window"];
@@ -41,9 +41,9 @@ function sideLabel(label, say) {
  *  both sides have. */
 function defaultStage(infos, common) {
   const layer = Math.min(...infos.map((x) => x.nLayers)) - 1;
-  const prefix = infos[0].architecture === "encoder-decoder" ? "encoder." : "";
-  const pattern = `${prefix}blocks.${layer}.attn.hook_pattern`;
-  return common.some((x) => x.name === pattern) ? pattern : common[0].name;
+  const stack = infos[0].architecture === "encoder-decoder" ? "encoder" : null;
+  const pattern = common.find((x) => x.hook === "pattern" && x.site === "attn" && x.layer === layer && (x.stack ?? null) === stack);
+  return (pattern || common[0]).name;
 }
 
 async function trace(choice, s, stage, head) {
@@ -72,7 +72,7 @@ export default {
       sides = [{ choice: { config: base }, label: { random: s.model } },
         { choice: { config: changedConfig(base, v.setting, v.value) }, label: { setting: v.setting, value: v.value } }];
     }
-    const infos = await Promise.all(sides.map((x) => sideInfo(x.choice, s.text)));
+    const infos = await Promise.all(sides.map((x) => sideInfo(x.choice)));
     const common = commonStages(infos[0], infos[1]);
     if (!common.length) return { sides, common, stage: null, kinds };
     const stage = common.find((x) => x.name === v.stage) || common.find((x) => x.name === defaultStage(infos, common));
@@ -91,14 +91,14 @@ export default {
     }
     const data = v.variant && loaded;
     if (data && data.stage) {
-      out.push(selectField("stage", data.common.map((x) => [x.name, `${stageLabel(x.name, say)} (${x.dims.filter((d) => d !== "batch").map((d) => dimLabel(d, say)).join(" × ")})`]), data.stage.name, say("compare_stage")));
+      out.push(selectField("stage", data.common.map((x) => [x.name, `${stageLabel(x, say)} (${x.dims.filter((d) => d !== "batch").map((d) => dimLabel(d, say)).join(" × ")})`]), data.stage.name, say("compare_stage")));
       if (hasHead(data.stage.dims)) out.push(selectField("head", range(data.maxHeads), Math.min(v.head, data.maxHeads - 1), say("compare_head"), "int"));
     }
     return out;
   },
 
-  draw(board, data, c) {
-    const { say, v } = c;
+  draw(board, data, ctx) {
+    const { say, v } = ctx;
     if (!data || !data.stage) {
       board.block("cmp-none", h("p", { class: "lab-note", text: say(data ? "compare_no_common" : "compare_intro") }));
       return;
@@ -127,7 +127,7 @@ export default {
           { height: 360, xaxis: { type: "category", title: { text: dimLabel(slice.colDim, say) }, tickfont: { size: 10 }, automargin: true }, yaxis: { type: "category", title: { text: dimLabel(slice.rowDim, say) }, autorange: "reversed", tickfont: { size: 10 }, automargin: true } }, `compare_${i}`);
       } else {
         draw(plot, [{ type: "bar", x: axis(slice.colDim, slice.shape[0]), y: slice.y, marker: { color: "#4a90c8" }, hovertemplate: `%{x}<br>${say("compare_value_label")} = %{y:.4f}<extra></extra>` }],
-          { height: 300, xaxis: { type: "category", title: { text: dimLabel(slice.colDim, say) }, automargin: true }, yaxis: { title: { text: stageLabel(name, say) }, range: [Math.min(own.zmin, 0), own.zmax], automargin: true } }, `compare_${i}`);
+          { height: 300, xaxis: { type: "category", title: { text: dimLabel(slice.colDim, say) }, automargin: true }, yaxis: { title: { text: stageLabel(data.stage, say) }, range: [Math.min(own.zmin, 0), own.zmax], automargin: true } }, `compare_${i}`);
       }
     }
     const shapeNote = diff ? say("compare_shapes_differ", { diff }) : say("compare_shapes_match", { shape: slices[0].shape.join(" × "), max: fmt(maxDifference(slices[0], slices[1]), 4) });

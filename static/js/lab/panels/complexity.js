@@ -27,8 +27,8 @@ export default {
     ];
   },
 
-  draw(board, data, c) {
-    const { say } = c;
+  draw(board, data, ctx) {
+    const { say } = ctx;
     const done = data.measurements.filter((m) => m.naive_seconds !== null);
     const skipped = data.measurements.filter((m) => m.naive_seconds === null).map((m) => m.n);
     const x = done.map((m) => m.n);

@@ -21,8 +21,8 @@ export default {
     return [selectField("stack", stacks, v.stack, say("embedding_persistence_stack"))];
   },
 
-  draw(board, data, c) {
-    const { say } = c;
+  draw(board, data, ctx) {
+    const { say } = ctx;
     const rows = data.streams.map((name) => (name === "input" ? say("embedding_persistence_input") : say("embedding_persistence_after", { layer: name })));
     const last = data.streams.length - 1;
     const added = data.added.map((what) => say(`embedding_persistence_added_${what}`)).join(say("embedding_persistence_and"));
@@ -34,7 +34,7 @@ export default {
     const half = data.mean_to_final.findIndex((x) => x >= 0.5); // the first stream at least half-way to the last
     vars.half = half <= 0 ? say("embedding_persistence_input") : rows[half];
     const inputNote = say(data.added.length ? "embedding_persistence_input_added" : "embedding_persistence_input_same", vars);
-    const sep = c.s.texts[c.s.lang].separator; // between sentences: " " in English, "" in Chinese
+    const sep = ctx.s.texts[ctx.s.lang].separator; // between sentences: " " in English, "" in Chinese
     const grid = board.card("ep-grid", { title: say("embedding_persistence_grid_title"), note: [inputNote, say("embedding_persistence_grid_note", vars)].join(sep) });
     const labels = tokenLabels(data.tokens);
     const trace = heatmap({ z: data.to_embedding, x: labels, y: rows, zmin: -1, zmax: 1, valueLabel: say("embedding_persistence_cosine") });

@@ -8,7 +8,7 @@ export default {
   // tile: the step shown, from 0 (draw keeps it within the tiles of the sentence)
   fields: { layer: int(0, "fl", LAYERS), head: int(0, "fh", HEADS), block_q: int(4, "fbq"), block_k: int(4, "fbk"), tile: int(0, "ft"), dtype: str("float32") },
 
-  load: (c) => c.ask(headBody(c, { block_q: c.v.block_q, block_k: c.v.block_k, dtype: c.v.dtype })),
+  load: (ctx) => ctx.ask(headBody(ctx, { block_q: ctx.v.block_q, block_k: ctx.v.block_k, dtype: ctx.v.dtype })),
 
   controls({ v, say, info }) {
     const blocks = [1, 2, 3, 4, 8, 16, 32, 64, 128].map((n) => [n, String(n)]);
@@ -22,8 +22,8 @@ export default {
     ];
   },
 
-  draw(board, data, c) {
-    const { say, v } = c;
+  draw(board, data, ctx) {
+    const { say, v } = ctx;
     const n = data.tiles.length;
     const index = Math.max(0, Math.min(v.tile, n - 1));
     const tile = data.tiles[index];
@@ -50,7 +50,7 @@ export default {
       { type: "bar", x: rows, y: tile.m.map((v) => (v === null ? 0 : v)), name: say("flash_m") },
       { type: "bar", x: rows, y: tile.l, name: say("flash_l") },
     ], { ...lineLayout(say("flash_query_row"), say("flash_value"), { xaxis: { type: "category" } }), barmode: "group" }, "flash_state");
-    this.traffic(board, data, c);
+    this.traffic(board, data, ctx);
   },
 
   // bytes moved to and from main memory: the formulas over N, and what this sentence's loop counted

@@ -14,8 +14,8 @@ export default {
     return [numberField("steps", v.steps, say("generate_steps"), { min: 1, max: 64 })];
   },
 
-  draw(board, data, c) {
-    const { say } = c;
+  draw(board, data, ctx) {
+    const { say } = ctx;
     const steps = data.steps;
     const x = steps.map((st) => st.step + 1);
     const last = steps[steps.length - 1];

@@ -30,8 +30,8 @@ function barLabels(data, step) {
   });
 }
 
-function drawBars(el, data, step, c) {
-  const { say } = c;
+function drawBars(el, data, step, ctx) {
+  const { say } = ctx;
   const st = data.steps[step];
   const labels = barLabels(data, step);
   const y = labels.map((label, i) => safe(`${i + 1}. ${label}`));
@@ -57,8 +57,8 @@ export default {
     ];
   },
 
-  draw(board, data, c) {
-    const { say } = c;
+  draw(board, data, ctx) {
+    const { say } = ctx;
     const steps = data.steps;
     const n = data.layers.length - 1; // the last layer's index
     const shown = tokenTexts(steps);
@@ -71,7 +71,7 @@ export default {
     });
     // four ticks, three for a few layers (tiny-gpt's thirds, blocks 2 and 3, would print on top of each other): the strip is short
     const ticks = [...new Set(n < 9 ? [0, Math.round(n / 2), n] : [0, Math.round(n / 3), Math.round((2 * n) / 3), n])];
-    const prompt = c.s.text.replace(/\n/g, "↵");
+    const prompt = ctx.s.text.replace(/\n/g, "↵");
     const vars = {
       n: steps.length, early: level.filter((l) => l !== null && l < n).length, prompt, text: data.text.replace(/\n/g, "↵").replace(/\uFFFD/g, "◌"),
       diff: data.max_diff_last.toExponential(1), forwards: data.forwards,
@@ -94,9 +94,9 @@ export default {
     const chosen = steps[at];
     const bars = board.card("gen-bars", { title: say("generation_tree_bars_title", { step: at }), className: "half", note: [say("generation_tree_bars_note", { step: at, token: shown[at], layer: layerName(chosen.committed, say) }),
       barLabels(data, at).some((t) => t.startsWith("◌")) ? say("generation_tree_unfinished") : ""].filter(Boolean).join(" ") });
-    drawBars(bars, data, at, c);
-    strip.on?.("plotly_hover", (ev) => { if (ev.points && ev.points.length) drawBars(bars, data, ev.points[0].pointIndex[1] ?? ev.points[0].pointIndex, c); });
-    strip.on?.("plotly_unhover", () => drawBars(bars, data, at, c));
+    drawBars(bars, data, at, ctx);
+    strip.on?.("plotly_hover", (ev) => { if (ev.points && ev.points.length) drawBars(bars, data, ev.points[0].pointIndex[1] ?? ev.points[0].pointIndex, ctx); });
+    strip.on?.("plotly_unhover", () => drawBars(bars, data, at, ctx));
     strip.on?.("plotly_click", (ev) => {
       const step = ev.points && ev.points.length ? ev.points[0].pointIndex[1] ?? ev.points[0].pointIndex : null;
       const select = document.querySelector('#panel-generation_tree select[data-field="at"]');

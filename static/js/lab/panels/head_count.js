@@ -30,9 +30,9 @@ export default {
     };
   },
 
-  draw(board, data, c) {
-    const { say } = c;
-    const sep = c.s.texts[c.s.lang].separator; // between sentences: " " in English, "" in Chinese
+  draw(board, data, ctx) {
+    const { say } = ctx;
+    const sep = ctx.s.texts[ctx.s.lang].separator; // between sentences: " " in English, "" in Chinese
     const vars = this.vars(data);
     const splits = data.splits;
     const x = splits.map((s) => `${s.heads}<br>${s.d_k}`); // a category per split: its h over its d_k

@@ -3,8 +3,8 @@
 // page order, an experiment's with where it asks: data-path, data-method, data-refuses, data-aliases).
 // Neither the list, the order, the titles nor a path is written here: every panel the page lists is
 // imported by its name at start, since each declares its URL fields and the first URL may set any of them.
-// A module has `fields` ({key: declaration}, lab/state.js), load(c), controls(c, data) and
-// draw(board, data, c), with c = {s, info, v (its own fields' values), ask (its experiment), say, models}.
+// A module has `fields` ({key: declaration}, lab/state.js), load(ctx), controls(ctx, data) and
+// draw(board, data, ctx), with ctx = {s, info, v (its own fields' values), ask (its experiment), say, models}.
 
 import { api } from "../../shared/api.js";
 import { addPanelFields, own } from "../state.js";

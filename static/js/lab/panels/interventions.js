@@ -3,7 +3,7 @@
 // the next tokens and the loss of the sentence. Here several changes may be on at once.
 
 import { ALIASES, interventionsOf, KINDS, loadBothRuns } from "../../shared/interventions.js";
-import { sentenceStackName, stageName } from "../../shared/stage_names.js";
+import { attentionStage, maskOf, sentenceStackName } from "../../shared/stage_names.js";
 import { drawBothRuns, runMatrix } from "../../shared/interventions_view.js";
 import { HEADS, int, LAYERS, list, num } from "../state.js";
 import { numberField, range, selectField, toggle } from "../ui.js";
@@ -35,8 +35,8 @@ export default {
 
   async load({ s, info, v }) {
     const layer = shownLayer(v, info);
-    const name = stageName("pattern", layer, { stack: sentenceStackName(info) });
-    return { layer, ...(await loadBothRuns({ model: s.model, text: s.text }, name, changesOf(v, s.tokens))) };
+    const name = attentionStage(info, "pattern", layer, { stack: sentenceStackName(info) });
+    return { layer, ...(await loadBothRuns({ model: s.model, text: s.text }, name, changesOf(v, s.tokens), maskOf(info, name))) };
   },
 
   controls({ v, say, info }) {
@@ -50,14 +50,14 @@ export default {
     ];
   },
 
-  draw(board, data, c) {
-    const { say, v } = c;
+  draw(board, data, ctx) {
+    const { say, v } = ctx;
     // the changes on, in the words the explorer's toggles use (window W = 2, layer 0, head 1 ablated)
     const words = { w: v.window, temp: v.temperature, layer: v.ablate_layer, head: v.head };
     const kinds = on(v);
     const what = kinds.length ? kinds.map((kind) => say(`interventions_what_${kind}`, words)).join(say("interventions_list_sep")) : say("interventions_none");
     const where = say("interventions_where", { layer: data.layer, head: v.head });
     const runs = data.runs.map((run) => ({ answer: run.answer, ...runMatrix(run.tensor, run.answer.tokens, v.head, run.hidden) }));
-    drawBothRuns(board, { name: data.name, changes: data.changes, runs, what, where }, say, { separator: c.s.texts[c.s.lang].separator });
+    drawBothRuns(board, { name: data.name, changes: data.changes, probs: data.probs, runs, what, where }, say, { separator: ctx.s.texts[ctx.s.lang].separator });
   },
 };

@@ -37,8 +37,8 @@ export default {
     ];
   },
 
-  draw(board, data, c) {
-    const { say } = c;
+  draw(board, data, ctx) {
+    const { say } = ctx;
     const pub = data.published;
     const byName = Object.fromEntries(pub.map((r) => [r.name, r]));
     const l2 = byName["Llama-2-7B"];

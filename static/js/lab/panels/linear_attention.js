@@ -23,12 +23,12 @@ export default {
   // tiny-gpt's previous-token head: layer 1, head 0
   fields: { layer: int(1, "lal", LAYERS), head: int(0, "lah", HEADS) },
 
-  load: (c) => c.ask(headBody(c)),
+  load: (ctx) => ctx.ask(headBody(ctx)),
   controls: headControls,
 
-  draw(board, data, c) {
-    const { say } = c;
-    const sep = c.s.texts[c.s.lang].separator; // between sentences: " " in English, "" in Chinese
+  draw(board, data, ctx) {
+    const { say } = ctx;
+    const sep = ctx.s.texts[ctx.s.lang].separator; // between sentences: " " in English, "" in Chinese
     const rows = tokenLabels(data.query_tokens);
     const cols = tokenLabels(data.key_tokens);
     // the sharpest softmax row among those that see more than one key (a causal row 0 sees only itself: 1 in both)

@@ -43,8 +43,8 @@ export default {
     ];
   },
 
-  draw(board, data, c) {
-    const { say, s } = c;
+  draw(board, data, ctx) {
+    const { say, s } = ctx;
     if (data.softcap) {
       board.block("softcap", h("p", { class: "lab-note lab-refused", text: say("logit_attribution_softcap_refused", { model: s.model, cap: data.softcap }) }));
       return;

@@ -27,8 +27,8 @@ export default {
     return [selectField("rows", options, v.rows === "all" ? "all" : "last", say("logit_lens_rows"))];
   },
 
-  draw(board, data, c) {
-    const { say, v } = c;
+  draw(board, data, ctx) {
+    const { say, v } = ctx;
     const shown = shownRows(data.layers, v.rows === "all");
     const rows = shown.map((i) => data.layers[i]).map((l) => (l === "embed" ? say("logit_lens_embed") : say("logit_lens_after", { layer: l })));
     const z = shown.map((i) => data.top[i].map((cell) => cell.probs[0]));

@@ -25,8 +25,8 @@ export default {
     return { window: data.window, shorter: data.shorter, n: data.tokens.length, model_mask: data.model_mask, layer: data.layer };
   },
 
-  draw(board, data, c) {
-    const { say, v } = c;
+  draw(board, data, ctx) {
+    const { say, v } = ctx;
     const source = tokenLabels(data.tokens);
     const target = data.target_tokens ? tokenLabels(data.target_tokens) : source;
     const head = v.head;

@@ -20,8 +20,8 @@ export default {
     ];
   },
 
-  draw(board, data, c) {
-    const { say } = c;
+  draw(board, data, ctx) {
+    const { say } = ctx;
     const layers = data.pre.ffn_out_grad_norms.map((_, i) => i);
     const end = (run) => (run.losses.length ? fmt(run.losses[run.losses.length - 1], 3) : "–");
     const growth = (run) => (run.growth === null ? "–" : fmt(run.growth, 2));

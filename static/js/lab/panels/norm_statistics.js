@@ -53,8 +53,8 @@ export default {
     };
   },
 
-  draw(board, data, c) {
-    const { say } = c;
+  draw(board, data, ctx) {
+    const { say } = ctx;
     const pad = say("norm_statistics_pad");
     const x = data.sentences.flatMap((sen, i) => labels(sen, i + 1, data.width, pad));
     const of = (key) => data.sentences.flatMap((sen) => sen[key]);

@@ -51,10 +51,10 @@ export default {
     };
   },
 
-  draw(board, data, c) {
-    const { say } = c;
+  draw(board, data, ctx) {
+    const { say } = ctx;
     // the uniform guess over the vocabulary scores ln V at every position: a bar above it is worse than blind
-    const vocab = c.info.vocab_size;
+    const vocab = ctx.info.vocab_size;
     const uniform = Math.log(vocab);
     const vars = { ...this.vars(data, say), vocab: fmt(vocab), uniform: fmt(uniform, 2),
       above: data.causal.losses.filter((v) => v > uniform).length };

@@ -24,8 +24,8 @@ export default {
     };
   },
 
-  draw(board, data, c) {
-    const { say } = c;
+  draw(board, data, ctx) {
+    const { say } = ctx;
     const vars = this.vars(data);
     const parts = PARTS.filter((p) => data.counts[p] > 0);
     board.block("param-summary", h("p", { class: "lab-note", text: say("parameters_summary", vars) }));

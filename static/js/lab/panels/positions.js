@@ -7,7 +7,7 @@ import { draw, fitMargins, heatmap, indexLabels } from "../../shared/plot.js";
 import { h } from "../../shared/dom.js";
 import { int, str } from "../state.js";
 import { fmt, lineLayout, numberField } from "../ui.js";
-import { demoBlock, familyBlock, familyTable, loadDemo } from "./pe_family.js";
+import { demoBlock, familyBlock, familyTable, loadDemo } from "../pe_family.js";
 
 export default {
   // member, seed: the family demo's member ("" = the lab's model if it is one, else the first) and its shuffle
@@ -38,13 +38,13 @@ export default {
     return { length: a.length, n_ctx: a.n_ctx ?? "–", d_model: a.d_model, d_head: a.d_head, spread: a.rope.max_spread.toExponential(1), pair: a.pair, kind: a.kind || "–" };
   },
 
-  draw(board, data, c) {
-    const { say } = c;
+  draw(board, data, ctx) {
+    const { say } = ctx;
     const a = data.answer;
     const vars = this.vars(data);
     const pos = indexLabels(a.length);
     const status = data.refused
-      ? h("p", { class: "lab-error", text: say("positions_beyond_refused", { ...vars, n_ctx: c.info.config.n_ctx, last: c.info.config.n_ctx - 1 }) })
+      ? h("p", { class: "lab-error", text: say("positions_beyond_refused", { ...vars, n_ctx: ctx.info.config.n_ctx, last: ctx.info.config.n_ctx - 1 }) })
       : h("p", { class: "lab-note", text: a.beyond_context ? say("positions_beyond_runs", vars) : say("positions_within_context", vars) });
     board.block("pos-status", status);
     const sim = a.sinusoidal.similarity.data; // [pos, pos] nested lists (encoding "list")
@@ -70,8 +70,8 @@ export default {
     const r = fitMargins(alibi, { colorbar: [maps[0].zmin, maps[0].zmax] }).r; // the first map's colour bar, right of the last
     draw(alibi, maps, { height: 300, grid: { rows: 1, columns: a.n_heads, pattern: "independent" }, margin: { l: 40, r, t: 30, b: 40 } }, "alibi");
     if (data.family) {
-      board.block("pe-family", familyBlock(data.family, c.s, say));
-      board.block("pe-demo", demoBlock(data.family, data.demo, c.s, c.v, say));
+      board.block("pe-family", familyBlock(data.family, ctx.s, say));
+      board.block("pe-demo", demoBlock(data.family, data.demo, ctx.s, ctx.v, say));
     }
   },
 };

@@ -26,8 +26,8 @@ export default {
     ];
   },
 
-  draw(board, data, c) {
-    const { say, s } = c;
+  draw(board, data, ctx) {
+    const { say, s } = ctx;
     const sep = s.texts[s.lang].separator; // between sentences: " " in English, "" in Chinese
     const name = (run) => (run.kind === "activations" ? say("quantization_run_activations") : say("quantization_run_requantized", { type: run.type }));
     const last = data.tokens.length - 1;

@@ -68,8 +68,8 @@ export default {
     };
   },
 
-  draw(board, data, c) {
-    const { say } = c;
+  draw(board, data, ctx) {
+    const { say } = ctx;
     const vars = this.vars(data);
     const labels = tokenLabels(data.tokens);
     const gruRow = say("recurrence_gru_row", vars);
@@ -102,7 +102,7 @@ export default {
         customdata: labels, hovertemplate: `%{customdata} · ${say("recurrence_distance")} %{x}<br>%{y:.4g}<extra></extra>` },
     ], lineLayout(say("recurrence_distance"), say("recurrence_influence"), { yaxis: { type: "log", dtick: 1 }, xaxis: { rangemode: "tozero" } }), "recurrence_influence");
 
-    // (c) next-token loss of both on every token
+    // (ctx) next-token loss of both on every token
     const predicted = labels.slice(1);
     draw(board.card("recurrence-loss", { title: say("recurrence_loss_title", vars), note: say("recurrence_loss_note", vars) }), [
       { type: "bar", x: predicted, y: data.loss.recurrent, name: say("recurrence_gru", vars), marker: { color: GRU },

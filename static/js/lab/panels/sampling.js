@@ -30,8 +30,8 @@ export default {
     return { kept_k: data.kept.top_k, kept: data.kept.final, seed: data.seed, n: data.draws.length, h0: fmt(data.entropy.original, 2), h1: fmt(data.entropy.final, 2), t: data.temperature };
   },
 
-  draw(board, data, c) {
-    const { say } = c;
+  draw(board, data, ctx) {
+    const { say } = ctx;
     const labels = data.rows.map((r, i) => safe(`${i + 1}·${visible(r.text)}`));
     const steps = ["original", "tempered", "top_k", "final"];
     draw(board.card("sampling-bars", { title: say("sampling_title"), className: "half", note: say("sampling_note", this.vars(data)) }),

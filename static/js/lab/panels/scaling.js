@@ -42,8 +42,8 @@ export default {
     };
   },
 
-  draw(board, data, c) {
-    const { say } = c;
+  draw(board, data, ctx) {
+    const { say } = ctx;
     const x = data.d_k;
     const log = { type: "log" };
     draw(

@@ -83,8 +83,8 @@ export default {
     };
   },
 
-  draw(board, data, c) {
-    const { say, v } = c;
+  draw(board, data, ctx) {
+    const { say, v } = ctx;
     const vars = this.vars(data, v);
     const prompt = data.tokens.map((t) => t.text).join("");
     const column = (key, side) => h("div", { class: `steering-text steering-${key}` },

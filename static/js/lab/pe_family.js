@@ -4,12 +4,12 @@
 // all but the last shuffled (POST /api/trace with the `shuffle` intervention). No member served:
 // nothing is shown.
 
-import { api, decodeStages } from "../../shared/api.js";
-import { h, visible } from "../../shared/dom.js";
-import { familyOf } from "../../shared/model_menu.js";
-import { numberField, selectField } from "../ui.js";
+import { api, decodeStages } from "../shared/api.js";
+import { h, visible } from "../shared/dom.js";
+import { familyOf } from "../shared/model_menu.js";
+import { findStage } from "../shared/stage_names.js";
+import { numberField, selectField } from "./ui.js";
 
-const FIRST = "blocks.0.hook_resid_mid"; // the residual stream after layer 0's attention, as the table measures
 
 /**
  * The family table of the served members ({how, members} with only the rows that are served), or null.
@@ -68,8 +68,8 @@ export function shuffledOrder(tokens, seed) {
   return [...Array(keep).keys(), ...order, ...(tokens.length > keep ? [tokens.length - 1] : [])];
 }
 
-function lastRow(answer) {
-  const tensor = decodeStages(answer)[FIRST];
+function lastRow(answer, name) {
+  const tensor = decodeStages(answer)[name];
   const rows = tensor.matrix("pos", "d_model");
   return rows[rows.length - 1];
 }
@@ -81,13 +81,14 @@ export async function loadDemo(s, v, table) {
   const order = shuffledOrder(tokens, v.seed);
   const moved = order.filter((v, i) => v !== i).length;
   if (moved < 2) return { model, tokens, tooShort: true };
-  const base = { model, text: s.text, stages: [FIRST], top_k: 5 };
+  // the residual stream after layer 0's attention, as the table measures
+  const first = findStage(s.models.find((m) => m.name === model), { hook: "resid_mid", layer: 0 });
+  const base = { model, text: s.text, stages: [first], top_k: 5 };
   const [original, shuffled] = await Promise.all([api.trace(base), api.trace({ ...base, interventions: { shuffle: order } })]);
-  const a = lastRow(original);
-  const b = lastRow(shuffled);
+  const a = lastRow(original, first);
+  const b = lastRow(shuffled, first);
   const norm = (v) => Math.sqrt(v.reduce((sum, x) => sum + x * x, 0));
-  const first = norm(a.map((x, i) => x - b[i])) / norm(a);
-  return { model, tokens, original, shuffled, first, tooShort: false };
+  return { model, tokens, original, shuffled, first: norm(a.map((x, i) => x - b[i])) / norm(a), tooShort: false };
 }
 
 function cell(text, attrs = {}) {

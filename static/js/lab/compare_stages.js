@@ -1,7 +1,7 @@
 // The compare panel's data side: which stages both models record, and the 2-D or 1-D slice of one
 // stage that each side draws (with one shared colour scale when the shapes match).
 
-import { api } from "../../shared/api.js";
+import { api } from "../shared/api.js";
 
 const INLINE_FIELDS = ["architecture", "d_model", "n_layers", "n_decoder_layers", "n_heads", "n_kv_heads", "d_mlp", "pos_encoding", "norm", "norm_placement", "activation", "bias", "sliding_window"];
 const HEAD_DIMS = ["head", "kv_head"];
@@ -24,33 +24,15 @@ export function changedConfig(base, setting, value) {
   return out;
 }
 
-/** A side's recorded stages [{name, dims}] and head count: a registered model from GET /api/models/{name};
- * an inline config from one trace of layer 0 (head 0), its block names repeated for every layer. */
-export async function sideInfo(choice, text) {
+/** A side's described stages ({name, dims, stack, layer, site, hook, ...}) and head count: a registered model
+ * from GET /api/models/{name}; a from-scratch config from POST /api/stages. */
+export async function sideInfo(choice) {
   if (choice.model) {
     const info = await api.model(choice.model);
     return { stages: info.stages, nHeads: info.n_heads, nLayers: info.n_layers, architecture: info.architecture };
   }
   const cfg = choice.config;
-  const answer = await api.trace({ config: cfg, text, stages: ["*"], layers: [0], heads: [0] });
-  const counts = { "": cfg.n_layers, "encoder.": cfg.n_layers, "decoder.": cfg.n_decoder_layers ?? cfg.n_layers };
-  const stages = [];
-  let run = []; // consecutive layer-0 stages of one stack, repeated for each layer when the run ends
-  const flush = () => {
-    const n = run.length ? counts[run[0].prefix] : 0;
-    for (let L = 0; L < n; L += 1) for (const x of run) stages.push({ name: `${x.prefix}blocks.${L}.${x.rest}`, dims: x.dims });
-    run = [];
-  };
-  for (const t of Object.values(answer.stages)) {
-    const m = /^((?:encoder\.|decoder\.)?)blocks\.0\.(.*)$/.exec(t.name);
-    if (m && (!run.length || run[0].prefix === m[1])) run.push({ prefix: m[1], rest: m[2], dims: t.dims });
-    else {
-      flush();
-      if (m) run.push({ prefix: m[1], rest: m[2], dims: t.dims });
-      else stages.push({ name: t.name, dims: t.dims });
-    }
-  }
-  flush();
+  const stages = await api.modelStages({ config: cfg });
   return { stages, nHeads: cfg.n_heads, nLayers: cfg.n_layers, architecture: cfg.architecture };
 }
 
@@ -111,23 +93,21 @@ export function shapeDiff(a, b, say) {
   return diff.join(", ");
 }
 
-// A stage's trace name, read as its stack, layer, place and what it holds (the names stay in the URL and the
-// requests; the menu and the axes say what each is)
-const STAGE = /^(?:(encoder|decoder)\.)?(?:blocks\.(\d+)\.)?(?:(attn|cross_attn|mlp|ln1|ln2|ln_cross|ln_final|ln_embed)\.)?hook_(\w+)$/;
+// The norms the menu has words for (compare_norm_<site>); another norm's stages keep their names
+const NORMS = ["ln1", "ln2", "ln_cross", "ln_final", "ln_embed"];
 
-/** What a stage holds, in a learner's words: "layer 3 · attention weights (softmax)"; the raw name if unknown. */
-export function stageLabel(name, say) {
-  const m = STAGE.exec(name);
-  if (!m) return name;
-  const [, stack, layer, part, hook] = m;
+/** What a described stage holds, in a learner's words: "layer 3 · attention weights (softmax)" (its stack, layer,
+ *  site and hook, from the server's description; the name stays in the URL and the requests); else its name. */
+export function stageLabel(stage, say) {
+  const { stack, layer, site, hook } = stage;
   let what;
-  if (part === "ln1" || part === "ln2" || part === "ln_cross" || part === "ln_final" || part === "ln_embed") {
-    what = say(`compare_what_norm_${hook}`, { norm: say(`compare_norm_${part}`) });
-  } else if (part === "mlp") what = say(`compare_what_mlp_${hook}`);
-  else if (part === "cross_attn") what = say("compare_cross", { what: say(`compare_what_${hook}`) });
-  else what = say(`compare_what_${hook}`);
+  if (NORMS.includes(site)) what = say(`compare_what_norm_${hook}`, { norm: say(`compare_norm_${site}`) });
+  else if (site === "mlp") what = say(`compare_what_mlp_${hook}`);
+  else if (site === "cross_attn") what = say("compare_cross", { what: say(`compare_what_${hook}`) });
+  else if (site === null || site === "attn") what = say(`compare_what_${hook}`);
+  else return stage.name;
   const stackWords = say(`compare_stack_${stack || "none"}`);
-  const where = layer === undefined ? (stackWords ? say("compare_where_top", { stack: stackWords.replace(/ · $/, "") }) : say("compare_where_model"))
+  const where = layer === null ? (stackWords ? say("compare_where_top", { stack: stackWords.replace(/ · $/, "") }) : say("compare_where_model"))
     : say("compare_where_layer", { stack: stackWords, layer });
   return `${where} · ${what}`;
 }
