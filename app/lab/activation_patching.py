@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from app import errors
 from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
 from app.resolve import Resolved
-from app.schemas import Bool, TextInput, TokenOut
+from app.schemas import Bool, Text, TextInput, TokenOut
 from app.tokenizing import encode_text, token_text, tokens_out
 from lab.activation_patching import (
     GRIDS,
@@ -42,11 +42,11 @@ class ActivationPatchingLabRequest(TextInput):
          "clean_answer": " Paris", "corrupted_answer": " Rome", "grid": "ffn"},
     ]})
 
-    corrupted: str = Field(max_length=512, description="The corrupted prompt: as many tokens as `text` (the clean "
+    corrupted: Text = Field(max_length=512, description="The corrupted prompt: as many tokens as `text` (the clean "
                                                        "prompt), e.g. one word changed.")
-    clean_answer: str | None = Field(None, max_length=64, description="The clean run's answer, exactly one token "
+    clean_answer: Text | None = Field(None, max_length=64, description="The clean run's answer, exactly one token "
                                      "(default: the clean run's top token).")
-    corrupted_answer: str | None = Field(None, max_length=64, description="The corrupted run's answer, exactly one "
+    corrupted_answer: Text | None = Field(None, max_length=64, description="The corrupted run's answer, exactly one "
                                          "token (default: the corrupted run's top token other than the clean answer).")
     grid: Literal["residual", "attention", "ffn", "heads", "all"] = Field(
         "ffn", description="Which activation is patched: the residual stream at each layer's input, the attention "

@@ -10,7 +10,7 @@ from app import errors
 from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
 from app.lab.norm_statistics import MAX_CHARS, WHY_NOT_ENCODER_DECODER, sentence_ids
 from app.request_checks import attention_layer
-from app.schemas import Int, TextInput, TokenOut
+from app.schemas import Int, Text, TextInput, TokenOut
 from app.tokenizing import encode_text, tokens_out
 from lab import batch_shapes
 from lab.norm_statistics import padded_batch
@@ -25,7 +25,7 @@ class BatchShapesLabRequest(TextInput):
         {"model": "tiny-gpt", "text": "The cat sat on the mat.", "other": "Dogs bark.", "layer": 1, "head": 2},
     ]})
 
-    other: str = Field("Dogs bark at night.", max_length=MAX_CHARS, description="Sentence 2 of the batch.")
+    other: Text = Field("Dogs bark at night.", max_length=MAX_CHARS, description="Sentence 2 of the batch.")
     layer: Int = Field(0, ge=0, le=1024, description="The attention layer walked through.")
     head: Int = Field(0, ge=0, le=1024, description="The query head whose numbers are followed.")
     sentence: Int = Field(1, ge=1, le=2, description="The sentence (batch row + 1) whose numbers are followed.")

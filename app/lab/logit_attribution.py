@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from app import errors
 from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
 from app.request_checks import check_generative
-from app.schemas import INTEGER, Int, TextInput, TokenOut
+from app.schemas import INTEGER, Int, Text, TextInput, TokenOut
 from app.tokenizing import token_text, tokens_out
 from checkpoints import LoadedModel
 from lab.logit_attribution import NotAdditive, check_additive, logit_attribution
@@ -23,10 +23,10 @@ class LogitAttributionLabRequest(TextInput):
 
     position: Annotated[int, Field(ge=0, le=4096), INTEGER] | None = Field(
         None, description="The position whose next-token logit is split (default: the last).")
-    target: str | None = Field(None, max_length=64, description=(
+    target: Text | None = Field(None, max_length=64, description=(
         "The token whose logit is split, as text that is exactly one token for this model (mind the leading "
         "space: ' Paris'); default: the model's top next token."))
-    versus: str | None = Field(None, max_length=64, description=(
+    versus: Text | None = Field(None, max_length=64, description=(
         "A second token, as text: the parts are then those of logit(target) − logit(versus)."))
     top: Int = Field(3, ge=1, le=8, description="How many heads (largest |part| first) to split by source token.")
 
@@ -85,8 +85,8 @@ def plan(context: LabContext, request: LogitAttributionLabRequest) -> Build:
         check_additive(resolved.model)
     except NotAdditive as error:  # no sum of parts: an encoder-decoder's decoder, a Post-LN model
         raise errors.not_in_model(f"{resolved.name} cannot be split: {error}.") from error
-    target_id = one_token(resolved.loaded, "target", request.target) if request.target else None
-    versus_id = one_token(resolved.loaded, "versus", request.versus) if request.versus else None
+    target_id = one_token(resolved.loaded, "target", request.target) if request.target is not None else None
+    versus_id = one_token(resolved.loaded, "versus", request.versus) if request.versus is not None else None
 
     def build(lab_run: LabRun) -> dict[str, Any]:
         n = len(lab_run.tokens.tokens)

@@ -11,7 +11,7 @@ from app import errors
 from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
 from app.request_checks import attention_layer
 from app.resolve import Resolved
-from app.schemas import Int, TextInput, TokenOut
+from app.schemas import Int, Text, TextInput, TokenOut
 from app.tokenizing import encode_text, tokens_out
 from lab import norm_statistics as norms
 
@@ -29,9 +29,9 @@ class NormStatisticsLabRequest(TextInput):
         {"model": "tiny-gpt", "text": "The cat sat on the mat.", "other": "Dogs bark.", "layer": 1},
     ]})
 
-    other: str = Field("Dogs bark at night.", max_length=MAX_CHARS,
+    other: Text = Field("Dogs bark at night.", max_length=MAX_CHARS,
                        description="Sentence 2 of the batch (padded to sentence 1's length or the other way).")
-    swap: str = Field("我爱北京天安门广场。", max_length=MAX_CHARS,
+    swap: Text = Field("我爱北京天安门广场。", max_length=MAX_CHARS,
                       description="Replaces sentence 2 in a second batch: does sentence 1's output change?")
     layer: Int = Field(0, ge=0, le=1024, description="The block whose first norm's input is read.")
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
 from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
-from app.schemas import TokenOut
+from app.schemas import Text, TokenOut
 from app.tokenizing import encode_text, tokens_out
 from lab import recurrence
 
@@ -27,8 +27,7 @@ class RecurrenceLabRequest(BaseModel):
         {"text": "The animal didn't cross the street because it was too tired.", "transformer": "pe-rope"},
     ]})
 
-    text: str = Field(description="Any Unicode text: up to 64 tokens with the start token.",
-                      json_schema_extra={"minLength": 1})
+    text: Text = Field(description="Any Unicode text: up to 64 tokens with the start token.")
     transformer: Literal["pe-rope", "tiny-gpt"] = Field(
         "pe-rope", description="The shipped Transformer beside the GRU (both read the GRU's tokens): pe-rope was "
                                "trained on the same kind of rows, tiny-gpt is larger and trained longer.")

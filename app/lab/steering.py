@@ -12,7 +12,7 @@ from app import errors
 from app.lab.common import MAX_FORWARDS, Build, Experiment, LabContext, LabRun, rounded
 from app.request_checks import check_layer
 from app.resolve import Resolved
-from app.schemas import Float, Int, TextInput, TokenOut
+from app.schemas import Float, Int, Text, TextInput, TokenOut
 from app.tokenizing import encode_text, token_text, tokens_out
 from lab.steering import steer
 
@@ -20,7 +20,7 @@ MAX_PROMPTS = 8  # per set
 MAX_PROMPT_CHARS = 300
 MAX_PROMPT_TOKENS = 64
 MAX_NEW_TOKENS = 32
-Prompt = Annotated[str, Field(description="One prompt (at least two tokens: the first position is left out).")]
+Prompt = Annotated[Text, Field(description="One prompt (at least two tokens: the first position is left out).")]
 
 
 class SteeringLabRequest(TextInput):

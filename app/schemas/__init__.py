@@ -1,6 +1,6 @@
 """Request and response models, with the examples shown at /docs: one module per concept.
 
-    fields       what a field accepts (strict JSON numbers and booleans, Encoding, DType, StackName, bounds)
+    fields       what a field accepts (strict JSON numbers and booleans, Text, Encoding, DType, StackName, bounds)
     inputs       what every request about a model carries: ModelChoice, InlineConfig, TextInput, interventions
     outputs      what every answer is made of: TokenOut, TensorOut, the error shape (ERRORS)
     models       GET /api/health, /api/models
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from app.schemas.activations import ActivationsOut, ActivationsRequest
 from app.schemas.attention import AttentionOut, AttentionRequest, LayerRequest, QKVOut, QKVRequest
-from app.schemas.fields import INTEGER, LIMITS, NUMBER, Bool, DType, Encoding, Float, Int, StackName, StageName
+from app.schemas.fields import INTEGER, LIMITS, NUMBER, Bool, DType, Encoding, Float, Int, StackName, StageName, Text
 from app.schemas.inputs import InlineConfig, Intervenable, InterventionsIn, ModelChoice, TextInput
 from app.schemas.lessons import ClaimOut, LessonClaimsOut
 from app.schemas.models import HealthOut, LoadingModel, ModelInfo, RefusedModel, StageInfo, WeightInfo
@@ -75,6 +75,7 @@ __all__ = [
     "StageInfo",
     "StageName",
     "TensorOut",
+    "Text",
     "TextInput",
     "TokenOut",
     "TokenizeOut",
