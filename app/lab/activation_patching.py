@@ -3,7 +3,6 @@ position (or head), and see how much of the clean answer comes back; and the FFN
 
 from __future__ import annotations
 
-import time
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -13,19 +12,11 @@ from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
 from app.resolve import Resolved
 from app.schemas import Bool, Text, TextInput, TokenOut
 from app.tokenizing import encode_text, token_text, tokens_out
-from lab.activation_patching import (
-    GRIDS,
-    SameDifference,
-    default_answers,
-    ffn_knockout,
-    grid_forwards,
-    patching_grids,
-)
+from lab.activation_patching import SameAnswers, SameDifference, grids_of, patching_forwards, run_patching
 
 # the work budget: patched copies × the prompt's tokens (SmolLM2, 6 tokens, every grid and the knock-out:
 # 840 copies, 5,040 tokens)
 MAX_PATCHED_TOKENS = 6000
-MIN_GAP = 1e-3  # d(clean) − d(corrupted) below this: 0 and 1 cannot be told apart
 
 NEEDS_DECODER = ("Activation patching here compares a decoder's next-token logits on two prompts, so it needs a "
                  "decoder-only model (like tiny-gpt or smollm2). {why}")
@@ -122,49 +113,33 @@ def plan(context: LabContext, request: ActivationPatchingLabRequest) -> Build:
     given = (None if request.clean_answer is None else answer_id(resolved, "clean_answer", request.clean_answer),
              None if request.corrupted_answer is None
              else answer_id(resolved, "corrupted_answer", request.corrupted_answer))
-    grids = list(GRIDS) if request.grid == "all" else [request.grid]
-    positions = len(clean)
-    # each grid runs in its own batches (timed apart), with the two identity rows
-    forwards = sum(grid_forwards(model, grid, positions) + 2 for grid in grids)
-    forwards += model.cfg.n_layers if request.knockout else 0
+    grids, positions = grids_of(request.grid), len(clean)
+    forwards = patching_forwards(model, grids, positions, request.knockout)
     if forwards * positions > MAX_PATCHED_TOKENS:
-        limit = MAX_PATCHED_TOKENS // positions
-        raise errors.ApiError(422, "too_much_work",
-                              f"This asks for {forwards:,} forward passes of the {positions}-token prompt; the limit "
-                              f"is {limit:,} forward passes at this length ({MAX_PATCHED_TOKENS:,} tokens in all). "
-                              "Choose one grid instead of all, leave out the knock-out, or use shorter prompts.")
+        raise errors.too_much_work("grid", forwards, MAX_PATCHED_TOKENS // positions,
+                                   f"forward passes of the {positions}-token prompt ({MAX_PATCHED_TOKENS:,} tokens "
+                                   "in all at the most: one grid instead of all, no knock-out or a shorter prompt)")
 
     def build(run: LabRun) -> dict[str, Any]:
-        ids, corrupted_ids = [t.id for t in clean], [t.id for t in corrupted]
-        defaults = default_answers(model, ids, corrupted_ids) if None in given else (0, 0)
-        answers = (given[0] if given[0] is not None else defaults[0],
-                   given[1] if given[1] is not None else defaults[1])
-        if answers[0] == answers[1]:
+        try:
+            done = run_patching(model, [t.id for t in clean], [t.id for t in corrupted], given, grids,
+                                request.knockout)
+        except SameAnswers as same:
             raise errors.invalid_option("corrupted_answer", "the two answers are the same token, so their logit "
-                                                            "difference is always 0: give two different answers.")
-        out, result = [], None
-        for grid in grids:
-            began = time.perf_counter()
-            try:
-                result = patching_grids(model, ids, corrupted_ids, answers, [grid])
-            except SameDifference as same:
-                raise no_contrast(same.clean_diff, same.corrupted_diff) from same
-            out.append({"name": grid, "columns": "head" if grid == "heads" else "position",
-                        "scores": [rounded(row) for row in result.grids[0].scores],
-                        "seconds": round(time.perf_counter() - began, 3)})
-        assert result is not None
-        gap = result.clean_diff - result.corrupted_diff
-        if abs(gap) < MIN_GAP:
-            raise no_contrast(result.clean_diff, result.corrupted_diff)
-        knocked = ffn_knockout(model, ids, answers[0]) if request.knockout else None
-        answer = [{"id": a, "text": token_text(resolved.loaded, a), "given": g is not None}
-                  for a, g in zip(answers, given, strict=True)]
+                                                            "difference is always 0: give two different answers.") \
+                from same
+        except SameDifference as same:
+            raise no_contrast(same.clean_diff, same.corrupted_diff) from same
+        knocked = done.knockout
         return {
             "model": resolved.name, "clean_tokens": tokens_out(clean), "corrupted_tokens": tokens_out(corrupted),
-            "clean_answer": answer[0], "corrupted_answer": answer[1],
-            "clean_diff": round(result.clean_diff, 6), "corrupted_diff": round(result.corrupted_diff, 6),
-            "checks": {"nothing": round(result.nothing, 6), "whole_residual": round(result.whole_residual, 6)},
-            "grids": out,
+            "clean_answer": answer_out(resolved, done.answers[0], given[0]),
+            "corrupted_answer": answer_out(resolved, done.answers[1], given[1]),
+            "clean_diff": round(done.clean_diff, 6), "corrupted_diff": round(done.corrupted_diff, 6),
+            "checks": {"nothing": round(done.nothing, 6), "whole_residual": round(done.whole_residual, 6)},
+            "grids": [{"name": g.grid.name, "columns": "head" if g.grid.per_head else "position",
+                       "scores": [rounded(row) for row in g.grid.scores], "seconds": round(g.seconds, 3)}
+                      for g in done.grids],
             "knockout": None if knocked is None else {"ablation": "zero", "clean_prob": round(knocked.clean_prob, 6),
                                                       "probs": rounded(knocked.probs)},
             "forwards": forwards,
@@ -173,11 +148,15 @@ def plan(context: LabContext, request: ActivationPatchingLabRequest) -> Build:
     return build
 
 
+def answer_out(resolved: Resolved, token: int, given: int | None) -> dict[str, Any]:
+    return {"id": token, "text": token_text(resolved.loaded, token), "given": given is not None}
+
 
 def no_contrast(clean_diff: float, corrupted_diff: float) -> errors.ApiError:
     return errors.invalid_option("corrupted", f"the two runs give the answers almost the same logit difference "
                                               f"({clean_diff:.4f} and {corrupted_diff:.4f}), so 0 and 1 cannot be "
                                               "told apart: choose prompts or answers the model tells apart.")
+
 
 EXPERIMENT = Experiment(
     name="activation_patching", method="POST", request=ActivationPatchingLabRequest,
