@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
+from model.device import one_row
 from model.hooks import Edit, Trace, stage_name
 from model.transformer import Transformer
 
@@ -84,8 +85,8 @@ def last_logits(model: Transformer, tokens: torch.Tensor, edits: dict[str, list[
 def default_answers(model: Transformer, clean: Sequence[int], corrupted: Sequence[int]) -> tuple[int, int]:
     """The clean run's top token, and the corrupted run's top token other than that one."""
     check_decoder(model)
-    clean_logits, _ = last_logits(model, torch.tensor([list(clean)], device=model.device))
-    corrupted_logits, _ = last_logits(model, torch.tensor([list(corrupted)], device=model.device))
+    clean_logits, _ = last_logits(model, one_row(clean, model.device))
+    corrupted_logits, _ = last_logits(model, one_row(corrupted, model.device))
     clean_answer = int(clean_logits[0].argmax())
     ranked = corrupted_logits[0].argsort(descending=True)[:2].tolist()
     return clean_answer, int(ranked[0] if ranked[0] != clean_answer else ranked[1])
@@ -127,8 +128,7 @@ def logit_diffs(model: Transformer, clean: Sequence[int], corrupted: Sequence[in
     if len(clean) != len(corrupted):
         raise ValueError(f"the prompts must have as many tokens: {len(clean)} and {len(corrupted)}")
     stages = sorted({stage_name(p.stage, p.layer) for patches in rows for p in patches})
-    clean_ids = torch.tensor([list(clean)], device=model.device)  # [1, pos]
-    corrupted_ids = torch.tensor([list(corrupted)], device=model.device)
+    clean_ids, corrupted_ids = one_row(clean, model.device), one_row(corrupted, model.device)  # [1, pos]
     good, bad = answers
 
     def diff(logits: torch.Tensor) -> torch.Tensor:  # [batch, d_vocab] -> [batch]
@@ -204,7 +204,7 @@ def ffn_knockout(model: Transformer, clean: Sequence[int], answer: int) -> Knock
     """p(answer) at the last position of the clean run, and with each layer's FFN output zero (one row each)."""
     check_decoder(model)
     layers = model.cfg.n_layers
-    ids = torch.tensor([list(clean)], device=model.device)
+    ids = one_row(clean, model.device)
 
     def zero_row(row: int) -> Edit:
         def edit(mlp_out: torch.Tensor, _: Trace) -> torch.Tensor:  # [batch, pos, d_model]

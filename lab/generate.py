@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from lab import kv_cache
+from model.device import one_row
 from model.generate import Step, generate, next_token_logits
 from model.transformer import Transformer
 
@@ -37,7 +38,7 @@ def cached_decoding(model: Transformer, name: str, ids: Sequence[int], target_id
     cfg = model.cfg
     enc_dec = cfg.architecture == "encoder-decoder"
     device = model.device
-    source = torch.tensor([list(ids)], device=device)  # [1, pos]
+    source = one_row(ids, device)  # [1, pos]
     prompt_len = len(target_ids) if enc_dec and target_ids is not None else len(ids)
     shape = kv_cache.shape_of(name, cfg)
     dtype = TORCH_DTYPES.get(next(model.parameters()).dtype, "float32")

@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from app import errors
 from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
 from app.resolve import Resolved
-from app.schemas import Bool, Text, TextInput, TokenOut
-from app.tokenizing import encode_text, token_text, tokens_out
+from app.schemas import Bool, Text, TextInput, TokenOut, VocabToken
+from app.tokenizing import encode_text, tokens_out, vocab_token
 from lab.activation_patching import SameAnswers, SameDifference, grids_of, patching_forwards, run_patching
 
 # the work budget: patched copies × the prompt's tokens (SmolLM2, 6 tokens, every grid and the knock-out:
@@ -47,9 +47,7 @@ class ActivationPatchingLabRequest(TextInput):
                                              "layer): p(clean answer) layer by layer.")
 
 
-class AnswerOut(BaseModel):
-    id: int
-    text: str
+class AnswerOut(VocabToken):
     given: bool = Field(description="False: the default (the run's top token).")
 
 
@@ -149,7 +147,7 @@ def plan(context: LabContext, request: ActivationPatchingLabRequest) -> Build:
 
 
 def answer_out(resolved: Resolved, token: int, given: int | None) -> dict[str, Any]:
-    return {"id": token, "text": token_text(resolved.loaded, token), "given": given is not None}
+    return vocab_token(resolved.loaded, token, given=given is not None)
 
 
 def no_contrast(clean_diff: float, corrupted_diff: float) -> errors.ApiError:

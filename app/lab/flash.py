@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
@@ -15,6 +14,7 @@ from app.schemas import Encoding, Int, TensorOut, TokenOut
 from app.tensors import encode_tensor
 from app.tokenizing import tokens_out
 from lab.flash import differences, flash_for_head, flash_traffic, memory_crossover, standard_traffic
+from model.device import one_row
 
 TRAFFIC_LENGTHS = [64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]  # the sequence lengths of the traffic curves
 BYTES_PER_NUMBER = {"float32": 4, "float16": 2, "bfloat16": 2}
@@ -112,9 +112,8 @@ def plan(context: LabContext, request: FlashLabRequest) -> Build:
         if cells > context.budget.max_cells:
             raise errors.response_too_large(cells, context.budget.max_cells)
         device = resolved.model.device
-        tokens = torch.tensor([[t.id for t in inputs.tokens]], device=device)  # [1, pos]
-        target = (torch.tensor([[t.id for t in inputs.target_tokens]], device=device)
-                  if inputs.target_tokens is not None else None)
+        tokens = one_row([t.id for t in inputs.tokens], device)  # [1, pos]
+        target = one_row(None if inputs.target_tokens is None else [t.id for t in inputs.target_tokens], device)
         result, head = flash_for_head(resolved.model, tokens, request.layer, request.head, block_q=request.block_q,
                                       block_k=request.block_k, stack=stack, cross=request.cross,
                                       target_tokens=target)

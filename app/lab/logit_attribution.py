@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from app import errors
 from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
 from app.request_checks import check_generative
-from app.schemas import INTEGER, Int, Text, TextInput, TokenOut
-from app.tokenizing import token_text, tokens_out
+from app.schemas import INTEGER, Int, Text, TextInput, TokenOut, VocabToken
+from app.tokenizing import tokens_out, vocab_token
 from checkpoints import LoadedModel
 from lab.logit_attribution import NotAdditive, check_additive, logit_attribution
 
@@ -31,11 +31,6 @@ class LogitAttributionLabRequest(TextInput):
     top: Int = Field(3, ge=1, le=8, description="How many heads (largest |part| first) to split by source token.")
 
 
-class TokenChoice(BaseModel):
-    id: int
-    text: str
-
-
 class SourceSplitOut(BaseModel):
     layer: int
     head: int
@@ -48,8 +43,8 @@ class LogitAttributionLabOut(BaseModel):
     model: str
     tokens: list[TokenOut]
     position: int
-    target: TokenChoice
-    versus: TokenChoice | None
+    target: VocabToken
+    versus: VocabToken | None
     logit: float = Field(description="The model's own logit of target (minus versus's), from the run.")
     total: float = Field(description="The sum of every part below.")
     max_abs_diff: float = Field(description="|total − logit|: the parts add up to the logit.")
@@ -105,7 +100,7 @@ def plan(context: LabContext, request: LogitAttributionLabRequest) -> Build:
                                   versus=versus_id, top=request.top)
 
         def choice(token: int | None) -> dict[str, Any] | None:
-            return None if token is None else {"id": token, "text": token_text(resolved.loaded, token)}
+            return None if token is None else vocab_token(resolved.loaded, token)
 
         return {
             "model": resolved.name, "tokens": tokens_out(run.tokens), "position": position,

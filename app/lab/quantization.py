@@ -12,8 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from app import errors
 from app.lab.common import MAX_FORWARDS, Build, Experiment, LabContext, LabRun, rounded
 from app.request_checks import check_generative
-from app.schemas import Bool, Int, TextInput, TokenOut
-from app.tokenizing import token_text, tokens_out
+from app.schemas import Bool, Int, TextInput, TokenOut, VocabToken
+from app.tokenizing import tokens_out, vocab_token
 from lab.quantization import (
     Comparison,
     NotEmulated,
@@ -22,6 +22,7 @@ from lab.quantization import (
     model_plan,
     quantization,
 )
+from model.device import one_row
 
 Requant = Literal["none", "Q8_0", "Q4_1", "Q4_0"]
 
@@ -41,9 +42,7 @@ class QuantizationLabRequest(TextInput):
     top: Int = Field(5, ge=1, le=10, description="How many of the float32 run's most likely next tokens to list.")
 
 
-class TokenProbability(BaseModel):
-    id: int
-    text: str
+class TokenProbability(VocabToken):
     float32: float = Field(description="Its probability in the float32 run, at the last position.")
     other: float = Field(description="Its probability in this run.")
 
@@ -104,13 +103,12 @@ def plan(context: LabContext, request: QuantizationLabRequest) -> Build:
             where = model_plan(resolved.model, loaded.meta)
         except NotEmulated as error:
             raise errors.not_in_model(f"{resolved.name} cannot be compared this way: {error}.") from error
-        ids = torch.tensor([[t.id for t in tokens]], device=resolved.model.device)  # [batch, pos]
+        ids = one_row([t.id for t in tokens], resolved.model.device)  # [batch, pos]
         out = quantization(resolved.model, ids, where, activations=request.activations, requant=requant)
         best = out.reference.topk(min(request.top, out.reference.numel())).indices.tolist()
 
         def token(i: int, other: torch.Tensor) -> dict[str, Any]:
-            return {"id": i, "text": token_text(loaded, i), "float32": round(float(out.reference[i]), 6),
-                    "other": round(float(other[i]), 6)}
+            return vocab_token(loaded, i, float32=round(float(out.reference[i]), 6), other=round(float(other[i]), 6))
 
         def run(kind: str, kind_type: str | None, c: Comparison) -> dict[str, Any]:
             return {"kind": kind, "type": kind_type, "kl": rounded(c.kl, 8), "agree": c.agree,

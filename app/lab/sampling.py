@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.lab.common import Build, Experiment, LabContext, LabRun
 from app.request_checks import check_generative
-from app.schemas import INTEGER, NUMBER, Float, Int, TextInput, TokenOut
-from app.tokenizing import token_text, tokens_out
+from app.schemas import INTEGER, NUMBER, Float, Int, TextInput, TokenOut, VocabToken
+from app.tokenizing import token_text, tokens_out, vocab_token
 from lab.sampling import sampling_steps
 
 
@@ -30,9 +30,7 @@ class SamplingLabRequest(TextInput):
     show: Int = Field(20, ge=1, le=100, description="Rows of the table: the most likely tokens.")
 
 
-class SampleRow(BaseModel):
-    id: int
-    text: str
+class SampleRow(VocabToken):
     logit: float
     original: float
     tempered: float
@@ -64,8 +62,8 @@ def plan(context: LabContext, request: SamplingLabRequest) -> Build:
         logits = run.output[0, -1].float().cpu()  # [d_vocab] at the last position
         found = sampling_steps(logits, temperature=request.temperature, top_k=request.top_k, top_p=request.top_p,
                                show=request.show, draws=request.draws, seed=request.seed)
-        rows = [{"id": i, "text": token_text(resolved.loaded, i), "logit": round(float(logits[i]), 4),
-                 **{name: round(float(p[i]), 6) for name, p in found.steps.items()}} for i in found.order]
+        rows = [vocab_token(resolved.loaded, i, logit=round(float(logits[i]), 4),
+                            **{name: round(float(p[i]), 6) for name, p in found.steps.items()}) for i in found.order]
         return {
             "model": resolved.name, "tokens": tokens_out(run.target_tokens or run.tokens),
             "temperature": request.temperature, "top_k": request.top_k, "top_p": request.top_p, "seed": request.seed,

@@ -12,8 +12,8 @@ from app import errors
 from app.lab.common import MAX_FORWARDS, Build, Experiment, LabContext, LabRun, rounded
 from app.request_checks import check_layer
 from app.resolve import Resolved
-from app.schemas import Float, Int, Text, TextInput, TokenOut
-from app.tokenizing import encode_text, token_text, tokens_out
+from app.schemas import Float, Int, Text, TextInput, TokenOut, VocabToken
+from app.tokenizing import encode_text, token_text, tokens_out, vocab_token
 from lab.steering import steer
 
 MAX_PROMPTS = 8  # per set
@@ -44,9 +44,7 @@ class Continuation(BaseModel):
     text: str
 
 
-class MovedToken(BaseModel):
-    id: int
-    text: str
+class MovedToken(VocabToken):
     before: float = Field(description="Its probability at the first generated step without the vector ...")
     after: float = Field(description="... and with α times it.")
 
@@ -113,7 +111,7 @@ def plan(context: LabContext, request: SteeringLabRequest) -> Build:
             "forwards": forwards, "vector_norm": round(out.vector_norm, 6), "typical_norm": round(out.typical_norm, 6),
             "plain": {"ids": out.plain_ids, "text": text(out.plain_ids)},
             "steered": {"ids": out.steered_ids, "text": text(out.steered_ids)},
-            "moved": [{"id": i, "text": token_text(resolved.loaded, i), "before": p, "after": q}
+            "moved": [vocab_token(resolved.loaded, i, before=p, after=q)
                       for i, p, q in zip(out.top_ids, before, after, strict=True)],
         }
 

@@ -27,7 +27,7 @@ from app.schemas.fields import INTEGER, LIMITS, NUMBER, Bool, DType, Encoding, F
 from app.schemas.inputs import InlineConfig, Intervenable, InterventionsIn, ModelChoice, TextInput
 from app.schemas.lessons import ClaimOut, LessonClaimsOut
 from app.schemas.models import HealthOut, LoadingModel, ModelInfo, RefusedModel, StageInfo, WeightInfo
-from app.schemas.outputs import ERRORS, ErrorBody, ErrorOut, TensorOut, TokenOut
+from app.schemas.outputs import ERRORS, ErrorBody, ErrorOut, TensorOut, TokenOut, VocabToken
 from app.schemas.positional import PositionalKindOut, PositionalOut, PositionalQuery, PosKind, ShownPosKind
 from app.schemas.predict import Generated, PredictOut, PredictRequest, SamplingOut
 from app.schemas.trace import Prediction, TokenizeOut, TokenizeRequest, TraceOut, TraceRequest
@@ -78,6 +78,7 @@ __all__ = [
     "Text",
     "TextInput",
     "TokenOut",
+    "VocabToken",
     "TokenizeOut",
     "TokenizeRequest",
     "TraceOut",
