@@ -2,6 +2,7 @@
 
 One route per entry of the one list of experiments (app/lab/__init__.py: EXPERIMENTS), each parsed
 by its request model and answered by one service call; GET /api/lab/experiments lists them for the page.
+A renamed experiment's old route (app/lab/__init__.py: RENAMED) still answers, marked deprecated.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Query
 from pydantic import BaseModel
 
-from app.lab import EXPERIMENTS, Experiment
+from app.lab import EXPERIMENTS, RENAMED, Experiment
 from app.lab.common import ExperimentOut
 from app.schemas import ERRORS
 from app.service import Service, ServiceDep
@@ -45,4 +46,12 @@ def route(experiment: Experiment[Any]) -> Callable[..., Awaitable[Any]]:
 for _experiment in EXPERIMENTS:
     router.add_api_route(_experiment.path, route(_experiment), methods=[_experiment.method],
                          name=_experiment.route_name, description=_experiment.summary,
+                         response_model=_experiment.response, responses=ERRORS)
+
+# a renamed experiment's old route answers as the experiment does (its old path and operation id, deprecated)
+for _old, _experiment in RENAMED.items():
+    router.add_api_route("/" + _old.replace("_", "-"), route(_experiment), methods=[_experiment.method],
+                         name=_old, deprecated=True,
+                         description=f"Deprecated: the old path of {_experiment.route}, which answers the same.\n\n"
+                                     + _experiment.summary,
                          response_model=_experiment.response, responses=ERRORS)

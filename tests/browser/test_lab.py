@@ -206,8 +206,8 @@ def test_a_refusal_in_the_chinese_lab_is_said_in_chinese(watched: Any, server: A
 def test_the_kv_caption_compares_gqa_at_one_context(watched: Any, server: Any, held: str) -> None:
     # Llama-2-7B holds 4096 positions, Llama-3-8B 8192: GQA's own saving (32 → 8 K/V heads) is 4× at one count
     page = watched.page
-    open_lab(page, server.url, model="gpt", text="the cat sat", lang="en", panel="kv_cache",
-             **{"kv_cache.context": held})
+    open_lab(page, server.url, model="gpt", text="the cat sat", lang="en", panel="kv_cache_size",
+             **{"kv_cache_size.context": held})
     note = page.inner_text("section[data-key='kv-published']")
     assert "at the same 4096 positions" in note and "4× less" in note, note
     assert "2.00 GiB" in note and "512.00 MiB" in note, note  # 4096 · 2 · 32 layers · (32 | 8) · 128 · 2 bytes

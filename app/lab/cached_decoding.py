@@ -1,4 +1,5 @@
-"""POST /api/lab/generate: greedy decoding with a KV cache, each step against a full recomputation (lab/generate.py)."""
+"""POST /api/lab/cached-decoding: greedy decoding with a KV cache, each step against a full recomputation
+(lab/cached_decoding.py). Its old name and route: generate, POST /api/lab/generate (deprecated)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from app.lab.common import Build, Experiment, LabContext, LabRun
 from app.request_checks import check_generative
 from app.schemas import Int, TextInput, TokenOut
 from app.tokenizing import token_text, tokens_out
-from lab.generate import cached_decoding
+from lab.cached_decoding import cached_decoding
 
 
-class GenerateLabRequest(TextInput):
+class CachedDecodingLabRequest(TextInput):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
         {"model": "tiny-gpt", "text": "我爱北京", "max_new_tokens": 12},
     ]})
@@ -21,7 +22,7 @@ class GenerateLabRequest(TextInput):
     max_new_tokens: Int = Field(12, ge=1, le=64, description="Greedy steps (fewer when the context is full).")
 
 
-class GenerateStep(BaseModel):
+class CachedDecodingStep(BaseModel):
     step: int
     id: int
     text: str
@@ -36,7 +37,7 @@ class GenerateStep(BaseModel):
     top_logits: list[float] = Field(description="... and values (full precision).")
 
 
-class GenerateLabOut(BaseModel):
+class CachedDecodingLabOut(BaseModel):
     model: str
     tokens: list[TokenOut]
     stack: str | None
@@ -47,12 +48,12 @@ class GenerateLabOut(BaseModel):
     dtype: str = Field(description=(
         "How the model here stores each cached number (float32 on a CPU): the cache's bytes follow from it. "
         "The KV-cache experiment's default, float16, is what GPUs usually keep."))
-    steps: list[GenerateStep]
+    steps: list[CachedDecodingStep]
     text: str = Field(description="The new tokens, joined.")
     saved_fraction: float = Field(description="1 − cached / recomputed score cells.")
 
 
-def plan(context: LabContext, request: GenerateLabRequest) -> Build:
+def plan(context: LabContext, request: CachedDecodingLabRequest) -> Build:
     resolved = context.model
     check_generative(resolved)
     enc_dec = resolved.cfg.architecture == "encoder-decoder"
@@ -78,8 +79,8 @@ def plan(context: LabContext, request: GenerateLabRequest) -> Build:
 
 
 EXPERIMENT = Experiment(
-    name="generate", method="POST", request=GenerateLabRequest, response=GenerateLabOut,
-    plan=plan, refuses=("encoder",),
+    name="cached_decoding", method="POST", request=CachedDecodingLabRequest, response=CachedDecodingLabOut,
+    plan=plan, refuses=("encoder",), aliases=("generate",),
     summary="Greedy decoding with a KV cache: the cache growing step by step (bytes measured and by formula),\n"
             "the attention scores computed against recomputing every step, and each step's logits against a full\n"
             "recomputation.",
