@@ -1,4 +1,7 @@
-"""POST /api/lab/ablation: every head's attention beside what ablating it alone does to the loss and the next token."""
+"""Every head's attention at `position` beside the change in the loss and in the chosen next token's
+probability when that head alone is ablated (Lab I's intervention).
+
+POST /api/lab/ablation: every head's attention beside what ablating it alone does to the loss and the next token."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from analysis.ablation import MAX_ABLATED_HEADS
 from analysis.lens import lm_stack
 from app import errors
-from app.lab.common import Build, Experiment, LabContext, LabRun
+from app.lab.common import Build, Experiment, LabContext, LabRun, summary_of
 from app.request_checks import check_generative
 from app.schemas import INTEGER, TextInput, TokenOut
 from app.tokenizing import token_text, tokens_out
@@ -81,6 +84,5 @@ def plan(context: LabContext, request: AblationLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="ablation", method="POST", request=AblationLabRequest, response=AblationLabOut,
     plan=plan, refuses=("encoder",),
-    summary="Every head's attention at `position` beside the change in the loss and in the chosen next token's\n"
-            "probability when that head alone is ablated (Lab I's intervention).",
+    summary=summary_of(__doc__),
 )

@@ -1,4 +1,9 @@
-"""POST /api/lab/activation-patching: copy one activation of a clean run into a corrupted run, at every layer and
+"""Copy one activation of the clean prompt's run into the corrupted prompt's run (the residual stream,
+attention or FFN output at one layer and position, or one head's output) and measure the logit
+difference of the two answers, normalised: 0 = the corrupted run, 1 = the clean run. With the FFN
+knock-out: p(clean answer) with each layer's FFN output zeroed.
+
+POST /api/lab/activation-patching: copy one activation of a clean run into a corrupted run, at every layer and
 position (or head), and see how much of the clean answer comes back; and the FFN knock-out on the clean run."""
 
 from __future__ import annotations
@@ -8,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
+from app.lab.common import Build, Experiment, LabContext, LabRun, check_decoder_only, rounded, summary_of
 from app.resolve import Resolved
 from app.schemas import Bool, Text, TextInput, TokenOut, VocabToken
 from app.tokenizing import encode_text, tokens_out, vocab_token
@@ -19,12 +24,9 @@ from lab.activation_patching import SameAnswers, SameDifference, grids_of, patch
 MAX_PATCHED_TOKENS = 6000
 
 NEEDS_DECODER = ("Activation patching here compares a decoder's next-token logits on two prompts, so it needs a "
-                 "decoder-only model (like tiny-gpt or smollm2). {why}")
-WHY = {
-    "encoder": "This model is an encoder: it reads the whole text at once and predicts no next token.",
-    "encoder-decoder": "This model is an encoder-decoder: its decoder predicts a separate target text, and "
-                       "patching across its two stacks is not implemented.",
-}
+                 "decoder-only model (like tiny-gpt or smollm2).")
+NOT_ENCODER_DECODER = ("This model is an encoder-decoder: its decoder predicts a separate target text, and patching "
+                       "across its two stacks is not implemented.")
 
 
 class ActivationPatchingLabRequest(TextInput):
@@ -92,9 +94,7 @@ def answer_id(resolved: Resolved, field: str, text: str) -> int:
 
 def plan(context: LabContext, request: ActivationPatchingLabRequest) -> Build:
     resolved = context.model
-    architecture = resolved.cfg.architecture
-    if architecture != "decoder" or not resolved.cfg.lm_head:
-        raise errors.not_in_model(NEEDS_DECODER.format(why=WHY.get(architecture, "")).strip())
+    check_decoder_only(resolved, NEEDS_DECODER, NOT_ENCODER_DECODER)
     if request.chat:
         raise errors.invalid_option("chat", "activation patching reads the two prompts as plain text, not as chat "
                                             "messages.")
@@ -159,8 +159,5 @@ def no_contrast(clean_diff: float, corrupted_diff: float) -> errors.ApiError:
 EXPERIMENT = Experiment(
     name="activation_patching", method="POST", request=ActivationPatchingLabRequest,
     response=ActivationPatchingLabOut, plan=plan, refuses=("encoder", "encoder-decoder"),
-    summary="Copy one activation of the clean prompt's run into the corrupted prompt's run (the residual stream,\n"
-            "attention or FFN output at one layer and position, or one head's output) and measure the logit\n"
-            "difference of the two answers, normalised: 0 = the corrupted run, 1 = the clean run. With the FFN\n"
-            "knock-out: p(clean answer) with each layer's FFN output zeroed.",
+    summary=summary_of(__doc__),
 )

@@ -1,4 +1,8 @@
-"""POST /api/lab/attention-flow: one head's attention weights beside what it moves, ‖a_ij · v_j W_O^h‖."""
+"""One head's attention weights a_ij beside what each key actually adds to each position,
+‖a_ij · v_j W_O^h‖ (Kobayashi et al. 2020): the keys each ranks first, their rank correlation,
+‖v_j W_O^h‖ per key, and the check that Σ_h Σ_j a_ij v_j W_O^h (+ b_O) is the layer's attention output.
+
+POST /api/lab/attention-flow: one head's attention weights beside what it moves, ‖a_ij · v_j W_O^h‖."""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
+from app.lab.common import Build, Experiment, LabContext, LabRun, StackTokensOut, rounded, summary_of
 from app.request_checks import attention_layer
 from app.schemas import Int, StackName, TextInput, TokenOut
 from app.tokenizing import tokens_out
@@ -37,10 +41,8 @@ class IdentityOut(BaseModel):
     out_bias: bool = Field(description="Whether the output projection has a bias (added once per position).")
 
 
-class AttentionFlowLabOut(BaseModel):
-    model: str
+class AttentionFlowLabOut(StackTokensOut):
     tokens: list[TokenOut] = Field(description="The stack's tokens: queries and keys (self-attention).")
-    stack: str | None
     layer: int
     head: int
     kv_head: int = Field(description="The K/V head whose v this query head reads (GQA).")
@@ -99,7 +101,5 @@ def plan(context: LabContext, request: AttentionFlowLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="attention_flow", method="POST", request=AttentionFlowLabRequest,
     response=AttentionFlowLabOut, plan=plan, aliases=("flow",),
-    summary="One head's attention weights a_ij beside what each key actually adds to each position,\n"
-            "‖a_ij · v_j W_O^h‖ (Kobayashi et al. 2020): the keys each ranks first, their rank correlation,\n"
-            "‖v_j W_O^h‖ per key, and the check that Σ_h Σ_j a_ij v_j W_O^h (+ b_O) is the layer's attention output.",
+    summary=summary_of(__doc__),
 )

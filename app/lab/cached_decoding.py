@@ -1,4 +1,8 @@
-"""POST /api/lab/cached-decoding: greedy decoding with a KV cache, each step against a full recomputation
+"""Greedy decoding with a KV cache: the cache growing step by step (bytes measured and by formula),
+the attention scores computed against recomputing every step, and each step's logits against a full
+recomputation.
+
+POST /api/lab/cached-decoding: greedy decoding with a KV cache, each step against a full recomputation
 (lab/cached_decoding.py). Its old name and route: generate, POST /api/lab/generate (deprecated)."""
 
 from __future__ import annotations
@@ -7,10 +11,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.lab.common import Build, Experiment, LabContext, LabRun
+from app.lab.common import Build, Experiment, LabContext, LabRun, StackTokensOut, summary_of
 from app.request_checks import check_generative
-from app.schemas import Int, TextInput, TokenOut
-from app.tokenizing import token_text, tokens_out
+from app.schemas import Int, TextInput
+from app.tokenizing import tokens_out, vocab_token
 from lab.cached_decoding import cached_decoding
 
 
@@ -37,10 +41,7 @@ class CachedDecodingStep(BaseModel):
     top_logits: list[float] = Field(description="... and values (full precision).")
 
 
-class CachedDecodingLabOut(BaseModel):
-    model: str
-    tokens: list[TokenOut]
-    stack: str | None
+class CachedDecodingLabOut(StackTokensOut):
     layers: int
     kv_heads: int
     d_head: int
@@ -56,19 +57,18 @@ class CachedDecodingLabOut(BaseModel):
 def plan(context: LabContext, request: CachedDecodingLabRequest) -> Build:
     resolved = context.model
     check_generative(resolved)
-    enc_dec = resolved.cfg.architecture == "encoder-decoder"
 
     def build(run: LabRun) -> dict[str, Any]:
         inputs = run.tokens
-        target = inputs.target_tokens if enc_dec else None
-        read = target if target is not None else inputs.tokens
+        target = inputs.target_tokens  # an encoder-decoder's decoder input (None: a decoder, one stack)
         decoded = cached_decoding(resolved.model, resolved.name, [t.id for t in inputs.tokens],
-                                  [t.id for t in target] if target is not None else None, request.max_new_tokens)
-        steps = [{"step": s["step"], "id": s["id"], "text": token_text(resolved.loaded, s["id"]),
+                                  None if target is None else [t.id for t in target], request.max_new_tokens)
+        steps = [{"step": s["step"], **vocab_token(resolved.loaded, s["id"]),
                   **{k: v for k, v in s.items() if k not in ("step", "id")}} for s in decoded.steps]
         shape = decoded.shape
         return {
-            "model": resolved.name, "tokens": tokens_out(read), "stack": "decoder" if enc_dec else None,
+            "model": resolved.name, "tokens": tokens_out(target or inputs.tokens),
+            "stack": None if target is None else "decoder",
             "layers": shape.layers, "kv_heads": shape.kv_heads, "d_head": shape.d_head,
             "bytes_per_value": decoded.bytes_per_value, "dtype": decoded.dtype,
             "steps": steps, "text": "".join(s["text"] for s in steps),
@@ -81,7 +81,5 @@ def plan(context: LabContext, request: CachedDecodingLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="cached_decoding", method="POST", request=CachedDecodingLabRequest, response=CachedDecodingLabOut,
     plan=plan, refuses=("encoder",), aliases=("generate",),
-    summary="Greedy decoding with a KV cache: the cache growing step by step (bytes measured and by formula),\n"
-            "the attention scores computed against recomputing every step, and each step's logits against a full\n"
-            "recomputation.",
+    summary=summary_of(__doc__),
 )

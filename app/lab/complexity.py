@@ -1,4 +1,8 @@
-"""POST /api/lab/complexity: time and peak memory of naive against tiled attention, with the n² fits."""
+"""Time and peak memory of naive (n × n materialised) and tiled attention on random q, k, v at each
+length, on the server's device, with power-law and n² fits. Lengths that would overrun a time budget
+are skipped (listed with null times); the result is cached.
+
+POST /api/lab/complexity: time and peak memory of naive against tiled attention, with the n² fits."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import Build, Experiment, LabContext, LabRun
+from app.lab.common import Build, Experiment, LabContext, LabRun, summary_of
 from app.schemas import INTEGER, Bool, Int
 from lab.complexity import measure_complexity, naive_peak_bytes
 
@@ -98,7 +102,5 @@ def plan(context: LabContext, request: ComplexityLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="complexity", method="POST", request=ComplexityLabRequest, response=ComplexityLabOut,
     plan=plan, uses="nothing", measured=True,
-    summary="Time and peak memory of naive (n × n materialised) and tiled attention on random q, k, v at each\n"
-            "length, on the server's device, with power-law and n² fits. Lengths that would overrun a time budget\n"
-            "are skipped (listed with null times); the result is cached.",
+    summary=summary_of(__doc__),
 )

@@ -1,12 +1,16 @@
-"""POST /api/lab/embedding-persistence: how much of each token's own embedding every layer's stream keeps."""
+"""The embedding is still there: at every stream of one stack (its input, then every block's output)
+and every position, the cosine with the token's own embedding W_E[t] (before positions are added)
+and with the stack's last stream.
+
+POST /api/lab/embedding-persistence: how much of each token's own embedding every layer's stream keeps."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
-from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
+from app.lab.common import Build, Experiment, LabContext, LabRun, StackTokensOut, rounded, summary_of
 from app.request_checks import stack_of
 from app.schemas import StackName, TextInput, TokenOut
 from app.tokenizing import tokens_out
@@ -21,10 +25,8 @@ class EmbeddingPersistenceLabRequest(TextInput):
     stack: StackName | None = Field(None, description="Encoder-decoder only: 'encoder' (default) or 'decoder'.")
 
 
-class EmbeddingPersistenceLabOut(BaseModel):
-    model: str
+class EmbeddingPersistenceLabOut(StackTokensOut):
     tokens: list[TokenOut] = Field(description="The stack's tokens (an encoder-decoder's decoder: its input).")
-    stack: str | None
     streams: list[str] = Field(description="'input' (block 0's resid_pre), then '0', '1', ...: block L's resid_post.")
     added: list[str] = Field(description="What the stack adds to the token embedding before block 0: "
                                          "'positions', 'segments', 'norm' (none: its input is the embedding).")
@@ -61,7 +63,5 @@ def plan(context: LabContext, request: EmbeddingPersistenceLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="embedding_persistence", method="POST", request=EmbeddingPersistenceLabRequest,
     response=EmbeddingPersistenceLabOut, plan=plan,
-    summary="The embedding is still there: at every stream of one stack (its input, then every block's output)\n"
-            "and every position, the cosine with the token's own embedding W_E[t] (before positions are added)\n"
-            "and with the stack's last stream.",
+    summary=summary_of(__doc__),
 )

@@ -1,4 +1,9 @@
-"""POST /api/lab/flash: one head of the model tile by tile with the online softmax (lab/flash.py's flash_for_head)."""
+"""One head of the model, tile by tile with the online softmax: the running max m, sum l and rescaled
+partial output after every tile; the result against the model's own hook_z; the largest tensor held
+against the n × n matrix; the bytes moved to and from main memory (HBM) by standard attention and by the
+tiled loop, counted as the loop runs and by the paper's formulas over sequence lengths, in `dtype`.
+
+POST /api/lab/flash: one head of the model tile by tile with the online softmax (lab/flash.py's flash_for_head)."""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import AttentionHeadInput, Build, Experiment, LabContext, LabRun
+from app.lab.common import AttentionHeadInput, Build, Experiment, HeadOut, LabContext, LabRun, summary_of
 from app.request_checks import attention_layer
 from app.schemas import Encoding, Int, TensorOut, TokenOut
 from app.tensors import encode_tensor
@@ -44,17 +49,8 @@ class TileOut(BaseModel):
     acc: list[list[float]] = Field(description="Σ exp(score − m)·v [block_q, d_head]; acc / l: the output so far.")
 
 
-class FlashLabOut(BaseModel):
-    model: str
+class FlashLabOut(HeadOut):
     tokens: list[TokenOut]
-    query_tokens: list[TokenOut]
-    key_tokens: list[TokenOut]
-    stack: str | None
-    layer: int
-    head: int
-    kv_head: int
-    d_head: int
-    causal: bool
     window: int | None
     alibi_slope: float | None
     block_q: int
@@ -157,8 +153,5 @@ def plan(context: LabContext, request: FlashLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="flash", method="POST", request=FlashLabRequest, response=FlashLabOut,
     plan=plan,
-    summary="One head of the model, tile by tile with the online softmax: the running max m, sum l and rescaled\n"
-            "partial output after every tile; the result against the model's own hook_z; the largest tensor held\n"
-            "against the n × n matrix; the bytes moved to and from main memory (HBM) by standard attention and by the\n"
-            "tiled loop, counted as the loop runs and by the paper's formulas over sequence lengths, in `dtype`.",
+    summary=summary_of(__doc__),
 )

@@ -1,4 +1,8 @@
-"""POST /api/lab/head-count: one layer's real q and k re-split into h heads of d_k = width / h, every h that fits."""
+"""The layer's real q and k (after RoPE; GQA's K heads repeated), heads side by side, cut again into
+h heads of d_k = width / h for every h dividing the width: each head's score-table rank against
+its bound min(tokens, d_k), and the mean row entropy. A re-split, not a model trained with h heads.
+
+POST /api/lab/head-count: one layer's real q and k re-split into h heads of d_k = width / h, every h that fits."""
 
 from __future__ import annotations
 
@@ -7,9 +11,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import AttentionLayerInput, Build, Experiment, LabContext, LabRun
+from app.lab.common import AttentionLayerInput, Build, Experiment, LabContext, LabRun, QueryKeyOut, summary_of
 from app.request_checks import attention_layer
-from app.schemas import TokenOut
 from app.tokenizing import tokens_out
 from lab.head_count import (
     MAX_RANK_WORK,
@@ -47,12 +50,7 @@ class PublishedOut(BaseModel):
     d_head: int
 
 
-class HeadCountLabOut(BaseModel):
-    model: str
-    query_tokens: list[TokenOut]
-    key_tokens: list[TokenOut]
-    stack: str | None
-    layer: int
+class HeadCountLabOut(QueryKeyOut):
     cross: bool
     width: int = Field(description="heads · d_head: the concatenated q (and k) that is re-split.")
     model_heads: int
@@ -103,7 +101,5 @@ def plan(context: LabContext, request: HeadCountLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="head_count", method="POST", request=HeadCountLabRequest, response=HeadCountLabOut,
     plan=plan, aliases=("headcount",),
-    summary="The layer's real q and k (after RoPE; GQA's K heads repeated), heads side by side, cut again into\n"
-            "h heads of d_k = width / h for every h dividing the width: each head's score-table rank against\n"
-            "its bound min(tokens, d_k), and the mean row entropy. A re-split, not a model trained with h heads.",
+    summary=summary_of(__doc__),
 )

@@ -1,4 +1,8 @@
-"""GET /api/lab/kv-cache-size: KV-cache bytes for published shapes and every registered model, under MHA, GQA and
+"""KV-cache bytes per token and in total for published shapes (GPT-2, GPT-3, Llama-2/3, Mistral, Qwen2.5,
+SmolLM2) and every registered model with its own K/V heads beside MHA and MQA:
+2 · layers · kv_heads · d_head · bytes · min(context, n_ctx, window) · batch.
+
+GET /api/lab/kv-cache-size: KV-cache bytes for published shapes and every registered model, under MHA, GQA and
 MQA. Its old name and route: kv_cache, GET /api/lab/kv-cache (deprecated)."""
 
 from __future__ import annotations
@@ -7,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from app.lab.common import Build, Experiment, LabContext, LabRun
+from app.lab.common import Build, Experiment, LabContext, LabRun, summary_of
 from lab import kv_cache_size
 
 CacheDType = Literal["float32", "float16", "bfloat16", "int8", "fp8"]
@@ -86,7 +90,5 @@ def plan(context: LabContext, query: KVCacheSizeQuery) -> Build:
 EXPERIMENT = Experiment(
     name="kv_cache_size", method="GET", request=KVCacheSizeQuery, response=KVCacheSizeLabOut,
     plan=plan, aliases=("kvcache", "kv_cache"), uses="every_model",
-    summary="KV-cache bytes per token and in total for published shapes (GPT-2, GPT-3, Llama-2/3, Mistral, Qwen2.5,\n"
-            "SmolLM2) and every registered model with its own K/V heads beside MHA and MQA:\n"
-            "2 · layers · kv_heads · d_head · bytes · min(context, n_ctx, window) · batch.",
+    summary=summary_of(__doc__),
 )

@@ -1,4 +1,8 @@
-"""POST /api/lab/logit-attribution: one next-token logit split into what each head, FFN and bias wrote."""
+"""Direct logit attribution: the logit of one next token (or its difference with a second token) at
+one position, split into the embedding, every head (z W_O^h), every FFN and the biases, with the
+final norm's scale frozen from the real run; the largest heads split by source token.
+
+POST /api/lab/logit-attribution: one next-token logit split into what each head, FFN and bias wrote."""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
+from app.lab.common import Build, Experiment, LabContext, LabRun, rounded, summary_of
 from app.request_checks import check_generative
 from app.schemas import INTEGER, Int, Text, TextInput, TokenOut, VocabToken
 from app.tokenizing import tokens_out, vocab_token
@@ -123,7 +127,5 @@ def plan(context: LabContext, request: LogitAttributionLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="logit_attribution", method="POST", request=LogitAttributionLabRequest,
     response=LogitAttributionLabOut, plan=plan, refuses=("encoder", "encoder-decoder"), aliases=("dla",),
-    summary="Direct logit attribution: the logit of one next token (or its difference with a second token) at\n"
-            "one position, split into the embedding, every head (z W_O^h), every FFN and the biases, with the\n"
-            "final norm's scale frozen from the real run; the largest heads split by source token.",
+    summary=summary_of(__doc__),
 )

@@ -1,4 +1,7 @@
-"""POST /api/lab/logit-lens: what each block would predict, through the final norm and the unembedding."""
+"""The top-k next tokens after every block at every position, through the final norm and the
+unembedding; the last layer's reading equals the model's logits.
+
+POST /api/lab/logit-lens: what each block would predict, through the final norm and the unembedding."""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.lab.common import Build, Experiment, LabContext, LabRun
+from app.lab.common import Build, Experiment, LabContext, LabRun, summary_of
 from app.request_checks import check_generative
 from app.schemas import Int, TextInput, TokenOut
 from app.tokenizing import token_text, tokens_out
@@ -62,6 +65,5 @@ def plan(context: LabContext, request: LogitLensLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="logit_lens", method="POST", request=LogitLensLabRequest, response=LogitLensLabOut,
     plan=plan, refuses=("encoder",), aliases=("lens",),
-    summary="The top-k next tokens after every block at every position, through the final norm and the\n"
-            "unembedding; the last layer's reading equals the model's logits.",
+    summary=summary_of(__doc__),
 )

@@ -1,4 +1,9 @@
-"""POST /api/lab/norm-statistics: LayerNorm, RMSNorm and BatchNorm on the same batch of two real sentences."""
+"""LayerNorm against BatchNorm (and RMSNorm) on a real batch: `text` and `other`, right-padded to one
+length, through the model to block `layer`'s norm input. LayerNorm's mean and σ per token (over
+d_model), RMSNorm's rms per token, BatchNorm's mean and σ per feature (over the real tokens of the
+batch, pads left out); and how far sentence 1's normalised vectors move when `swap` replaces `other`.
+
+POST /api/lab/norm-statistics: LayerNorm, RMSNorm and BatchNorm on the same batch of two real sentences."""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
+from app.lab.common import Build, Experiment, LabContext, LabRun, rounded, summary_of
 from app.request_checks import attention_layer
 from app.resolve import Resolved
 from app.schemas import Int, Text, TextInput, TokenOut
@@ -64,6 +69,14 @@ class NormStatisticsLabOut(BaseModel):
                                                 "(RMSNorm)| over the real tokens: the statistics are the model's.")
 
 
+def check_plain_batch(resolved: Resolved, chat: bool) -> None:
+    """A batch of plain sentences through one stack: no encoder-decoder (two stacks, two batches), no chat template."""
+    if resolved.cfg.architecture == "encoder-decoder":
+        raise errors.not_in_model(WHY_NOT_ENCODER_DECODER)
+    if chat:
+        raise errors.invalid_option("chat", "the batch holds plain sentences; turn the chat template off.")
+
+
 def sentence_ids(resolved: Resolved, text: str, field: str) -> list[int]:
     """Token ids of one more sentence, with the start token the model expects, within the token limits."""
     if text == "":
@@ -84,10 +97,7 @@ def _per_position(values: torch.Tensor, real: torch.Tensor) -> list[float | None
 def plan(context: LabContext, request: NormStatisticsLabRequest) -> Build:
     resolved = context.model
     cfg = resolved.cfg
-    if cfg.architecture == "encoder-decoder":
-        raise errors.not_in_model(WHY_NOT_ENCODER_DECODER)
-    if request.chat:
-        raise errors.invalid_option("chat", "the batch holds plain sentences; turn the chat template off.")
+    check_plain_batch(resolved, request.chat)
     attention_layer(resolved, request.layer, None)  # the layer exists (a 422 names the range)
     other, swap = sentence_ids(resolved, request.other, "other"), sentence_ids(resolved, request.swap, "swap")
 
@@ -124,8 +134,5 @@ def plan(context: LabContext, request: NormStatisticsLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="norm_statistics", method="POST", request=NormStatisticsLabRequest, response=NormStatisticsLabOut,
     plan=plan, refuses=("encoder-decoder",),
-    summary="LayerNorm against BatchNorm (and RMSNorm) on a real batch: `text` and `other`, right-padded to one\n"
-            "length, through the model to block `layer`'s norm input. LayerNorm's mean and σ per token (over\n"
-            "d_model), RMSNorm's rms per token, BatchNorm's mean and σ per feature (over the real tokens of the\n"
-            "batch, pads left out); and how far sentence 1's normalised vectors move when `swap` replaces `other`.",
+    summary=summary_of(__doc__),
 )

@@ -1,4 +1,8 @@
-"""POST /api/lab/objectives: causal LM, masked LM and span corruption on one sentence, at the same compute.
+"""Why decoder-only won, on one sentence: the decoder's loss at every position from one forward pass
+(measured); BERT's seeded 15% masked positions and T5's span counts (formulas); FLOPs ≈ 2 · N per
+token and training signals per pass; generation cost with and without a cache (formulas).
+
+POST /api/lab/objectives: causal LM, masked LM and span corruption on one sentence, at the same compute.
 
 Measured: the decoder's loss at every position, from its own logits (one forward pass). From the formulas,
 labelled so: the masked positions (seeded) and span counts, FLOPs per pass and generation cost.
@@ -11,18 +15,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
+from app.lab.common import Build, Experiment, LabContext, LabRun, check_decoder_only, rounded, summary_of
 from app.schemas import Int, TextInput, TokenOut
 from app.tokenizing import tokens_out
 from lab import objectives
 
 NEEDS_DECODER = ("This experiment measures the next-token loss at every position of your sentence, so it needs a "
-                 "decoder-only model (like tiny-gpt or smollm2). {why}")
-WHY = {
-    "encoder": "This model is an encoder: it reads the whole text at once and predicts no next token.",
-    "encoder-decoder": "This model is an encoder-decoder: its decoder predicts a separate target text, not your "
-                       "sentence.",
-}
+                 "decoder-only model (like tiny-gpt or smollm2).")
+NOT_ENCODER_DECODER = ("This model is an encoder-decoder: its decoder predicts a separate target text, not your "
+                       "sentence.")
 
 
 class ObjectivesLabRequest(TextInput):
@@ -97,9 +98,7 @@ class ObjectivesLabOut(BaseModel):
 
 def plan(context: LabContext, request: ObjectivesLabRequest) -> Build:
     resolved = context.model
-    architecture = resolved.cfg.architecture
-    if architecture != "decoder" or not resolved.cfg.lm_head:
-        raise errors.not_in_model(NEEDS_DECODER.format(why=WHY.get(architecture, "")).strip())
+    check_decoder_only(resolved, NEEDS_DECODER, NOT_ENCODER_DECODER)
 
     def build(lab_run: LabRun) -> dict[str, Any]:
         tokens = lab_run.tokens.tokens
@@ -121,7 +120,5 @@ def plan(context: LabContext, request: ObjectivesLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="objectives", method="POST", request=ObjectivesLabRequest,
     response=ObjectivesLabOut, plan=plan, refuses=("encoder", "encoder-decoder"),
-    summary="Why decoder-only won, on one sentence: the decoder's loss at every position from one forward pass\n"
-            "(measured); BERT's seeded 15% masked positions and T5's span counts (formulas); FLOPs ≈ 2 · N per\n"
-            "token and training signals per pass; generation cost with and without a cache (formulas).",
+    summary=summary_of(__doc__),
 )

@@ -1,4 +1,7 @@
-"""POST /api/lab/parameters: where a model's parameters are, per component, per head split, per K/V sharing."""
+"""Parameters per component (equal to the state dict's sum); one head of width d_model against h heads
+of width d_model/h; MHA, GQA and MQA K/V counts; the FFN's share.
+
+POST /api/lab/parameters: where a model's parameters are, per component, per head split, per K/V sharing."""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.lab.common import Build, Experiment, LabContext, LabRun
+from app.lab.common import Build, Experiment, LabContext, LabRun, summary_of
 from app.schemas import ModelChoice
 from lab import parameters
 
@@ -45,6 +48,5 @@ def plan(context: LabContext, _: ParametersLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="parameters", method="POST", request=ParametersLabRequest, response=ParametersLabOut,
     plan=plan, uses="model",
-    summary="Parameters per component (equal to the state dict's sum); one head of width d_model against h heads\n"
-            "of width d_model/h; MHA, GQA and MQA K/V counts; the FFN's share.",
+    summary=summary_of(__doc__),
 )

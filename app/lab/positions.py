@@ -1,4 +1,7 @@
-"""POST /api/lab/positions: sinusoidal, RoPE, ALiBi (and a model's learned table), alone or at a model's sizes."""
+"""Sinusoidal PE and PE·PEᵀ; RoPE's rotation of one pair and q_m·k_n for random q, k (equal where
+m − n is equal); ALiBi biases per head. Learned positions past the model's n_ctx: 422.
+
+POST /api/lab/positions: sinusoidal, RoPE, ALiBi (and a model's learned table), alone or at a model's sizes."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from analysis import readouts
 from app import errors
-from app.lab.common import Build, Experiment, LabContext, LabRun
+from app.lab.common import Build, Experiment, LabContext, LabRun, summary_of
 from app.schemas import INTEGER, NUMBER, Encoding, Int, ModelChoice
 from app.tensors import encode_tensor
 from lab import positions
@@ -117,6 +120,5 @@ def plan(context: LabContext, request: PositionsLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="positions", method="POST", request=PositionsLabRequest, response=PositionsLabOut,
     plan=plan, uses="chosen_model",
-    summary="Sinusoidal PE and PE·PEᵀ; RoPE's rotation of one pair and q_m·k_n for random q, k (equal where\n"
-            "m − n is equal); ALiBi biases per head. Learned positions past the model's n_ctx: 422.",
+    summary=summary_of(__doc__),
 )

@@ -1,4 +1,9 @@
-"""POST /api/lab/quantization: the float32 run against llama.cpp's 8-bit activation rounding (emulated) and against
+"""What a quantized file's precision does: the float32 run (this project's) against the activations
+rounded to 8-bit blocks of 32 before every quantized linear layer (an emulation of llama.cpp's
+activation quantization) and against the weights re-quantized to Q8_0 / Q4_1 / Q4_0: next-token KL
+per position, top-1 agreement, the top next tokens, the weights' relative error per layer.
+
+POST /api/lab/quantization: the float32 run against llama.cpp's 8-bit activation rounding (emulated) and against
 the weights re-quantized to a coarser type: KL per position, top-1 agreement, the top next tokens, the weight
 error per layer (lab/quantization.py)."""
 
@@ -10,7 +15,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import MAX_FORWARDS, Build, Experiment, LabContext, LabRun, rounded
+from app.lab.common import MAX_FORWARDS, Build, Experiment, LabContext, LabRun, rounded, summary_of
 from app.request_checks import check_generative
 from app.schemas import Bool, Int, TextInput, TokenOut, VocabToken
 from app.tokenizing import tokens_out, vocab_token
@@ -138,8 +143,5 @@ def plan(context: LabContext, request: QuantizationLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="quantization", method="POST", request=QuantizationLabRequest, response=QuantizationLabOut,
     plan=plan, refuses=("encoder", "encoder-decoder"),
-    summary="What a quantized file's precision does: the float32 run (this project's) against the activations\n"
-            "rounded to 8-bit blocks of 32 before every quantized linear layer (an emulation of llama.cpp's\n"
-            "activation quantization) and against the weights re-quantized to Q8_0 / Q4_1 / Q4_0: next-token KL\n"
-            "per position, top-1 agreement, the top next tokens, the weights' relative error per layer.",
+    summary=summary_of(__doc__),
 )

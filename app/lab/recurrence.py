@@ -1,4 +1,9 @@
-"""POST /api/lab/recurrence: a GRU language model run step by step beside a Transformer, on one sentence.
+"""Recurrence against attention, on one sentence: a GRU language model trained on the same text runs
+step by step (N steps, each waiting for the last) beside a shipped Transformer's L block passes; the
+influence of every input embedding on the last position's state, ‖∂h_N/∂x_i‖_F, for both; and both
+models' next-token loss.
+
+POST /api/lab/recurrence: a GRU language model run step by step beside a Transformer, on one sentence.
 
 Measured (lab/recurrence.py): the GRU's N sequential steps and the Transformer's L block passes, each timed; the
 influence of every input embedding on the last position's state, ‖∂h_N/∂x_i‖_F, for both; both models'
@@ -14,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
+from app.lab.common import Build, Experiment, LabContext, LabRun, rounded, summary_of
 from app.schemas import Text, TokenOut
 from app.tokenizing import encode_text, tokens_out
 from lab import recurrence
@@ -115,8 +120,5 @@ def plan(context: LabContext, request: RecurrenceLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="recurrence", method="POST", request=RecurrenceLabRequest,
     response=RecurrenceLabOut, plan=plan, uses="nothing", measured=True,
-    summary="Recurrence against attention, on one sentence: a GRU language model trained on the same text runs\n"
-            "step by step (N steps, each waiting for the last) beside a shipped Transformer's L block passes; the\n"
-            "influence of every input embedding on the last position's state, ‖∂h_N/∂x_i‖_F, for both; and both\n"
-            "models' next-token loss.",
+    summary=summary_of(__doc__),
 )

@@ -1,4 +1,7 @@
-"""POST /api/lab/sampling: the next-token distribution after temperature, top-k and top-p, and seeded draws."""
+"""The next-token distribution after temperature, top-k and top-p, and `draws` seeded draws from it
+(the same seed gives the same draws).
+
+POST /api/lab/sampling: the next-token distribution after temperature, top-k and top-p, and seeded draws."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.lab.common import Build, Experiment, LabContext, LabRun
+from app.lab.common import Build, Experiment, LabContext, LabRun, summary_of
 from app.request_checks import check_generative
 from app.schemas import INTEGER, NUMBER, Float, Int, TextInput, TokenOut, VocabToken
 from app.tokenizing import token_text, tokens_out, vocab_token
@@ -78,6 +81,5 @@ def plan(context: LabContext, request: SamplingLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="sampling", method="POST", request=SamplingLabRequest, response=SamplingLabOut,
     plan=plan, refuses=("encoder",),
-    summary="The next-token distribution after temperature, top-k and top-p, and `draws` seeded draws from it\n"
-            "(the same seed gives the same draws).",
+    summary=summary_of(__doc__),
 )

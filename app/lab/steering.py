@@ -1,4 +1,8 @@
-"""POST /api/lab/steering: the mean residual stream of prompts A minus B at block L's input, added α times at every
+"""Steering with a difference vector: the mean residual stream of prompts A minus prompts B at a block's
+input, added α times at every position while the model writes greedily; the continuation with and
+without it, and the first step's next-token distribution before and after.
+
+POST /api/lab/steering: the mean residual stream of prompts A minus B at block L's input, added α times at every
 position while the model writes greedily: the text with and without it, and the first step's distribution moved
 (lab/steering.py)."""
 
@@ -9,7 +13,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import MAX_FORWARDS, Build, Experiment, LabContext, LabRun, rounded
+from app.lab.common import MAX_FORWARDS, Build, Experiment, LabContext, LabRun, rounded, summary_of
 from app.request_checks import check_layer
 from app.resolve import Resolved
 from app.schemas import Float, Int, Text, TextInput, TokenOut, VocabToken
@@ -121,7 +125,5 @@ def plan(context: LabContext, request: SteeringLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="steering", method="POST", request=SteeringLabRequest, response=SteeringLabOut,
     plan=plan, refuses=("encoder", "encoder-decoder"),
-    summary="Steering with a difference vector: the mean residual stream of prompts A minus prompts B at a block's\n"
-            "input, added α times at every position while the model writes greedily; the continuation with and\n"
-            "without it, and the first step's next-token distribution before and after.",
+    summary=summary_of(__doc__),
 )
