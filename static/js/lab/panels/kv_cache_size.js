@@ -68,7 +68,7 @@ export default {
     const own = data.models.map((m) => say("kv_cache_size_own_item", { model: m.model, kind: m.decodes ? m.own : say("kv_cache_size_no_decode") }) + localNote(m)).join(" · ");  // an encoder: no bars
     draw(board.card("kv-models", { title: say("kv_cache_size_models_title"), className: "half", note: say("kv_cache_size_models_note", { own }) }), traces,
       { ...lineLayout("", say("kv_cache_size_axis_mib"), { xaxis: { type: "category" }, yaxis: { type: "log", dtick: 1, exponentformat: "none" } }), barmode: "group" }, "kv_models");
-    const head = h("tr", {}, ["name", "attention", "layers", "q_heads", "kv_heads", "d_head", "cached_positions", "bytes_per_token", "total_bytes"].map((k) => h("th", { text: say(`kv_cache_col_${k}`) })));
+    const head = h("tr", {}, ["name", "attention", "layers", "q_heads", "kv_heads", "d_head", "cached_positions", "bytes_per_token", "total_bytes"].map((k) => h("th", { text: say(`kv_cache_size_col_${k}`) })));
     const body = pub.map((r) => h("tr", {}, [r.name, r.attention, r.layers, r.q_heads, r.kv_heads, r.d_head, r.cached_positions, bytesText(r.bytes_per_token), bytesText(r.total_bytes)].map((v) => h("td", { text: String(v) }))));
     board.block("kv-table", h("div", {}, h("table", { class: "kv-table" }, h("thead", {}, head), h("tbody", {}, body))));
   },
