@@ -18,10 +18,16 @@ from app.request_checks import attention_layer
 from app.schemas import Encoding, Int, TensorOut, TokenOut
 from app.tensors import encode_tensor
 from app.tokenizing import tokens_out
-from lab.flash import differences, flash_for_head, flash_traffic, memory_crossover, standard_traffic
+from lab.flash import (
+    differences,
+    flash_for_head,
+    flash_traffic,
+    memory_crossover,
+    standard_traffic,
+    traffic_curves,
+)
 from model.device import one_row
 
-TRAFFIC_LENGTHS = [64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]  # the sequence lengths of the traffic curves
 BYTES_PER_NUMBER = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
@@ -116,15 +122,11 @@ def plan(context: LabContext, request: FlashLabRequest) -> Build:
         max_diff_z, max_diff_naive = differences(result, head)
         d_head, size = head.q.shape[1], BYTES_PER_NUMBER[request.dtype]
         formula, standard = flash_traffic(n_q, n_k, d_head, request.block_q), standard_traffic(n_q, n_k, d_head)
-        # the curves start at this sentence's length, so the loop's own count sits on the chart beside them
-        lengths = [n_q, *(n for n in TRAFFIC_LENGTHS if n > n_q)]
+        curves = traffic_curves(n_q, d_head, request.block_q, request.traffic_block_q, size)
         traffic = {
-            "dtype": request.dtype, "bytes_per_number": size, "traffic_lengths": lengths,
-            "standard_bytes": [standard_traffic(n, n, d_head).total * size for n in lengths],
-            "flash_bytes": [flash_traffic(n, n, d_head, request.block_q).total * size for n in lengths],
-            "traffic_block_q": request.traffic_block_q,
-            "flash_large_block_bytes": [flash_traffic(n, n, d_head, request.traffic_block_q).total * size
-                                        for n in lengths],
+            "dtype": request.dtype, "bytes_per_number": size, "traffic_lengths": curves.lengths,
+            "standard_bytes": curves.standard, "flash_bytes": curves.flash,
+            "traffic_block_q": request.traffic_block_q, "flash_large_block_bytes": curves.flash_large_block,
             "loop_read_bytes": result.numbers_read * size, "loop_written_bytes": result.numbers_written * size,
             "formula_read_bytes": formula.read * size, "formula_written_bytes": formula.written * size,
             "standard_read_bytes": standard.read * size, "standard_written_bytes": standard.written * size,
