@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from app.lab.common import Build, Experiment, LabContext, LabRun, StackTokensOut, summary_of
 from app.request_checks import check_generative
-from app.schemas import Int, TextInput
+from app.schemas import Int, TextInput, VocabToken
 from app.tokenizing import tokens_out, vocab_token
 from lab.cached_decoding import cached_decoding
 
@@ -26,10 +26,8 @@ class CachedDecodingLabRequest(TextInput):
     max_new_tokens: Int = Field(12, ge=1, le=64, description="Greedy steps (fewer when the context is full).")
 
 
-class CachedDecodingStep(BaseModel):
+class CachedDecodingStep(VocabToken):  # its token
     step: int
-    id: int
-    text: str
     fed: int = Field(description="Tokens this step's forward pass read: the prompt, then 1.")
     cache_positions: int = Field(description="Positions in the cache after this step.")
     cache_bytes: int = Field(description="Bytes the cache's K and V tensors hold (measured).")
