@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from model.device import one_row
 from model.hooks import stacks, stage_name
 from model.transformer import Transformer
 
@@ -271,7 +272,7 @@ def coreference_weights(model: Transformer, rows: list[CoreferenceRows]) -> tupl
     was_training = model.training
     model.eval()
     for case in rows:
-        tokens = torch.tensor([case.ids], device=model.device)
+        tokens = one_row(case.ids, model.device)
         _, trace = model.run_with_trace(tokens, names=names)
         pronoun_rows = torch.stack([trace[n][0, :, case.pronoun].float().cpu() for n in names])  # [layer, head, k_pos]
         on_antecedent.append(pronoun_rows[:, :, case.antecedent].sum(-1))
@@ -312,7 +313,7 @@ def coreference_row_peaks(
                                                       for g in characters(tokenizer.encode(case.text))]
     was_training = model.training
     model.eval()
-    _, trace = model.run_with_trace(torch.tensor([rows.ids], device=model.device), names=_self_patterns(model))
+    _, trace = model.run_with_trace(one_row(rows.ids, model.device), names=_self_patterns(model))
     model.train(was_training)
     peaks: dict[tuple[int, int], tuple[bool, float]] = {}
     for layer, name in enumerate(_self_patterns(model)):

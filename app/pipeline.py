@@ -87,10 +87,6 @@ class Run:
             raise RuntimeError("this endpoint reads no text")
         return self.encoded
 
-    @property
-    def tokens(self) -> Inputs:  # the lab's older name of `inputs`
-        return self.inputs
-
     def trace(self) -> ForwardPass:
         """The full trace of the text, with the request's interventions: the trace cache's (shared by every
         endpoint that reads the same text), or computed now (once, however many ask at the same time)."""

@@ -145,6 +145,12 @@ def token_text(loaded: LoadedModel, token_id: int) -> str:
         return f"<{token_id}>"
 
 
+def vocab_token(loaded: LoadedModel, token_id: int, **numbers: Any) -> dict[str, Any]:
+    """A token of the vocabulary as an answer gives it (app.schemas.VocabToken): its id, its text, and the numbers
+    the answer adds (a probability, a logit, ...)."""
+    return {"id": int(token_id), "text": token_text(loaded, token_id), **numbers}
+
+
 def tokens_out(tokens: list[Token] | None) -> list[dict[str, Any]] | None:
     return None if tokens is None else [t.to_dict() for t in tokens]
 

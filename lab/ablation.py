@@ -10,6 +10,7 @@ import torch
 from analysis.ablation import Ablation, ablation_edits, head_ablation, logits_with_edits
 from analysis.lens import lm_stack
 from analysis.readouts import sequence_loss
+from model.device import one_row
 from model.transformer import Transformer
 
 
@@ -23,8 +24,7 @@ class CheckedAblation:
 def ablation_with_check(model: Transformer, ids: Sequence[int], target_ids: Sequence[int] | None,
                         position: int | None) -> CheckedAblation:
     """Every head ablated alone (ids: the source; target_ids: an encoder-decoder's decoder input)."""
-    tokens = torch.tensor([list(ids)], device=model.device)  # [1, pos]
-    target = torch.tensor([list(target_ids)], device=model.device) if target_ids is not None else None
+    tokens, target = one_row(ids, model.device), one_row(target_ids, model.device)  # [1, pos], [1, target_pos]
     result = head_ablation(model, tokens, position=position, target_tokens=target)
     none, _ = logits_with_edits(model, tokens, target, ablation_edits(lm_stack(model), 0, []))
     none_loss = sequence_loss(none, list(target_ids if target_ids is not None else ids))

@@ -20,12 +20,14 @@ mean), and the probability of the clean answer that is left.
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
+from model.device import one_row
 from model.hooks import Edit, Trace, stage_name
 from model.transformer import Transformer
 
@@ -33,6 +35,7 @@ from model.transformer import Transformer
 GRID_STAGES = {"residual": "resid_pre", "attention": "attn_out", "ffn": "mlp_out", "heads": "z"}
 GRIDS = tuple(GRID_STAGES)
 BATCH_TOKENS = 512  # rows × positions of one patched forward pass (SmolLM2: 85 copies of a 6-token prompt)
+MIN_GAP = 1e-3  # d(clean) − d(corrupted) below this: 0 and 1 cannot be told apart
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,11 @@ class Grid:
     rows: int  # layers
     columns: int  # positions (heads for the heads grid)
     scores: list[list[float]]  # [layer][position or head], 0 = the corrupted run, 1 = the clean run
+
+    @property
+    def per_head(self) -> bool:
+        """Its columns are heads (the heads grid), not positions."""
+        return self.name == "heads"
 
 
 @dataclass(frozen=True)
@@ -77,8 +85,8 @@ def last_logits(model: Transformer, tokens: torch.Tensor, edits: dict[str, list[
 def default_answers(model: Transformer, clean: Sequence[int], corrupted: Sequence[int]) -> tuple[int, int]:
     """The clean run's top token, and the corrupted run's top token other than that one."""
     check_decoder(model)
-    clean_logits, _ = last_logits(model, torch.tensor([list(clean)], device=model.device))
-    corrupted_logits, _ = last_logits(model, torch.tensor([list(corrupted)], device=model.device))
+    clean_logits, _ = last_logits(model, one_row(clean, model.device))
+    corrupted_logits, _ = last_logits(model, one_row(corrupted, model.device))
     clean_answer = int(clean_logits[0].argmax())
     ranked = corrupted_logits[0].argsort(descending=True)[:2].tolist()
     return clean_answer, int(ranked[0] if ranked[0] != clean_answer else ranked[1])
@@ -120,8 +128,7 @@ def logit_diffs(model: Transformer, clean: Sequence[int], corrupted: Sequence[in
     if len(clean) != len(corrupted):
         raise ValueError(f"the prompts must have as many tokens: {len(clean)} and {len(corrupted)}")
     stages = sorted({stage_name(p.stage, p.layer) for patches in rows for p in patches})
-    clean_ids = torch.tensor([list(clean)], device=model.device)  # [1, pos]
-    corrupted_ids = torch.tensor([list(corrupted)], device=model.device)
+    clean_ids, corrupted_ids = one_row(clean, model.device), one_row(corrupted, model.device)  # [1, pos]
     good, bad = answers
 
     def diff(logits: torch.Tensor) -> torch.Tensor:  # [batch, d_vocab] -> [batch]
@@ -197,7 +204,7 @@ def ffn_knockout(model: Transformer, clean: Sequence[int], answer: int) -> Knock
     """p(answer) at the last position of the clean run, and with each layer's FFN output zero (one row each)."""
     check_decoder(model)
     layers = model.cfg.n_layers
-    ids = torch.tensor([list(clean)], device=model.device)
+    ids = one_row(clean, model.device)
 
     def zero_row(row: int) -> Edit:
         def edit(mlp_out: torch.Tensor, _: Trace) -> torch.Tensor:  # [batch, pos, d_model]
@@ -211,3 +218,62 @@ def ffn_knockout(model: Transformer, clean: Sequence[int], answer: int) -> Knock
     knocked, _ = last_logits(model, ids.expand(layers, -1),
                              {stage_name("mlp_out", layer): [zero_row(layer)] for layer in range(layers)})
     return Knockout(float(torch.softmax(plain[0], -1)[answer]), torch.softmax(knocked, -1)[:, answer].tolist())
+
+
+class SameAnswers(ValueError):
+    """The two answers are one token: their logit difference is always 0."""
+
+
+@dataclass(frozen=True)
+class TimedGrid:
+    grid: Grid
+    seconds: float  # its own batches, with the two identity rows
+
+
+@dataclass(frozen=True)
+class PatchingRun:
+    """The whole experiment: the answers compared, each grid (timed apart), the identities and the knock-out."""
+
+    answers: tuple[int, int]  # (clean, corrupted), given or the runs' defaults
+    grids: list[TimedGrid]
+    clean_diff: float
+    corrupted_diff: float
+    nothing: float  # measured in the last grid's batches
+    whole_residual: float
+    knockout: Knockout | None
+
+
+def grids_of(choice: str) -> list[str]:
+    """The grids a request's `grid` names: one, or every grid for "all"."""
+    return list(GRIDS) if choice == "all" else [choice]
+
+
+def patching_forwards(model: Transformer, grids: Sequence[str], positions: int, knockout: bool) -> int:
+    """Patched copies of the prompt the experiment runs: each grid's cells and its two identity rows (each grid
+    runs in its own batches), and one copy per layer for the knock-out."""
+    forwards = sum(grid_forwards(model, grid, positions) + 2 for grid in grids)
+    return forwards + (model.cfg.n_layers if knockout else 0)
+
+
+def run_patching(model: Transformer, clean: Sequence[int], corrupted: Sequence[int],
+                 given: tuple[int | None, int | None], grids: Sequence[str], knockout: bool,
+                 batch_tokens: int = BATCH_TOKENS) -> PatchingRun:
+    """The answers (the given ones, else default_answers), each grid in its own batches and timed, the contrast
+    judged, and the knock-out. Raises SameAnswers, or SameDifference when the two runs' logit differences are
+    closer than MIN_GAP (0 and 1 cannot be told apart)."""
+    defaults = default_answers(model, clean, corrupted) if None in given else (0, 0)
+    answers = (given[0] if given[0] is not None else defaults[0], given[1] if given[1] is not None else defaults[1])
+    if answers[0] == answers[1]:
+        raise SameAnswers("the two answers are the same token")
+    timed, result = [], None
+    for grid in grids:
+        began = time.perf_counter()
+        result = patching_grids(model, clean, corrupted, answers, [grid], batch_tokens)
+        timed.append(TimedGrid(result.grids[0], time.perf_counter() - began))
+    if result is None:
+        raise ValueError("no grid to patch")
+    if abs(result.clean_diff - result.corrupted_diff) < MIN_GAP:
+        raise SameDifference(result.clean_diff, result.corrupted_diff)
+    knocked = ffn_knockout(model, clean, answers[0]) if knockout else None
+    return PatchingRun(answers, timed, result.clean_diff, result.corrupted_diff, result.nothing,
+                       result.whole_residual, knocked)

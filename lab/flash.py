@@ -95,6 +95,31 @@ def flash_traffic(n_q: int, n_k: int, d_head: int, block_q: int) -> Traffic:
     return Traffic(read=n_q * d_head + q_tiles * 2 * n_k * d_head, written=n_q * d_head + n_q)
 
 
+TRAFFIC_LENGTHS = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)  # N of the traffic curves, after the text's
+
+
+@dataclass(frozen=True)
+class TrafficCurves:
+    """Bytes moved to and from main memory at each sequence length N (queries = keys), per head."""
+
+    lengths: list[int]  # this text's query count, then the TRAFFIC_LENGTHS above it
+    standard: list[int]
+    flash: list[int]  # query blocks of block_q
+    flash_large_block: list[int]  # query blocks of large_block_q (what a GPU's fast memory holds)
+
+
+def traffic_curves(n_q: int, d_head: int, block_q: int, large_block_q: int, bytes_per_number: int) -> TrafficCurves:
+    """Standard and tiled attention's traffic from the formulas, starting at this text's length so that the
+    loop's own count sits on the chart beside them."""
+    lengths = [n_q, *(n for n in TRAFFIC_LENGTHS if n > n_q)]
+    return TrafficCurves(
+        lengths,
+        [standard_traffic(n, n, d_head).total * bytes_per_number for n in lengths],
+        [flash_traffic(n, n, d_head, block_q).total * bytes_per_number for n in lengths],
+        [flash_traffic(n, n, d_head, large_block_q).total * bytes_per_number for n in lengths],
+    )
+
+
 def memory_crossover(block_q: int, block_k: int, d_head: int) -> int:
     """The shortest sequence (n queries × n keys) whose n × n score matrix outgrows the tiled run's largest tensor.
 

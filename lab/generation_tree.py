@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from analysis.lens import lens_stage_names, logit_lens
+from model.device import one_row
 from model.generate import Step, decode, generate
 from model.transformer import Transformer
 
@@ -88,8 +89,8 @@ def generation_tree(model: Transformer, ids: Sequence[int], target_ids: Sequence
 
     # the lens reads the position before each generated token: one traced pass over all but the last of them
     device = model.device
-    sequence = torch.tensor([read + generated[:-1]], dtype=torch.long, device=device)  # [1, pos]
-    source = torch.tensor([list(ids)], dtype=torch.long, device=device)  # [1, source_pos]
+    sequence = one_row(read + generated[:-1], device)  # [1, pos]
+    source = one_row(ids, device)  # [1, source_pos]
     stages = lens_stage_names(model)
     _, trace = (model.run_with_trace(source, stages, target_tokens=sequence) if enc_dec
                 else model.run_with_trace(sequence, stages))

@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from model.device import one_row
 from model.hooks import Edit, Trace, stage_name
 from model.transformer import Transformer, attention_allowed
 
@@ -99,8 +100,7 @@ def masks_with_patterns(model: Transformer, ids: Sequence[int], target_ids: Sequ
     enc_dec = cfg.architecture == "encoder-decoder"
     n = len(ids)
     masks = mask_set(n, shorter, len(target_ids) if target_ids is not None else n, window, causal)
-    tokens = torch.tensor([list(ids)], device=model.device)  # [1, pos]
-    target = torch.tensor([list(target_ids)], device=model.device) if target_ids is not None else None
+    tokens, target = one_row(ids, model.device), one_row(target_ids, model.device)  # [1, pos], [1, target_pos]
     kwargs = {"target_tokens": target} if enc_dec else {}
     out: dict[str, tuple[torch.Tensor, torch.Tensor | None]] = {}
     for name in ("causal", "bidirectional", "sliding"):

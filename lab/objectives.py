@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from model.device import one_row
 from model.transformer import Transformer
 
 MASK_RATE = 0.15  # BERT's masked_lm_prob, T5's noise_density
@@ -51,7 +52,7 @@ def causal_losses(logits: torch.Tensor, ids: Sequence[int]) -> torch.Tensor:
 @torch.inference_mode()
 def causal_losses_of(model: Transformer, ids: Sequence[int]) -> torch.Tensor:
     """One forward pass of a decoder over `ids`, and its loss at every position: [pos - 1]."""
-    tokens = torch.tensor([list(ids)], device=model.device)  # [batch, pos]
+    tokens = one_row(ids, model.device)  # [batch, pos]
     logits = model(tokens)[0]  # [pos, d_vocab]
     return causal_losses(logits, ids)
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
+from model.device import one_row
 from model.generate import Step, generate
 from model.hooks import Edit, Trace, stage_name
 from model.transformer import Transformer
@@ -63,7 +64,7 @@ def set_residuals(model: Transformer, prompts: Sequence[Sequence[int]], layer: i
         if len(ids) < 2:
             raise ValueError("a prompt needs a token after its first")
         with Trace([name]) as trace:
-            model(torch.tensor([list(ids)], device=model.device))
+            model(one_row(ids, model.device))
         x = trace[name][0, 1:].float()  # [pos, d_model]
         means.append(x.mean(0))  # [d_model]
         norms.extend(x.norm(dim=-1).tolist())

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
+from model.device import one_row
 from model.edits import Interventions
 from model.hooks import Edit, Trace
 from model.kv_cache import KVCache
@@ -235,8 +236,7 @@ def generate(
     on_step: called with every step (model.generate.Step), to watch the loop (the lab's KV-cache decoding).
     """
     device = model.device
-    sources = torch.tensor([list(ids)], dtype=torch.long, device=device)  # [1, pos]
-    targets = None if target_ids is None else torch.tensor([list(target_ids)], dtype=torch.long, device=device)
+    sources, targets = one_row(ids, device), one_row(target_ids, device)  # [1, pos], [1, target_pos]
     return decode(model, sources, targets, max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k,
                   top_p=top_p, generator=torch.Generator().manual_seed(seed), max_len=max_len, stop_id=stop_id,
                   edits=edits, position_edits=position_edits, use_cache=use_cache, on_step=on_step)[0]

@@ -1,4 +1,7 @@
-"""POST /api/lab/ablation: every head's attention beside what ablating it alone does to the loss and the next token."""
+"""Every head's attention at `position` beside the change in the loss and in the chosen next token's
+probability when that head alone is ablated (Lab I's intervention).
+
+POST /api/lab/ablation: every head's attention beside what ablating it alone does to the loss and the next token."""
 
 from __future__ import annotations
 
@@ -9,7 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from analysis.ablation import MAX_ABLATED_HEADS
 from analysis.lens import lm_stack
 from app import errors
-from app.lab.common import Build, Experiment, LabContext, LabRun
+from app.lab.common import Experiment, summary_of
+from app.pipeline import Build, Context, Run
 from app.request_checks import check_generative
 from app.schemas import INTEGER, TextInput, TokenOut
 from app.tokenizing import token_text, tokens_out
@@ -48,7 +52,7 @@ class AblationLabOut(BaseModel):
     heads: list[HeadEffectOut]
 
 
-def plan(context: LabContext, request: AblationLabRequest) -> Build:
+def plan(context: Context, request: AblationLabRequest) -> Build:
     resolved = context.model
     check_generative(resolved)
     heads = len(resolved.model.stack_named(lm_stack(resolved.model)).blocks) * resolved.cfg.n_heads
@@ -56,8 +60,8 @@ def plan(context: LabContext, request: AblationLabRequest) -> Build:
         raise errors.too_much_work("model", heads, MAX_ABLATED_HEADS, "heads, each ablated in its own forward pass")
     enc_dec = resolved.cfg.architecture == "encoder-decoder"
 
-    def build(run: LabRun) -> dict[str, Any]:
-        inputs = run.tokens
+    def build(run: Run) -> dict[str, Any]:
+        inputs = run.inputs
         target = inputs.target_tokens if enc_dec else None
         read = target if target is not None else inputs.tokens
         if request.position is not None and request.position >= len(read):
@@ -81,6 +85,5 @@ def plan(context: LabContext, request: AblationLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="ablation", method="POST", request=AblationLabRequest, response=AblationLabOut,
     plan=plan, refuses=("encoder",),
-    summary="Every head's attention at `position` beside the change in the loss and in the chosen next token's\n"
-            "probability when that head alone is ablated (Lab I's intervention).",
+    summary=summary_of(__doc__),
 )

@@ -1,39 +1,33 @@
-"""POST /api/lab/activation-patching: copy one activation of a clean run into a corrupted run, at every layer and
+"""Copy one activation of the clean prompt's run into the corrupted prompt's run (the residual stream,
+attention or FFN output at one layer and position, or one head's output) and measure the logit
+difference of the two answers, normalised: 0 = the corrupted run, 1 = the clean run. With the FFN
+knock-out: p(clean answer) with each layer's FFN output zeroed.
+
+POST /api/lab/activation-patching: copy one activation of a clean run into a corrupted run, at every layer and
 position (or head), and see how much of the clean answer comes back; and the FFN knock-out on the clean run."""
 
 from __future__ import annotations
 
-import time
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
+from app.lab.common import Experiment, check_decoder_only, rounded, summary_of
+from app.pipeline import Build, Context, Run
 from app.resolve import Resolved
-from app.schemas import Bool, TextInput, TokenOut
-from app.tokenizing import encode_text, token_text, tokens_out
-from lab.activation_patching import (
-    GRIDS,
-    SameDifference,
-    default_answers,
-    ffn_knockout,
-    grid_forwards,
-    patching_grids,
-)
+from app.schemas import Bool, Text, TextInput, TokenOut, VocabToken
+from app.tokenizing import encode_text, tokens_out, vocab_token
+from lab.activation_patching import SameAnswers, SameDifference, grids_of, patching_forwards, run_patching
 
 # the work budget: patched copies × the prompt's tokens (SmolLM2, 6 tokens, every grid and the knock-out:
 # 840 copies, 5,040 tokens)
 MAX_PATCHED_TOKENS = 6000
-MIN_GAP = 1e-3  # d(clean) − d(corrupted) below this: 0 and 1 cannot be told apart
 
 NEEDS_DECODER = ("Activation patching here compares a decoder's next-token logits on two prompts, so it needs a "
-                 "decoder-only model (like tiny-gpt or smollm2). {why}")
-WHY = {
-    "encoder": "This model is an encoder: it reads the whole text at once and predicts no next token.",
-    "encoder-decoder": "This model is an encoder-decoder: its decoder predicts a separate target text, and "
-                       "patching across its two stacks is not implemented.",
-}
+                 "decoder-only model (like tiny-gpt or smollm2).")
+NOT_ENCODER_DECODER = ("This model is an encoder-decoder: its decoder predicts a separate target text, and patching "
+                       "across its two stacks is not implemented.")
 
 
 class ActivationPatchingLabRequest(TextInput):
@@ -42,11 +36,11 @@ class ActivationPatchingLabRequest(TextInput):
          "clean_answer": " Paris", "corrupted_answer": " Rome", "grid": "ffn"},
     ]})
 
-    corrupted: str = Field(max_length=512, description="The corrupted prompt: as many tokens as `text` (the clean "
+    corrupted: Text = Field(max_length=512, description="The corrupted prompt: as many tokens as `text` (the clean "
                                                        "prompt), e.g. one word changed.")
-    clean_answer: str | None = Field(None, max_length=64, description="The clean run's answer, exactly one token "
+    clean_answer: Text | None = Field(None, max_length=64, description="The clean run's answer, exactly one token "
                                      "(default: the clean run's top token).")
-    corrupted_answer: str | None = Field(None, max_length=64, description="The corrupted run's answer, exactly one "
+    corrupted_answer: Text | None = Field(None, max_length=64, description="The corrupted run's answer, exactly one "
                                          "token (default: the corrupted run's top token other than the clean answer).")
     grid: Literal["residual", "attention", "ffn", "heads", "all"] = Field(
         "ffn", description="Which activation is patched: the residual stream at each layer's input, the attention "
@@ -56,9 +50,7 @@ class ActivationPatchingLabRequest(TextInput):
                                              "layer): p(clean answer) layer by layer.")
 
 
-class AnswerOut(BaseModel):
-    id: int
-    text: str
+class AnswerOut(VocabToken):
     given: bool = Field(description="False: the default (the run's top token).")
 
 
@@ -101,11 +93,9 @@ def answer_id(resolved: Resolved, field: str, text: str) -> int:
     return tokens[0].id
 
 
-def plan(context: LabContext, request: ActivationPatchingLabRequest) -> Build:
+def plan(context: Context, request: ActivationPatchingLabRequest) -> Build:
     resolved = context.model
-    architecture = resolved.cfg.architecture
-    if architecture != "decoder" or not resolved.cfg.lm_head:
-        raise errors.not_in_model(NEEDS_DECODER.format(why=WHY.get(architecture, "")).strip())
+    check_decoder_only(resolved, NEEDS_DECODER, NOT_ENCODER_DECODER)
     if request.chat:
         raise errors.invalid_option("chat", "activation patching reads the two prompts as plain text, not as chat "
                                             "messages.")
@@ -122,49 +112,33 @@ def plan(context: LabContext, request: ActivationPatchingLabRequest) -> Build:
     given = (None if request.clean_answer is None else answer_id(resolved, "clean_answer", request.clean_answer),
              None if request.corrupted_answer is None
              else answer_id(resolved, "corrupted_answer", request.corrupted_answer))
-    grids = list(GRIDS) if request.grid == "all" else [request.grid]
-    positions = len(clean)
-    # each grid runs in its own batches (timed apart), with the two identity rows
-    forwards = sum(grid_forwards(model, grid, positions) + 2 for grid in grids)
-    forwards += model.cfg.n_layers if request.knockout else 0
+    grids, positions = grids_of(request.grid), len(clean)
+    forwards = patching_forwards(model, grids, positions, request.knockout)
     if forwards * positions > MAX_PATCHED_TOKENS:
-        limit = MAX_PATCHED_TOKENS // positions
-        raise errors.ApiError(422, "too_much_work",
-                              f"This asks for {forwards:,} forward passes of the {positions}-token prompt; the limit "
-                              f"is {limit:,} forward passes at this length ({MAX_PATCHED_TOKENS:,} tokens in all). "
-                              "Choose one grid instead of all, leave out the knock-out, or use shorter prompts.")
+        raise errors.too_much_work("grid", forwards, MAX_PATCHED_TOKENS // positions,
+                                   f"forward passes of the {positions}-token prompt ({MAX_PATCHED_TOKENS:,} tokens "
+                                   "in all at the most: one grid instead of all, no knock-out or a shorter prompt)")
 
-    def build(run: LabRun) -> dict[str, Any]:
-        ids, corrupted_ids = [t.id for t in clean], [t.id for t in corrupted]
-        defaults = default_answers(model, ids, corrupted_ids) if None in given else (0, 0)
-        answers = (given[0] if given[0] is not None else defaults[0],
-                   given[1] if given[1] is not None else defaults[1])
-        if answers[0] == answers[1]:
+    def build(run: Run) -> dict[str, Any]:
+        try:
+            done = run_patching(model, [t.id for t in clean], [t.id for t in corrupted], given, grids,
+                                request.knockout)
+        except SameAnswers as same:
             raise errors.invalid_option("corrupted_answer", "the two answers are the same token, so their logit "
-                                                            "difference is always 0: give two different answers.")
-        out, result = [], None
-        for grid in grids:
-            began = time.perf_counter()
-            try:
-                result = patching_grids(model, ids, corrupted_ids, answers, [grid])
-            except SameDifference as same:
-                raise no_contrast(same.clean_diff, same.corrupted_diff) from same
-            out.append({"name": grid, "columns": "head" if grid == "heads" else "position",
-                        "scores": [rounded(row) for row in result.grids[0].scores],
-                        "seconds": round(time.perf_counter() - began, 3)})
-        assert result is not None
-        gap = result.clean_diff - result.corrupted_diff
-        if abs(gap) < MIN_GAP:
-            raise no_contrast(result.clean_diff, result.corrupted_diff)
-        knocked = ffn_knockout(model, ids, answers[0]) if request.knockout else None
-        answer = [{"id": a, "text": token_text(resolved.loaded, a), "given": g is not None}
-                  for a, g in zip(answers, given, strict=True)]
+                                                            "difference is always 0: give two different answers.") \
+                from same
+        except SameDifference as same:
+            raise no_contrast(same.clean_diff, same.corrupted_diff) from same
+        knocked = done.knockout
         return {
             "model": resolved.name, "clean_tokens": tokens_out(clean), "corrupted_tokens": tokens_out(corrupted),
-            "clean_answer": answer[0], "corrupted_answer": answer[1],
-            "clean_diff": round(result.clean_diff, 6), "corrupted_diff": round(result.corrupted_diff, 6),
-            "checks": {"nothing": round(result.nothing, 6), "whole_residual": round(result.whole_residual, 6)},
-            "grids": out,
+            "clean_answer": answer_out(resolved, done.answers[0], given[0]),
+            "corrupted_answer": answer_out(resolved, done.answers[1], given[1]),
+            "clean_diff": round(done.clean_diff, 6), "corrupted_diff": round(done.corrupted_diff, 6),
+            "checks": {"nothing": round(done.nothing, 6), "whole_residual": round(done.whole_residual, 6)},
+            "grids": [{"name": g.grid.name, "columns": "head" if g.grid.per_head else "position",
+                       "scores": [rounded(row) for row in g.grid.scores], "seconds": round(g.seconds, 3)}
+                      for g in done.grids],
             "knockout": None if knocked is None else {"ablation": "zero", "clean_prob": round(knocked.clean_prob, 6),
                                                       "probs": rounded(knocked.probs)},
             "forwards": forwards,
@@ -173,17 +147,18 @@ def plan(context: LabContext, request: ActivationPatchingLabRequest) -> Build:
     return build
 
 
+def answer_out(resolved: Resolved, token: int, given: int | None) -> dict[str, Any]:
+    return vocab_token(resolved.loaded, token, given=given is not None)
+
 
 def no_contrast(clean_diff: float, corrupted_diff: float) -> errors.ApiError:
     return errors.invalid_option("corrupted", f"the two runs give the answers almost the same logit difference "
                                               f"({clean_diff:.4f} and {corrupted_diff:.4f}), so 0 and 1 cannot be "
                                               "told apart: choose prompts or answers the model tells apart.")
 
+
 EXPERIMENT = Experiment(
     name="activation_patching", method="POST", request=ActivationPatchingLabRequest,
     response=ActivationPatchingLabOut, plan=plan, refuses=("encoder", "encoder-decoder"),
-    summary="Copy one activation of the clean prompt's run into the corrupted prompt's run (the residual stream,\n"
-            "attention or FFN output at one layer and position, or one head's output) and measure the logit\n"
-            "difference of the two answers, normalised: 0 = the corrupted run, 1 = the clean run. With the FFN\n"
-            "knock-out: p(clean answer) with each layer's FFN output zeroed.",
+    summary=summary_of(__doc__),
 )

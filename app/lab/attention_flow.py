@@ -1,4 +1,8 @@
-"""POST /api/lab/attention-flow: one head's attention weights beside what it moves, ‖a_ij · v_j W_O^h‖."""
+"""One head's attention weights a_ij beside what each key actually adds to each position,
+‖a_ij · v_j W_O^h‖ (Kobayashi et al. 2020): the keys each ranks first, their rank correlation,
+‖v_j W_O^h‖ per key, and the check that Σ_h Σ_j a_ij v_j W_O^h (+ b_O) is the layer's attention output.
+
+POST /api/lab/attention-flow: one head's attention weights beside what it moves, ‖a_ij · v_j W_O^h‖."""
 
 from __future__ import annotations
 
@@ -7,7 +11,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
+from app.lab.common import Experiment, StackTokensOut, rounded, summary_of
+from app.pipeline import Build, Context, Run
 from app.request_checks import attention_layer
 from app.schemas import Int, StackName, TextInput, TokenOut
 from app.tokenizing import tokens_out
@@ -37,10 +42,8 @@ class IdentityOut(BaseModel):
     out_bias: bool = Field(description="Whether the output projection has a bias (added once per position).")
 
 
-class AttentionFlowLabOut(BaseModel):
-    model: str
+class AttentionFlowLabOut(StackTokensOut):
     tokens: list[TokenOut] = Field(description="The stack's tokens: queries and keys (self-attention).")
-    stack: str | None
     layer: int
     head: int
     kv_head: int = Field(description="The K/V head whose v this query head reads (GQA).")
@@ -58,18 +61,18 @@ class AttentionFlowLabOut(BaseModel):
     identity: IdentityOut
 
 
-def plan(context: LabContext, request: AttentionFlowLabRequest) -> Build:
+def plan(context: Context, request: AttentionFlowLabRequest) -> Build:
     resolved = context.model
     cfg = resolved.cfg
     stack = attention_layer(resolved, request.layer, request.stack, heads=[request.head]).stack
 
-    def build(lab_run: LabRun) -> dict[str, Any]:
-        run = lab_run.trace()
-        read = run.target_tokens if stack == "decoder" else run.tokens
+    def build(run: Run) -> dict[str, Any]:
+        forward = run.trace()
+        read = forward.target_tokens if stack == "decoder" else forward.tokens
         n = len(read or [])
         if 3 * n * n > context.budget.max_cells:
             raise errors.response_too_large(3 * n * n, context.budget.max_cells)
-        flow = attention_flow(resolved.model, run.trace, layer=request.layer, head=request.head, stack=stack)
+        flow = attention_flow(resolved.model, forward.trace, layer=request.layer, head=request.head, stack=stack)
         visible = flow.visible.cpu().tolist()
 
         def shown(matrix: list[list[float]]) -> list[list[float | None]]:
@@ -99,7 +102,5 @@ def plan(context: LabContext, request: AttentionFlowLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="attention_flow", method="POST", request=AttentionFlowLabRequest,
     response=AttentionFlowLabOut, plan=plan, aliases=("flow",),
-    summary="One head's attention weights a_ij beside what each key actually adds to each position,\n"
-            "‖a_ij · v_j W_O^h‖ (Kobayashi et al. 2020): the keys each ranks first, their rank correlation,\n"
-            "‖v_j W_O^h‖ per key, and the check that Σ_h Σ_j a_ij v_j W_O^h (+ b_O) is the layer's attention output.",
+    summary=summary_of(__doc__),
 )

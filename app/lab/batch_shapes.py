@@ -1,4 +1,10 @@
-"""POST /api/lab/batch-shapes: one attention layer on a batch of two sentences, view and transpose step by step."""
+"""One attention layer on a batch of two sentences (`text`, `other`, right-padded), reshape by reshape:
+[batch, pos, d_model] → W_Q → [batch, pos, head·d_head] → view → [batch, pos, head, d_head] → transpose
+→ [batch, head, pos, d_head] → scores [batch, head, q_pos, k_pos] → weights · V → transpose → reshape →
+W_O → [batch, pos, d_model], with K/V heads repeated for GQA; the same numbers of one cell read at
+every step, and every step checked against the model's own stages.
+
+POST /api/lab/batch-shapes: one attention layer on a batch of two sentences, view and transpose step by step."""
 
 from __future__ import annotations
 
@@ -7,10 +13,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
-from app.lab.norm_statistics import MAX_CHARS, WHY_NOT_ENCODER_DECODER, sentence_ids
+from app.lab.common import Experiment, rounded, summary_of
+from app.lab.norm_statistics import MAX_CHARS, check_plain_batch, sentence_ids
+from app.pipeline import Build, Context, Run
 from app.request_checks import attention_layer
-from app.schemas import Int, TextInput, TokenOut
+from app.schemas import Int, Text, TextInput, TokenOut
 from app.tokenizing import encode_text, tokens_out
 from lab import batch_shapes
 from lab.norm_statistics import padded_batch
@@ -25,7 +32,7 @@ class BatchShapesLabRequest(TextInput):
         {"model": "tiny-gpt", "text": "The cat sat on the mat.", "other": "Dogs bark.", "layer": 1, "head": 2},
     ]})
 
-    other: str = Field("Dogs bark at night.", max_length=MAX_CHARS, description="Sentence 2 of the batch.")
+    other: Text = Field("Dogs bark at night.", max_length=MAX_CHARS, description="Sentence 2 of the batch.")
     layer: Int = Field(0, ge=0, le=1024, description="The attention layer walked through.")
     head: Int = Field(0, ge=0, le=1024, description="The query head whose numbers are followed.")
     sentence: Int = Field(1, ge=1, le=2, description="The sentence (batch row + 1) whose numbers are followed.")
@@ -67,18 +74,15 @@ class BatchShapesLabOut(BaseModel):
                                                    "pad positions included.")
 
 
-def plan(context: LabContext, request: BatchShapesLabRequest) -> Build:
+def plan(context: Context, request: BatchShapesLabRequest) -> Build:
     resolved = context.model
     cfg = resolved.cfg
-    if cfg.architecture == "encoder-decoder":
-        raise errors.not_in_model(WHY_NOT_ENCODER_DECODER)
-    if request.chat:
-        raise errors.invalid_option("chat", "the batch holds plain sentences; turn the chat template off.")
+    check_plain_batch(resolved, request.chat)
     attention_layer(resolved, request.layer, None, heads=[request.head])  # a 422 names the model's range
     other = sentence_ids(resolved, request.other, "other")
 
-    def build(lab_run: LabRun) -> dict[str, Any]:
-        first_tokens = lab_run.tokens.tokens
+    def build(run: Run) -> dict[str, Any]:
+        first_tokens = run.inputs.tokens
         rows = [[t.id for t in first_tokens], other]
         row = request.sentence - 1
         n = len(rows[row])
@@ -110,9 +114,5 @@ def plan(context: LabContext, request: BatchShapesLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="batch_shapes", method="POST", request=BatchShapesLabRequest, response=BatchShapesLabOut,
     plan=plan, refuses=("encoder-decoder",),
-    summary="One attention layer on a batch of two sentences (`text`, `other`, right-padded), reshape by reshape:\n"
-            "[batch, pos, d_model] → W_Q → [batch, pos, head·d_head] → view → [batch, pos, head, d_head] → transpose\n"
-            "→ [batch, head, pos, d_head] → scores [batch, head, q_pos, k_pos] → weights · V → transpose → reshape →\n"
-            "W_O → [batch, pos, d_model], with K/V heads repeated for GQA; the same numbers of one cell read at\n"
-            "every step, and every step checked against the model's own stages.",
+    summary=summary_of(__doc__),
 )

@@ -16,13 +16,11 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, Field
 
+from app import errors
 from app.pipeline import Build, Context, Endpoint, RequestT, Run, Uses
-from app.schemas import Bool, Int, StackName, TextInput
+from app.resolve import Resolved
+from app.schemas import Bool, Int, StackName, TextInput, TokenOut
 from model.config import Architecture as Family
-
-# the lab's older names of the pipeline's types (app/pipeline.py)
-LabContext = Context
-LabRun = Run
 
 
 class AttentionLayerInput(TextInput):
@@ -88,5 +86,58 @@ def rounded(values: list[float], digits: int = 6) -> list[float]:
     return [round(v, digits) for v in values]
 
 
+def summary_of(doc: str | None) -> str:
+    """An experiment's summary: the first paragraph of its module's docstring (what the route answers, read by
+    whoever opens the module and by the API docs alike), line breaks kept."""
+    if not doc or not doc.strip():
+        raise ValueError("an experiment's module starts with its summary, as a docstring")
+    return doc.split("\n\n", 1)[0].strip()
+
+
+# ---------------------------------------------------------------- what several experiments share
+
+ENCODER_PREDICTS_NOTHING = "This model is an encoder: it reads the whole text at once and predicts no next token."
+
+
+def check_decoder_only(resolved: Resolved, needs: str, encoder_decoder: str) -> None:
+    """A 422 unless the model is a decoder with an LM head: `needs` says why the experiment needs one ("... so it
+    needs a decoder-only model (like tiny-gpt or smollm2)."), then why this model is not one (`encoder_decoder`
+    for an encoder-decoder)."""
+    cfg = resolved.cfg
+    if cfg.architecture != "decoder" or not cfg.lm_head:
+        why = {"encoder": ENCODER_PREDICTS_NOTHING, "encoder-decoder": encoder_decoder}.get(cfg.architecture, "")
+        raise errors.not_in_model(f"{needs} {why}".strip())
+
+
+class StackTokensOut(BaseModel):
+    """The start of an answer about one stack's run of the text: the model, the tokens that stack read, the stack
+    (None: the model's only one). An experiment may redeclare `tokens` to say which tokens they are."""
+
+    model: str
+    tokens: list[TokenOut]
+    stack: str | None
+
+
+class QueryKeyOut(BaseModel):
+    """The start of an answer about one attention layer: its queries' and keys' tokens (the two stacks' for
+    cross-attention), the stack and the layer."""
+
+    model: str
+    query_tokens: list[TokenOut]
+    key_tokens: list[TokenOut]
+    stack: str | None
+    layer: int
+
+
+class HeadOut(QueryKeyOut):
+    """... and one query head of it: the K/V head it reads (GQA), its width, and whether it is masked causally."""
+
+    head: int
+    kv_head: int
+    d_head: int
+    causal: bool
+
+
 __all__ = ["FAMILIES", "MAX_FORWARDS", "AttentionHeadInput", "AttentionLayerInput", "Build", "Context", "Experiment",
-           "ExperimentOut", "LabContext", "LabRun", "Run", "Uses", "rounded"]
+           "ExperimentOut", "HeadOut", "QueryKeyOut", "Run", "StackTokensOut", "Uses", "check_decoder_only", "rounded",
+           "summary_of"]

@@ -1,4 +1,8 @@
-"""POST /api/lab/complexity: time and peak memory of naive against tiled attention, with the n² fits."""
+"""Time and peak memory of naive (n × n materialised) and tiled attention on random q, k, v at each
+length, on the server's device, with power-law and n² fits. Lengths that would overrun a time budget
+are skipped (listed with null times); the result is cached.
+
+POST /api/lab/complexity: time and peak memory of naive against tiled attention, with the n² fits."""
 
 from __future__ import annotations
 
@@ -9,7 +13,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import Build, Experiment, LabContext, LabRun
+from app.lab.common import Experiment, summary_of
+from app.pipeline import Build, Context, Run
 from app.schemas import INTEGER, Bool, Int
 from lab.complexity import measure_complexity, naive_peak_bytes
 
@@ -84,10 +89,10 @@ def check(request: ComplexityLabRequest) -> int:
     return d_head
 
 
-def plan(context: LabContext, request: ComplexityLabRequest) -> Build:
+def plan(context: Context, request: ComplexityLabRequest) -> Build:
     d_head = check(request)
 
-    def build(_: LabRun) -> dict[str, Any]:
+    def build(_: Run) -> dict[str, Any]:
         report = measure_complexity(request.lengths, d_head=d_head, n_heads=request.n_heads, block=request.block,
                                     causal=request.causal, budget_seconds=COMPLEXITY_SECONDS, device=context.device)
         return {**asdict(report), "causal": request.causal, "budget_seconds": COMPLEXITY_SECONDS}
@@ -98,7 +103,5 @@ def plan(context: LabContext, request: ComplexityLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="complexity", method="POST", request=ComplexityLabRequest, response=ComplexityLabOut,
     plan=plan, uses="nothing", measured=True,
-    summary="Time and peak memory of naive (n × n materialised) and tiled attention on random q, k, v at each\n"
-            "length, on the server's device, with power-law and n² fits. Lengths that would overrun a time budget\n"
-            "are skipped (listed with null times); the result is cached.",
+    summary=summary_of(__doc__),
 )

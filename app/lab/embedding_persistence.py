@@ -1,12 +1,17 @@
-"""POST /api/lab/embedding-persistence: how much of each token's own embedding every layer's stream keeps."""
+"""The embedding is still there: at every stream of one stack (its input, then every block's output)
+and every position, the cosine with the token's own embedding W_E[t] (before positions are added)
+and with the stack's last stream.
+
+POST /api/lab/embedding-persistence: how much of each token's own embedding every layer's stream keeps."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
-from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
+from app.lab.common import Experiment, StackTokensOut, rounded, summary_of
+from app.pipeline import Build, Context, Run
 from app.request_checks import stack_of
 from app.schemas import StackName, TextInput, TokenOut
 from app.tokenizing import tokens_out
@@ -21,10 +26,8 @@ class EmbeddingPersistenceLabRequest(TextInput):
     stack: StackName | None = Field(None, description="Encoder-decoder only: 'encoder' (default) or 'decoder'.")
 
 
-class EmbeddingPersistenceLabOut(BaseModel):
-    model: str
+class EmbeddingPersistenceLabOut(StackTokensOut):
     tokens: list[TokenOut] = Field(description="The stack's tokens (an encoder-decoder's decoder: its input).")
-    stack: str | None
     streams: list[str] = Field(description="'input' (block 0's resid_pre), then '0', '1', ...: block L's resid_post.")
     added: list[str] = Field(description="What the stack adds to the token embedding before block 0: "
                                          "'positions', 'segments', 'norm' (none: its input is the embedding).")
@@ -36,14 +39,14 @@ class EmbeddingPersistenceLabOut(BaseModel):
                                                      "how much the stream has grown around the embedding.")
 
 
-def plan(context: LabContext, request: EmbeddingPersistenceLabRequest) -> Build:
+def plan(context: Context, request: EmbeddingPersistenceLabRequest) -> Build:
     resolved = context.model
     stack, _ = stack_of(resolved, request.stack)
 
-    def build(lab_run: LabRun) -> dict[str, Any]:
-        run = lab_run.trace()
-        read = run.target_tokens if stack == "decoder" else run.tokens
-        kept = embedding_persistence(resolved.model, run.trace, stack=stack)
+    def build(run: Run) -> dict[str, Any]:
+        forward = run.trace()
+        read = forward.target_tokens if stack == "decoder" else forward.tokens
+        kept = embedding_persistence(resolved.model, forward.trace, stack=stack)
         context.budget.check([kept.to_embedding, kept.to_final])
         return {
             "model": resolved.name, "tokens": tokens_out(read), "stack": stack, "streams": kept.streams,
@@ -61,7 +64,5 @@ def plan(context: LabContext, request: EmbeddingPersistenceLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="embedding_persistence", method="POST", request=EmbeddingPersistenceLabRequest,
     response=EmbeddingPersistenceLabOut, plan=plan,
-    summary="The embedding is still there: at every stream of one stack (its input, then every block's output)\n"
-            "and every position, the cosine with the token's own embedding W_E[t] (before positions are added)\n"
-            "and with the stack's last stream.",
+    summary=summary_of(__doc__),
 )

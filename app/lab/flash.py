@@ -1,22 +1,34 @@
-"""POST /api/lab/flash: one head of the model tile by tile with the online softmax (lab/flash.py's flash_for_head)."""
+"""One head of the model, tile by tile with the online softmax: the running max m, sum l and rescaled
+partial output after every tile; the result against the model's own hook_z; the largest tensor held
+against the n × n matrix; the bytes moved to and from main memory (HBM) by standard attention and by the
+tiled loop, counted as the loop runs and by the paper's formulas over sequence lengths, in `dtype`.
+
+POST /api/lab/flash: one head of the model tile by tile with the online softmax (lab/flash.py's flash_for_head)."""
 
 from __future__ import annotations
 
 import math
 from typing import Any, Literal
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import AttentionHeadInput, Build, Experiment, LabContext, LabRun
+from app.lab.common import AttentionHeadInput, Experiment, HeadOut, summary_of
+from app.pipeline import Build, Context, Run
 from app.request_checks import attention_layer
 from app.schemas import Encoding, Int, TensorOut, TokenOut
 from app.tensors import encode_tensor
 from app.tokenizing import tokens_out
-from lab.flash import differences, flash_for_head, flash_traffic, memory_crossover, standard_traffic
+from lab.flash import (
+    differences,
+    flash_for_head,
+    flash_traffic,
+    memory_crossover,
+    standard_traffic,
+    traffic_curves,
+)
+from model.device import one_row
 
-TRAFFIC_LENGTHS = [64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]  # the sequence lengths of the traffic curves
 BYTES_PER_NUMBER = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
@@ -44,17 +56,8 @@ class TileOut(BaseModel):
     acc: list[list[float]] = Field(description="Σ exp(score − m)·v [block_q, d_head]; acc / l: the output so far.")
 
 
-class FlashLabOut(BaseModel):
-    model: str
+class FlashLabOut(HeadOut):
     tokens: list[TokenOut]
-    query_tokens: list[TokenOut]
-    key_tokens: list[TokenOut]
-    stack: str | None
-    layer: int
-    head: int
-    kv_head: int
-    d_head: int
-    causal: bool
     window: int | None
     alibi_slope: float | None
     block_q: int
@@ -97,13 +100,13 @@ def _finite(values: list[float]) -> list[float | None]:
     return [v if math.isfinite(v) else None for v in values]
 
 
-def plan(context: LabContext, request: FlashLabRequest) -> Build:
+def plan(context: Context, request: FlashLabRequest) -> Build:
     resolved = context.model
     cfg = resolved.cfg
     stack = attention_layer(resolved, request.layer, request.stack, request.cross, [request.head]).stack
 
-    def build(run: LabRun) -> dict[str, Any]:
-        inputs = run.tokens
+    def build(run: Run) -> dict[str, Any]:
+        inputs = run.inputs
         queries = inputs.target_tokens if stack == "decoder" else inputs.tokens
         keys = inputs.tokens if request.cross else queries
         n_q, n_k = len(queries or []), len(keys or [])
@@ -112,24 +115,19 @@ def plan(context: LabContext, request: FlashLabRequest) -> Build:
         if cells > context.budget.max_cells:
             raise errors.response_too_large(cells, context.budget.max_cells)
         device = resolved.model.device
-        tokens = torch.tensor([[t.id for t in inputs.tokens]], device=device)  # [1, pos]
-        target = (torch.tensor([[t.id for t in inputs.target_tokens]], device=device)
-                  if inputs.target_tokens is not None else None)
+        tokens = one_row([t.id for t in inputs.tokens], device)  # [1, pos]
+        target = one_row(None if inputs.target_tokens is None else [t.id for t in inputs.target_tokens], device)
         result, head = flash_for_head(resolved.model, tokens, request.layer, request.head, block_q=request.block_q,
                                       block_k=request.block_k, stack=stack, cross=request.cross,
                                       target_tokens=target)
         max_diff_z, max_diff_naive = differences(result, head)
         d_head, size = head.q.shape[1], BYTES_PER_NUMBER[request.dtype]
         formula, standard = flash_traffic(n_q, n_k, d_head, request.block_q), standard_traffic(n_q, n_k, d_head)
-        # the curves start at this sentence's length, so the loop's own count sits on the chart beside them
-        lengths = [n_q, *(n for n in TRAFFIC_LENGTHS if n > n_q)]
+        curves = traffic_curves(n_q, d_head, request.block_q, request.traffic_block_q, size)
         traffic = {
-            "dtype": request.dtype, "bytes_per_number": size, "traffic_lengths": lengths,
-            "standard_bytes": [standard_traffic(n, n, d_head).total * size for n in lengths],
-            "flash_bytes": [flash_traffic(n, n, d_head, request.block_q).total * size for n in lengths],
-            "traffic_block_q": request.traffic_block_q,
-            "flash_large_block_bytes": [flash_traffic(n, n, d_head, request.traffic_block_q).total * size
-                                        for n in lengths],
+            "dtype": request.dtype, "bytes_per_number": size, "traffic_lengths": curves.lengths,
+            "standard_bytes": curves.standard, "flash_bytes": curves.flash,
+            "traffic_block_q": request.traffic_block_q, "flash_large_block_bytes": curves.flash_large_block,
             "loop_read_bytes": result.numbers_read * size, "loop_written_bytes": result.numbers_written * size,
             "formula_read_bytes": formula.read * size, "formula_written_bytes": formula.written * size,
             "standard_read_bytes": standard.read * size, "standard_written_bytes": standard.written * size,
@@ -158,8 +156,5 @@ def plan(context: LabContext, request: FlashLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="flash", method="POST", request=FlashLabRequest, response=FlashLabOut,
     plan=plan,
-    summary="One head of the model, tile by tile with the online softmax: the running max m, sum l and rescaled\n"
-            "partial output after every tile; the result against the model's own hook_z; the largest tensor held\n"
-            "against the n × n matrix; the bytes moved to and from main memory (HBM) by standard attention and by the\n"
-            "tiled loop, counted as the loop runs and by the paper's formulas over sequence lengths, in `dtype`.",
+    summary=summary_of(__doc__),
 )

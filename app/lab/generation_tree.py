@@ -1,4 +1,8 @@
-"""POST /api/lab/generation-tree: greedy generation token by token, each token's alternatives and commitment layer
+"""Greedy generation token by token: each step's 5 most likely tokens, the layer from which each token
+stays the logit lens's top-1 (its commitment layer), and the top 3 tokens at one step continued
+greedily as a small tree.
+
+POST /api/lab/generation-tree: greedy generation token by token, each token's alternatives and commitment layer
 (logit lens), and the top alternatives at one step continued greedily as a small tree (lab/generation_tree.py)."""
 
 from __future__ import annotations
@@ -8,7 +12,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import Build, Experiment, LabContext, LabRun
+from app.lab.common import Experiment, StackTokensOut, summary_of
+from app.pipeline import Build, Context, Run
 from app.request_checks import check_generative
 from app.schemas import Int, TextInput, TokenOut
 from app.tokenizing import tokens_out, written_tokens
@@ -54,10 +59,8 @@ class BranchOut(BaseModel):
     greedy: bool = Field(description="The alternative the greedy path took.")
 
 
-class GenerationTreeLabOut(BaseModel):
-    model: str
+class GenerationTreeLabOut(StackTokensOut):
     tokens: list[TokenOut] = Field(description="The prompt the LM stack read (an encoder-decoder: its decoder input).")
-    stack: str | None
     layers: list[str] = Field(description="The lens's layers: 'embed', then after block 0, 1, ...")
     steps: list[GeneratedToken] = Field(description="The greedy tokens; spans count characters of the generated text.")
     text: str = Field(description="The generated text, decoded.")
@@ -67,10 +70,9 @@ class GenerationTreeLabOut(BaseModel):
     forwards: int = Field(description="Forward passes run: greedy steps + 1 traced pass + tree rows × steps.")
 
 
-def plan(context: LabContext, request: GenerationTreeLabRequest) -> Build:
+def plan(context: Context, request: GenerationTreeLabRequest) -> Build:
     resolved = context.model
     check_generative(resolved)
-    enc_dec = resolved.cfg.architecture == "encoder-decoder"
     if request.branch_step >= request.max_new_tokens:
         raise errors.invalid_option("branch_step", f"step {request.branch_step} is not among the "
                                                    f"{request.max_new_tokens} generated steps (0 to "
@@ -81,15 +83,17 @@ def plan(context: LabContext, request: GenerationTreeLabRequest) -> Build:
                                    f"forward passes (max_new_tokens + 1 + {BRANCHES} × branch_tokens)")
     loaded = resolved.loaded
 
-    def build(run: LabRun) -> dict[str, Any]:
-        inputs = run.tokens
-        read = inputs.target_tokens if enc_dec and inputs.target_tokens is not None else inputs.tokens
+    def build(run: Run) -> dict[str, Any]:
+        inputs = run.inputs
+        target = inputs.target_tokens  # an encoder-decoder's decoder input (None: a decoder, one stack)
+        read = target or inputs.tokens
         room = resolved.cfg.n_ctx - len(read)
         if request.branch_step >= min(request.max_new_tokens, room):
             raise errors.invalid_option("branch_step", f"the prompt leaves room for {max(room, 0)} new tokens in "
                                                        f"the model's context of {resolved.cfg.n_ctx}: pick an "
                                                        "earlier step or a shorter text.")
-        tree = generation_tree(resolved.model, [t.id for t in inputs.tokens], [t.id for t in read] if enc_dec else None,
+        tree = generation_tree(resolved.model, [t.id for t in inputs.tokens],
+                               None if target is None else [t.id for t in target],
                                max_new_tokens=request.max_new_tokens, branch_step=request.branch_step,
                                branch_tokens=request.branch_tokens)
         generated = [s.id for s in tree.steps]
@@ -106,7 +110,7 @@ def plan(context: LabContext, request: GenerationTreeLabRequest) -> Build:
         branches = [{"tokens": written_tokens(loaded, before + b.ids)[len(before):], "prob": b.prob,
                      "greedy": b.ids[0] == generated[tree.branch_step]} for b in tree.branches]
         return {
-            "model": resolved.name, "tokens": tokens_out(read), "stack": "decoder" if enc_dec else None,
+            "model": resolved.name, "tokens": tokens_out(read), "stack": None if target is None else "decoder",
             "layers": tree.layers, "steps": steps, "text": loaded.tokenizer.decode(generated),
             "branch_step": tree.branch_step, "branches": branches, "max_diff_last": tree.max_diff_last,
             "forwards": tree.forwards,
@@ -118,7 +122,5 @@ def plan(context: LabContext, request: GenerationTreeLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="generation_tree", method="POST", request=GenerationTreeLabRequest, response=GenerationTreeLabOut,
     plan=plan, refuses=("encoder",),
-    summary="Greedy generation token by token: each step's 5 most likely tokens, the layer from which each token\n"
-            "stays the logit lens's top-1 (its commitment layer), and the top 3 tokens at one step continued\n"
-            "greedily as a small tree.",
+    summary=summary_of(__doc__),
 )

@@ -1,4 +1,8 @@
-"""POST /api/lab/head-count: one layer's real q and k re-split into h heads of d_k = width / h, every h that fits."""
+"""The layer's real q and k (after RoPE; GQA's K heads repeated), heads side by side, cut again into
+h heads of d_k = width / h for every h dividing the width: each head's score-table rank against
+its bound min(tokens, d_k), and the mean row entropy. A re-split, not a model trained with h heads.
+
+POST /api/lab/head-count: one layer's real q and k re-split into h heads of d_k = width / h, every h that fits."""
 
 from __future__ import annotations
 
@@ -7,9 +11,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import AttentionLayerInput, Build, Experiment, LabContext, LabRun
+from app.lab.common import AttentionLayerInput, Experiment, QueryKeyOut, summary_of
+from app.pipeline import Build, Context, Run
 from app.request_checks import attention_layer
-from app.schemas import TokenOut
 from app.tokenizing import tokens_out
 from lab.head_count import (
     MAX_RANK_WORK,
@@ -47,12 +51,7 @@ class PublishedOut(BaseModel):
     d_head: int
 
 
-class HeadCountLabOut(BaseModel):
-    model: str
-    query_tokens: list[TokenOut]
-    key_tokens: list[TokenOut]
-    stack: str | None
-    layer: int
+class HeadCountLabOut(QueryKeyOut):
     cross: bool
     width: int = Field(description="heads · d_head: the concatenated q (and k) that is re-split.")
     model_heads: int
@@ -67,15 +66,15 @@ class HeadCountLabOut(BaseModel):
     published: list[PublishedOut] = Field(description="Published configurations (not measured here).")
 
 
-def plan(context: LabContext, request: HeadCountLabRequest) -> Build:
+def plan(context: Context, request: HeadCountLabRequest) -> Build:
     resolved = context.model
     cfg = resolved.cfg
     where = attention_layer(resolved, request.layer, request.stack, request.cross)
     stack = where.stack
     width = cfg.n_heads * cfg.d_head
 
-    def build(run: LabRun) -> dict[str, Any]:
-        inputs = run.tokens
+    def build(run: Run) -> dict[str, Any]:
+        inputs = run.inputs
         queries = inputs.target_tokens if stack == "decoder" else inputs.tokens
         keys = inputs.tokens if request.cross else queries
         q_pos, k_pos = len(queries or []), len(keys or [])
@@ -103,7 +102,5 @@ def plan(context: LabContext, request: HeadCountLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="head_count", method="POST", request=HeadCountLabRequest, response=HeadCountLabOut,
     plan=plan, aliases=("headcount",),
-    summary="The layer's real q and k (after RoPE; GQA's K heads repeated), heads side by side, cut again into\n"
-            "h heads of d_k = width / h for every h dividing the width: each head's score-table rank against\n"
-            "its bound min(tokens, d_k), and the mean row entropy. A re-split, not a model trained with h heads.",
+    summary=summary_of(__doc__),
 )

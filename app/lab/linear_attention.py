@@ -1,4 +1,8 @@
-"""POST /api/lab/linear-attention: one head's softmax attention beside linear attention (φ = elu + 1) on the same
+"""One head's softmax attention beside linear attention with φ(x) = elu(x) + 1 on the same trained q, k, v
+(no retraining): both weight matrices, per-row entropy and largest weight, cosine and relative error
+of the outputs, the recurrent and quadratic forms' agreement, and the fixed state against the KV cache.
+
+POST /api/lab/linear-attention: one head's softmax attention beside linear attention (φ = elu + 1) on the same
 trained q, k, v (lab/linear_attention.py): both weight matrices, per-row entropy and max, the outputs' agreement,
 and the state against the KV cache."""
 
@@ -9,9 +13,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import AttentionHeadInput, Build, Experiment, LabContext, LabRun, rounded
+from app.lab.common import AttentionHeadInput, Experiment, HeadOut, rounded, summary_of
+from app.pipeline import Build, Context, Run
 from app.request_checks import attention_layer
-from app.schemas import Encoding, TensorOut, TokenOut
+from app.schemas import Encoding, TensorOut
 from app.tensors import encode_tensor
 from app.tokenizing import tokens_out
 from lab.linear_attention import linear_attention_for_head
@@ -36,16 +41,7 @@ class MemoryOut(BaseModel):
     kv_cache_curve: list[int] = Field(description="The KV cache's numbers at each of `lengths`.")
 
 
-class LinearAttentionLabOut(BaseModel):
-    model: str
-    query_tokens: list[TokenOut]
-    key_tokens: list[TokenOut]
-    stack: str | None
-    layer: int
-    head: int
-    kv_head: int
-    d_head: int
-    causal: bool
+class LinearAttentionLabOut(HeadOut):
     pos_encoding: str = Field(description="'rope': q and k are after the rotation, what the model dots.")
     rotated: bool = Field(description="q and k were rotated by RoPE before the dot product.")
     alibi_slope: float | None = Field(description="The softmax adds −slope·distance; the linear form cannot.")
@@ -67,20 +63,20 @@ class LinearAttentionLabOut(BaseModel):
     memory: MemoryOut
 
 
-def plan(context: LabContext, request: LinearAttentionLabRequest) -> Build:
+def plan(context: Context, request: LinearAttentionLabRequest) -> Build:
     resolved = context.model
     cfg = resolved.cfg
     stack = attention_layer(resolved, request.layer, request.stack, request.cross, [request.head]).stack
 
-    def build(lab_run: LabRun) -> dict[str, Any]:
-        run = lab_run.trace()
-        queries = run.target_tokens if stack == "decoder" else run.tokens
-        keys = run.tokens if request.cross else queries
+    def build(run: Run) -> dict[str, Any]:
+        forward = run.trace()
+        queries = forward.target_tokens if stack == "decoder" else forward.tokens
+        keys = forward.tokens if request.cross else queries
         n_q, n_k = len(queries or []), len(keys or [])
         cells = 2 * n_q * n_k + 6 * n_q + 2 * n_q * cfg.d_head
         if cells > context.budget.max_cells:
             raise errors.response_too_large(cells, context.budget.max_cells)
-        r = linear_attention_for_head(resolved.model, run.trace, request.layer, request.head, stack=stack,
+        r = linear_attention_for_head(resolved.model, forward.trace, request.layer, request.head, stack=stack,
                                       cross=request.cross)
         head, mem = r.head, r.memory
         lengths = mem.lengths()
@@ -111,7 +107,5 @@ def plan(context: LabContext, request: LinearAttentionLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="linear_attention", method="POST", request=LinearAttentionLabRequest,
     response=LinearAttentionLabOut, plan=plan, aliases=("linear",),
-    summary="One head's softmax attention beside linear attention with φ(x) = elu(x) + 1 on the same trained q, k, v\n"
-            "(no retraining): both weight matrices, per-row entropy and largest weight, cosine and relative error\n"
-            "of the outputs, the recurrent and quadratic forms' agreement, and the fixed state against the KV cache.",
+    summary=summary_of(__doc__),
 )

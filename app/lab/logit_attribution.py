@@ -1,4 +1,8 @@
-"""POST /api/lab/logit-attribution: one next-token logit split into what each head, FFN and bias wrote."""
+"""Direct logit attribution: the logit of one next token (or its difference with a second token) at
+one position, split into the embedding, every head (z W_O^h), every FFN and the biases, with the
+final norm's scale frozen from the real run; the largest heads split by source token.
+
+POST /api/lab/logit-attribution: one next-token logit split into what each head, FFN and bias wrote."""
 
 from __future__ import annotations
 
@@ -7,10 +11,11 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
+from app.lab.common import Experiment, rounded, summary_of
+from app.pipeline import Build, Context, Run
 from app.request_checks import check_generative
-from app.schemas import INTEGER, Int, TextInput, TokenOut
-from app.tokenizing import token_text, tokens_out
+from app.schemas import INTEGER, Int, Text, TextInput, TokenOut, VocabToken
+from app.tokenizing import tokens_out, vocab_token
 from checkpoints import LoadedModel
 from lab.logit_attribution import NotAdditive, check_additive, logit_attribution
 
@@ -23,17 +28,12 @@ class LogitAttributionLabRequest(TextInput):
 
     position: Annotated[int, Field(ge=0, le=4096), INTEGER] | None = Field(
         None, description="The position whose next-token logit is split (default: the last).")
-    target: str | None = Field(None, max_length=64, description=(
+    target: Text | None = Field(None, max_length=64, description=(
         "The token whose logit is split, as text that is exactly one token for this model (mind the leading "
         "space: ' Paris'); default: the model's top next token."))
-    versus: str | None = Field(None, max_length=64, description=(
+    versus: Text | None = Field(None, max_length=64, description=(
         "A second token, as text: the parts are then those of logit(target) − logit(versus)."))
     top: Int = Field(3, ge=1, le=8, description="How many heads (largest |part| first) to split by source token.")
-
-
-class TokenChoice(BaseModel):
-    id: int
-    text: str
 
 
 class SourceSplitOut(BaseModel):
@@ -48,8 +48,8 @@ class LogitAttributionLabOut(BaseModel):
     model: str
     tokens: list[TokenOut]
     position: int
-    target: TokenChoice
-    versus: TokenChoice | None
+    target: VocabToken
+    versus: VocabToken | None
     logit: float = Field(description="The model's own logit of target (minus versus's), from the run.")
     total: float = Field(description="The sum of every part below.")
     max_abs_diff: float = Field(description="|total − logit|: the parts add up to the logit.")
@@ -77,7 +77,7 @@ def one_token(loaded: LoadedModel, name: str, text: str) -> int:
     return pieces[0].id
 
 
-def plan(context: LabContext, request: LogitAttributionLabRequest) -> Build:
+def plan(context: Context, request: LogitAttributionLabRequest) -> Build:
     resolved = context.model
     cfg = resolved.cfg
     check_generative(resolved)
@@ -85,30 +85,30 @@ def plan(context: LabContext, request: LogitAttributionLabRequest) -> Build:
         check_additive(resolved.model)
     except NotAdditive as error:  # no sum of parts: an encoder-decoder's decoder, a Post-LN model
         raise errors.not_in_model(f"{resolved.name} cannot be split: {error}.") from error
-    target_id = one_token(resolved.loaded, "target", request.target) if request.target else None
-    versus_id = one_token(resolved.loaded, "versus", request.versus) if request.versus else None
+    target_id = one_token(resolved.loaded, "target", request.target) if request.target is not None else None
+    versus_id = one_token(resolved.loaded, "versus", request.versus) if request.versus is not None else None
 
-    def build(lab_run: LabRun) -> dict[str, Any]:
-        n = len(lab_run.tokens.tokens)
+    def build(run: Run) -> dict[str, Any]:
+        n = len(run.inputs.tokens)
         position = n - 1 if request.position is None else request.position
         if position >= n:
             raise errors.out_of_range("Position", position, n)
         cells = cfg.n_layers * (cfg.n_heads + 3) + request.top * n
         if cells > context.budget.max_cells:
             raise errors.response_too_large(cells, context.budget.max_cells)
-        run = lab_run.trace()  # the one forward pass (shared with the explorer's trace cache)
-        target = int(run.output[0, position].argmax()) if target_id is None else target_id
+        forward = run.trace()  # the one forward pass (shared with the explorer's trace cache)
+        target = int(forward.output[0, position].argmax()) if target_id is None else target_id
         if versus_id == target:
             raise errors.invalid_option("versus", "it is the same token as the target: the difference would be 0 "
                                                   "everywhere. Pick another token.")
-        split = logit_attribution(resolved.model, run.trace, run.output, position=position, target=target,
+        split = logit_attribution(resolved.model, forward.trace, forward.output, position=position, target=target,
                                   versus=versus_id, top=request.top)
 
         def choice(token: int | None) -> dict[str, Any] | None:
-            return None if token is None else {"id": token, "text": token_text(resolved.loaded, token)}
+            return None if token is None else vocab_token(resolved.loaded, token)
 
         return {
-            "model": resolved.name, "tokens": tokens_out(run.tokens), "position": position,
+            "model": resolved.name, "tokens": tokens_out(forward.tokens), "position": position,
             "target": choice(target), "versus": choice(versus_id), "logit": round(split.logit, 6),
             "total": round(split.total, 6), "max_abs_diff": abs(split.total - split.logit),
             "heads": [rounded(row) for row in split.heads.tolist()], "ffn": rounded(split.ffn.tolist()),
@@ -128,7 +128,5 @@ def plan(context: LabContext, request: LogitAttributionLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="logit_attribution", method="POST", request=LogitAttributionLabRequest,
     response=LogitAttributionLabOut, plan=plan, refuses=("encoder", "encoder-decoder"), aliases=("dla",),
-    summary="Direct logit attribution: the logit of one next token (or its difference with a second token) at\n"
-            "one position, split into the embedding, every head (z W_O^h), every FFN and the biases, with the\n"
-            "final norm's scale frozen from the real run; the largest heads split by source token.",
+    summary=summary_of(__doc__),
 )

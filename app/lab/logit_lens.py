@@ -1,4 +1,7 @@
-"""POST /api/lab/logit-lens: what each block would predict, through the final norm and the unembedding."""
+"""The top-k next tokens after every block at every position, through the final norm and the
+unembedding; the last layer's reading equals the model's logits.
+
+POST /api/lab/logit-lens: what each block would predict, through the final norm and the unembedding."""
 
 from __future__ import annotations
 
@@ -6,7 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.lab.common import Build, Experiment, LabContext, LabRun
+from app.lab.common import Experiment, summary_of
+from app.pipeline import Build, Context, Run
 from app.request_checks import check_generative
 from app.schemas import Int, TextInput, TokenOut
 from app.tokenizing import token_text, tokens_out
@@ -36,14 +40,14 @@ class LogitLensLabOut(BaseModel):
     max_diff_last: float = Field(description="max |last layer's lens logits − the model's logits|.")
 
 
-def plan(context: LabContext, request: LogitLensLabRequest) -> Build:
+def plan(context: Context, request: LogitLensLabRequest) -> Build:
     resolved = context.model
     check_generative(resolved)
 
-    def build(lab_run: LabRun) -> dict[str, Any]:
-        run = lab_run.trace()
-        read = run.target_tokens if resolved.cfg.architecture == "encoder-decoder" else run.tokens
-        lens, max_diff_last = lens_with_check(resolved.model, run.trace, run.output, k=request.k,
+    def build(run: Run) -> dict[str, Any]:
+        forward = run.trace()
+        read = forward.target_tokens if resolved.cfg.architecture == "encoder-decoder" else forward.tokens
+        lens, max_diff_last = lens_with_check(resolved.model, forward.trace, forward.output, k=request.k,
                                               ids=[t.id for t in read or []])
         top_ids, top_probs = lens.top_ids.cpu().tolist(), lens.top_probs.cpu().tolist()
         top = [[{"ids": cell_ids, "texts": [token_text(resolved.loaded, i) for i in cell_ids], "probs": cell_probs}
@@ -62,6 +66,5 @@ def plan(context: LabContext, request: LogitLensLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="logit_lens", method="POST", request=LogitLensLabRequest, response=LogitLensLabOut,
     plan=plan, refuses=("encoder",), aliases=("lens",),
-    summary="The top-k next tokens after every block at every position, through the final norm and the\n"
-            "unembedding; the last layer's reading equals the model's logits.",
+    summary=summary_of(__doc__),
 )

@@ -1,4 +1,8 @@
-"""POST /api/lab/masks: causal, bidirectional, sliding, padding and cross masks, and the model's pattern under each."""
+"""Causal, bidirectional, sliding-window (`window`), padding (this sentence and its first `shorter`
+tokens in one batch) and encoder-decoder cross masks for the sentence's tokens, and the model's
+pattern at `layer` when every layer uses each mask.
+
+POST /api/lab/masks: causal, bidirectional, sliding, padding and cross masks, and the model's pattern under each."""
 
 from __future__ import annotations
 
@@ -7,7 +11,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import Build, Experiment, LabContext, LabRun
+from app.lab.common import Experiment, summary_of
+from app.pipeline import Build, Context, Run
 from app.request_checks import attention_layer
 from app.schemas import INTEGER, Encoding, Int, TensorOut, TextInput, TokenOut
 from app.tensors import encode_tensor
@@ -45,14 +50,14 @@ class MasksLabOut(BaseModel):
     masks: dict[str, MaskOut]
 
 
-def plan(context: LabContext, request: MasksLabRequest) -> Build:
+def plan(context: Context, request: MasksLabRequest) -> Build:
     resolved, budget = context.model, context.budget
     cfg = resolved.cfg
     stack = attention_layer(resolved, request.layer, None).stack  # an encoder-decoder's: the encoder
     causal = cfg.architecture == "decoder"  # the stack that reads the sentence
 
-    def build(run: LabRun) -> dict[str, Any]:
-        inputs = run.tokens
+    def build(run: Run) -> dict[str, Any]:
+        inputs = run.inputs
         n = len(inputs.tokens)
         shorter = request.shorter if request.shorter is not None else max(1, n // 2)
         if shorter > n:
@@ -86,7 +91,5 @@ def plan(context: LabContext, request: MasksLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="masks", method="POST", request=MasksLabRequest, response=MasksLabOut,
     plan=plan,
-    summary="Causal, bidirectional, sliding-window (`window`), padding (this sentence and its first `shorter`\n"
-            "tokens in one batch) and encoder-decoder cross masks for the sentence's tokens, and the model's\n"
-            "pattern at `layer` when every layer uses each mask.",
+    summary=summary_of(__doc__),
 )

@@ -1,4 +1,7 @@
-"""POST /api/lab/norm-placement: Pre-LN against Post-LN, trained here (the one place app/ reaches an optimizer).
+"""Pre-LN and Post-LN models from one seed: every block's gradient norm at initialisation and the loss
+over the first Adam steps without warm-up (bounded, cached, deterministic for a seed).
+
+POST /api/lab/norm-placement: Pre-LN against Post-LN, trained here (the one place app/ reaches an optimizer).
 
 The experiment needs an optimizer, which model/ never imports, so it lives in lab/norm_placement.py.
 It is imported lazily, inside the build: the server starts without it and only this endpoint's
@@ -14,7 +17,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import Build, Experiment, LabContext
+from app.lab.common import Experiment, summary_of
+from app.pipeline import Build, Context
 from app.schemas import Float, Int
 
 MAX_WORK = 1 << 22  # batch · seq_len · (steps + 1) · n_layers · d_model: ~4 s on two busy CPU cores
@@ -66,7 +70,7 @@ def check(request: NormPlacementLabRequest) -> None:
                                    "units of work (batch · seq_len · (steps + 1) · n_layers · d_model)")
 
 
-def plan(_: LabContext, request: NormPlacementLabRequest) -> Build:
+def plan(_: Context, request: NormPlacementLabRequest) -> Build:
     check(request)
     return lambda _: build(request)
 
@@ -90,6 +94,5 @@ def build(request: NormPlacementLabRequest) -> dict[str, Any]:
 EXPERIMENT = Experiment(
     name="norm_placement", method="POST", request=NormPlacementLabRequest,
     response=NormPlacementLabOut, plan=plan, aliases=("norms",), uses="nothing", measured=True,
-    summary="Pre-LN and Post-LN models from one seed: every block's gradient norm at initialisation and the loss\n"
-            "over the first Adam steps without warm-up (bounded, cached, deterministic for a seed).",
+    summary=summary_of(__doc__),
 )

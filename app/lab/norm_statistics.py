@@ -1,4 +1,9 @@
-"""POST /api/lab/norm-statistics: LayerNorm, RMSNorm and BatchNorm on the same batch of two real sentences."""
+"""LayerNorm against BatchNorm (and RMSNorm) on a real batch: `text` and `other`, right-padded to one
+length, through the model to block `layer`'s norm input. LayerNorm's mean and σ per token (over
+d_model), RMSNorm's rms per token, BatchNorm's mean and σ per feature (over the real tokens of the
+batch, pads left out); and how far sentence 1's normalised vectors move when `swap` replaces `other`.
+
+POST /api/lab/norm-statistics: LayerNorm, RMSNorm and BatchNorm on the same batch of two real sentences."""
 
 from __future__ import annotations
 
@@ -8,10 +13,11 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
+from app.lab.common import Experiment, rounded, summary_of
+from app.pipeline import Build, Context, Run
 from app.request_checks import attention_layer
 from app.resolve import Resolved
-from app.schemas import Int, TextInput, TokenOut
+from app.schemas import Int, Text, TextInput, TokenOut
 from app.tokenizing import encode_text, tokens_out
 from lab import norm_statistics as norms
 
@@ -29,9 +35,9 @@ class NormStatisticsLabRequest(TextInput):
         {"model": "tiny-gpt", "text": "The cat sat on the mat.", "other": "Dogs bark.", "layer": 1},
     ]})
 
-    other: str = Field("Dogs bark at night.", max_length=MAX_CHARS,
+    other: Text = Field("Dogs bark at night.", max_length=MAX_CHARS,
                        description="Sentence 2 of the batch (padded to sentence 1's length or the other way).")
-    swap: str = Field("我爱北京天安门广场。", max_length=MAX_CHARS,
+    swap: Text = Field("我爱北京天安门广场。", max_length=MAX_CHARS,
                       description="Replaces sentence 2 in a second batch: does sentence 1's output change?")
     layer: Int = Field(0, ge=0, le=1024, description="The block whose first norm's input is read.")
 
@@ -64,6 +70,14 @@ class NormStatisticsLabOut(BaseModel):
                                                 "(RMSNorm)| over the real tokens: the statistics are the model's.")
 
 
+def check_plain_batch(resolved: Resolved, chat: bool) -> None:
+    """A batch of plain sentences through one stack: no encoder-decoder (two stacks, two batches), no chat template."""
+    if resolved.cfg.architecture == "encoder-decoder":
+        raise errors.not_in_model(WHY_NOT_ENCODER_DECODER)
+    if chat:
+        raise errors.invalid_option("chat", "the batch holds plain sentences; turn the chat template off.")
+
+
 def sentence_ids(resolved: Resolved, text: str, field: str) -> list[int]:
     """Token ids of one more sentence, with the start token the model expects, within the token limits."""
     if text == "":
@@ -81,18 +95,15 @@ def _per_position(values: torch.Tensor, real: torch.Tensor) -> list[float | None
     return [round(float(v), 6) if r else None for v, r in zip(values.tolist(), real.tolist(), strict=True)]
 
 
-def plan(context: LabContext, request: NormStatisticsLabRequest) -> Build:
+def plan(context: Context, request: NormStatisticsLabRequest) -> Build:
     resolved = context.model
     cfg = resolved.cfg
-    if cfg.architecture == "encoder-decoder":
-        raise errors.not_in_model(WHY_NOT_ENCODER_DECODER)
-    if request.chat:
-        raise errors.invalid_option("chat", "the batch holds plain sentences; turn the chat template off.")
+    check_plain_batch(resolved, request.chat)
     attention_layer(resolved, request.layer, None)  # the layer exists (a 422 names the range)
     other, swap = sentence_ids(resolved, request.other, "other"), sentence_ids(resolved, request.swap, "swap")
 
-    def build(lab_run: LabRun) -> dict[str, Any]:
-        first_tokens = lab_run.tokens.tokens
+    def build(run: Run) -> dict[str, Any]:
+        first_tokens = run.inputs.tokens
         first = [t.id for t in first_tokens]
         device = resolved.model.device
         batch, swapped = norms.padded_batch([first, other], device), norms.padded_batch([first, swap], device)
@@ -124,8 +135,5 @@ def plan(context: LabContext, request: NormStatisticsLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="norm_statistics", method="POST", request=NormStatisticsLabRequest, response=NormStatisticsLabOut,
     plan=plan, refuses=("encoder-decoder",),
-    summary="LayerNorm against BatchNorm (and RMSNorm) on a real batch: `text` and `other`, right-padded to one\n"
-            "length, through the model to block `layer`'s norm input. LayerNorm's mean and σ per token (over\n"
-            "d_model), RMSNorm's rms per token, BatchNorm's mean and σ per feature (over the real tokens of the\n"
-            "batch, pads left out); and how far sentence 1's normalised vectors move when `swap` replaces `other`.",
+    summary=summary_of(__doc__),
 )

@@ -1,4 +1,8 @@
-"""POST /api/lab/objectives: causal LM, masked LM and span corruption on one sentence, at the same compute.
+"""Why decoder-only won, on one sentence: the decoder's loss at every position from one forward pass
+(measured); BERT's seeded 15% masked positions and T5's span counts (formulas); FLOPs ≈ 2 · N per
+token and training signals per pass; generation cost with and without a cache (formulas).
+
+POST /api/lab/objectives: causal LM, masked LM and span corruption on one sentence, at the same compute.
 
 Measured: the decoder's loss at every position, from its own logits (one forward pass). From the formulas,
 labelled so: the masked positions (seeded) and span counts, FLOPs per pass and generation cost.
@@ -11,18 +15,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
+from app.lab.common import Experiment, check_decoder_only, rounded, summary_of
+from app.pipeline import Build, Context, Run
 from app.schemas import Int, TextInput, TokenOut
 from app.tokenizing import tokens_out
 from lab import objectives
 
 NEEDS_DECODER = ("This experiment measures the next-token loss at every position of your sentence, so it needs a "
-                 "decoder-only model (like tiny-gpt or smollm2). {why}")
-WHY = {
-    "encoder": "This model is an encoder: it reads the whole text at once and predicts no next token.",
-    "encoder-decoder": "This model is an encoder-decoder: its decoder predicts a separate target text, not your "
-                       "sentence.",
-}
+                 "decoder-only model (like tiny-gpt or smollm2).")
+NOT_ENCODER_DECODER = ("This model is an encoder-decoder: its decoder predicts a separate target text, not your "
+                       "sentence.")
 
 
 class ObjectivesLabRequest(TextInput):
@@ -95,21 +97,19 @@ class ObjectivesLabOut(BaseModel):
     generation: GenerationOut = Field(description="From the formulas, for this prompt's n and m = 1 … 32.")
 
 
-def plan(context: LabContext, request: ObjectivesLabRequest) -> Build:
+def plan(context: Context, request: ObjectivesLabRequest) -> Build:
     resolved = context.model
-    architecture = resolved.cfg.architecture
-    if architecture != "decoder" or not resolved.cfg.lm_head:
-        raise errors.not_in_model(NEEDS_DECODER.format(why=WHY.get(architecture, "")).strip())
+    check_decoder_only(resolved, NEEDS_DECODER, NOT_ENCODER_DECODER)
 
-    def build(lab_run: LabRun) -> dict[str, Any]:
-        tokens = lab_run.tokens.tokens
+    def build(run: Run) -> dict[str, Any]:
+        tokens = run.inputs.tokens
         start = 1 if tokens[0].start == tokens[0].end else 0  # an added start token: an empty span, never masked
         text_positions = list(range(start, len(tokens)))
         if len(text_positions) < 2:
             raise errors.text_too_short("Your sentence is a single token: type at least two, so that one token "
                                         "can be predicted from another.")
-        run = lab_run.trace()
-        report = objectives.objectives_report(resolved.model, run.output[0], [t.id for t in tokens],
+        forward = run.trace()
+        report = objectives.objectives_report(resolved.model, forward.output[0], [t.id for t in tokens],
                                               text_positions, request.seed)
         causal = report["causal"]
         return {"model": resolved.name, "tokens": tokens_out(tokens), **report,
@@ -121,7 +121,5 @@ def plan(context: LabContext, request: ObjectivesLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="objectives", method="POST", request=ObjectivesLabRequest,
     response=ObjectivesLabOut, plan=plan, refuses=("encoder", "encoder-decoder"),
-    summary="Why decoder-only won, on one sentence: the decoder's loss at every position from one forward pass\n"
-            "(measured); BERT's seeded 15% masked positions and T5's span counts (formulas); FLOPs ≈ 2 · N per\n"
-            "token and training signals per pass; generation cost with and without a cache (formulas).",
+    summary=summary_of(__doc__),
 )

@@ -1,4 +1,7 @@
-"""POST /api/lab/parameters: where a model's parameters are, per component, per head split, per K/V sharing."""
+"""Parameters per component (equal to the state dict's sum); one head of width d_model against h heads
+of width d_model/h; MHA, GQA and MQA K/V counts; the FFN's share.
+
+POST /api/lab/parameters: where a model's parameters are, per component, per head split, per K/V sharing."""
 
 from __future__ import annotations
 
@@ -6,7 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.lab.common import Build, Experiment, LabContext, LabRun
+from app.lab.common import Experiment, summary_of
+from app.pipeline import Build, Context, Run
 from app.schemas import ModelChoice
 from lab import parameters
 
@@ -30,10 +34,10 @@ class ParametersLabOut(BaseModel):
         "The model's own first self-attention layer, counted from its weights (its real K/V heads: GQA where GQA)."))
 
 
-def plan(context: LabContext, _: ParametersLabRequest) -> Build:
+def plan(context: Context, _: ParametersLabRequest) -> Build:
     resolved = context.model
 
-    def build(_: LabRun) -> dict[str, Any]:
+    def build(_: Run) -> dict[str, Any]:
         report = parameters.parameter_report(resolved.model)
         return {"model": resolved.name, "config": resolved.cfg.to_dict(), **report,
                 "head_splits": parameters.head_splits(resolved.cfg), "kv_sharing": parameters.kv_sharing(resolved.cfg),
@@ -45,6 +49,5 @@ def plan(context: LabContext, _: ParametersLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="parameters", method="POST", request=ParametersLabRequest, response=ParametersLabOut,
     plan=plan, uses="model",
-    summary="Parameters per component (equal to the state dict's sum); one head of width d_model against h heads\n"
-            "of width d_model/h; MHA, GQA and MQA K/V counts; the FFN's share.",
+    summary=summary_of(__doc__),
 )

@@ -1,4 +1,7 @@
-"""POST /api/lab/positions: sinusoidal, RoPE, ALiBi (and a model's learned table), alone or at a model's sizes."""
+"""Sinusoidal PE and PE·PEᵀ; RoPE's rotation of one pair and q_m·k_n for random q, k (equal where
+m − n is equal); ALiBi biases per head. Learned positions past the model's n_ctx: 422.
+
+POST /api/lab/positions: sinusoidal, RoPE, ALiBi (and a model's learned table), alone or at a model's sizes."""
 
 from __future__ import annotations
 
@@ -8,7 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from analysis import readouts
 from app import errors
-from app.lab.common import Build, Experiment, LabContext, LabRun
+from app.lab.common import Experiment, summary_of
+from app.pipeline import Build, Context, Run
 from app.schemas import INTEGER, NUMBER, Encoding, Int, ModelChoice
 from app.tensors import encode_tensor
 from lab import positions
@@ -51,7 +55,7 @@ class PositionsLabOut(BaseModel):
     learned: dict[str, Any] | None
 
 
-def plan(context: LabContext, request: PositionsLabRequest) -> Build:
+def plan(context: Context, request: PositionsLabRequest) -> Build:
     """Sizes from the request, else the model, else 64 wide with 4 heads; checked before any work."""
     resolved = context.resolved
     cfg = resolved.cfg if resolved is not None else None
@@ -77,7 +81,7 @@ def plan(context: LabContext, request: PositionsLabRequest) -> Build:
     if cells > context.budget.max_cells:
         raise errors.too_much_work("length", cells, context.budget.max_cells, "numbers in the answer")
 
-    def build(_: LabRun) -> dict[str, Any]:
+    def build(_: Run) -> dict[str, Any]:
         enc = request.encoding
 
         def tensor(name: str, value: Any, dims: tuple[str, ...]) -> dict[str, Any]:
@@ -117,6 +121,5 @@ def plan(context: LabContext, request: PositionsLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="positions", method="POST", request=PositionsLabRequest, response=PositionsLabOut,
     plan=plan, uses="chosen_model",
-    summary="Sinusoidal PE and PE·PEᵀ; RoPE's rotation of one pair and q_m·k_n for random q, k (equal where\n"
-            "m − n is equal); ALiBi biases per head. Learned positions past the model's n_ctx: 422.",
+    summary=summary_of(__doc__),
 )

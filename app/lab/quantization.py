@@ -1,4 +1,9 @@
-"""POST /api/lab/quantization: the float32 run against llama.cpp's 8-bit activation rounding (emulated) and against
+"""What a quantized file's precision does: the float32 run (this project's) against the activations
+rounded to 8-bit blocks of 32 before every quantized linear layer (an emulation of llama.cpp's
+activation quantization) and against the weights re-quantized to Q8_0 / Q4_1 / Q4_0: next-token KL
+per position, top-1 agreement, the top next tokens, the weights' relative error per layer.
+
+POST /api/lab/quantization: the float32 run against llama.cpp's 8-bit activation rounding (emulated) and against
 the weights re-quantized to a coarser type: KL per position, top-1 agreement, the top next tokens, the weight
 error per layer (lab/quantization.py)."""
 
@@ -10,10 +15,11 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import MAX_FORWARDS, Build, Experiment, LabContext, LabRun, rounded
+from app.lab.common import MAX_FORWARDS, Experiment, rounded, summary_of
+from app.pipeline import Build, Context, Run
 from app.request_checks import check_generative
-from app.schemas import Bool, Int, TextInput, TokenOut
-from app.tokenizing import token_text, tokens_out
+from app.schemas import Bool, Int, TextInput, TokenOut, VocabToken
+from app.tokenizing import tokens_out, vocab_token
 from lab.quantization import (
     Comparison,
     NotEmulated,
@@ -22,6 +28,7 @@ from lab.quantization import (
     model_plan,
     quantization,
 )
+from model.device import one_row
 
 Requant = Literal["none", "Q8_0", "Q4_1", "Q4_0"]
 
@@ -41,9 +48,7 @@ class QuantizationLabRequest(TextInput):
     top: Int = Field(5, ge=1, le=10, description="How many of the float32 run's most likely next tokens to list.")
 
 
-class TokenProbability(BaseModel):
-    id: int
-    text: str
+class TokenProbability(VocabToken):
     float32: float = Field(description="Its probability in the float32 run, at the last position.")
     other: float = Field(description="Its probability in this run.")
 
@@ -81,7 +86,7 @@ class QuantizationLabOut(BaseModel):
     weight_error: WeightErrorOut | None
 
 
-def plan(context: LabContext, request: QuantizationLabRequest) -> Build:
+def plan(context: Context, request: QuantizationLabRequest) -> Build:
     resolved = context.model
     check_generative(resolved)
     try:
@@ -98,21 +103,20 @@ def plan(context: LabContext, request: QuantizationLabRequest) -> Build:
                                                                        "per comparison)")
     loaded = resolved.loaded
 
-    def build(lab_run: LabRun) -> dict[str, Any]:
-        tokens = lab_run.tokens.tokens
+    def build(run: Run) -> dict[str, Any]:
+        tokens = run.inputs.tokens
         try:
             where = model_plan(resolved.model, loaded.meta)
         except NotEmulated as error:
             raise errors.not_in_model(f"{resolved.name} cannot be compared this way: {error}.") from error
-        ids = torch.tensor([[t.id for t in tokens]], device=resolved.model.device)  # [batch, pos]
+        ids = one_row([t.id for t in tokens], resolved.model.device)  # [batch, pos]
         out = quantization(resolved.model, ids, where, activations=request.activations, requant=requant)
         best = out.reference.topk(min(request.top, out.reference.numel())).indices.tolist()
 
         def token(i: int, other: torch.Tensor) -> dict[str, Any]:
-            return {"id": i, "text": token_text(loaded, i), "float32": round(float(out.reference[i]), 6),
-                    "other": round(float(other[i]), 6)}
+            return vocab_token(loaded, i, float32=round(float(out.reference[i]), 6), other=round(float(other[i]), 6))
 
-        def run(kind: str, kind_type: str | None, c: Comparison) -> dict[str, Any]:
+        def compared(kind: str, kind_type: str | None, c: Comparison) -> dict[str, Any]:
             return {"kind": kind, "type": kind_type, "kl": rounded(c.kl, 8), "agree": c.agree,
                     "mean_kl": round(c.mean_kl, 8), "max_kl": round(max(c.kl), 8), "agreement": c.agreement,
                     "top": [token(i, c.probabilities) for i in best],
@@ -120,9 +124,9 @@ def plan(context: LabContext, request: QuantizationLabRequest) -> Build:
 
         runs = []
         if out.activations is not None:
-            runs.append(run("activations", None, out.activations))
+            runs.append(compared("activations", None, out.activations))
         if out.requant is not None:
-            runs.append(run("requantized", requant, out.requant))
+            runs.append(compared("requantized", requant, out.requant))
         errs = out.weight_errors
         return {
             "model": resolved.name, "tokens": tokens_out(tokens), "forwards": out.forwards,
@@ -140,8 +144,5 @@ def plan(context: LabContext, request: QuantizationLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="quantization", method="POST", request=QuantizationLabRequest, response=QuantizationLabOut,
     plan=plan, refuses=("encoder", "encoder-decoder"),
-    summary="What a quantized file's precision does: the float32 run (this project's) against the activations\n"
-            "rounded to 8-bit blocks of 32 before every quantized linear layer (an emulation of llama.cpp's\n"
-            "activation quantization) and against the weights re-quantized to Q8_0 / Q4_1 / Q4_0: next-token KL\n"
-            "per position, top-1 agreement, the top next tokens, the weights' relative error per layer.",
+    summary=summary_of(__doc__),
 )

@@ -1,4 +1,9 @@
-"""POST /api/lab/recurrence: a GRU language model run step by step beside a Transformer, on one sentence.
+"""Recurrence against attention, on one sentence: a GRU language model trained on the same text runs
+step by step (N steps, each waiting for the last) beside a shipped Transformer's L block passes; the
+influence of every input embedding on the last position's state, ‖∂h_N/∂x_i‖_F, for both; and both
+models' next-token loss.
+
+POST /api/lab/recurrence: a GRU language model run step by step beside a Transformer, on one sentence.
 
 Measured (lab/recurrence.py): the GRU's N sequential steps and the Transformer's L block passes, each timed; the
 influence of every input embedding on the last position's state, ‖∂h_N/∂x_i‖_F, for both; both models'
@@ -14,8 +19,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import Build, Experiment, LabContext, LabRun, rounded
-from app.schemas import TokenOut
+from app.lab.common import Experiment, rounded, summary_of
+from app.pipeline import Build, Context, Run
+from app.schemas import Text, TokenOut
 from app.tokenizing import encode_text, tokens_out
 from lab import recurrence
 
@@ -27,8 +33,7 @@ class RecurrenceLabRequest(BaseModel):
         {"text": "The animal didn't cross the street because it was too tired.", "transformer": "pe-rope"},
     ]})
 
-    text: str = Field(description="Any Unicode text: up to 64 tokens with the start token.",
-                      json_schema_extra={"minLength": 1})
+    text: Text = Field(description="Any Unicode text: up to 64 tokens with the start token.")
     transformer: Literal["pe-rope", "tiny-gpt"] = Field(
         "pe-rope", description="The shipped Transformer beside the GRU (both read the GRU's tokens): pe-rope was "
                                "trained on the same kind of rows, tiny-gpt is larger and trained longer.")
@@ -73,7 +78,7 @@ class RecurrenceLabOut(BaseModel):
     max_tokens: int
 
 
-def plan(context: LabContext, request: RecurrenceLabRequest) -> Build:
+def plan(context: Context, request: RecurrenceLabRequest) -> Build:
     if request.text == "":
         raise errors.empty_text()
     if len(request.text) > MAX_CHARS:
@@ -86,7 +91,7 @@ def plan(context: LabContext, request: RecurrenceLabRequest) -> Build:
         raise errors.text_too_short("Your sentence is a single token: type at least two, so that one token "
                                     "can be predicted from another.")
 
-    def build(_: LabRun) -> dict[str, Any]:
+    def build(_: Run) -> dict[str, Any]:
         measured = recurrence.recurrence(rnn.model, transformer.model, [t.id for t in tokens])
         n = len(tokens)
         return {
@@ -116,8 +121,5 @@ def plan(context: LabContext, request: RecurrenceLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="recurrence", method="POST", request=RecurrenceLabRequest,
     response=RecurrenceLabOut, plan=plan, uses="nothing", measured=True,
-    summary="Recurrence against attention, on one sentence: a GRU language model trained on the same text runs\n"
-            "step by step (N steps, each waiting for the last) beside a shipped Transformer's L block passes; the\n"
-            "influence of every input embedding on the last position's state, ‖∂h_N/∂x_i‖_F, for both; and both\n"
-            "models' next-token loss.",
+    summary=summary_of(__doc__),
 )

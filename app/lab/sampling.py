@@ -1,4 +1,7 @@
-"""POST /api/lab/sampling: the next-token distribution after temperature, top-k and top-p, and seeded draws."""
+"""The next-token distribution after temperature, top-k and top-p, and `draws` seeded draws from it
+(the same seed gives the same draws).
+
+POST /api/lab/sampling: the next-token distribution after temperature, top-k and top-p, and seeded draws."""
 
 from __future__ import annotations
 
@@ -7,10 +10,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.lab.common import Build, Experiment, LabContext, LabRun
+from app.lab.common import Experiment, summary_of
+from app.pipeline import Build, Context, Run
 from app.request_checks import check_generative
-from app.schemas import INTEGER, NUMBER, Float, Int, TextInput, TokenOut
-from app.tokenizing import token_text, tokens_out
+from app.schemas import INTEGER, NUMBER, Float, Int, TextInput, TokenOut, VocabToken
+from app.tokenizing import token_text, tokens_out, vocab_token
 from lab.sampling import sampling_steps
 
 
@@ -30,9 +34,7 @@ class SamplingLabRequest(TextInput):
     show: Int = Field(20, ge=1, le=100, description="Rows of the table: the most likely tokens.")
 
 
-class SampleRow(BaseModel):
-    id: int
-    text: str
+class SampleRow(VocabToken):
     logit: float
     original: float
     tempered: float
@@ -55,19 +57,19 @@ class SamplingLabOut(BaseModel):
     counts: dict[str, int] = Field(description="How often each drawn id came up: every drawn id, summing to `draws`.")
 
 
-def plan(context: LabContext, request: SamplingLabRequest) -> Build:
+def plan(context: Context, request: SamplingLabRequest) -> Build:
     resolved = context.model
     check_generative(resolved)
 
-    def build(lab_run: LabRun) -> dict[str, Any]:
-        run = lab_run.trace()
-        logits = run.output[0, -1].float().cpu()  # [d_vocab] at the last position
+    def build(run: Run) -> dict[str, Any]:
+        forward = run.trace()
+        logits = forward.output[0, -1].float().cpu()  # [d_vocab] at the last position
         found = sampling_steps(logits, temperature=request.temperature, top_k=request.top_k, top_p=request.top_p,
                                show=request.show, draws=request.draws, seed=request.seed)
-        rows = [{"id": i, "text": token_text(resolved.loaded, i), "logit": round(float(logits[i]), 4),
-                 **{name: round(float(p[i]), 6) for name, p in found.steps.items()}} for i in found.order]
+        rows = [vocab_token(resolved.loaded, i, logit=round(float(logits[i]), 4),
+                            **{name: round(float(p[i]), 6) for name, p in found.steps.items()}) for i in found.order]
         return {
-            "model": resolved.name, "tokens": tokens_out(run.target_tokens or run.tokens),
+            "model": resolved.name, "tokens": tokens_out(forward.target_tokens or forward.tokens),
             "temperature": request.temperature, "top_k": request.top_k, "top_p": request.top_p, "seed": request.seed,
             "rows": rows, "kept": found.kept, "entropy": {name: round(e, 6) for name, e in found.entropy.items()},
             "draws": found.draws, "draw_text": [token_text(resolved.loaded, i) for i in found.draws],
@@ -80,6 +82,5 @@ def plan(context: LabContext, request: SamplingLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="sampling", method="POST", request=SamplingLabRequest, response=SamplingLabOut,
     plan=plan, refuses=("encoder",),
-    summary="The next-token distribution after temperature, top-k and top-p, and `draws` seeded draws from it\n"
-            "(the same seed gives the same draws).",
+    summary=summary_of(__doc__),
 )

@@ -1,4 +1,9 @@
-"""POST /api/lab/scaling: why ÷√d_k, on random vectors and (with a text) on a model's real scores."""
+"""Why ÷√d_k: for unit-variance random q, k the measured Var(q·k) for each d_k (≈ d_k), and the max
+weight and entropy of softmax rows over `n_keys` keys with and without ÷√d_k. With `text` (and a
+model): the same statistics on that model's real scores at `layer`, per head, and the size of the
+gradient through softmax, ‖∂softmax/∂scores‖ per row by autograd, with and without the divisor.
+
+POST /api/lab/scaling: why ÷√d_k, on random vectors and (with a text) on a model's real scores."""
 
 from __future__ import annotations
 
@@ -8,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
 from app.cache import LRU
-from app.lab.common import Build, Experiment, LabContext, LabRun, Uses, rounded
+from app.lab.common import Experiment, Uses, rounded, summary_of
+from app.pipeline import Build, Context, Run
 from app.request_checks import attention_layer
 from app.schemas import Int, TextInput, TokenOut
 from app.tokenizing import tokens_out
@@ -40,7 +46,17 @@ class ScalingLabRequest(TextInput):
     layer: Int = Field(0, ge=0, description="The model's layer whose heads are measured.")
 
 
-class HeadStats(BaseModel):
+class SoftmaxRowsOut(BaseModel):
+    """A softmax row's largest weight and its entropy, with and without the divisor: on random vectors (one value
+    per d_k) and on a model's scores (one per head)."""
+
+    max_scaled: list[float]
+    max_unscaled: list[float]
+    entropy_scaled: list[float]
+    entropy_unscaled: list[float]
+
+
+class HeadStats(SoftmaxRowsOut):
     layer: int
     d_head: int
     divisor: float = Field(description="What this layer divides Q·Kᵀ by: √d_head, times (layer + 1) in GPT-2 "
@@ -48,10 +64,6 @@ class HeadStats(BaseModel):
     stack: str | None
     var_raw: list[float] = Field(description="Variance of Q·Kᵀ over the visible cells, per head.")
     var_scaled: list[float] = Field(description="Variance of Q·Kᵀ / divisor, per head.")
-    max_scaled: list[float]
-    max_unscaled: list[float]
-    entropy_scaled: list[float]
-    entropy_unscaled: list[float]
     entropy_uniform: list[float] = Field(description="Mean ln(visible keys): a row spread evenly.")
     jacobian_scaled: list[float] = Field(description="Mean over query rows of ‖∂softmax/∂scores‖ (Frobenius, by "
                                                      "autograd), per head: the size of the gradient through softmax.")
@@ -60,16 +72,12 @@ class HeadStats(BaseModel):
     jacobian_rows_unscaled: list[list[float]] = Field(description="[head][q_pos] the same without the divisor.")
 
 
-class ScalingLabOut(BaseModel):
+class ScalingLabOut(SoftmaxRowsOut):
     d_k: list[int]
     samples: int
     n_keys: int
     variance: list[float] = Field(description="Measured Var(q·k) for unit-variance q, k: ≈ d_k.")
     scaled_variance: list[float] = Field(description="Var(q·k/√d_k): ≈ 1.")
-    max_scaled: list[float]
-    max_unscaled: list[float]
-    entropy_scaled: list[float]
-    entropy_unscaled: list[float]
     entropy_uniform: float = Field(description="ln(n_keys): the entropy of an even row.")
     model: str | None = None
     tokens: list[TokenOut] | None = None
@@ -101,7 +109,7 @@ def synthetic(request: ScalingLabRequest) -> dict[str, Any]:
     return _synthetic.put(key, out)
 
 
-def plan(context: LabContext, request: ScalingLabRequest) -> Build:
+def plan(context: Context, request: ScalingLabRequest) -> Build:
     check(request)
     if not request.text:  # random vectors only
         return lambda _: {**synthetic(request), "model": None, "tokens": None, "heads": None}
@@ -109,16 +117,16 @@ def plan(context: LabContext, request: ScalingLabRequest) -> Build:
     where = attention_layer(resolved, request.layer, None)  # an encoder-decoder's: the encoder's
     stack = where.stack
 
-    def build(lab_run: LabRun) -> dict[str, Any]:
-        run = lab_run.trace()
-        raw = run.trace[where.stage("scores_raw")][0]  # [head, q_pos, k_pos]
-        scores = run.trace[where.stage("attn_scores")][0]
+    def build(run: Run) -> dict[str, Any]:
+        forward = run.trace()
+        raw = forward.trace[where.stage("scores_raw")][0]  # [head, q_pos, k_pos]
+        scores = forward.trace[where.stage("attn_scores")][0]
         divisor = resolved.cfg.score_divisor(request.layer)
         stats = scaling.head_statistics(raw, scores, divisor)
         rows = {k: [rounded(row) for row in stats.pop(k)] for k in ("jacobian_rows_scaled", "jacobian_rows_unscaled")}
         heads = {"layer": request.layer, "d_head": resolved.cfg.d_head, "divisor": divisor, "stack": stack,
                  **{k: rounded(v) for k, v in stats.items()}, **rows}
-        return {**synthetic(request), "model": resolved.name, "tokens": tokens_out(run.tokens), "heads": heads}
+        return {**synthetic(request), "model": resolved.name, "tokens": tokens_out(forward.tokens), "heads": heads}
 
     return build
 
@@ -131,8 +139,5 @@ def uses(request: ScalingLabRequest) -> Uses:
 EXPERIMENT = Experiment(
     name="scaling", method="POST", request=ScalingLabRequest, response=ScalingLabOut,
     plan=plan, uses=uses,
-    summary="Why ÷√d_k: for unit-variance random q, k the measured Var(q·k) for each d_k (≈ d_k), and the max\n"
-            "weight and entropy of softmax rows over `n_keys` keys with and without ÷√d_k. With `text` (and a\n"
-            "model): the same statistics on that model's real scores at `layer`, per head, and the size of the\n"
-            "gradient through softmax, ‖∂softmax/∂scores‖ per row by autograd, with and without the divisor.",
+    summary=summary_of(__doc__),
 )

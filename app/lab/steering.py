@@ -1,4 +1,8 @@
-"""POST /api/lab/steering: the mean residual stream of prompts A minus B at block L's input, added α times at every
+"""Steering with a difference vector: the mean residual stream of prompts A minus prompts B at a block's
+input, added α times at every position while the model writes greedily; the continuation with and
+without it, and the first step's next-token distribution before and after.
+
+POST /api/lab/steering: the mean residual stream of prompts A minus B at block L's input, added α times at every
 position while the model writes greedily: the text with and without it, and the first step's distribution moved
 (lab/steering.py)."""
 
@@ -9,18 +13,19 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import MAX_FORWARDS, Build, Experiment, LabContext, LabRun, rounded
+from app.lab.common import MAX_FORWARDS, Experiment, rounded, summary_of
+from app.pipeline import Build, Context, Run
 from app.request_checks import check_layer
 from app.resolve import Resolved
-from app.schemas import Float, Int, TextInput, TokenOut
-from app.tokenizing import encode_text, token_text, tokens_out
+from app.schemas import Float, Int, Text, TextInput, TokenOut, VocabToken
+from app.tokenizing import encode_text, token_text, tokens_out, vocab_token
 from lab.steering import steer
 
 MAX_PROMPTS = 8  # per set
 MAX_PROMPT_CHARS = 300
 MAX_PROMPT_TOKENS = 64
 MAX_NEW_TOKENS = 32
-Prompt = Annotated[str, Field(description="One prompt (at least two tokens: the first position is left out).")]
+Prompt = Annotated[Text, Field(description="One prompt (at least two tokens: the first position is left out).")]
 
 
 class SteeringLabRequest(TextInput):
@@ -44,9 +49,7 @@ class Continuation(BaseModel):
     text: str
 
 
-class MovedToken(BaseModel):
-    id: int
-    text: str
+class MovedToken(VocabToken):
     before: float = Field(description="Its probability at the first generated step without the vector ...")
     after: float = Field(description="... and with α times it.")
 
@@ -84,7 +87,7 @@ def prompt_ids(resolved: Resolved, side: str, prompts: list[str]) -> list[list[i
     return out
 
 
-def plan(context: LabContext, request: SteeringLabRequest) -> Build:
+def plan(context: Context, request: SteeringLabRequest) -> Build:
     resolved = context.model
     architecture = resolved.cfg.architecture
     if architecture == "encoder" or not resolved.cfg.lm_head:
@@ -100,8 +103,8 @@ def plan(context: LabContext, request: SteeringLabRequest) -> Build:
                                    "forward passes (prompts in A and B + 2 × max_new_tokens)")
     a, b = prompt_ids(resolved, "A", request.a), prompt_ids(resolved, "B", request.b)
 
-    def build(run: LabRun) -> dict[str, Any]:
-        tokens = run.tokens.tokens
+    def build(run: Run) -> dict[str, Any]:
+        tokens = run.inputs.tokens
         out = steer(resolved.model, a, b, request.layer, request.alpha, [t.id for t in tokens],
                     request.max_new_tokens)
         def text(ids: list[int]) -> str:
@@ -113,7 +116,7 @@ def plan(context: LabContext, request: SteeringLabRequest) -> Build:
             "forwards": forwards, "vector_norm": round(out.vector_norm, 6), "typical_norm": round(out.typical_norm, 6),
             "plain": {"ids": out.plain_ids, "text": text(out.plain_ids)},
             "steered": {"ids": out.steered_ids, "text": text(out.steered_ids)},
-            "moved": [{"id": i, "text": token_text(resolved.loaded, i), "before": p, "after": q}
+            "moved": [vocab_token(resolved.loaded, i, before=p, after=q)
                       for i, p, q in zip(out.top_ids, before, after, strict=True)],
         }
 
@@ -123,7 +126,5 @@ def plan(context: LabContext, request: SteeringLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="steering", method="POST", request=SteeringLabRequest, response=SteeringLabOut,
     plan=plan, refuses=("encoder", "encoder-decoder"),
-    summary="Steering with a difference vector: the mean residual stream of prompts A minus prompts B at a block's\n"
-            "input, added α times at every position while the model writes greedily; the continuation with and\n"
-            "without it, and the first step's next-token distribution before and after.",
+    summary=summary_of(__doc__),
 )

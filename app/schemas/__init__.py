@@ -1,6 +1,6 @@
 """Request and response models, with the examples shown at /docs: one module per concept.
 
-    fields       what a field accepts (strict JSON numbers and booleans, Encoding, DType, StackName, bounds)
+    fields       what a field accepts (strict JSON numbers and booleans, Text, Encoding, DType, StackName, bounds)
     inputs       what every request about a model carries: ModelChoice, InlineConfig, TextInput, interventions
                  (and ModelName, NoInput: a model by name alone, no request)
     outputs      what every answer is made of: TokenOut, TensorOut, the error shape (ERRORS)
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from app.schemas.activations import ActivationsOut, ActivationsRequest
 from app.schemas.attention import AttentionOut, AttentionRequest, LayerRequest, QKVOut, QKVRequest
-from app.schemas.fields import INTEGER, LIMITS, NUMBER, Bool, DType, Encoding, Float, Int, StackName, StageName
+from app.schemas.fields import INTEGER, LIMITS, NUMBER, Bool, DType, Encoding, Float, Int, StackName, StageName, Text
 from app.schemas.inputs import (
     InlineConfig,
     Intervenable,
@@ -36,7 +36,7 @@ from app.schemas.inputs import (
 )
 from app.schemas.lessons import ClaimOut, LessonClaimsOut, LessonView
 from app.schemas.models import HealthOut, LoadingModel, ModelInfo, RefusedModel, StageInfo, WeightInfo
-from app.schemas.outputs import ERRORS, ErrorBody, ErrorOut, TensorOut, TokenOut
+from app.schemas.outputs import ERRORS, ErrorBody, ErrorOut, TensorOut, TokenOut, VocabToken
 from app.schemas.positional import PositionalKindOut, PositionalOut, PositionalQuery, PosKind, ShownPosKind
 from app.schemas.predict import Generated, PredictOut, PredictRequest, SamplingOut
 from app.schemas.trace import Prediction, TokenizeOut, TokenizeRequest, TraceOut, TraceRequest
@@ -87,8 +87,10 @@ __all__ = [
     "StageInfo",
     "StageName",
     "TensorOut",
+    "Text",
     "TextInput",
     "TokenOut",
+    "VocabToken",
     "TokenizeOut",
     "TokenizeRequest",
     "TraceOut",

@@ -33,3 +33,8 @@ LIMITS = {"d_model": 1024, "n_layers": 12, "n_heads": 16, "d_mlp": 4096}
 # pattern's matching cheap (fnmatch's translation of "[[[..." grows with the square of its length: 15,000
 # characters took 8 s of the event loop)
 StageName = Annotated[str, Field(min_length=1, max_length=128)]
+
+# A text the server reads as text (a prompt, a sentence, an answer token): at least one character. The minLength is
+# stated in the schema only: pydantic's own length check refuses lone surrogates, which are valid input here; the
+# server refuses "" itself (empty_text, or the field's own 422), so the schema says what the server refuses.
+Text = Annotated[str, Field(json_schema_extra={"minLength": 1})]

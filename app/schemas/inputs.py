@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.schemas.fields import INTEGER, LIMITS, NUMBER, Bool, Int
+from app.schemas.fields import INTEGER, LIMITS, NUMBER, Bool, Int, Text
 from app.schemas.positional import PosKind
 from model.config import TransformerConfig
 
@@ -91,10 +91,7 @@ class ModelChoice(BaseModel):
 
 
 class TextInput(ModelChoice):
-    # minLength stated in the schema only: pydantic's own length check refuses lone surrogates, which are valid
-    # input here; the service refuses "" with empty_text
-    text: str = Field(description="Any Unicode text (the source, for encoder-decoder models).",
-                      json_schema_extra={"minLength": 1})
+    text: Text = Field(description="Any Unicode text (the source, for encoder-decoder models).")  # "": empty_text
     target_text: str | None = Field(
         None, description="Encoder-decoder only: the decoder input so far (omitted: just the start token). "
                           "Ignored by other models.")

@@ -7,9 +7,17 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 
-class TokenOut(BaseModel):
+class VocabToken(BaseModel):
+    """A token of the vocabulary: its id and its text."""
+
+    # the one {id, text} model: the answers that give a token numbers extend it (a prediction its probability and
+    # logit, a lab row its own); app.tokenizing.vocab_token writes one
+
     id: int
     text: str
+
+
+class TokenOut(VocabToken):
     start: int = Field(description="Character span [start, end) of the input (`chat`: of chat_text); an added start "
                                    "token has start == end.")
     end: int

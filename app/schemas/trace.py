@@ -6,7 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.schemas.fields import DType, Encoding, Int, StageName
 from app.schemas.inputs import Intervenable, TextInput
-from app.schemas.outputs import TensorOut, TokenOut
+from app.schemas.outputs import TensorOut, TokenOut, VocabToken
 
 
 class TokenizeRequest(TextInput):
@@ -41,9 +41,7 @@ class TokenizeOut(BaseModel):
     chat_text: str | None = Field(None, description="With `chat`: the text as the chat template wrote it.")
 
 
-class Prediction(BaseModel):
-    id: int
-    text: str
+class Prediction(VocabToken):
     prob: float
     logit: float
 

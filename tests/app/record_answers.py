@@ -104,11 +104,13 @@ REQUESTS: list[tuple[str, str, dict[str, Any]]] = [
     ("POST", "/api/lab/flash", {**PAIR, "stack": "decoder", "cross": True, "block_q": 2, "block_k": 2,
                                 "encoding": "base64"}),
     ("POST", "/api/lab/flash", {**GPT, "head": 4}),
-    ("GET", "/api/lab/kv-cache", {"context": 128, "batch": 2, "dtype": "bfloat16"}),
-    ("GET", "/api/lab/kv-cache", {"dtype": "int3"}),
-    ("POST", "/api/lab/generate", {**GPT, "max_new_tokens": 4}),
-    ("POST", "/api/lab/generate", {**PAIR, "max_new_tokens": 3}),
-    ("POST", "/api/lab/generate", {**BERT}),
+    ("GET", "/api/lab/kv-cache-size", {"context": 128, "batch": 2, "dtype": "bfloat16"}),
+    ("GET", "/api/lab/kv-cache-size", {"dtype": "int3"}),
+    ("GET", "/api/lab/kv-cache", {"context": 128, "batch": 2, "dtype": "bfloat16"}),  # the old route, deprecated
+    ("POST", "/api/lab/cached-decoding", {**GPT, "max_new_tokens": 4}),
+    ("POST", "/api/lab/cached-decoding", {**PAIR, "max_new_tokens": 3}),
+    ("POST", "/api/lab/cached-decoding", {**BERT}),
+    ("POST", "/api/lab/generate", {**GPT, "max_new_tokens": 4}),  # the old route, deprecated
     ("POST", "/api/lab/norm-placement", {"n_layers": 2, "d_model": 16, "n_heads": 2, "steps": 2, "batch": 2,
                                          "seq_len": 8, "seed": 1}),
     ("POST", "/api/lab/norm-placement", {"d_model": 64, "n_heads": 3}),

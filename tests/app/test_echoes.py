@@ -22,7 +22,7 @@ EXTRA: list[tuple[str, str, dict[str, Any]]] = [
     ("POST", "/api/lab/sampling", {**GPT, "draws": 3000, "seed": 1}),  # > the old 200 cut, every id counted
     ("GET", "/api/positional-encoding", {"model": "bert", "kind": "learned", "length": 64}),
     ("POST", "/api/predict", {**GPT, "top_k": 40, "sample_top_k": 7, "top_p": 0.5, "seed": 4, "max_new_tokens": 5}),
-    ("GET", "/api/lab/kv-cache", {"batch": 3}),
+    ("GET", "/api/lab/kv-cache-size", {"batch": 3}),
 ]
 SIZED = {"draws": "draws", "draw_text": "draws"}  # answer list -> the request field that sizes it
 
@@ -74,7 +74,7 @@ def test_echoed_numbers_equal_what_the_answer_holds(
         sampling = out["sampling"]
         assert len(sampling["ids"]) == len(sampling["probs"]) == min(sampling["kept"], body.get("sample_rows", 100))
         assert math.isclose(sum(sampling["probs"]) + sampling["unlisted_prob"], 1.0, abs_tol=1e-6)
-    if path == "/api/lab/kv-cache":
+    if path == "/api/lab/kv-cache-size":
         rows = out["published"] + [row for model in out["models"] for row in model["variants"]]
         for row in rows:
             per = 2 * row["layers"] * row["kv_heads"] * row["d_head"] * out["bytes_per_value"]

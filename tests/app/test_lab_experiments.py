@@ -12,7 +12,7 @@ import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from app.lab import EXPERIMENTS
+from app.lab import EXPERIMENTS, RENAMED
 from app.lab.common import FAMILIES, Experiment
 from app.lab_panels import lab_panel_names
 from app.routers import lab as lab_router
@@ -26,7 +26,8 @@ def test_each_experiment_has_one_route_at_its_name_and_nothing_else_is_routed() 
     routed = {(r.path, method) for r in lab_router.router.routes if isinstance(r, APIRoute)
               for method in r.methods or ()}
     listed = {(e.route, e.method) for e in EXPERIMENTS}
-    assert routed == listed | {("/api/lab/experiments", "GET")}
+    old = {(f"/api/lab/{name.replace('_', '-')}", e.method) for name, e in RENAMED.items()}
+    assert routed == listed | old | {("/api/lab/experiments", "GET")}
     names = [e.name for e in EXPERIMENTS]
     assert len(set(names)) == len(names) and all(re.fullmatch(r"[a-z]+(_[a-z]+)*", n) for n in names)
     assert [e.route for e in EXPERIMENTS] == [f"/api/lab/{n.replace('_', '-')}" for n in names]
@@ -105,3 +106,21 @@ def test_an_experiment_refuses_exactly_the_families_it_declares(client: TestClie
             assert response.json()["error"]["code"] in {"not_generative", "not_in_model"}, response.text[:200]
         else:
             assert response.status_code == 200, (family, response.text[:300])
+
+
+@pytest.mark.parametrize("old", sorted(RENAMED))
+def test_a_renamed_experiment_answers_at_its_old_route_and_opens_by_its_old_name(client: TestClient,
+                                                                                   old: str) -> None:
+    experiment = RENAMED[old]
+    assert old in experiment.aliases and old not in {e.name for e in EXPERIMENTS}
+    path = f"/api/lab/{old.replace('_', '-')}"
+    body = request_of(experiment, "gpt")
+
+    def ask(route: str) -> object:
+        answer = client.get(route, params=body) if experiment.method == "GET" else client.post(route, json=body)
+        assert answer.status_code == 200, answer.text[:300]
+        return answer.json()
+
+    assert ask(path) == ask(experiment.route)
+    operation = client.get("/openapi.json").json()["paths"][path][experiment.method.lower()]
+    assert operation["deprecated"] is True and experiment.route in operation["description"]

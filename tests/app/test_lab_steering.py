@@ -17,7 +17,7 @@ def test_alpha_zero_is_the_plain_continuation(client: TestClient) -> None:
     zero = post(client, "/api/lab/steering", {**BODY, "alpha": 0.0}).json()
     assert zero["steered"] == zero["plain"] and len(zero["plain"]["ids"]) == 6
     assert all(t["before"] == t["after"] for t in zero["moved"])
-    greedy = post(client, "/api/lab/generate", {"model": "gpt", "text": "the cat", "max_new_tokens": 6}).json()
+    greedy = post(client, "/api/lab/cached-decoding", {"model": "gpt", "text": "the cat", "max_new_tokens": 6}).json()
     assert zero["plain"]["ids"] == [step["id"] for step in greedy["steps"]]  # the one loop, greedy
     out = post(client, "/api/lab/steering", BODY).json()
     assert out["plain"] == zero["plain"] and out["forwards"] == 2 + 2 + 2 * 6

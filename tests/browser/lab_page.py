@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PANELS = lab_panel_names()
 TOGGLES = ["no_scale", "no_mask", "window", "temperature", "ablate", "shuffle"]
 # keeps the first (uncached) loads of the costly panels short
-SMALL = {"complexity.longest": "512", "norm_placement.layers": "4", "norm_placement.steps": "3", "generate.steps": "4"}
+SMALL = {"complexity.longest": "512", "norm_placement.layers": "4", "norm_placement.steps": "3",
+         "cached_decoding.steps": "4"}
 VARIANT = {"compare.variant": "set", "compare.setting": "n_heads", "compare.value": "2"}
 FAMILY_MODELS = {"decoder": "gpt", "encoder": "bert", "encoder-decoder": "translator"}  # tests/browser/models.py
 PLACEHOLDER = re.compile(r"\{(\w+)\}")

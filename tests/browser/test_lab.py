@@ -113,6 +113,19 @@ def test_older_links_open_the_same_view(watched: Any, server: Any) -> None:
 
 
 @pytest.mark.browser
+def test_a_renamed_experiment_opens_from_its_old_link_with_its_fields(watched: Any, server: Any) -> None:
+    # generate is now cached_decoding and kv_cache kv_cache_size: the old name and its old <name>.<key> fields
+    page = watched.page
+    open_lab(page, server.url, model="gpt", text="the cat sat", lang="en", panel="generate",
+             **{"generate.steps": "5", "kv_cache.batch": "3"})
+    check_panel(page, "cached_decoding", False)
+    assert page.input_value("#controls-cached_decoding input[data-field='steps']") == "5"
+    assert "panel=cached_decoding" in page.url and "cached_decoding.steps=5" in page.url
+    assert "kv_cache_size.batch=3" in page.url and "generate." not in page.url and "kv_cache." not in page.url
+    assert watched.errors == []
+
+
+@pytest.mark.browser
 def test_one_panel_at_a_time_from_the_contents_a_link_or_back(watched: Any, server: Any) -> None:
     page = watched.page
     open_lab(page, server.url, model="gpt", text="我爱北京天安门", lang="zh", panel="masks")
@@ -206,8 +219,8 @@ def test_a_refusal_in_the_chinese_lab_is_said_in_chinese(watched: Any, server: A
 def test_the_kv_caption_compares_gqa_at_one_context(watched: Any, server: Any, held: str) -> None:
     # Llama-2-7B holds 4096 positions, Llama-3-8B 8192: GQA's own saving (32 → 8 K/V heads) is 4× at one count
     page = watched.page
-    open_lab(page, server.url, model="gpt", text="the cat sat", lang="en", panel="kv_cache",
-             **{"kv_cache.context": held})
+    open_lab(page, server.url, model="gpt", text="the cat sat", lang="en", panel="kv_cache_size",
+             **{"kv_cache_size.context": held})
     note = page.inner_text("section[data-key='kv-published']")
     assert "at the same 4096 positions" in note and "4× less" in note, note
     assert "2.00 GiB" in note and "512.00 MiB" in note, note  # 4096 · 2 · 32 layers · (32 | 8) · 128 · 2 bytes

@@ -185,9 +185,9 @@ def test_the_punctuation_check_catches_what_it_should() -> None:
 
 def test_chinese_titles_space_mixed_scripts_and_say_ratios_as_whole_numbers() -> None:
     lab = json.loads((TEXT_DIR / "lab.zh.json").read_text(encoding="utf-8"))["ui"]
-    assert lab["generate_title"] == "用 KV Cache 逐步解码"
-    # the KV caption's ratio is filled as a whole number when it is one (kv_cache.js gqaSaving), never "1/4.00"
-    kv = (JS_DIR / "lab" / "panels" / "kv_cache.js").read_text(encoding="utf-8")
+    assert lab["cached_decoding_title"] == "用 KV Cache 逐步解码"
+    # the KV caption's ratio is filled as a whole number when it is one (kv_cache_size.js gqaSaving), never "1/4.00"
+    kv = (JS_DIR / "lab" / "panels" / "kv_cache_size.js").read_text(encoding="utf-8")
     assert "Number.isInteger(ratio) ? String(ratio)" in kv
     bad = [(name, key) for name, key, text in chinese_texts()
            if re.search(r"[A-Za-z]\s?[\u4e00-\u9fff]", text) and re.search(r"Cache[\u4e00-\u9fff]", text)]
@@ -197,7 +197,7 @@ def test_chinese_titles_space_mixed_scripts_and_say_ratios_as_whole_numbers() ->
 def test_the_kv_caption_compares_one_context() -> None:
     # GQA's saving is only GQA's at one context: the caption names one count of positions, not one per model
     for lang in LANGS:
-        note = json.loads((TEXT_DIR / f"lab.{lang}.json").read_text(encoding="utf-8"))["ui"]["kv_cache_pub_note"]
+        note = json.loads((TEXT_DIR / f"lab.{lang}.json").read_text(encoding="utf-8"))["ui"]["kv_cache_size_pub_note"]
         names = set(PLACEHOLDER.findall(note))
         assert "pos" in names and not {"l2_pos", "l3_pos"} & names, (lang, names)
         assert "kv_heads" not in note and "n_ctx" not in note, lang

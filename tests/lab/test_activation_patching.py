@@ -15,11 +15,16 @@ from checkpoints import load_checkpoint, pretrained
 from lab.activation_patching import (
     GRIDS,
     Patch,
+    SameAnswers,
+    SameDifference,
     default_answers,
     ffn_knockout,
+    grids_of,
     logit_diffs,
     normalised,
+    patching_forwards,
     patching_grids,
+    run_patching,
 )
 from model.config import TransformerConfig
 from model.transformer import Transformer
@@ -93,6 +98,26 @@ def test_only_decoders_and_equal_lengths() -> None:
                                             architecture="encoder", lm_head=False)).eval()
     with pytest.raises(ValueError, match="decoder"):
         logit_diffs(encoder, [1, 2], [1, 3], (4, 5), [[]])
+
+
+def test_the_whole_run_counts_its_copies_and_judges_its_contrast() -> None:
+    model, clean, corrupted = gqa_rope(), [1, 5, 9, 2, 7, 3], [1, 5, 11, 2, 7, 3]
+    layers, heads, positions = model.cfg.n_layers, model.cfg.n_heads, len(clean)
+    assert grids_of("all") == list(GRIDS) and grids_of("heads") == ["heads"]
+    assert patching_forwards(model, ["ffn", "heads"], positions, knockout=True) == \
+        layers * positions + 2 + layers * heads + 2 + layers
+    done = run_patching(model, clean, corrupted, (None, None), ["ffn", "heads"], knockout=True)
+    assert done.answers == default_answers(model, clean, corrupted)
+    assert [(g.grid.name, g.grid.per_head, g.seconds >= 0) for g in done.grids] == [("ffn", False, True),
+                                                                                   ("heads", True, True)]
+    alone = patching_grids(model, clean, corrupted, done.answers, ["heads"])
+    assert sum(done.grids[1].grid.scores, []) == pytest.approx(sum(alone.grids[0].scores, []), abs=TOL)
+    assert done.nothing == pytest.approx(0.0, abs=TOL) and done.whole_residual == pytest.approx(1.0, abs=TOL)
+    assert done.knockout is not None and len(done.knockout.probs) == layers
+    with pytest.raises(SameAnswers):
+        run_patching(model, clean, corrupted, (4, 4), ["ffn"], knockout=False)
+    with pytest.raises(SameDifference):  # one prompt twice: both runs give one logit difference
+        run_patching(model, clean, clean, (4, 5), ["ffn"], knockout=False)
 
 
 # ---------------------------------------------------------------- the same patches with transformers' hooks

@@ -16,6 +16,7 @@ from lab.flash import (
     memory_crossover,
     naive_attention,
     standard_traffic,
+    traffic_curves,
 )
 from tests.lab.head_models import HEAD_MODELS, head_model
 
@@ -162,3 +163,12 @@ def test_standard_attention_moves_quadratic_traffic_and_large_tiles_move_less() 
     ratios = [standard_traffic(n, n, 64).total / flash_traffic(n, n, 64, 128).total for n in (1024, 4096, 16384)]
     assert ratios == sorted(ratios) and ratios[0] > 3.7 and ratios[-1] < 2 * 128 / 64  # → 2·block_q/d_head = 4
     assert flash_traffic(4096, 4096, 64, 4).total > standard_traffic(4096, 4096, 64).total  # tiny tiles re-read K, V
+
+
+def test_the_traffic_curves_start_at_the_text_and_are_the_formulas_in_bytes() -> None:
+    curves = traffic_curves(100, 64, 4, 128, bytes_per_number=2)
+    assert curves.lengths == [100, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]
+    assert curves.standard == [2 * standard_traffic(n, n, 64).total for n in curves.lengths]
+    assert curves.flash == [2 * flash_traffic(n, n, 64, 4).total for n in curves.lengths]
+    assert curves.flash_large_block == [2 * flash_traffic(n, n, 64, 128).total for n in curves.lengths]
+    assert all(big < small for big, small in zip(curves.flash_large_block[1:], curves.flash[1:], strict=True))

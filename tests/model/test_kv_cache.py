@@ -1,5 +1,5 @@
 """KV cache: cached decoding equals full recomputation at every step, and it holds the bytes and does the work
-lab/kv_cache.py's formulas say (the formulas themselves: tests/lab/test_kv_cache.py)."""
+lab/kv_cache_size.py's formulas say (the formulas themselves: tests/lab/test_kv_cache_size.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import torch
 
-from lab.kv_cache import (
+from lab.kv_cache_size import (
     cache_bytes,
     cached_score_cells,
     recomputed_score_cells,

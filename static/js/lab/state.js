@@ -28,11 +28,13 @@ export const LAYERS = (info) => info.n_layers - 1; // a layer of the model (the 
 export const HEADS = (info) => info.n_heads - 1; // a head of the model
 export const POSITIONS = (info) => info.config.n_ctx - 1; // a position within its context
 
-/** Panel `name`'s fields ({key: declaration}) joined to the page's, as `<name>.<key>`. */
-export function addPanelFields(name, fields = {}) {
+/** Panel `name`'s fields ({key: declaration}) joined to the page's, as `<name>.<key>`; links that name the panel
+ *  by an older name (`aliases`, the experiment's) carry them as `<alias>.<key>`, still read. */
+export function addPanelFields(name, fields = {}, aliases = []) {
   for (const [key, spec] of Object.entries(fields)) {
     if (FIELDS.some((f) => f.field === `${name}.${key}`)) continue;
-    FIELDS.push({ ...spec, key: `${name}.${key}`, field: `${name}.${key}`, panel: name });
+    const old = [spec.old, ...aliases.map((alias) => `${alias}.${key}`)].filter(Boolean);
+    FIELDS.push({ ...spec, key: `${name}.${key}`, field: `${name}.${key}`, panel: name, old });
     lab[`${name}.${key}`] = spec.initial;
   }
 }

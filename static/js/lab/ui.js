@@ -24,12 +24,12 @@ export function selectField(field, options, value, label, kind = "str") {
 }
 
 /** A line of text (a sentence of a batch): set on Enter or when it loses focus. */
-export function textField(field, value, label) {
+export function textField(field, value, label, { size = 28, maxlength = 512 } = {}) {
   return h(
     "label",
     { class: "field inline" },
     h("span", { text: label }),
-    h("input", { type: "text", "data-field": field, "data-kind": "str", value: String(value), size: 28, maxlength: 512 }),
+    h("input", { type: "text", "data-field": field, "data-kind": "str", value: String(value), size, maxlength, spellcheck: "false" }),
   );
 }
 

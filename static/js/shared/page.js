@@ -10,7 +10,7 @@ import { hideMessage, showError } from "./messages.js";
  * kind: "int" (≥ min), "num" (finite; > above), "str", "flag" (written "1"), "choice" (one of values;
  * aliases: older names), "list" (comma-separated values). A value is written when it differs from
  * `initial`, or `always` (null and undefined never); `when(s)`: only then; `get(s)`: the value to write;
- * `old`: the key older links carry, read when `key` is absent (never written).
+ * `old`: the key older links carry (or a list of them), read when `key` is absent (never written).
  */
 function parse(spec, raw) {
   const named = (x) => (spec.aliases && Object.hasOwn(spec.aliases, x) ? spec.aliases[x] : x);
@@ -35,8 +35,8 @@ export function readURL(fields, search = location.search) {
   const p = new URLSearchParams(search);
   const out = {};
   for (const spec of fields) {
-    const key = p.has(spec.key) ? spec.key : spec.old;
-    const value = key && p.has(key) ? parse(spec, p.get(key)) : undefined;
+    const key = [spec.key, ...[spec.old ?? []].flat()].find((k) => p.has(k));
+    const value = key ? parse(spec, p.get(key)) : undefined;
     if (value !== undefined) out[spec.field] = value;
   }
   return out;

@@ -5,15 +5,9 @@
 import { categoryAxis, draw, fitMargins, heatmap, indexLabels, safe } from "../../shared/plot.js";
 import { h, visible } from "../../shared/dom.js";
 import { str } from "../state.js";
-import { fmt, lineLayout, selectField } from "../ui.js";
+import { fmt, lineLayout, selectField, textField } from "../ui.js";
 
-const GRIDS = ["residual", "attention", "ffn", "heads"];
-
-/** A text box for one of the panel's own fields (events.js sets it on change: Enter or leaving the box). */
-function textField(field, value, label, size = 28) {
-  return h("label", { class: "field inline" }, h("span", { text: label }),
-    h("input", { type: "text", "data-field": field, "data-kind": "str", value, size, spellcheck: "false" }));
-}
+const GRIDS = ["residual", "attention", "ffn", "heads"]; // the request's `grid` choices, besides "all"
 
 /** Position labels: "3·France", or "3·France/Italy" where the two prompts differ. */
 function positionLabels(clean, corrupted) {
@@ -22,11 +16,6 @@ function positionLabels(clean, corrupted) {
     const b = visible(corrupted[i].text);
     return safe(`${i}·${a === b ? a : `${a}/${b}`}`);
   });
-}
-
-/** Patched copies the request runs: every cell of its grids, 2 checks per grid, one copy per layer knocked out. */
-function forwards(info, grids, positions) {
-  return grids.reduce((n, g) => n + info.n_layers * (g === "heads" ? info.n_heads : positions) + 2, 0) + info.n_layers;
 }
 
 export default {
@@ -45,13 +34,9 @@ export default {
     return ask(body);
   },
 
-  /** What runs while the panel waits (render.js showWorking): the number of patched forward passes. */
-  working({ info, s, v, say }) {
-    const grids = v.grid === "all" ? GRIDS : [v.grid];
-    const last = s.data && s.data.value && s.data.value.clean_tokens;
-    if (last && last.map((t) => t.text).join("") === v.clean) {
-      return say("activation_patching_working", { model: s.model, n: forwards(info, grids, last.length).toLocaleString("en-US") });
-    }
+  /** What runs while the panel waits (render.js showWorking); the server counts the forward passes (`forwards`
+   * in the answer) and refuses too many with a 422 that says the limit. */
+  working({ info, s, say }) {
     return say("activation_patching_working_per_token", { model: s.model, layers: info.n_layers });
   },
 
@@ -60,8 +45,8 @@ export default {
     return [
       textField("clean", v.clean, say("activation_patching_clean")),
       textField("corrupted", v.corrupted, say("activation_patching_corrupted")),
-      textField("clean_answer", v.clean_answer, say("activation_patching_clean_answer"), 8),
-      textField("corrupted_answer", v.corrupted_answer, say("activation_patching_corrupted_answer"), 8),
+      textField("clean_answer", v.clean_answer, say("activation_patching_clean_answer"), { size: 8, maxlength: 64 }),
+      textField("corrupted_answer", v.corrupted_answer, say("activation_patching_corrupted_answer"), { size: 8, maxlength: 64 }),
       selectField("grid", options, v.grid, say("activation_patching_grid")),
     ];
   },

@@ -42,7 +42,9 @@ export async function loadPanels() {
   const modules = await Promise.all(names.map((name) => import(`./${name}.js`)));
   names.forEach((name, i) => {
     loaded.set(name, modules[i].default);
-    addPanelFields(name, modules[i].default.fields);
+    const section = document.getElementById(`panel-${name}`);
+    const aliases = ((section && section.dataset.aliases) || "").split(" ").filter(Boolean);
+    addPanelFields(name, modules[i].default.fields, aliases);
   });
 }
 

@@ -1,4 +1,9 @@
-"""GET /api/lab/kv-cache: KV-cache bytes for published shapes and every registered model, under MHA, GQA and MQA."""
+"""KV-cache bytes per token and in total for published shapes (GPT-2, GPT-3, Llama-2/3, Mistral, Qwen2.5,
+SmolLM2) and every registered model with its own K/V heads beside MHA and MQA:
+2 · layers · kv_heads · d_head · bytes · min(context, n_ctx, window) · batch.
+
+GET /api/lab/kv-cache-size: KV-cache bytes for published shapes and every registered model, under MHA, GQA and
+MQA. Its old name and route: kv_cache, GET /api/lab/kv-cache (deprecated)."""
 
 from __future__ import annotations
 
@@ -6,14 +11,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from app.lab.common import Build, Experiment, LabContext, LabRun
-from lab import kv_cache
+from app.lab.common import Experiment, summary_of
+from app.pipeline import Build, Context, Run
+from lab import kv_cache_size
 
 CacheDType = Literal["float32", "float16", "bfloat16", "int8", "fp8"]
 
 
-class KVCacheQuery(BaseModel):
-    """GET /api/lab/kv-cache's query: how long a context, how many sequences, how many bytes per value."""
+class KVCacheSizeQuery(BaseModel):
+    """GET /api/lab/kv-cache-size's query: how long a context, how many sequences, how many bytes per value."""
 
     context: int | None = Field(None, ge=1, le=1_048_576, description=(
         "Tokens held per sequence. Omitted: each model's own context. A model never holds more than its context "
@@ -52,7 +58,7 @@ class KVModelRows(BaseModel):
     note: str = Field(description="Why an encoder has no rows; empty otherwise.")
 
 
-class KVCacheLabOut(BaseModel):
+class KVCacheSizeLabOut(BaseModel):
     context: int | None
     batch: int
     dtype: str
@@ -66,32 +72,24 @@ NO_CACHE = ("An encoder reads the whole text in one pass and generates nothing, 
             "there is nothing to show.")
 
 
-def plan(context: LabContext, query: KVCacheQuery) -> Build:
-    def rows(shapes: list[kv_cache.CacheShape]) -> list[dict[str, object]]:
-        return kv_cache.kv_cache_table(shapes, context=query.context, batch=query.batch, dtype=query.dtype)
-
-    def build(_: LabRun) -> dict[str, Any]:
-        described = []
-        for resolved in context.every_model:
-            shape = kv_cache.shape_of(resolved.name, resolved.cfg)
-            decodes = kv_cache.keeps_cache(resolved.cfg)
-            described.append({
-                "model": resolved.name, "architecture": resolved.cfg.architecture, "decodes": decodes,
-                "own": shape.attention, "variants": rows(list(kv_cache.variants(shape).values())) if decodes else [],
-                "note": "" if decodes else NO_CACHE,
-            })
+def plan(context: Context, query: KVCacheSizeQuery) -> Build:
+    def build(_: Run) -> dict[str, Any]:
+        every = [(r.name, r.cfg) for r in context.every_model]
+        models = kv_cache_size.model_caches(every, context=query.context, batch=query.batch, dtype=query.dtype)
+        published = kv_cache_size.kv_cache_table(list(kv_cache_size.PUBLISHED), context=query.context,
+                                                 batch=query.batch, dtype=query.dtype)
         return {"context": query.context, "batch": query.batch, "dtype": query.dtype,
-                "bytes_per_value": kv_cache.dtype_bytes(query.dtype),
+                "bytes_per_value": kv_cache_size.dtype_bytes(query.dtype),
                 "formula": "2 · layers · kv_heads · d_head · bytes · min(context, n_ctx, window) · batch",
-                "published": rows(list(kv_cache.PUBLISHED)), "models": described}
+                "published": published,
+                "models": [{"model": m.name, "architecture": m.architecture, "decodes": m.decodes, "own": m.own,
+                            "variants": m.variants, "note": "" if m.decodes else NO_CACHE} for m in models]}
 
     return build
 
 
 EXPERIMENT = Experiment(
-    name="kv_cache", method="GET", request=KVCacheQuery, response=KVCacheLabOut,
-    plan=plan, aliases=("kvcache",), uses="every_model",
-    summary="KV-cache bytes per token and in total for published shapes (GPT-2, GPT-3, Llama-2/3, Mistral, Qwen2.5,\n"
-            "SmolLM2) and every registered model with its own K/V heads beside MHA and MQA:\n"
-            "2 · layers · kv_heads · d_head · bytes · min(context, n_ctx, window) · batch.",
+    name="kv_cache_size", method="GET", request=KVCacheSizeQuery, response=KVCacheSizeLabOut,
+    plan=plan, aliases=("kvcache", "kv_cache"), uses="every_model",
+    summary=summary_of(__doc__),
 )

@@ -1,19 +1,25 @@
-"""POST /api/lab/generate: greedy decoding with a KV cache, each step against a full recomputation (lab/generate.py)."""
+"""Greedy decoding with a KV cache: the cache growing step by step (bytes measured and by formula),
+the attention scores computed against recomputing every step, and each step's logits against a full
+recomputation.
+
+POST /api/lab/cached-decoding: greedy decoding with a KV cache, each step against a full recomputation
+(lab/cached_decoding.py). Its old name and route: generate, POST /api/lab/generate (deprecated)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
-from app.lab.common import Build, Experiment, LabContext, LabRun
+from app.lab.common import Experiment, StackTokensOut, summary_of
+from app.pipeline import Build, Context, Run
 from app.request_checks import check_generative
-from app.schemas import Int, TextInput, TokenOut
-from app.tokenizing import token_text, tokens_out
-from lab.generate import cached_decoding
+from app.schemas import Int, TextInput, VocabToken
+from app.tokenizing import tokens_out, vocab_token
+from lab.cached_decoding import cached_decoding
 
 
-class GenerateLabRequest(TextInput):
+class CachedDecodingLabRequest(TextInput):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
         {"model": "tiny-gpt", "text": "我爱北京", "max_new_tokens": 12},
     ]})
@@ -21,10 +27,8 @@ class GenerateLabRequest(TextInput):
     max_new_tokens: Int = Field(12, ge=1, le=64, description="Greedy steps (fewer when the context is full).")
 
 
-class GenerateStep(BaseModel):
+class CachedDecodingStep(VocabToken):  # its token
     step: int
-    id: int
-    text: str
     fed: int = Field(description="Tokens this step's forward pass read: the prompt, then 1.")
     cache_positions: int = Field(description="Positions in the cache after this step.")
     cache_bytes: int = Field(description="Bytes the cache's K and V tensors hold (measured).")
@@ -36,10 +40,7 @@ class GenerateStep(BaseModel):
     top_logits: list[float] = Field(description="... and values (full precision).")
 
 
-class GenerateLabOut(BaseModel):
-    model: str
-    tokens: list[TokenOut]
-    stack: str | None
+class CachedDecodingLabOut(StackTokensOut):
     layers: int
     kv_heads: int
     d_head: int
@@ -47,27 +48,26 @@ class GenerateLabOut(BaseModel):
     dtype: str = Field(description=(
         "How the model here stores each cached number (float32 on a CPU): the cache's bytes follow from it. "
         "The KV-cache experiment's default, float16, is what GPUs usually keep."))
-    steps: list[GenerateStep]
+    steps: list[CachedDecodingStep]
     text: str = Field(description="The new tokens, joined.")
     saved_fraction: float = Field(description="1 − cached / recomputed score cells.")
 
 
-def plan(context: LabContext, request: GenerateLabRequest) -> Build:
+def plan(context: Context, request: CachedDecodingLabRequest) -> Build:
     resolved = context.model
     check_generative(resolved)
-    enc_dec = resolved.cfg.architecture == "encoder-decoder"
 
-    def build(run: LabRun) -> dict[str, Any]:
-        inputs = run.tokens
-        target = inputs.target_tokens if enc_dec else None
-        read = target if target is not None else inputs.tokens
+    def build(run: Run) -> dict[str, Any]:
+        inputs = run.inputs
+        target = inputs.target_tokens  # an encoder-decoder's decoder input (None: a decoder, one stack)
         decoded = cached_decoding(resolved.model, resolved.name, [t.id for t in inputs.tokens],
-                                  [t.id for t in target] if target is not None else None, request.max_new_tokens)
-        steps = [{"step": s["step"], "id": s["id"], "text": token_text(resolved.loaded, s["id"]),
+                                  None if target is None else [t.id for t in target], request.max_new_tokens)
+        steps = [{"step": s["step"], **vocab_token(resolved.loaded, s["id"]),
                   **{k: v for k, v in s.items() if k not in ("step", "id")}} for s in decoded.steps]
         shape = decoded.shape
         return {
-            "model": resolved.name, "tokens": tokens_out(read), "stack": "decoder" if enc_dec else None,
+            "model": resolved.name, "tokens": tokens_out(target or inputs.tokens),
+            "stack": None if target is None else "decoder",
             "layers": shape.layers, "kv_heads": shape.kv_heads, "d_head": shape.d_head,
             "bytes_per_value": decoded.bytes_per_value, "dtype": decoded.dtype,
             "steps": steps, "text": "".join(s["text"] for s in steps),
@@ -78,9 +78,7 @@ def plan(context: LabContext, request: GenerateLabRequest) -> Build:
 
 
 EXPERIMENT = Experiment(
-    name="generate", method="POST", request=GenerateLabRequest, response=GenerateLabOut,
-    plan=plan, refuses=("encoder",),
-    summary="Greedy decoding with a KV cache: the cache growing step by step (bytes measured and by formula),\n"
-            "the attention scores computed against recomputing every step, and each step's logits against a full\n"
-            "recomputation.",
+    name="cached_decoding", method="POST", request=CachedDecodingLabRequest, response=CachedDecodingLabOut,
+    plan=plan, refuses=("encoder",), aliases=("generate",),
+    summary=summary_of(__doc__),
 )

@@ -1,11 +1,11 @@
-"""lab/kv_cache.py: KV-cache bytes per token and in total follow the closed form
+"""lab/kv_cache_size.py: KV-cache bytes per token and in total follow the closed form
 2 · layers · kv_heads · d_head · bytes · min(context, n_ctx, window) · batch, for published shapes and any config."""
 
 from __future__ import annotations
 
 import pytest
 
-from lab.kv_cache import (
+from lab.kv_cache_size import (
     PUBLISHED,
     CacheShape,
     bytes_per_token,
@@ -88,18 +88,18 @@ def test_encoder_decoder_counts_its_decoder_layers() -> None:
 
 def test_local_layers_keep_their_window_and_global_layers_every_position() -> None:
     """Gemma 3's mix (tests/lab/new_family_models.py): layer 0 keeps a window of 3 keys, layer 1 every one."""
-    from lab import kv_cache
+    from lab import kv_cache_size
     from tests.lab.new_family_models import new_family_model
 
     cfg = new_family_model("gemma3").cfg
-    shape = kv_cache.shape_of("gemma3", cfg)
+    shape = kv_cache_size.shape_of("gemma3", cfg)
     assert (shape.layers, shape.local_layers, shape.sliding_window, shape.d_head) == (2, 1, 3, 16)
     per_layer_token = 2 * cfg.kv_heads * 16 * 2  # K and V · kv heads · d_head · float16
-    assert kv_cache.cache_bytes(shape, context=10) == per_layer_token * (10 + 3)
-    assert kv_cache.cache_bytes(shape, context=2) == per_layer_token * (2 + 2)  # under the window: all kept
-    (row,) = kv_cache.kv_cache_table([shape], context=10)
+    assert kv_cache_size.cache_bytes(shape, context=10) == per_layer_token * (10 + 3)
+    assert kv_cache_size.cache_bytes(shape, context=2) == per_layer_token * (2 + 2)  # under the window: all kept
+    (row,) = kv_cache_size.kv_cache_table([shape], context=10)
     assert (row["cached_positions"], row["local_layers"], row["local_positions"]) == (10, 1, 3)
     # a window on every layer still caps the whole cache, and its row has no local fields
-    every = kv_cache.shape_of("all-local", cfg.replace(window_layers=None, rope_base_local=None))
-    assert every.local_layers is None and kv_cache.cached_positions(every, 10) == 3
-    assert "local_layers" not in kv_cache.kv_cache_table([every], context=10)[0]
+    every = kv_cache_size.shape_of("all-local", cfg.replace(window_layers=None, rope_base_local=None))
+    assert every.local_layers is None and kv_cache_size.cached_positions(every, 10) == 3
+    assert "local_layers" not in kv_cache_size.kv_cache_table([every], context=10)[0]

@@ -173,6 +173,28 @@ def kv_cache_table(
     ]
 
 
+@dataclass(frozen=True)
+class ModelCache:
+    """One model's cache: its own attention's rows beside MHA and MQA (none for a model that keeps no cache)."""
+
+    name: str
+    architecture: str
+    decodes: bool  # keeps a cache (keeps_cache)
+    own: str  # its own attention: MHA, GQA or MQA
+    variants: list[dict[str, object]]  # kv_cache_table's rows of variants(shape)
+
+
+def model_caches(models: list[tuple[str, TransformerConfig]], *, context: int | None = None, batch: int = 1,
+                 dtype: str = "float16") -> list[ModelCache]:
+    """Each (name, config)'s cache, in the models' order."""
+    out = []
+    for name, cfg in models:
+        shape, decodes = shape_of(name, cfg), keeps_cache(cfg)
+        rows = kv_cache_table(list(variants(shape).values()), context=context, batch=batch, dtype=dtype)
+        out.append(ModelCache(name, cfg.architecture, decodes, shape.attention, rows if decodes else []))
+    return out
+
+
 # ---------------------------------------------------------------- work saved
 
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import torch
 
-from lab import kv_cache
+from lab import kv_cache_size
+from model.device import one_row
 from model.generate import Step, generate, next_token_logits
 from model.transformer import Transformer
 
@@ -24,7 +25,7 @@ TOP = 5  # logits listed per step
 @dataclass(frozen=True)
 class CachedDecoding:
     steps: list[dict[str, Any]]  # per step: id, fed, cache sizes, score cells, max_diff, top ids and logits
-    shape: kv_cache.CacheShape
+    shape: kv_cache_size.CacheShape
     bytes_per_value: int
     dtype: str  # how the model (and so its cache) stores each number here: float32 on a CPU
     saved_fraction: float  # 1 - cached / recomputed score cells
@@ -37,11 +38,11 @@ def cached_decoding(model: Transformer, name: str, ids: Sequence[int], target_id
     cfg = model.cfg
     enc_dec = cfg.architecture == "encoder-decoder"
     device = model.device
-    source = torch.tensor([list(ids)], device=device)  # [1, pos]
+    source = one_row(ids, device)  # [1, pos]
     prompt_len = len(target_ids) if enc_dec and target_ids is not None else len(ids)
-    shape = kv_cache.shape_of(name, cfg)
+    shape = kv_cache_size.shape_of(name, cfg)
     dtype = TORCH_DTYPES.get(next(model.parameters()).dtype, "float32")
-    per_token = kv_cache.bytes_per_token(shape, dtype)
+    per_token = kv_cache_size.bytes_per_token(shape, dtype)
     steps: list[dict[str, Any]] = []
 
     def record(step: Step) -> None:
@@ -55,7 +56,7 @@ def cached_decoding(model: Transformer, name: str, ids: Sequence[int], target_id
             "step": step.index, "id": int(step.tokens[0]), "fed": step.fed, "cache_positions": step.cache.length,
             "cache_bytes": step.cache.nbytes(), "formula_bytes": per_token * step.cache.length,
             "cached_cells": step.cache.score_cells,
-            "recomputed_cells": kv_cache.recomputed_score_cells(cfg, prompt_len, step.index + 1),
+            "recomputed_cells": kv_cache_size.recomputed_score_cells(cfg, prompt_len, step.index + 1),
             "max_diff": float((cached - full).abs().max()),
             "top_ids": top.indices.tolist(), "top_logits": top.values.tolist(),
         })

@@ -1,4 +1,4 @@
-"""POST /api/lab/generate: cached decoding equals recomputation at every step."""
+"""POST /api/lab/cached-decoding: cached decoding equals recomputation at every step."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ TEXT = "the cat sat on"
 
 @pytest.mark.parametrize("model", ["gpt", "translator"])
 def test_cached_decoding_equals_recomputation_at_every_step(client: TestClient, model: str) -> None:
-    out = post(client, "/api/lab/generate", {"model": model, "text": TEXT, "max_new_tokens": 6}).json()
+    out = post(client, "/api/lab/cached-decoding", {"model": model, "text": TEXT, "max_new_tokens": 6}).json()
     loaded = client.app.state.service.registry.get(model)  # type: ignore[attr-defined]
     cfg = loaded.model.cfg
     prompt = [t["id"] for t in out["tokens"]]
@@ -40,7 +40,7 @@ def test_cached_decoding_equals_recomputation_at_every_step(client: TestClient, 
             cfg.n_heads * layers
         assert step["recomputed_cells"] == sum(n * n for n in range(len(prompt), positions + 1)) * cfg.n_heads * layers
     assert 0 < out["saved_fraction"] < 1
-    status, code, _ = error_of(post(client, "/api/lab/generate", {"model": "bert", "text": TEXT}))
+    status, code, _ = error_of(post(client, "/api/lab/cached-decoding", {"model": "bert", "text": TEXT}))
     assert (status, code) == (422, "not_generative")
-    status, code, message = error_of(post(client, "/api/lab/generate", {"text": TEXT, "max_new_tokens": 65}))
+    status, code, message = error_of(post(client, "/api/lab/cached-decoding", {"text": TEXT, "max_new_tokens": 65}))
     assert (status, code) == (422, "invalid_request") and "max_new_tokens" in message

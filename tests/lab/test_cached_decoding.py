@@ -1,12 +1,12 @@
-"""lab/generate.py: greedy decoding with a KV cache, watched step by step: every step's cached logits equal a full
-recomputation, the cache holds the bytes the formula says, and it computes fewer score cells than recomputing."""
+"""lab/cached_decoding.py: greedy decoding with a KV cache, watched step by step: every step's cached logits equal a
+full recomputation, the cache holds the bytes the formula says, and it computes fewer score cells than recomputing."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from lab.generate import cached_decoding
+from lab.cached_decoding import cached_decoding
 from model.config import TransformerConfig
 from model.generate import generate
 from model.transformer import Transformer
