@@ -20,7 +20,7 @@ from fastapi import Depends, Request
 from pydantic import BaseModel
 from starlette.responses import Response
 
-from app import errors, lessons, process_tuning
+from app import errors, process_tuning
 from app.answers import Builder, activations, attention, lesson_claims, models, positional, predict, trace
 from app.cache import LRU
 from app.compression import ApiJSONResponse
@@ -47,6 +47,7 @@ from app.schemas import (
 )
 from app.settings import Settings
 from app.tokenizing import Inputs, check_lengths, encode
+from lessons import chapters as lessons  # the lesson path (lessons/chapters.py)
 from model.config import TransformerConfig
 
 R = TypeVar("R", bound=Intervenable)
