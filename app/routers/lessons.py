@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
@@ -20,7 +20,7 @@ async def list_chapters(service: ServiceDep) -> Any:
 
 
 @router.get("/lessons/{chapter}/claims", response_model=LessonClaimsOut, responses={404: ERRORS[404]})
-async def chapter_claims(chapter: str, service: ServiceDep, lang: Lang = Query("en")) -> Any:
+async def chapter_claims(chapter: str, service: ServiceDep, lang: Annotated[Lang, Query()] = "en") -> Any:
     """What the chapter asks the class to look at, measured on its view: each claim, whether it holds, its
     values and the line the lesson bar prints (a chapter by id, "why", or number, "1")."""
     return await service.lesson_claims(chapter, lang)

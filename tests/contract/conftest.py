@@ -12,8 +12,8 @@ import uvicorn
 from fastapi import FastAPI
 
 from app.catalogue import build_registry
-from app.server import server_options
 from app.factory import create_app
+from app.server import server_options
 from app.settings import Settings
 from tests.conftest import free_port
 
