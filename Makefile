@@ -33,7 +33,8 @@ test: setup-dev
 	$(BIN)/python -m pytest
 
 lint: setup-dev
-	$(BIN)/ruff check model training app tests bench checkpoints analysis optimization lab static_site
+	$(BIN)/ruff check model training app tests bench checkpoints analysis optimization lab lessons static_site \
+	transformer_explorer
 	$(BIN)/mypy
 
 # every figure in docs/PERFORMANCE.md's "Trace overhead and API latency" and "Under load", each printed beside its goal (about 9 minutes;

@@ -209,7 +209,7 @@ class Coreference:
     """One probe sentence: a pronoun, the noun it refers to and another noun it could have referred to.
 
     text: "The animal didn't cross the street because it was too tired"; pronoun "it", antecedent "animal",
-    other "street". Words are found in the text as a lesson claim finds them (analysis.claims.covering).
+    other "street". Words are found in the text as a lesson claim finds them (analysis.words.covering).
     """
 
     text: str
@@ -249,7 +249,7 @@ class CoreferenceRows:
 
 def coreference_rows(tokenizer: Any, case: Coreference, bos_id: int | None = None) -> CoreferenceRows:
     """Tokenize a probe sentence and find its words (ValueError when one is not in the text)."""
-    from analysis.claims import covering  # where a word is, as the lessons find it
+    from analysis.words import covering  # where a word is, as the lessons find it
 
     tokens = tokenizer.encode(case.text)
     shift = 0 if bos_id is None else 1
@@ -305,7 +305,7 @@ def coreference_row_peaks(
 ) -> dict[tuple[int, int], tuple[bool, float]]:
     """{(layer, head): (does the pronoun's row peak on the antecedent, its weight on the antecedent)}, counting
     the byte tokens of one character together (SmolLM2 spells 猫 in three), as a lesson's row_top claim does."""
-    from analysis.claims import characters
+    from analysis.words import characters
 
     rows = coreference_rows(tokenizer, case, bos_id)
     shift = 0 if bos_id is None else 1

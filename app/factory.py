@@ -1,6 +1,6 @@
 """The app factory: settings, registry (loaded once at startup), the service, routers and middleware.
 
-Run it with `transformer-explorer serve` or `python -m app`; tests call
+Run it with `transformer-explorer serve` or `python -m transformer_explorer`; tests call
 `create_app(settings, registry)` with a registry of tiny seeded models.
 """
 

@@ -116,7 +116,7 @@ class AccessLogMiddleware:
 
     A path is logged as the route it matched (`/api/models/{name}`, never the name), an unmatched path and a
     query string only by their length: hostile text leaves no trace in the log beyond its length. (uvicorn's
-    own access log, which writes paths and queries verbatim, is off: app.cli.)
+    own access log, which writes paths and queries verbatim, is off: app.server.)
     """
 
     def __init__(self, app: ASGIApp) -> None:

@@ -20,7 +20,7 @@ from fastapi import Depends, Request
 from pydantic import BaseModel
 from starlette.responses import Response
 
-from app import errors, lessons, process_tuning
+from app import errors, process_tuning
 from app.answers import lesson_claims
 from app.cache import LRU
 from app.compression import ApiJSONResponse
@@ -33,6 +33,7 @@ from app.resolve import ModelResolver, Resolved, count_parameters
 from app.schemas import HealthOut, Intervenable, LoadingModel, ModelChoice, RefusedModel, TextInput
 from app.settings import Settings
 from app.tokenizing import Inputs, check_lengths, encode
+from lessons import chapters as lessons  # the lesson path (lessons/chapters.py)
 from model.config import TransformerConfig
 
 

@@ -89,9 +89,12 @@ def server(tree: Path, port: int, model: str = "tiny-gpt") -> Iterator[str]:
     """`transformer-explorer serve` from `tree` (its own app/, static/, templates/) on loopback; smollm2 only when
     it is the model measured (its background loading would be measured too), and then once it has loaded."""
     env = dict(os.environ, PYTHONPATH=str(tree), TE_WEIGHTS_DIR=str(ROOT / "model" / "weights"))
-    cmd = [sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main())", "serve",
+    cli = tree / "transformer_explorer" / "cli.py"  # a baseline from before the command line's own package: app/
+    package = "transformer_explorer" if cli.is_file() else "app"
+    cli = cli if cli.is_file() else tree / "app" / "cli.py"
+    cmd = [sys.executable, "-c", f"import sys; from {package}.cli import main; sys.exit(main())", "serve",
            "--port", str(port), "--host", "127.0.0.1"]
-    if model != "smollm2" and "--no-smollm2" in (tree / "app" / "cli.py").read_text(encoding="utf-8"):
+    if model != "smollm2" and "--no-smollm2" in cli.read_text(encoding="utf-8"):
         cmd.append("--no-smollm2")
     proc = subprocess.Popen(cmd, cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"

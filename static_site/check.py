@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app import lessons
-from app.lessons import LANGS
+from lessons import chapters as lessons
+from lessons.languages import LANGS
 
 UNFILLED = re.compile(r"\{[a-z_]+\}|\bNaN\b|\bundefined\b")  # a template's hole, a number that is not one
 DATA_PREFIX = "TE_SITE.put("

@@ -28,10 +28,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from app import lessons
 from app.lab_panels import LAB_PANELS, lab_panel_named, lab_panel_names
-from app.routers.pages import EXAMPLES, PLOTLY_CARTESIAN, STATIC_DIR, templates
+from app.pages import PAGE_CONTEXT, PLOTLY_CARTESIAN, STATIC_DIR, templates
 from app.settings import Settings
+from lessons import chapters as lessons
 from static_site.bundle import bundle
 from static_site.data_files import data_file, data_text
 from static_site.record import Recording, record_lessons
@@ -100,10 +100,10 @@ def render_pages() -> dict[str, str]:
     site = {"root": "", "explorer_href": "index.html", "lab_href": "lab.html", "plotly": PLOTLY_CARTESIAN.lstrip("/")}
     words = json.loads((STATIC_DIR / "text" / "lab.en.json").read_text(encoding="utf-8"))["ui"]
     explorer = templates.env.get_template("index.html").render(
-        examples=EXAMPLES, chapters=lessons.for_page(), modules=[], site="explorer.js", **site)
+        chapters=lessons.for_page(), modules=[], site="explorer.js", **PAGE_CONTEXT, **site)
     lab = templates.env.get_template("lab.html").render(
-        examples=EXAMPLES, panels=LAB_PANELS, shown=lab_panel_named(None), lang="en", say=words.__getitem__,
-        modules=[], site="lab.js", **site)
+        panels=LAB_PANELS, shown=lab_panel_named(None), lang="en", say=words.__getitem__,
+        modules=[], site="lab.js", **PAGE_CONTEXT, **site)
     return {"index.html": explorer, "lab.html": lab}
 
 

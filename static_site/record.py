@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
+from lessons.languages import LANGS
 from static_site.data_files import data_text
 
 CHROMIUM = "/usr/bin/chromium"
@@ -313,7 +314,7 @@ def walk_lessons(browser: Any, base: str, chapters: list[str], log: Callable[[st
                  examples: bool) -> Recording:
     recorder = Recorder(browser, base, log)
     try:
-        for lang in ("en", "zh"):
+        for lang in LANGS:
             for chapter_id in chapters:
                 recorder.chapter(chapter_id, lang, stepper)
                 log(f"  {recorder.recording.walked[-1]} -> {len(recorder.recording.answers)} answers")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
 from app.schemas import ERRORS, LessonClaimsOut
 from app.service import ServiceDep
+from lessons.languages import Lang
 
 router = APIRouter(prefix="/api", tags=["lessons"])
 
@@ -19,7 +20,7 @@ async def list_chapters(service: ServiceDep) -> Any:
 
 
 @router.get("/lessons/{chapter}/claims", response_model=LessonClaimsOut, responses={404: ERRORS[404]})
-async def chapter_claims(chapter: str, service: ServiceDep, lang: Literal["en", "zh"] = Query("en")) -> Any:
+async def chapter_claims(chapter: str, service: ServiceDep, lang: Annotated[Lang, Query()] = "en") -> Any:
     """What the chapter asks the class to look at, measured on its view: each claim, whether it holds, its
     values and the line the lesson bar prints (a chapter by id, "why", or number, "1")."""
     return await service.lesson_claims(chapter, lang)  # its view as a request, then Service.run

@@ -1,4 +1,5 @@
-"""The two pages (the explorer at /, the lab at /lab): their HTML shells, static files and a vendored Plotly.
+"""The two pages' routes (the explorer at /, the lab at /lab): their HTML shells, static files and a vendored
+Plotly. What the pages are made of (templates, examples, languages) is app/pages.py, shared with a recorded site.
 
 Everything the page needs is served by this app, so it works offline (no CDN). The page
 gets a strict Content-Security-Policy: scripts only from this origin, no inline script.
@@ -13,23 +14,13 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-import plotly
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
-from fastapi.templating import Jinja2Templates
 
-from app import lessons
 from app.lab_panels import LAB_PANELS, lab_panel_named, lab_panel_names
-
-ROOT = Path(__file__).resolve().parents[2]
-TEMPLATES_DIR = ROOT / "templates"
-STATIC_DIR = ROOT / "static"
-PLOTLY_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
-# Both pages draw only heatmaps, bars and lines: plotly.js's own "cartesian" bundle (the same
-# version, 4.1.1, from npm's plotly.js-cartesian-dist-min) is 1.5 MB instead of 4.8 MB and parses
-# in about half the time. The full bundle stays served at /static/vendor/plotly.min.js.
-PLOTLY_CARTESIAN = "/static/vendor/plotly-cartesian.min.js"
-LANGS = ("en", "zh")
+from app.pages import LIVE, PAGE_CONTEXT, PLOTLY_CARTESIAN, PLOTLY_JS, STATIC_DIR, templates
+from lessons import chapters
+from lessons.languages import LANGS
 
 CONTENT_SECURITY_POLICY = "; ".join(
     [
@@ -46,18 +37,6 @@ CONTENT_SECURITY_POLICY = "; ".join(
     ]
 )
 
-EXAMPLES = [
-    "The animal didn't cross the street because it was too tired",
-    "我爱北京天安门广场。",
-    "小明把书给了小红，因为她要复习",
-    "我 爱 你",
-]
-
-# where the pages' links and files are on this server; a recorded site (static_site/export.py) renders the same
-# templates with its own relative places and its bundled scripts (`site`: the page's classic script)
-LIVE = {"root": "/", "explorer_href": "/", "lab_href": "/lab", "site": None}
-
-templates = Jinja2Templates(directory=str(TEMPLATES_DIR))  # autoescape is on for .html
 router = APIRouter(tags=["pages"])
 
 mimetypes.add_type("text/javascript", ".js")
@@ -91,9 +70,9 @@ def _secured(response: Response) -> Response:
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
 def index(request: Request) -> Response:
-    # the lesson path, written once (app/lessons/chapters.json), rendered into the page for static/js/lessons.js
-    context = {"examples": EXAMPLES, "modules": page_modules("main.js"), "plotly": PLOTLY_CARTESIAN,
-               "chapters": lessons.for_page(), **LIVE}
+    # the lesson path, written once (lessons/chapters.json), rendered into the page for static/js/lessons.js
+    context = {**PAGE_CONTEXT, "modules": page_modules("main.js"), "plotly": PLOTLY_CARTESIAN,
+               "chapters": chapters.for_page(), **LIVE}
     return _secured(templates.TemplateResponse(request, "index.html", context))
 
 
@@ -123,7 +102,7 @@ def lab(request: Request) -> Response:
     modules = sorted({*page_modules("lab/main.js"), *(m for name in lab_panel_names()
                                                        for m in page_modules(f"lab/panels/{name}.js"))})
     context = {
-        "examples": EXAMPLES,
+        **PAGE_CONTEXT,
         "panels": LAB_PANELS,
         "shown": shown,
         "lang": lang,

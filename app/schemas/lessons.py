@@ -19,7 +19,7 @@ class LessonView(TextInput):
 
 
 class ClaimOut(BaseModel):
-    kind: str = Field(description="What is measured (lab/claims.py KINDS: the trace's and the lab's).")
+    kind: str = Field(description="What is measured (lessons/claims.py KINDS: the trace's and the lab's).")
     holds: bool = Field(description="Whether the chapter's claim is true on this view's numbers.")
     values: dict[str, Any] = Field(description="What was measured, by name (weights, counts, tokens).")
     line: str = Field(description="The sentence the lesson bar prints, in the asked language, with those values.")

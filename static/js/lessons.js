@@ -1,4 +1,4 @@
-// The lesson path: chapters in the seed texts' order. The list lives on the server (app/lessons/chapters.json)
+// The lesson path: chapters in the seed texts' order. The list lives on the server (lessons/chapters.json)
 // and is rendered into the page (templates/index.html, #chapters-data), so it is written once. Each chapter
 // opens one view per language (model, sentence, stage, layer, head, view); what the class should see there
 // is measured on the server (GET /api/lessons/<id>/claims?lang=) and printed by the lesson bar (teach.js).

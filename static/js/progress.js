@@ -5,6 +5,7 @@
 // the page shows. Only numbers the meta holds are drawn; a model without history shows nothing.
 
 import { snapshotsOf } from "./context.js";
+import { LANGS } from "./shared/i18n.js";
 import { baseLayout, plotConfig, purge, safe } from "./shared/plot.js";
 
 const drawn = new WeakMap(); // element -> what it shows (its traces and layout, as JSON)
@@ -12,10 +13,10 @@ const waiting = new WeakMap(); // element -> its first drawing, one frame after 
 const finite = (x) => typeof x === "number" && Number.isFinite(x);
 const COLORS = { train_loss: "#9aa7b8", val_loss: "#1f4e8c", en: "#d9822b", zh: "#2e8b57" };
 
-/** The languages meta.history measured induction in: English and Chinese first, then any others. */
+/** The languages meta.history measured induction in: the pages' own first (LANGS, in their order), then any others. */
 function languagesOf(rows) {
   const found = new Set(rows.flatMap((r) => (r.natural && typeof r.natural === "object" ? Object.keys(r.natural) : [])));
-  return [...["en", "zh"].filter((l) => found.has(l)), ...[...found].filter((l) => l !== "en" && l !== "zh").sort()];
+  return [...LANGS.filter((l) => found.has(l)), ...[...found].filter((l) => !LANGS.includes(l)).sort()];
 }
 
 /**

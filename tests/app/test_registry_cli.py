@@ -12,11 +12,11 @@ import httpx
 import pytest
 
 from app.catalogue import build_registry
-from app.cli import build_parser, main, settings_from
 from app.registry import RegistryError
 from checkpoints import save_checkpoint
 from tests.app.conftest import make_settings, tiny_models
 from tests.conftest import free_port
+from transformer_explorer.cli import build_parser, main, settings_from
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 
 from app.stage_descriptions import STEP_KINDS
+from lessons.languages import LANGS
 from model.positional import KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXT_DIR = ROOT / "static" / "text"
 JS_DIR = ROOT / "static" / "js"
-LANGS = ("en", "zh")
 FIELDS = ("title", "short", "formula", "explain")
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
 

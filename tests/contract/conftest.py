@@ -12,8 +12,8 @@ import uvicorn
 from fastapi import FastAPI
 
 from app.catalogue import build_registry
-from app.cli import server_options
 from app.factory import create_app
+from app.server import server_options
 from app.settings import Settings
 from tests.conftest import free_port
 
@@ -22,7 +22,7 @@ class LiveServer:
     def __init__(self, app: FastAPI) -> None:
         self.app = app
         self.port = free_port()
-        # served as `transformer-explorer serve` serves it: the guarded protocol, our access log (app.cli)
+        # served as `transformer-explorer serve` serves it: the guarded protocol, our access log (app.server)
         options = {**server_options(app.state.settings, "warning"), "host": "127.0.0.1", "port": self.port}
         self.server = uvicorn.Server(uvicorn.Config(app, **options))
         self.thread = threading.Thread(target=self.server.run, daemon=True)

@@ -7,16 +7,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-from analysis.claims import View, heads_split, rope_turns, unscaled_peakier
 from analysis.lens import logit_lens
-from app.answers.lesson_claims import line
-from app.lessons import ui_words
 from lab import quantization as quant
 from lab.attention_flow import attention_flow
 from lab.flash import differences, flash_for_head
 from lab.linear_attention import linear_attention_for_head
 from lab.logit_attribution import NotAdditive, logit_attribution
 from lab.masks import patterns_under_mask
+from lessons.trace_claims import heads_split, rope_turns, unscaled_peakier
+from lessons.view import View
+from lessons.wording import line, ui_words
 from model.edits import Interventions
 from model.hooks import stage_name
 from model.tokenizer import Token

@@ -26,7 +26,7 @@ from urllib.parse import urlencode, urlsplit
 
 import pytest
 
-from app import lessons
+from lessons import chapters as lessons
 from static_site.check import problems, recorded
 from static_site.export import BUDGET_BYTES, SiteSummary, export_site
 

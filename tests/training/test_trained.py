@@ -81,7 +81,7 @@ def test_train_command_loss_goes_down_and_resumes(tmp_path):
         "--device",
         "cpu",
     ]
-    from app.cli import main as cli
+    from transformer_explorer.cli import main as cli
 
     assert cli(["train", *common, "--steps", "10"]) == 0  # the installed command's entry point
     assert _train(common + ["--steps", "20", "--resume"]) == 0

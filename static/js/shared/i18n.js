@@ -5,7 +5,9 @@
 
 import { SITE } from "./site.js";
 
-export const LANGS = ["en", "zh"];
+/** The languages the pages are written in: the server's one list (lessons/languages.py), rendered into the page
+ *  as <html data-langs="en zh">, so the page lists none of its own. */
+export const LANGS = (document.documentElement.dataset.langs || "en").split(" ");
 
 /** Fetch one text file (`name`: "en", "lab.zh", "shared.en", ...) from this origin (a recorded site: its copy). */
 async function textFile(name) {

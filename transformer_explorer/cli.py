@@ -1,18 +1,19 @@
-"""`transformer-explorer [serve|train|heads|export-site] ...` (serve is the default), also `python -m app`."""
+"""`transformer-explorer [serve|train|heads|export-site] ...` (serve is the default), also
+`python -m transformer_explorer`.
+
+The command line sits above the packages it starts: app (serve), training (train, heads) and static_site
+(export-site), each imported when its command runs, so serving never loads the trainer or the recorder.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
-import logging
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from app.settings import Settings
-
-LOG_LEVEL_VARIABLE = "TE_LOG_LEVEL"  # hands `serve --log-level` to each of several server processes
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -82,53 +83,9 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 
 def serve(args: argparse.Namespace) -> int:
-    import uvicorn
+    from app.server import serve as run_server  # lazily: `train` and `heads` never need the web stack
 
-    from app.catalogue import build_registry
-    from app.factory import create_app
-    from app.registry import RegistryError
-
-    settings = settings_from(args)
-    configure_logging(args.log_level)
-    try:
-        registry = build_registry(settings)  # load here so a bad --add-model is one clear line
-    except RegistryError as error:
-        print(f"transformer-explorer: error: {error}", file=sys.stderr)
-        return 2
-    if args.processes > 1:
-        # each process builds its own app from the environment: hand the settings over as TE_* variables
-        os.environ.update({f"TE_{name.upper()}": json.dumps(value) if isinstance(value, list) else str(value)
-                           for name, value in settings.model_dump(mode="json").items() if value is not None})
-        os.environ[LOG_LEVEL_VARIABLE] = args.log_level  # each process sets up its own logging (access log too)
-        uvicorn.run("app.cli:app_from_environment", factory=True, workers=args.processes,
-                    **server_options(settings, args.log_level))
-        return 0
-    uvicorn.run(create_app(settings, registry), **server_options(settings, args.log_level))
-    return 0
-
-
-def server_options(settings: Settings, log_level: str) -> dict[str, Any]:
-    """uvicorn's options: the guarded protocol (app.http_guard), our own access log (app.middleware: it writes no
-    client text), and X-Forwarded-For believed only from the proxies named in the settings."""
-    from app.http_guard import GuardedHttpProtocol
-
-    return {"host": settings.host, "port": settings.port, "log_level": log_level, "http": GuardedHttpProtocol,
-            "access_log": False, "proxy_headers": settings.forwarded_allow_ips is not None,
-            "forwarded_allow_ips": settings.forwarded_allow_ips}
-
-
-def app_from_environment() -> Any:
-    """The app of one of several server processes, configured by the TE_* variables `serve` exported."""
-    from app.catalogue import build_registry
-    from app.factory import create_app
-
-    configure_logging(os.environ.get(LOG_LEVEL_VARIABLE, "info"))
-    settings = Settings()
-    return create_app(settings, build_registry(settings))
-
-
-def configure_logging(level: str) -> None:
-    logging.basicConfig(level=level.upper(), format="%(levelname)s: %(message)s")
+    return run_server(settings_from(args), args.log_level, args.processes)
 
 
 def train(argv: Sequence[str]) -> int:
@@ -151,6 +108,7 @@ def heads(argv: Sequence[str]) -> int:
 def export_site(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from app.server import configure_logging
     from static_site.export import export_with_settings  # lazily: serving never needs the recorder
 
     configure_logging("warning")

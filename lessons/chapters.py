@@ -1,24 +1,22 @@
-"""The lesson path as data: app/lessons/chapters.json, read once and checked here.
+"""The lesson path as data: lessons/chapters.json, read once and checked here.
 
 The explorer page gets the same list rendered into it (templates/index.html, static/js/lessons.js), so the
-chapters are written in one place. Each chapter opens one view per language; its claims are measured by
-analysis/claims.py on that view's trace, or by lab/claims.py on a lab experiment's numbers
-(app/answers/lesson_claims.py), and printed in the lesson bar.
+chapters are written in one place. Each chapter opens one view per language (lessons/languages.py); its claims
+name kinds of the one table (lessons/claims.py), are measured on that view's trace and printed in the lesson bar.
+The loader returns facts (a model, a sentence, a layer, a head, claims as data); every word the page shows of a
+chapter is in static/text/<lang>.json (lesson.<id>.*).
 """
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lab.claims import KINDS
-
-LANGS = ("en", "zh")
-ROOT = Path(__file__).resolve().parents[2]
+from lessons.claims import KINDS
+from lessons.languages import LANGS
 
 
 class ChapterView(BaseModel):
@@ -49,7 +47,11 @@ class Chapter(BaseModel):
     zh: ChapterView
 
     def in_lang(self, lang: str) -> ChapterView:
-        return self.zh if lang == "zh" else self.en
+        """The view the chapter opens in `lang` (one of LANGS)."""
+        if lang not in LANGS:
+            raise ValueError(f"no view in {lang!r}: the chapters are written in {', '.join(LANGS)}")
+        view: ChapterView = getattr(self, lang)
+        return view
 
 
 class LessonPlan(BaseModel):
@@ -61,7 +63,7 @@ class LessonPlan(BaseModel):
 def chapters() -> list[Chapter]:
     plan = LessonPlan.model_validate_json((Path(__file__).parent / "chapters.json").read_text(encoding="utf-8"))
     for chapter in plan.chapters:
-        for view in (chapter.en, chapter.zh):
+        for view in (chapter.in_lang(lang) for lang in LANGS):
             unknown = [c.get("kind") for c in view.claims if c.get("kind") not in KINDS]
             if unknown:
                 raise ValueError(f"chapter {chapter.id}: unknown claim kinds {unknown}")
@@ -80,15 +82,7 @@ def for_page() -> list[dict[str, Any]]:
     """The chapters as the explorer page reads them (static/js/lessons.js): every field, plus each view's
     fallback architecture."""
     return [
-        {**c.model_dump(exclude={"en", "zh"}),
+        {**c.model_dump(exclude=set(LANGS)),
          **{lang: {**c.in_lang(lang).model_dump(exclude={"claims"}), "arch": c.in_lang(lang).arch} for lang in LANGS}}
         for c in chapters()
     ]
-
-
-@lru_cache(maxsize=len(LANGS))
-def ui_words(lang: str) -> dict[str, str]:
-    """The page's words in `lang` (static/text/<lang>.json `ui`): claim_<kind>, the sentence each claim kind
-    prints, and pat_<pattern>, a head pattern's name."""
-    words: dict[str, str] = json.loads((ROOT / "static" / "text" / f"{lang}.json").read_text(encoding="utf-8"))["ui"]
-    return words

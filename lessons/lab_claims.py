@@ -1,27 +1,25 @@
-"""Lesson claims read off a lab experiment's numbers, beside the ones read off the trace (analysis/claims.py).
+"""The claim kinds read off a lab experiment's numbers, beside those read off the trace (lessons/trace_claims.py).
 
 A chapter that links a lab panel can check, on its own view, a number that panel shows: the gradient through
 softmax with and without ÷√d_k (the scaling panel), FlashAttention's memory traffic against the standard
 kernel's (the flash panel), direct logit attribution's largest head (logit_attribution), activation
 patching's best head and where the answer moves between positions (activation_patching). Each kind calls the
 experiment's own function (lab/<name>.py), so the line in the lesson bar and the panel print the same
-computation. `KINDS` is every kind a chapter may name: the trace's and these.
+computation. lessons/claims.py lists them in the one table of claim kinds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
 
 import torch
 
-from analysis import claims as trace_claims
-from analysis.claims import Claim, ClaimError, View, covering
 from lab import scaling
 from lab.activation_patching import Patch, default_answers, logit_diffs, normalised, patching_grids
 from lab.flash import flash_traffic, standard_traffic
 from lab.logit_attribution import NotAdditive, logit_attribution
+from lessons.view import Claim, ClaimError, View, covering, shown_token
 from model.hooks import stage_name
 from model.transformer import Transformer
 
@@ -102,7 +100,7 @@ def attribution_head(view: View, token: str, versus: str | None = None) -> Claim
     ffn_layer = int(split.ffn.argmax())
     return Claim("attribution_head", (layer, head) == (view.layer, view.head), {
         "token": token, "versus": versus or "", "logit": round(split.logit, 4), "layer": layer, "head": head,
-        "contribution": round(float(heads[layer, head]), 4), "source": trace_claims.shown_token(view, source),
+        "contribution": round(float(heads[layer, head]), 4), "source": shown_token(view, source),
         "from_source": round(float(sources[source]), 4), "ffn_layer": ffn_layer,
         "ffn_value": round(float(split.ffn[ffn_layer]), 4), "heads_total": round(float(heads.sum()), 4),
         "ffn_total": round(float(split.ffn.sum()), 4)})
@@ -155,7 +153,7 @@ def patching_handover(view: View, corrupted: str, word: str) -> Claim:
     through = max((i for i, s in enumerate(subject) if s > 0.5), default=-1)
     from_layer = min((i for i, s in enumerate(last) if s > 0.5), default=len(last))
     return Claim("patching_handover", through >= 0 and from_layer == through + 1, {
-        "corrupted": corrupted, "word": word, "last_word": trace_claims.shown_token(view, len(view.tokens) - 1),
+        "corrupted": corrupted, "word": word, "last_word": shown_token(view, len(view.tokens) - 1),
         "through": through, "from_layer": from_layer, "subject_score": round(subject[max(through, 0)], 4),
         "last_score": round(last[min(from_layer, len(last) - 1)], 4), "last_layer": len(last) - 1})
 
@@ -177,19 +175,3 @@ def fact_missing(view: View, text: str, answer: str, below: int = 10) -> Claim:
     return Claim("fact_missing", rank > below, {
         "text": text, "answer": answer, "rank": rank, "probability": round(float(probs[first]), 4),
         "top": view.piece(top), "top_probability": round(float(probs[top]), 4), "below": below})
-
-
-KINDS: dict[str, Callable[..., Claim]] = {
-    **trace_claims.KINDS,
-    "softmax_gradient": softmax_gradient,
-    "flash_traffic_saves": flash_traffic_saves,
-    "attribution_head": attribution_head,
-    "patching_head": patching_head,
-    "patching_handover": patching_handover,
-    "fact_missing": fact_missing,
-}
-
-
-def measure(view: View, claim: Mapping[str, Any]) -> Claim:
-    """One claim of a chapter (`{"kind": ..., **its words}`) measured on its view, by whichever module owns it."""
-    return trace_claims.measure(view, claim, KINDS)

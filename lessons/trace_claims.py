@@ -1,84 +1,27 @@
-"""What a lesson asks the class to look at, measured on the trace on screen.
+"""The claim kinds read off the trace on screen: what a chapter asks the class to see, measured on its view.
 
-A lesson chapter (app/lessons/chapters.json) names a view (model, sentence, stage, layer, head) and,
-as data, what should be seen there: `{"kind": "row_top", "query": "it", "key": "animal"}`. Each kind
-below reads the numbers of that view's forward pass and answers whether the claim holds, with the
-values it measured ("'it' → 'animal': 0.75"). The page prints those values; tests/app/test_lesson_claims.py
-opens every chapter in both languages and checks that every claim holds.
+A lesson chapter (lessons/chapters.json) names a view (model, sentence, stage, layer, head) and, as data, what
+should be seen there: `{"kind": "row_top", "query": "it", "key": "animal"}`. Each kind below reads the numbers of
+that view's forward pass (lessons/view.py) and answers whether the claim holds, with the values it measured
+(weight 0.75 on "animal"). lessons/claims.py lists them, with the kinds that call a lab experiment
+(lessons/lab_claims.py), in the one table of claim kinds.
 
-Words in a claim ("it", "animal", "猫") are found in the text and mean every token that covers them:
-a query is the row of the last such token (the one that has read the whole word), a key the sum of the
-weights on all of them (SmolLM2 splits 猫 into three byte tokens). A row's largest weight is likewise
-taken per character: the byte tokens of one character count together, as the word the class reads.
+A row's largest weight is taken per character: the byte tokens of one character count together, as the word the
+class reads (analysis.words.characters).
 """
 
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
 
 import torch
 
 from analysis.lens import logit_lens
+from analysis.words import characters
+from lessons.view import Claim, ClaimError, Values, View, covering, shown
 from model.hooks import stage_name
 from model.tokenizer import Token
-from model.transformer import Transformer
-
-Values = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class View:
-    """One chapter's view: the traced forward pass and where on it the class looks."""
-
-    model: Transformer
-    trace: Mapping[str, torch.Tensor]
-    tokens: Sequence[Token]  # what the stack on screen reads (the decoder's input for an encoder-decoder)
-    text: str  # the text those tokens cover
-    layer: int
-    head: int
-    stack: str | None = None  # the stack on screen: None (a single stack), "encoder" or "decoder"
-    source_tokens: Sequence[Token] = ()  # an encoder-decoder's source, the keys of cross-attention
-    source_text: str = ""
-    piece: Callable[[int], str] = str  # a token id's text, as the explorer shows it
-    meta: Mapping[str, Any] = field(default_factory=dict)  # the model's measured head scores
-    lang: str = "en"
-    encode: Callable[[str], Sequence[Token]] | None = None  # another text's tokens as the model reads them
-
-    def at(self, stage: str) -> str:
-        """The trace name of a stage of the layer on screen (model.hooks.stage_name)."""
-        return stage_name(stage, self.layer, stack=self.stack)
-
-
-@dataclass(frozen=True)
-class Claim:
-    kind: str
-    holds: bool
-    values: Values
-
-
-class ClaimError(ValueError):
-    """A claim that cannot be read on its view (a word not in the sentence, a stage the model lacks)."""
-
-
-# ---------------------------------------------------------------- where a word is
-
-
-def covering(tokens: Sequence[Token], text: str, word: str, occurrence: int = 1) -> list[int]:
-    """Positions of the tokens that cover the `occurrence`-th appearance of `word` in `text`."""
-    # a word ("it", not the "it" inside "with"); a single character (猫, 2, t) wherever it stands
-    edge = r"\b" if word.isascii() and word.isalpha() and len(word) > 1 else ""
-    found = list(re.finditer(edge + re.escape(word) + edge, text))
-    if len(found) < occurrence:
-        raise ClaimError(f"{word!r} does not appear {occurrence} time(s) in {text!r}")
-    start, end = found[occurrence - 1].span()
-    positions = [i for i, t in enumerate(tokens) if t.end > t.start and t.start < end and t.end > start]
-    if not positions:
-        raise ClaimError(f"no token covers {word!r}")
-    return positions
 
 
 def _pattern(view: View, cross: bool = False) -> torch.Tensor:
@@ -93,31 +36,6 @@ def _keys(view: View, cross: bool) -> tuple[Sequence[Token], str]:
     return (view.source_tokens, view.source_text) if cross else (view.tokens, view.text)
 
 
-def _shown(view: View, positions: Sequence[int], tokens: Sequence[Token] | None = None) -> str:
-    """The words the tokens at `positions` spell (their text as the sentence has it)."""
-    tokens = view.tokens if tokens is None else tokens
-    text = view.source_text if tokens is view.source_tokens else view.text
-    first, last = tokens[positions[0]], tokens[positions[-1]]
-    return text[first.start:last.end].strip() if last.end > first.start else tokens[positions[0]].text
-
-
-def shown_token(view: View, position: int) -> str:
-    """The word a token position stands for on screen: its text in the sentence, or the token's own text."""
-    return _shown(view, [position]) or view.tokens[position].text
-
-
-# ---------------------------------------------------------------- the kinds
-
-
-def characters(tokens: Sequence[Token]) -> list[list[int]]:
-    """Token positions grouped by the character span they spell, in order: the byte tokens of one character
-    (SmolLM2's three for 猫) form one group; a token that spells no text (a start token) stands alone."""
-    groups: dict[tuple[int, int], list[int]] = {}
-    for i, t in enumerate(tokens):
-        groups.setdefault((t.start, t.end) if t.end > t.start else (-1 - i, -1 - i), []).append(i)
-    return list(groups.values())
-
-
 def row_top(view: View, query: str, key: str, cross: bool = False, occurrence: int = 1) -> Claim:
     """The row of `query` puts its largest weight on `key`, counting the byte tokens of a character together
     (values: the weight on all of key's tokens, and the character or token the row peaks on)."""
@@ -130,7 +48,7 @@ def row_top(view: View, query: str, key: str, cross: bool = False, occurrence: i
     top = groups[int(per_group.argmax())]
     return Claim("row_top", set(top) <= set(keys), {
         "query": query, "key": key, "weight": round(float(weights[keys].sum()), 4),
-        "top": _shown(view, top, key_tokens), "top_weight": round(float(per_group.max()), 4)})
+        "top": shown(view, top, key_tokens), "top_weight": round(float(per_group.max()), 4)})
 
 
 def row_top_heads(view: View, query: str) -> Claim:
@@ -140,7 +58,7 @@ def row_top_heads(view: View, query: str) -> Claim:
     distinct = sorted(set(tops))
     return Claim("row_top_heads", len(distinct) > 1, {
         "query": query, "distinct": len(distinct), "n_heads": len(tops),
-        "tops": " · ".join(_shown(view, [i]) or view.tokens[i].text for i in distinct)})
+        "tops": " · ".join(shown(view, [i]) or view.tokens[i].text for i in distinct)})
 
 
 def _target(ids: Sequence[int], i: int, pattern: str) -> int | None:
@@ -305,31 +223,3 @@ def ffn_width(view: View) -> Claim:
     d_mlp = int(view.trace[view.at("pre")].shape[-1])
     d_model = view.model.cfg.d_model
     return Claim("ffn_width", d_mlp > d_model, {"d_mlp": d_mlp, "d_model": d_model, "ratio": round(d_mlp / d_model, 2)})
-
-
-KINDS: dict[str, Callable[..., Claim]] = {
-    "row_top": row_top,
-    "row_top_heads": row_top_heads,
-    "rows_peak": rows_peak,
-    "probe_best": probe_best,
-    "top_next": top_next,
-    "lens_settles": lens_settles,
-    "masked_zero": masked_zero,
-    "weighted_sum": weighted_sum,
-    "heads_split": heads_split,
-    "kv_heads": kv_heads,
-    "unscaled_peakier": unscaled_peakier,
-    "residual_add": residual_add,
-    "rope_turns": rope_turns,
-    "ffn_width": ffn_width,
-}
-
-
-def measure(view: View, claim: Mapping[str, Any], kinds: Mapping[str, Callable[..., Claim]] = KINDS) -> Claim:
-    """One claim of a chapter (`{"kind": ..., **its words}`) measured on its view by its kind in `kinds`
-    (lab/claims.py passes this table extended with the lab's kinds)."""
-    params = dict(claim)
-    kind = params.pop("kind", None)
-    if kind not in kinds:
-        raise ClaimError(f"unknown claim kind {kind!r}")
-    return kinds[kind](view, **params)

@@ -1,7 +1,0 @@
-"""`python -m app [serve|train] ...`"""
-
-import sys
-
-from app.cli import main
-
-sys.exit(main())

@@ -1,0 +1,23 @@
+"""The lessons: the chapter path, what each chapter asks the class to see, and how that is measured and worded.
+
+Above lab/ and analysis/ (it may import model, analysis, checkpoints and lab; app and static_site import it):
+
+    chapters.py      the lesson path (chapters.json): per chapter and language a model, a sentence, a layer, a
+                     head and its claims as data, checked against the table of claim kinds when it loads
+    claims.py        KINDS, the one table of claim kinds, and measured(): a chapter's claims on its view
+    trace_claims.py  the kinds read off the trace on screen (attention rows, the lens, shapes, RoPE, ...)
+    lab_claims.py    the kinds that call a lab experiment (lab/<name>.py), so the bar and the panel agree
+    view.py          View (the traced pass on screen and where the class looks), Claim, ClaimError
+    wording.py       a measured claim's line, worded from static/text/<lang>.json
+    languages.py     LANGS, the one list of the languages the pages and the chapters are written in
+
+analysis/ keeps the pure read-offs (analysis/words.py: where a word is among the tokens), lab/ the experiments;
+what a lesson asks of them lives here. app/answers/lesson_claims.py only turns a traced run into a View and the
+measured claims into an answer.
+
+Questions (predict, then reveal; issue 42) go here too: a table of question kinds in lessons/questions.py, beside
+KINDS and shaped like it, each kind a function of a View that returns its right answer as a fact (a token
+position, a block, a sign, a number with its tolerance), measured with the same read-offs as the claims (the
+helpers of trace_claims.py and lab_claims.py, the words of view.py) and worded from static/text/ as the claims are;
+a chapter names its questions as data in chapters.json beside its claims.
+"""
