@@ -1,4 +1,4 @@
-"""What every Hugging Face converter shares (checkpoints/hf.py, hf_gemma.py, hf_phi.py): the fields of every
+"""What every Hugging Face converter shares (the records of checkpoints/families/): the fields of every
 config, the activation names, and reading weights out of a state dict by name."""
 
 from __future__ import annotations

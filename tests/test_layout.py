@@ -126,8 +126,11 @@ def test_model_builds_no_optimizer_and_serves_no_web() -> None:
 
 
 def test_no_file_is_named_after_a_milestone() -> None:
+    # a model family's module is named as the files name the family (gpt2, qwen3): a digit there is no milestone
+    families = ROOT / "checkpoints" / "families"
     named = [p.relative_to(ROOT).as_posix() for p in ROOT.glob("**/*.py")
-             if ".venv" not in p.parts and any(ch.isdigit() for ch in p.stem.split("_")[-1]) and p.stem != "__init__"]
+             if ".venv" not in p.parts and any(ch.isdigit() for ch in p.stem.split("_")[-1]) and p.stem != "__init__"
+             and p.parent != families]
     assert not named, named
 
 

@@ -1,6 +1,6 @@
 """Every config field the Hugging Face loader lists: parity with transformers, or a refusal naming it.
 
-Tiny random models are built here (never downloaded). For each field of `HF_FIELDS`:
+Tiny random models are built here (never downloaded). For each field of every family record's `fields`:
 - read and inert fields, set to a non-default value: our logits (BERT: last hidden state) equal
   transformers' on the same weights within 1e-4;
 - fields accepted only at their default: a CheckpointError naming the field and its value.
@@ -16,12 +16,15 @@ import pytest
 import torch
 
 from checkpoints import CheckpointError, build_model
-from checkpoints.hf import GENERIC_FIELDS, HF_FIELDS, convert_hf
+from checkpoints.families import HF_FAMILIES
+from checkpoints.hf import convert_hf
+from checkpoints.hf_common import GENERIC_FIELDS
 from model import Transformer
 from model.config import TransformerConfig
 
 transformers = pytest.importorskip("transformers")
 TOL = 1e-4
+HF_FIELDS = {model_type: family.fields for model_type, family in HF_FAMILIES.items()}  # each record's fields
 
 LLAMA_BASE = dict(
     vocab_size=101, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
