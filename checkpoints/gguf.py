@@ -27,7 +27,7 @@ from checkpoints.gguf_layout import check_layout
 from checkpoints.gguf_metadata import check_understood, family_of, gguf_config, model_meta, read_metadata
 from checkpoints.gguf_tensors import ModelTensors, common_shapes
 from checkpoints.gguf_tokenizer import gguf_tokenizer
-from model.config import ConfigError
+from model.config import ConfigError, TransformerConfig
 from model.stored_weights import stored_nbytes
 
 GGUF_MAGIC = b"GGUF"
@@ -97,19 +97,25 @@ def factor_tensors(reader: Any, family: GgufFamily) -> dict[str, tuple[float, ..
     return {name: factor_tensor(reader, name) for name in family.factor_tensors}
 
 
-def inspect_gguf(path: Path) -> dict[str, Any]:
-    """Check, without dequantizing the whole file, that load_gguf would load it (CheckpointError naming the
-    problem otherwise); returns its architecture and parameter count. For registering many files cheaply."""
-    path = Path(path)
+def read_config(path: Path) -> tuple[Any, dict[str, Any], GgufFamily, TransformerConfig]:
+    """The file's reader, metadata, family record and config, every key checked (CheckpointError naming the
+    problem otherwise)."""
     reader = open_reader(path)
     metadata = read_metadata(reader, path.name)
     check_understood(metadata)
     family = family_of(metadata)
     tensor_names = {tensor.name for tensor in reader.tensors}
     try:
-        gguf_config(metadata, tied="output.weight" not in tensor_names, factors=factor_tensors(reader, family))
+        cfg = gguf_config(metadata, tied="output.weight" not in tensor_names, factors=factor_tensors(reader, family))
     except (ConfigError, TypeError, ValueError) as error:
-        raise CheckpointError(f"unsupported configuration in {path.name}: {error}") from error
+        raise CheckpointError(f"unsupported {family.arch} configuration in {path.name}: {error}") from error
+    return reader, metadata, family, cfg
+
+
+def inspect_gguf(path: Path) -> dict[str, Any]:
+    """Check, without dequantizing the whole file, that load_gguf would load it (CheckpointError naming the
+    problem otherwise); returns its architecture and parameter count. For registering many files cheaply."""
+    reader, metadata, _, _ = read_config(Path(path))
     gguf_tokenizer(metadata)
     smallest: dict[Any, Any] = {}  # one tensor of each storage type, dequantized to prove the type is readable
     for tensor in reader.tensors:
@@ -124,15 +130,7 @@ def inspect_gguf(path: Path) -> dict[str, Any]:
 def load_gguf(path: Path, device: str | torch.device = "cpu") -> LoadedModel:
     """A .gguf file (or an Ollama blob) as this project's decoder, tokenizer and meta."""
     path = Path(path)
-    reader = open_reader(path)
-    metadata = read_metadata(reader, path.name)
-    check_understood(metadata)
-    family = family_of(metadata)
-    tensor_names = {tensor.name for tensor in reader.tensors}
-    try:
-        cfg = gguf_config(metadata, tied="output.weight" not in tensor_names, factors=factor_tensors(reader, family))
-    except (ConfigError, TypeError, ValueError) as error:
-        raise CheckpointError(f"unsupported {family.arch} configuration in {path.name}: {error}") from error
+    reader, metadata, family, cfg = read_config(path)
     tokenizer, token_meta = gguf_tokenizer(metadata)
     if tokenizer.vocab_size > cfg.vocab_size:
         raise CheckpointError(

@@ -95,3 +95,17 @@ def projections(state: StateDict, hf: str, ours: str, attn_biases: frozenset[str
         if mlp_bias:
             out[ours + f"mlp.{our_name}.bias"] = take(state, hf + f"mlp.{hf_name}.bias")
     return out
+
+
+def layer_norms(state: StateDict, hf: str, ours: str) -> StateDict:
+    """A Llama-style layer's two norms: before attention (input_layernorm) and before the FFN."""
+    return {ours + "ln1.w": take(state, hf + "input_layernorm.weight"),
+            ours + "ln2.w": take(state, hf + "post_attention_layernorm.weight")}
+
+
+def final_norm(state: StateDict, tied: bool) -> StateDict:
+    """The final norm (norm.weight) and, unless the embeddings are tied, the unembedding (lm_head.weight)."""
+    out: StateDict = {"stack.ln_final.w": take(state, "norm.weight")}
+    if not tied:
+        out["W_U.weight"] = take(state, "lm_head.weight")
+    return out

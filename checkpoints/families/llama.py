@@ -24,6 +24,8 @@ from checkpoints.hf_common import (
     ATTENTION_PROJECTIONS,
     GENERIC_FIELDS,
     activation,
+    final_norm,
+    layer_norms,
     loader_name,
     projections,
     strip_prefix,
@@ -116,12 +118,8 @@ def convert_hf(layout: LlamaLayout, hf_config: dict[str, Any], state: StateDict)
         if layout.qk_norm:
             out[ours + "attn.q_norm_w"] = take(state, hf + "self_attn.q_norm.weight")
             out[ours + "attn.k_norm_w"] = take(state, hf + "self_attn.k_norm.weight")
-        out[ours + "ln1.w"] = take(state, hf + "input_layernorm.weight")
-        out[ours + "ln2.w"] = take(state, hf + "post_attention_layernorm.weight")
-    out["stack.ln_final.w"] = take(state, "norm.weight")
-    if not tied:
-        out["W_U.weight"] = take(state, "lm_head.weight")
-    return cfg, out
+        out |= layer_norms(state, hf, ours)
+    return cfg, out | final_norm(state, tied)
 
 
 def gguf_config(layout: LlamaLayout, read: GgufRead) -> TransformerConfig:

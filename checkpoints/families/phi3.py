@@ -18,7 +18,7 @@ from checkpoints.families.llama import LLAMA_FIELDS, LLAMA_KEYS
 from checkpoints.families.records import GgufFamily, HfFamily
 from checkpoints.gguf_read import GgufRead, shown
 from checkpoints.gguf_tensors import ModelTensors, Shapes, outside_blocks
-from checkpoints.hf_common import activation, loader_name, take
+from checkpoints.hf_common import activation, final_norm, layer_norms, loader_name, take
 from checkpoints.hf_rope import rope_fields
 from model.config import TransformerConfig
 
@@ -66,12 +66,8 @@ def convert_hf(hf_config: dict[str, Any], state: StateDict) -> tuple[Transformer
         gate, up = split_rows(take(state, hf + "mlp.gate_up_proj.weight"), (d_mlp, d_mlp), "gate_up_proj")
         out[ours + "mlp.W_gate.weight"], out[ours + "mlp.W_in.weight"] = gate, up
         out[ours + "mlp.W_out.weight"] = take(state, hf + "mlp.down_proj.weight")
-        out[ours + "ln1.w"] = take(state, hf + "input_layernorm.weight")
-        out[ours + "ln2.w"] = take(state, hf + "post_attention_layernorm.weight")
-    out["stack.ln_final.w"] = take(state, "norm.weight")
-    if not tied:
-        out["W_U.weight"] = take(state, "lm_head.weight")
-    return cfg, out
+        out |= layer_norms(state, hf, ours)
+    return cfg, out | final_norm(state, tied)
 
 
 def split_rows(fused: torch.Tensor, rows: tuple[int, ...], name: str) -> tuple[torch.Tensor, ...]:
