@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -136,50 +135,21 @@ def gguf_config(metadata: dict[str, Any], tied: bool, factors: dict[str, Factors
     return family.config(GgufRead(metadata, family.arch, tied, factors, family.context_cap))
 
 
-# Said of every file whose weights are not all float32: why llama.cpp (Ollama, LM Studio) shows slightly other
-# probabilities than this site for the same file (the lab's quantization panel measures how far).
-PRECISION_NOTE = ("Every number here is computed in float32 from the dequantized weights. llama.cpp (which Ollama and "
-                  "LM Studio run) keeps the weights quantized and rounds the activations to 8 bits for its matrix "
-                  "products, so its probabilities can differ slightly from these (the lab's quantization panel "
-                  "measures by how much).")
-PRECISION_NOTE_ZH = ("这里的每个数都是用反量化后的权重以 float32 计算的。"
-                     "llama.cpp（Ollama 和 LM Studio 运行的就是它）让权重保持量化状态，"
-                     "并在矩阵乘法前把激活值舍入到 8 位，所以它给出的概率可能与这里略有不同"
-                     "（实验室的量化面板测量了差多少）。")
-FULL_PRECISION = frozenset({"F32", "F64"})
-
-
-def precision_note(tensor_types: Mapping[str, int]) -> tuple[str, str]:
-    """(" " + the note in English, the note in Chinese), or ("", "") for a file whose tensors are all float32."""
-    if set(tensor_types) <= FULL_PRECISION:
-        return "", ""
-    return " " + PRECISION_NOTE, PRECISION_NOTE_ZH
-
-
 def model_meta(metadata: dict[str, Any], path: Path, tensor_types: Counter[str]) -> dict[str, Any]:
-    """What the explorer shows about the file: its name, architecture, license, quantization."""
+    """What the file says about itself, as facts: its name, architecture, license, tensor types, context (and the
+    cut this server makes). app/model_words.py words them, in English and Chinese."""
     family = family_of(metadata)
-    arch = family.arch
-    name = str(metadata.get("general.name") or path.stem)
-    types = ", ".join(f"{count} {kind}" for kind, count in tensor_types.most_common())
-    note, note_zh = precision_note(tensor_types)
     meta: dict[str, Any] = {
-        "description": f"{name}: a {arch} GGUF file ({path.name}), dequantized to float32 (tensors: {types}).{note}",
-        "description_zh": f"{name}：一个 {arch} 结构的 GGUF 文件（{path.name}），"
-                          f"已反量化为 float32（张量类型：{types}）。{note_zh}",
         "source": f"gguf:{path}",
-        "gguf_architecture": arch,
+        "gguf_architecture": family.arch,
+        "file_name": path.name,
         "tensor_types": dict(tensor_types),
     }
-    context = metadata.get(f"{arch}.context_length")
+    context = metadata.get(f"{family.arch}.context_length")
     if isinstance(context, int):
         meta["context_length"] = context  # the model's own, as its file says
         if family.context_cap is not None and context > family.context_cap:
-            meta["context_cap"] = family.context_cap
-            meta["description"] += (f" Its file gives a context of {context} positions; this server reads at most "
-                                    f"{family.context_cap} of them (n_ctx), to keep its RoPE tables small.")
-            meta["description_zh"] += (f"文件中的上下文长度为 {context} 个位置；本服务器最多只读取其中 "
-                                       f"{family.context_cap} 个（n_ctx），以免 RoPE 表过大。")
+            meta["context_cap"] = family.context_cap  # n_ctx: the RoPE tables are built this long
     for key, meta_key in (("general.license", "license"), ("general.languages", "language"),
                           ("general.name", "model_name"), ("general.size_label", "size_label")):
         if key in metadata:
