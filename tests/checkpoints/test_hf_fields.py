@@ -43,6 +43,7 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     # Phi-3: a longrope switch at 12 tokens (original_max_position_embeddings), so 20-token tests cross it
     "phi3": ("Phi3Config", "Phi3ForCausalLM", LLAMA_BASE | {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2,
                                                             "original_max_position_embeddings": 12}),
+    "starcoder2": ("Starcoder2Config", "Starcoder2ForCausalLM", LLAMA_BASE),
     "bert": ("BertConfig", "BertModel", dict(
         vocab_size=99, hidden_size=48, num_hidden_layers=2, num_attention_heads=4, intermediate_size=80,
         max_position_embeddings=64,
@@ -113,6 +114,7 @@ READ_VALUES |= {
     "rope_local_base_freq": [{"rope_local_base_freq": 33.0}],
     "sliding_window_pattern": [{"sliding_window_pattern": 1}, {"sliding_window_pattern": 2}],
     "_sliding_window_pattern": [{"_sliding_window_pattern": 2}],
+    "norm_epsilon": [{"norm_epsilon": 1e-2}], "use_bias": [{"use_bias": False}, {"use_bias": True}],  # StarCoder2
 }
 # where Gemma spells a field's values its own way
 FAMILY_READ_VALUES |= {
@@ -147,6 +149,7 @@ INERT_VALUES: dict[str, Any] = {
     "summary_activation": "tanh", "summary_proj_to_labels": False, "summary_first_dropout": 0.3,
     "reorder_and_upcast_attn": True, "n_ctx": 32, "attention_dropout": 0.3, "pretraining_tp": 2,
     "is_llama_config": True, "hidden_dropout_prob": 0.3, "attention_probs_dropout_prob": 0.3,
+    "residual_dropout": 0.3, "embedding_dropout": 0.3,
     "classifier_dropout": 0.3, "cache_implementation": "static", "hidden_act": "relu",
 }
 REFUSED_VALUES: dict[str, Any] = {
