@@ -1,8 +1,9 @@
-"""A GGUF file's metadata: read it, refuse what the loader does not implement, map it to a TransformerConfig.
+"""A GGUF file's metadata: read it, find its family record (checkpoints/families/), refuse what the loader does not
+implement, map it to a TransformerConfig (the record's `config`), and say what the file is, as facts.
 
-Policy: a key under `{arch}.` is either used (it sets a config field), or checked to hold the one value
-that changes nothing (`rope.scaling.type = "none"`, `expert_count = 0`, ...), or refused by name. A model
-never loads with silently different numbers.
+Policy: a key under `{arch}.` is either used (one of the record's `keys`: it sets a config field), or checked to
+hold the one value that changes nothing (`rope.scaling.type = "none"`, `expert_count = 0`, ...), or refused by
+name. A model never loads with silently different numbers.
 """
 
 from __future__ import annotations
