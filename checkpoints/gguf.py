@@ -5,10 +5,10 @@ Read with the `gguf` package (llama.cpp's own reader; no hand-written parser). E
 (checkpoints/families/, GGUF_FAMILIES): `llama` and `mistral` (attn_q / attn_k rows un-permuted: llama.cpp's
 converter permutes them for its interleaved RoPE, this project rotates halves), `qwen2` (Q/K/V biases), `qwen3`
 (attn_q_norm / attn_k_norm on each head), `gemma2` / `gemma3` (norms around each sub-layer, local and global layers),
-`phi3` (Phi-3, Phi-3.5-mini, Phi-4-mini: fused matrices, partial rotary, longrope) and `gpt2`. RoPE scaling: Llama
-3.1's `rope_freqs` tensor and `rope.scaling.type = linear`. Every metadata key that changes the computation and is
-not implemented is refused, by name (checkpoints.gguf_metadata); so is every tensor the loader does not use
-(checkpoints.gguf_tensors).
+`phi3` (Phi-3, Phi-3.5-mini, Phi-4-mini: fused matrices, partial rotary, longrope), `starcoder2` (LayerNorm, a
+plain GELU FFN, biases) and `gpt2`. RoPE scaling: Llama 3.1's `rope_freqs` tensor and `rope.scaling.type = linear`.
+Every metadata key that changes the computation and is not implemented is refused, by name
+(checkpoints.gguf_metadata); so is every tensor the loader does not use (checkpoints.gguf_tensors).
 """
 
 from __future__ import annotations

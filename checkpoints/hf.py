@@ -1,5 +1,5 @@
 """Hugging Face checkpoints (GPT-2, Llama / Mistral / Qwen2 / Qwen3, Gemma 2 / Gemma 3 text, Phi-3 / Phi-4-mini,
-BERT) converted into this project's modules.
+StarCoder2, BERT) converted into this project's modules.
 
 A directory's config.json names its family (`model_type`); the family's record (checkpoints/families/, HF_FAMILIES)
 lists every config field its converter understands, and converts the config + state dict to a `TransformerConfig`

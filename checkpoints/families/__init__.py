@@ -24,7 +24,7 @@ GGUF_FAMILIES: dict[str, GgufFamily] = {m.GGUF.arch: m.GGUF for m in FAMILIES.va
 OTHER_PRE_SPLITS: dict[str, str] = {
     **dict.fromkeys(("phi-2", "mpt", "olmo", "jais", "trillion", "exaone4", "gigachat", "a.x-4.0", "mellum",
                      "jina-es", "jina-de", "jina-v2-es", "jina-v2-de"), "gpt2"),
-    **dict.fromkeys(("starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b"), "digits_gpt2"),
+    **dict.fromkeys(("refact", "command-r", "codeshell", "exaone", "minerva-7b"), "digits_gpt2"),
     **dict.fromkeys(("stablelm2", "megrez", "hunyuan"), "qwen2"),
     **dict.fromkeys(("falcon-h1", "pixtral", "midm-2.0", "lfm2"), "llama3"),
     "dbrx": "llama3_regex",

@@ -4,8 +4,9 @@ sets one.
 
     h = x + W_O · attn(RoPE(W_Q · LN(x)), RoPE(W_K · LN(x)), W_V · LN(x));   out = h + W_out · gelu_tanh(W_in · LN(h))
 
-Hugging Face `starcoder2` (Starcoder2ForCausalLM: mlp.c_fc and mlp.c_proj, stored as Linear [out, in]). No GGUF
-record: llama.cpp's `starcoder2` files are refused by name.
+Hugging Face `starcoder2` (Starcoder2ForCausalLM: mlp.c_fc and mlp.c_proj, stored as Linear [out, in]); GGUF
+`starcoder2` (stored unpermuted: llama.cpp turns it as NEOX, rotate-half; every bias a tensor of its own, so a file
+without them, from use_bias = false, is refused as missing a tensor).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from checkpoints.base import ConfigFields, StateDict
-from checkpoints.families.records import HfFamily
+from checkpoints.families.records import GgufFamily, HfFamily
+from checkpoints.gguf_read import GgufRead
+from checkpoints.gguf_tensors import ROPE_FREQS, ModelTensors, outside_blocks
 from checkpoints.hf_common import ATTENTION_PROJECTIONS, GENERIC_FIELDS, activation, loader_name, strip_prefix, take
 from checkpoints.hf_rope import rope_settings
 from model.config import TransformerConfig
@@ -65,4 +68,35 @@ def convert_hf(hf_config: dict[str, Any], state: StateDict) -> tuple[Transformer
     return cfg, out
 
 
+def gguf_config(read: GgufRead) -> TransformerConfig:
+    return TransformerConfig(
+        **read.common(), d_mlp=int(read.get("feed_forward_length")), pos_encoding="rope",
+        rope_base=float(read.get("rope.freq_base", 10000.0)),
+        rope_freq_factors=read.rope_factors(read.head_size, ROPE_FREQS), norm="layernorm",
+        norm_eps=float(read.get("attention.layer_norm_epsilon")), activation="gelu_tanh", bias=True,
+    )
+
+
+def convert_gguf(cfg: TransformerConfig, source: ModelTensors) -> StateDict:
+    out: StateDict = {"stack.embed.W_E.weight": source.get("token_embd.weight")}
+    names = {"attn_q": "attn.W_Q", "attn_k": "attn.W_K", "attn_v": "attn.W_V", "attn_output": "attn.W_O",
+             "ffn_up": "mlp.W_in", "ffn_down": "mlp.W_out"}
+    for layer in range(cfg.n_layers):
+        blk, ours = f"blk.{layer}.", f"stack.blocks.{layer}."
+        for gguf_name, our_name in names.items():
+            for kind in ("weight", "bias"):
+                out[f"{ours}{our_name}.{kind}"] = source.get(f"{blk}{gguf_name}.{kind}")
+        for gguf_name, our_name in (("attn_norm", "ln1"), ("ffn_norm", "ln2")):
+            out[f"{ours}{our_name}.w"] = source.get(f"{blk}{gguf_name}.weight")
+            out[f"{ours}{our_name}.b"] = source.get(f"{blk}{gguf_name}.bias")
+    out["stack.ln_final.b"] = source.get("output_norm.bias")
+    return out | outside_blocks(cfg, source, (ROPE_FREQS,))
+
+
 HF = HfFamily("starcoder2", HF_FIELDS, convert_hf)
+GGUF = GgufFamily(
+    "starcoder2",
+    frozenset({"vocab_size", "context_length", "embedding_length", "block_count", "feed_forward_length",
+               "attention.head_count", "attention.head_count_kv", "attention.layer_norm_epsilon", "rope.freq_base"}),
+    gguf_config, convert_gguf, pre_splits={"starcoder": "digits_gpt2"},  # StarCoder's vocabulary: digits one by one
+)
