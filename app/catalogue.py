@@ -17,6 +17,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
+from app.model_words import describe
 from app.registry import Registry, RegistryError
 from app.settings import Settings
 from checkpoints import CheckpointError, LoadedModel, load_checkpoint, pretrained
@@ -150,7 +151,7 @@ def add_smollm2(registry: Registry) -> None:
         return
     device = registry.device
     registry.add("smollm2", loader=lambda: pretrained.smollm2(device),
-                 description=pretrained.SMOLLM2_META["description"], source="package")
+                 description=describe(pretrained.SMOLLM2_META, "en"), source="package")
 
 
 def add_minilm(registry: Registry) -> None:
@@ -159,5 +160,5 @@ def add_minilm(registry: Registry) -> None:
     if pretrained.minilm_path() is None:
         return
     device = registry.device
-    registry.add("minilm", loader=lambda: pretrained.minilm(device), description=pretrained.MINILM_META["description"],
+    registry.add("minilm", loader=lambda: pretrained.minilm(device), description=describe(pretrained.MINILM_META, "en"),
                  source="package")

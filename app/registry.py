@@ -20,6 +20,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.model_words import word_meta
 from checkpoints import LoadedModel
 from checkpoints.file_precision import load_policy
 
@@ -61,6 +62,8 @@ class Entry:
                     try:
                         with load_policy(self.float32_budget, self.report):
                             self.loaded = self.loader()
+                        if self.loaded is not None:
+                            word_meta(self.loaded.meta)  # the loader's facts, worded (app/model_words.py)
                     except Exception as error:  # noqa: BLE001 — a model that cannot load must not stop the server
                         self.error = f"{type(error).__name__}: {error}"
                         self.loader = None
@@ -101,6 +104,8 @@ class Registry:
             directory: Path | None = None, large: bool = False) -> None:
         if not NAME_PATTERN.match(name):
             raise RegistryError(f"model name {name!r} must be 1-64 letters, digits, '.', '_', ':' or '-'")
+        if loaded is not None:
+            word_meta(loaded.meta)  # the loader's facts, worded (app/model_words.py)
         if loaded is not None and not description:
             description = str(loaded.meta.get("description", ""))
         self.entries[name] = Entry(name, description, source, loader, loaded, directory=directory,

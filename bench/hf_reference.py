@@ -1,6 +1,6 @@
 """The same weights in `transformers`: this project's Llama-style decoder (a loaded GGUF, e.g. smollm2) as a
 `LlamaForCausalLM`, so a benchmark can run both on one set of dequantized numbers (the inverse of
-checkpoints/hf.py's convert_llama)."""
+checkpoints/families/llama.py's convert_hf)."""
 
 from __future__ import annotations
 

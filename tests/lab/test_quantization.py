@@ -133,14 +133,18 @@ def test_what_is_not_emulated_is_refused(translator: LoadedModel) -> None:
 
 @pytest.mark.parametrize(("kind", "rounding"), [("F32", None), ("F16", "F16"), ("Q8_0", "q8")])
 def test_a_gguf_file_says_which_inputs_to_round(tmp_path: Path, kind: str, rounding: str | None) -> None:
+    from app.model_words import word_meta
     from tests.checkpoints.gguf_files import tiny_hf, write_gguf
 
     path = tmp_path / f"tiny-{kind}.gguf"
     write_gguf(path, tiny_hf("llama", tied=True), "llama", gguf.GGMLQuantizationType[kind])
     loaded = load_checkpoint(path)
-    # the model's description says where llama.cpp's numbers come from, for a file that is not all float32
-    said = "llama.cpp" in loaded.meta["description"] and "llama.cpp" in loaded.meta["description_zh"]
-    assert said == (kind != "F32") and "float32" in loaded.meta["description"]
+    # the loader returns facts; their wording says where llama.cpp's numbers come from, for a file that is not
+    # all float32
+    assert "description" not in loaded.meta and loaded.meta["tensor_types"]
+    words = word_meta(dict(loaded.meta))
+    said = "llama.cpp" in words["description"] and "llama.cpp" in words["description_zh"]
+    assert said == (kind != "F32") and "float32" in words["description"]
     plan = model_plan(loaded.model, loaded.meta)
     matrices, norms = 2 * 7 + 1, 2 * 2 + 1  # 7 per block and the token table; every norm F32
     assert plan.from_file and plan.unembed == rounding
