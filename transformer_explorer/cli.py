@@ -17,12 +17,14 @@ from app.settings import Settings
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    from checkpoints.families import GGUF_FAMILIES, HF_FAMILIES  # the families the loaders read (their records)
+
     parser.add_argument("--host", help="interface to listen on (default 127.0.0.1; TE_HOST)")
     parser.add_argument("--port", type=int, help="port (default 8000; TE_PORT)")
     parser.add_argument("--device", help="torch device for the models, e.g. cpu or cuda (default cpu; TE_DEVICE)")
     parser.add_argument("--add-model", action="append", default=[], metavar="NAME=PATH",
-                        help="serve a local checkpoint under NAME: this project's format, a Hugging Face GPT-2 / "
-                             "Llama / Qwen2 / BERT directory, or a GGUF file (llama / mistral / qwen2 / gpt2); "
+                        help="serve a local checkpoint under NAME: this project's format, a Hugging Face directory "
+                             f"({' / '.join(HF_FAMILIES)}) or a GGUF file ({' / '.join(GGUF_FAMILIES)}); "
                              "repeatable")
     parser.add_argument("--ollama", nargs="?", const="auto", metavar="DIR",
                         help="serve every supported model of the local Ollama store under its Ollama name "
