@@ -68,9 +68,10 @@ def add_directory(registry: Registry, name: str, directory: Path, source: str = 
     would refuse is refused at startup) and loaded in the background after startup, with its progress shown."""
     try:
         if directory.is_file() and is_gguf(directory):
-            summary = inspect_gguf(directory)
+            summary = inspect_gguf(directory, tokenizer=False)  # loaded now: load_checkpoint builds it, once
             budget = registry.float32_budget if registry.float32_budget is not None else DEFAULT_FLOAT32_BUDGET
             if summary["parameters"] * 4 > budget:
+                inspect_gguf(directory)  # loaded after startup: what its tokenizer refuses is refused now
                 description = f"{name}: a {summary['architecture']} GGUF model ({directory.name})"
                 registry.add(name, loader=_operator_gguf_loader(directory, registry.device), description=description,
                              source=source, large=True)

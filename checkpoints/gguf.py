@@ -310,9 +310,10 @@ def convert_gpt2(cfg: TransformerConfig, source: ModelTensors) -> StateDict:
     return out
 
 
-def inspect_gguf(path: Path) -> dict[str, Any]:
+def inspect_gguf(path: Path, tokenizer: bool = True) -> dict[str, Any]:
     """Check, without dequantizing the whole file, that load_gguf would load it (CheckpointError naming the
-    problem otherwise); returns its architecture and parameter count. For registering many files cheaply."""
+    problem otherwise); returns its architecture and parameter count. For registering many files cheaply.
+    tokenizer=False: its tokenizer is not built here (a caller about to load the file builds it once, then)."""
     path = Path(path)
     reader = open_reader(path)
     metadata = read_metadata(reader, path.name)
@@ -323,7 +324,8 @@ def inspect_gguf(path: Path) -> dict[str, Any]:
                     longrope=longrope_sets(reader, str(metadata["general.architecture"])))
     except (ConfigError, TypeError, ValueError) as error:
         raise CheckpointError(f"unsupported configuration in {path.name}: {error}") from error
-    gguf_tokenizer(metadata)
+    if tokenizer:
+        gguf_tokenizer(metadata)
     smallest: dict[Any, Any] = {}  # one tensor of each storage type, dequantized to prove the type is readable
     for tensor in reader.tensors:
         if tensor.tensor_type not in smallest or tensor.n_elements < smallest[tensor.tensor_type].n_elements:
