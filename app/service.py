@@ -10,7 +10,6 @@ Every lab experiment (app/lab/) goes through one method, `lab`.
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 from collections.abc import Callable, Hashable
 from typing import Annotated, Any, TypeVar
@@ -232,7 +231,7 @@ class Service:
         inputs = self.tokenized.get(key)
         if inputs is None:
             if request.chat:
-                inputs = await asyncio.to_thread(encode, resolved.loaded, request, self.settings)
+                inputs = await self.engine.call(encode, resolved.loaded, request, self.settings)  # bounded pool
             else:
                 inputs = encode(resolved.loaded, request, self.settings)
             self.tokenized.put(key, inputs)
