@@ -199,3 +199,28 @@ def test_health_shows_store_relative_names_and_the_log_the_absolute_paths(
     for text in (health.text, models.text):
         assert str(tmp_path) not in text and os.path.realpath(tmp_path) not in text
     assert str(root) in caplog.text  # the operator's log says where
+
+
+def test_any_exception_reading_one_manifest_skips_that_entry_only(good_gguf: Path, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """RecursionError and MemoryError ended start-up; whatever one manifest raises now skips that entry only."""
+    from checkpoints import gguf_stores
+
+    root = good_store(tmp_path / "ollama", good_gguf)
+    for model in ("memory", "recursion"):
+        manifest_path(root, model).write_text(f'{{"layers": [], "boom": "{model}"}}')
+    original = gguf_stores.parse_json
+
+    def failing(text: str, *args: object) -> object:
+        if '"boom": "memory"' in text:
+            raise MemoryError
+        if '"boom": "recursion"' in text:
+            raise RecursionError("maximum recursion depth exceeded")
+        return original(text, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(gguf_stores, "parse_json", failing)
+    registry = build_registry(make_settings(tmp_path, ollama_models=str(root)))
+    assert registry.names() == ["tiny:latest"]
+    reasons = refused(registry)
+    assert reasons["memory:latest"] == "its manifest cannot be read: MemoryError"
+    assert reasons["recursion:latest"] == "its manifest cannot be read: RecursionError"
