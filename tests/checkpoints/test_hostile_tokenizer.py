@@ -103,3 +103,22 @@ def test_add_model_builds_a_gguf_tokenizer_once(tmp_path: Path, monkeypatch: pyt
     registry = build_registry(make_settings(tmp_path, add_models=[f"tiny={path}"], default_model="tiny"))
     assert registry.get("tiny").tokenizer is not None
     assert len(built) == 1
+
+
+def test_a_vocabulary_that_cuts_into_too_many_merges_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tokens "a", "aa", ..., "a" * 1024 (half a megabyte) cut into half a million merges that took 1.7 GB and 2 s
+    to build: the merges' characters are bounded, and the refusal comes before the tokenizer is built."""
+    from checkpoints import gguf_tokenizer
+
+    metadata: dict[str, Any] = spm_metadata()
+    runs = ["a" * n for n in range(1, 1025)]
+    metadata["tokenizer.ggml.tokens"] = [*metadata["tokenizer.ggml.tokens"], *runs]
+    metadata["tokenizer.ggml.scores"] = [*metadata["tokenizer.ggml.scores"], *[-float(n) for n in range(1, 1025)]]
+    metadata["tokenizer.ggml.token_type"] = [*metadata["tokenizer.ggml.token_type"], *[1] * len(runs)]
+    start = time.perf_counter()
+    with pytest.raises(CheckpointError, match="cuts into more than 33,554,432 characters of merges"):
+        sentencepiece_bpe(metadata)
+    assert time.perf_counter() - start < 5
+    monkeypatch.setattr(gguf_tokenizer, "MAX_MERGE_CHARS", 10)  # a real vocabulary, under a tiny limit: refused too
+    with pytest.raises(CheckpointError, match="more than 10 characters"):
+        sentencepiece_bpe(spm_metadata())
