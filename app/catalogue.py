@@ -14,6 +14,7 @@ Chinese sentences.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -54,10 +55,10 @@ def build_registry(settings: Settings) -> Registry:
         add_directory(registry, name.strip(), Path(path).expanduser())
     if settings.ollama_models is not None:
         root = ollama_root() if settings.ollama_models == "auto" else Path(settings.ollama_models).expanduser()
-        add_store(registry, "ollama", *ollama_models(root), settings.gguf_max_parameters)
+        add_store(registry, "ollama", *ollama_models(root), settings.gguf_max_parameters, root=root)
     if settings.lmstudio_models is not None:
         root = lmstudio_root() if settings.lmstudio_models == "auto" else Path(settings.lmstudio_models).expanduser()
-        add_store(registry, "lmstudio", *lmstudio_models(root), settings.gguf_max_parameters)
+        add_store(registry, "lmstudio", *lmstudio_models(root), settings.gguf_max_parameters, root=root)
     return registry
 
 
@@ -68,9 +69,10 @@ def add_directory(registry: Registry, name: str, directory: Path, source: str = 
     would refuse is refused at startup) and loaded in the background after startup, with its progress shown."""
     try:
         if directory.is_file() and is_gguf(directory):
-            summary = inspect_gguf(directory)
+            summary = inspect_gguf(directory, tokenizer=False)  # loaded now: load_checkpoint builds it, once
             budget = registry.float32_budget if registry.float32_budget is not None else DEFAULT_FLOAT32_BUDGET
             if summary["parameters"] * 4 > budget:
+                inspect_gguf(directory)  # loaded after startup: what its tokenizer refuses is refused now
                 description = f"{name}: a {summary['architecture']} GGUF model ({directory.name})"
                 registry.add(name, loader=_operator_gguf_loader(directory, registry.device), description=description,
                              source=source, large=True)
@@ -88,10 +90,14 @@ def add_directory(registry: Registry, name: str, directory: Path, source: str = 
 
 
 def add_store(registry: Registry, store: str, found: list[tuple[str, Path]], skipped: list[tuple[str, str]],
-              max_parameters: int) -> list[tuple[str, str]]:
+              max_parameters: int, root: Path | None = None) -> list[tuple[str, str]]:
     """Register each supported GGUF file of a store, to load lazily (in the background after startup); keep every
     file refused in the registry with why (never in place of a model of the same name), and log it. Returns the
-    refused (name, reason) pairs."""
+    refused (name, reason) pairs. Clients see files by their store-relative names; the store's absolute path is
+    in the operator's log only."""
+    hide = _store_relative(root)
+    if root is not None:
+        logger.info("--%s: reading the store at %s", store, root)
     skipped = list(skipped)
     for name, path in found:
         if name in registry.entries:
@@ -110,25 +116,43 @@ def add_store(registry: Registry, store: str, found: list[tuple[str, Path]], ski
             skipped.append((name, f"{summary['parameters'] / 1e9:.2f} B parameters need {gigabytes:.1f} GB as "
                                   f"float32; the limit is {max_parameters / 1e9:.2f} B (TE_GGUF_MAX_PARAMETERS)"))
             continue
-        description = f"{name}: a {summary['architecture']} GGUF model from {store} ({path})"
+        description = f"{name}: a {summary['architecture']} GGUF model from {store} ({hide(str(path))})"
         try:
             budget = registry.float32_budget if registry.float32_budget is not None else DEFAULT_FLOAT32_BUDGET
-            registry.add(name, loader=_gguf_loader(path, registry.device, store, name), description=description,
+            registry.add(name, loader=_gguf_loader(path, registry.device, store, name, hide), description=description,
                          source=store, large=summary["parameters"] * 4 > budget)
         except RegistryError as error:
             skipped.append((name, str(error)))
             continue
         logger.info("--%s: registered %s (%s)", store, name, path)
     for name, reason in skipped:
-        registry.add_refused(name, store, reason)
-        logger.warning("--%s: skipped %s: %s", store, name, reason)
+        registry.add_refused(name, store, hide(reason))
+        logger.warning("--%s: skipped %s: %s (store: %s)", store, name, reason, root)
     return skipped
 
 
-def _gguf_loader(path: Path, device: str, store: str, name: str) -> Callable[[], LoadedModel]:
+def _store_relative(root: Path | None) -> Callable[[str], str]:
+    """Removes the store's absolute path (as given, and resolved) from a text a client will see."""
+    prefixes = sorted({f"{p}{os.sep}" for p in (str(root), os.path.realpath(root))} if root is not None else set(),
+                      key=len, reverse=True)
+
+    def hide(text: str) -> str:
+        for prefix in prefixes:
+            text = text.replace(prefix, "")
+        return text
+
+    return hide
+
+
+def _gguf_loader(path: Path, device: str, store: str, name: str, hide: Callable[[str], str]
+                 ) -> Callable[[], LoadedModel]:
     def load() -> LoadedModel:
-        loaded = load_checkpoint(path, device)
-        loaded.meta.update({"store": store, "store_name": name})
+        try:
+            loaded = load_checkpoint(path, device)
+        except Exception as error:  # the entry keeps this as its reason, shown to clients: store-relative names
+            logger.warning("--%s: %s (%s) failed to load: %s", store, name, path, error)
+            raise CheckpointError(hide(str(error))) from error
+        loaded.meta.update({"store": store, "store_name": name, "source": f"{store}:{hide(str(path))}"})
         mark_chinese_capable(loaded)
         return loaded
 

@@ -11,7 +11,9 @@ around special tokens). Special-looking text the user typed stays plain text.
 The template comes from a model file, so it renders in a child process (app/chat_sandbox.py) under a time,
 memory and output limit, never on the server's request loop: a template that loops, recurses or builds a
 huge string is a ChatTemplateError naming the limit, and the server keeps answering. It is rendered once per
-template (with a placeholder where the message goes), so the child costs one start per model.
+template (with a placeholder where the message goes), so the child costs one start per model. What the
+template writes is bounded again before it is tokenized (check_output): at most MESSAGE_COPIES times the message
+plus MAX_CHAT_OVERHEAD characters, so a template cannot amplify a message into millions of characters.
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ SPECIAL_SHAPE = re.compile(r"<\|[^\s<>|]{1,40}\|>|<<?/?[A-Za-z_][^\s<>]{0,38}>>?
 _CONTENT = "\ue000content\ue001"  # private-use marks: where the user's text goes in the rendered template
 MAX_TEMPLATE_CHARS = 64_000
 MAX_RENDERED_CHARS = 64_000  # what one message's chat may add around it (real templates write a few hundred)
+# what is tokenized: at most MESSAGE_COPIES x the message + MAX_CHAT_OVERHEAD characters. A template that wrote the
+# message 6,000 times rendered in 0.1 s under every limit above, and each request then tokenized 3 million
+# characters before hearing its text was too long. Real templates write the message once, and at most a couple of
+# thousand characters around it (a default system prompt)
+MESSAGE_COPIES = 2
+MAX_CHAT_OVERHEAD = 16_000
 RENDER_SECONDS = 3.0  # wall clock for the child (real templates render in milliseconds)
 SANDBOX = Path(__file__).with_name("chat_sandbox.py")
 _rendered: LRU[dict[str, str]] = LRU(max_entries=64)  # (template, variables) -> rendered text or error: final
@@ -81,11 +89,24 @@ def _render_in_child(template: str, variables: dict[str, Any]) -> dict[str, str]
     return {key: str(value) for key, value in answer.items()}
 
 
+def check_output(chars: int, copies: int, message_chars: int) -> None:
+    """Refuse, before anything is tokenized, a chat text longer than MESSAGE_COPIES x the message plus
+    MAX_CHAT_OVERHEAD characters (known from the rendered template without building the text)."""
+    bound = MESSAGE_COPIES * message_chars + MAX_CHAT_OVERHEAD
+    if chars > bound:
+        raise ChatTemplateError(
+            f"the chat template's output for this message would be {chars:,} characters (it writes the message "
+            f"{copies:,} times); at most {MESSAGE_COPIES} x the message + {MAX_CHAT_OVERHEAD:,} characters "
+            f"({bound:,} here) are tokenized")
+
+
 def pieces(template: str, content: str, specials: dict[str, Any], is_special: Callable[[str], bool]) -> list[Piece]:
     """The rendered chat as plain-text and special-token pieces, in order (adjacent plain text joined)."""
     rendered = render(template, _CONTENT, specials)
-    if _CONTENT not in rendered:
+    copies = rendered.count(_CONTENT)
+    if not copies:
         raise ChatTemplateError("the chat template does not write the user's message anywhere")
+    check_output(len(rendered) + copies * (len(content) - len(_CONTENT)), copies, len(content))
     out: list[Piece] = []
 
     def plain(text: str) -> None:

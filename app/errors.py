@@ -17,6 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.compression import ApiJSONResponse
+from model.generate import NonFiniteError
 
 log = logging.getLogger("transformer_explorer")
 
@@ -42,7 +43,7 @@ def error_response(status: int, code: str, message: str, headers: Mapping[str, s
 # 404 unknown_model, model_refused, unknown_chapter, chapter_model_missing · 413 body_too_large ·
 # 422 empty_text, text_too_long, out_of_range, unknown_stage,
 # unknown_snapshot, invalid_config, model_too_large, response_too_large, not_in_model, conflicting_fields,
-# invalid_request, invalid_json,
+# invalid_request, invalid_json, nonfinite,
 # invalid_intervention, not_generative, invalid_option, too_much_work, beyond_context · 503 busy, model_loading ·
 # 500 internal;
 # from the connection guard (app.http_guard): 400 invalid_http, 408 request_timeout, 413 body_too_large,
@@ -319,6 +320,11 @@ def install_error_handlers(app: FastAPI) -> None:
         if exc.status_code == 404 and message == "Not Found":
             message = "There is no such page or endpoint. The API is listed at /docs."
         return error_response(exc.status_code, codes.get(exc.status_code, "http_error"), message, exc.headers)
+
+    @app.exception_handler(NonFiniteError)
+    async def nonfinite(_: Request, exc: NonFiniteError) -> ApiJSONResponse:
+        return error_response(422, "nonfinite", f"The model computed something that is not a number: {exc}. "
+                                                "POST /api/trace counts such cells in each stage (`nonfinite`).")
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> ApiJSONResponse:

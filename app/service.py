@@ -11,7 +11,6 @@ single-flight).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Hashable
 from typing import Annotated, Any
 
@@ -168,7 +167,7 @@ class Service:
         inputs = self.tokenized.get(key)
         if inputs is None:
             if request.chat:
-                inputs = await asyncio.to_thread(encode, resolved.loaded, request, self.settings)
+                inputs = await self.engine.call(encode, resolved.loaded, request, self.settings)  # bounded pool
             else:
                 inputs = encode(resolved.loaded, request, self.settings)
             self.tokenized.put(key, inputs)

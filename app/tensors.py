@@ -5,6 +5,9 @@ has no -inf; a float64 array until rendered) or Plotly's typed-array form `{dtyp
 shape}` (base64 of the raw little-endian values; masked cells become NaN). float16 travels
 as dtype "f2", which plotly.js does not know: the page decodes it to a Float32Array itself.
 
+A tensor holding NaN or ±Inf that no mask put there (an overflow) also gets `nonfinite`, their count, so that
+a null is never mistaken for a masked cell or a silent zero.
+
 This is serialization only: no model math happens here.
 """
 
@@ -103,7 +106,22 @@ def encode_tensor(
         array = tensor.to(torch.int32).numpy()  # token ids; plotly.js has no 64-bit integers
         out_dtype = "int32"
     data = _to_typed_array(array) if encoding == "base64" else _to_lists(array)
-    return {"name": name, "dims": dims, "shape": list(array.shape), "dtype": out_dtype, "data": data}
+    encoded = {"name": name, "dims": dims, "shape": list(array.shape), "dtype": out_dtype, "data": data}
+    overflowed = nonfinite_count(array, masked=name.endswith("attn_scores"))
+    if overflowed:  # only then: the key is absent from every finite answer
+        encoded["nonfinite"] = overflowed
+    return encoded
+
+
+def nonfinite_count(array: np.ndarray, masked: bool = False) -> int:
+    """How many cells are NaN or ±Inf that no mask put there (an overflow, a NaN from the model): both travel as
+    null, like masked cells, so the count says they are not masks. `masked`: a stage where -inf means hidden."""
+    if array.dtype.kind != "f":
+        return 0
+    bad = ~np.isfinite(array)
+    if masked:
+        bad &= ~np.isneginf(array)
+    return int(bad.sum())
 
 
 def decode_tensor(payload: dict[str, Any]) -> np.ndarray:

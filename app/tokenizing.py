@@ -58,8 +58,9 @@ def encode(loaded: LoadedModel, request: TextInput, settings: Settings) -> Input
         tokens = encode_text(loaded, request.text)
     if not tokens:
         raise errors.no_tokens()
-    if len(tokens) > limit:
-        raise errors.too_many_tokens("text", len(tokens), limit)
+    if len(tokens) > limit:  # with chat, the count is of what the template wrote around the text
+        raise errors.too_many_tokens("text as the chat template writes it" if request.chat else "text", len(tokens),
+                                     limit)
     if loaded.model.cfg.architecture != "encoder-decoder":
         return Inputs(tokens, chat_text=chat_text)  # target_text means nothing to a single-stack model
     target_tokens = encode_text(loaded, request.target_text or "", as_target=True)

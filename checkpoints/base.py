@@ -10,6 +10,7 @@ from typing import Any
 import torch
 from safetensors.torch import load_file
 
+from checkpoints.finite import nonfinite_weight
 from model.config import TransformerConfig
 from model.tokenizer import CharTokenizer, HubTokenizer
 from model.transformer import Transformer, shared_weight_aliases
@@ -88,6 +89,7 @@ def build_model(cfg: TransformerConfig, state: StateDict, device: str | torch.de
     The modules are built on the meta device and take the state's tensors as their parameters
     (`assign=True`), so the weights exist once: no random initialisation is computed and then
     overwritten, which for a 135M-parameter model would hold two copies (1 GB) at the peak.
+    A weight holding NaN or Inf is refused with its name (checkpoints.finite).
     """
     with torch.device("meta"):
         model = Transformer(cfg)
@@ -107,6 +109,9 @@ def build_model(cfg: TransformerConfig, state: StateDict, device: str | torch.de
         raise CheckpointError(f"missing weights: {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
     # contiguous: a converter may hand over transposed views (GPT-2's Conv1D), which copying used to fix
     tensors = {name: tensor.to(torch.float32).contiguous() for name, tensor in state.items()}
+    nonfinite = nonfinite_weight(tensors)  # a NaN or Inf weight is refused by name, in every format
+    if nonfinite is not None:
+        raise CheckpointError(nonfinite)
     for alias, owner in aliases.items():  # the owner's tensor wins, as when loading copied into one tensor
         if owner not in tensors:
             tensors[owner] = tensors[alias]

@@ -112,11 +112,13 @@ def read_config(path: Path) -> tuple[Any, dict[str, Any], GgufFamily, Transforme
     return reader, metadata, family, cfg
 
 
-def inspect_gguf(path: Path) -> dict[str, Any]:
+def inspect_gguf(path: Path, tokenizer: bool = True) -> dict[str, Any]:
     """Check, without dequantizing the whole file, that load_gguf would load it (CheckpointError naming the
-    problem otherwise); returns its architecture and parameter count. For registering many files cheaply."""
+    problem otherwise); returns its architecture and parameter count. For registering many files cheaply.
+    tokenizer=False: its tokenizer is not built here (a caller about to load the file builds it once, then)."""
     reader, metadata, _, _ = read_config(Path(path))
-    gguf_tokenizer(metadata)
+    if tokenizer:
+        gguf_tokenizer(metadata)
     smallest: dict[Any, Any] = {}  # one tensor of each storage type, dequantized to prove the type is readable
     for tensor in reader.tensors:
         if tensor.tensor_type not in smallest or tensor.n_elements < smallest[tensor.tensor_type].n_elements:

@@ -8,6 +8,8 @@ by name, anything that cannot fit in the file or that llama.cpp itself would ref
 
 - every string and array must fit in the bytes that are left; arrays hold at most MAX_ARRAY items and are
   not nested; keys are unique;
+- a vocabulary (`tokenizer.ggml.tokens`, and its merges) holds at most MAX_VOCAB items of at most
+  MAX_TOKEN_BYTES each (a merge: two tokens and a space) and MAX_VOCAB_BYTES in all (merges: twice that);
 - tensors: at most 4 dimensions, a known storage type, whole blocks, unique names, offsets aligned to
   `general.alignment`, inside the data section, and not overlapping one another.
 
@@ -29,6 +31,12 @@ MAX_KEYS = 1 << 16
 MAX_TENSORS = 1 << 16
 MAX_DIMS = 4  # GGML_MAX_DIMS
 MAX_STRING = 1 << 27  # 128 MiB: an embedded tokenizer.json is a few MB
+# a vocabulary, bounded before the tokenizer is built (Gemma 3's 262,144 tokens take about 4 MB): a count, each
+# token's length and the whole (the probe's 10^6 tokens of 1 KB took 6 GB of memory before being refused)
+MAX_VOCAB = 1 << 19  # 524,288 tokens, twice the largest vocabulary in use
+MAX_TOKEN_BYTES = 1 << 10  # 1 KiB of UTF-8: real tokens are at most a few hundred bytes (runs of spaces, dashes)
+MAX_VOCAB_BYTES = 1 << 25  # 32 MiB of token text in all
+VOCAB_KEYS = ("tokenizer.ggml.tokens", "tokenizer.ggml.merges")  # a merge is two tokens and a space
 DEFAULT_ALIGNMENT = 32
 
 # value type -> (struct format, size); 8 = string, 9 = array
@@ -133,26 +141,40 @@ def _value(cursor: _Cursor, kind: int, key: str) -> Any:
     if count > MAX_ARRAY or count * smallest > cursor.left:
         raise cursor.fail(f"the metadata key {key!r} says it holds {count} items: more than the file's size "
                           f"(or the limit of {MAX_ARRAY}) allows")
+    if key in VOCAB_KEYS and count > MAX_VOCAB:
+        raise cursor.fail(f"{key} holds {count:,} items; the limit is {MAX_VOCAB:,}")
     if item in SCALARS:
         cursor.skip(count * smallest, f"the array {key!r}")
+    elif key in VOCAB_KEYS:
+        merges = key.endswith("merges")
+        _skip_strings(cursor, count, key, MAX_TOKEN_BYTES * (2 if merges else 1) + (1 if merges else 0),
+                      MAX_VOCAB_BYTES * (2 if merges else 1))
     else:
         _skip_strings(cursor, count, key)
     return None
 
 
-def _skip_strings(cursor: _Cursor, count: int, key: str) -> None:
+def _skip_strings(cursor: _Cursor, count: int, key: str, longest: int | None = None, total: int | None = None
+                  ) -> None:
     """Step over `count` strings, checking only their lengths (the reader decodes them): a tight loop, because
-    a vocabulary and its merges are several hundred thousand strings."""
+    a vocabulary and its merges are several hundred thousand strings. `longest` and `total` bound each string's
+    bytes and all of them (a vocabulary's tokens)."""
     data, at, size, unpack = cursor.data, cursor.at, len(cursor.data), struct.Struct("<Q").unpack_from
+    start = at
     for index in range(count):
         if at + 8 > size:
             cursor.at = at
             raise cursor.fail(f"item {index} of {key!r} runs past the end of the file (truncated?)")
         length = unpack(data, at)[0]
+        if longest is not None and length > longest:
+            cursor.at = at
+            raise cursor.fail(f"item {index} of {key} is {length:,} bytes long; the limit is {longest:,}")
         at += 8 + length
         if at > size:
             cursor.at = at - length - 8
             raise cursor.fail(f"item {index} of {key!r} says it is {length} bytes long, past the end of the file")
+        if total is not None and at - start - 8 * (index + 1) > total:
+            raise cursor.fail(f"{key} holds more than {total:,} bytes of text; the limit is {total:,}")
     cursor.at = at
 
 

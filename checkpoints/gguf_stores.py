@@ -5,15 +5,26 @@ Ollama: <root>/manifests/<host>/<namespace>/<model>/<tag> is a JSON manifest; it
 $OLLAMA_MODELS, else ~/.ollama/models (the same on Linux, macOS and Windows; the Linux system service
 uses /usr/share/ollama/.ollama/models). LM Studio: <root>/<publisher>/<repo>/*.gguf under
 ~/.lmstudio/models (older versions: ~/.cache/lm-studio/models).
-Each function returns (name, path) pairs and (name, reason) pairs for what it had to skip.
+Each function returns (name, path) pairs and (name, reason) pairs for what it had to skip; every file is read
+through checkpoints.store_files (resolved inside the store, bounded), and reasons name files store-relatively.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
+
+from checkpoints.store_files import (
+    StoreEntryError,
+    entries,
+    inside,
+    parse_json,
+    read_bounded,
+    real_root,
+    regular_file,
+    relative,
+)
 
 OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
 OLLAMA_UNSUPPORTED_LAYERS = {
@@ -48,39 +59,50 @@ def lmstudio_root() -> Path:
 
 def ollama_models(root: Path) -> tuple[Found, Skipped]:
     """Every model of an Ollama store, named as Ollama names it (`qwen2.5:0.5b`; outside Ollama's library,
-    `user/model:tag` becomes `model:tag`: model names hold no '/'), with the GGUF blob it runs."""
+    `user/model:tag` becomes `model:tag`: model names hold no '/'), with the GGUF blob it runs (resolved, inside
+    the store). Every manifest is read through checkpoints.store_files' limits; whatever goes wrong with one, it is
+    skipped with its reason (store-relative names only) and the others are still read."""
+    store = real_root(root)
     manifests = root / "manifests"
     if not manifests.is_dir():
-        return [], [(str(root), "no Ollama store here (no manifests folder)")]
+        return [], [(root.name, "no Ollama store here (no manifests folder)")]
     found: Found = []
     skipped: Skipped = []
-    for manifest in sorted(p for p in manifests.glob("*/*/*/*") if p.is_file()):
-        host, namespace, model, tag = manifest.relative_to(manifests).parts
-        name = f"{model}:{tag}"
+    try:
+        inside(store, manifests, "the folder")
+    except StoreEntryError as error:
+        return [], [(root.name, str(error))]
+    for parts, real in entries(store, 5, under="manifests"):
+        name = f"{parts[3]}:{parts[4]}" if len(parts) == 5 else "/".join(parts)
+        if isinstance(real, StoreEntryError):
+            skipped.append((name, str(real)))
+            continue
+        host, namespace, model, tag = parts[1:]
         if any(name == seen for seen, _ in found):
             skipped.append((name, f"another model already has this name ({host}/{namespace}/{model}:{tag})"))
             continue
-        try:  # each manifest on its own: one bad file never stops the others
-            found.append((name, ollama_blob(root, manifest)))
+        try:  # each manifest on its own: one bad file never stops the others, whatever it raises
+            found.append((name, Path(ollama_blob(store, real))))
         except StoreEntryError as error:
             skipped.append((name, str(error)))
+        except Exception as error:  # noqa: BLE001 — RecursionError, MemoryError, ...: this entry only
+            skipped.append((name, f"its manifest cannot be read: {type(error).__name__}"))
     return found, skipped
 
 
-class StoreEntryError(ValueError):
-    """One store entry cannot be offered; the message says why."""
-
-
-def ollama_blob(root: Path, manifest: Path) -> Path:
-    """The GGUF blob a manifest names, checked: a JSON object without duplicate keys, a `layers` list, one
-    model layer, a digest of the form sha256:<64 hex> (nothing else can name a file inside the store)."""
+def ollama_blob(store: str, manifest: str) -> str:
+    """The GGUF blob a manifest names, checked: at most MAX_MANIFEST_BYTES, nesting at most MAX_JSON_DEPTH, a JSON
+    object without duplicate keys, a `layers` list, one model layer, a digest of the form sha256:<64 hex> (nothing
+    else can name a file inside the store), a regular file inside the store's blobs folder."""
+    raw = read_bounded(store, manifest, "its manifest")
     try:
-        document = json.loads(manifest.read_text(encoding="utf-8"), object_pairs_hook=_no_duplicate_keys)
-    except (OSError, ValueError) as error:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
-        raise StoreEntryError(f"unreadable manifest {manifest}: {error}") from error
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise StoreEntryError(f"unreadable manifest {relative(store, manifest)}: {error}") from error
+    document = parse_json(text, f"manifest {relative(store, manifest)}", _no_duplicate_keys)
     layers = document.get("layers") if isinstance(document, dict) else None
     if not isinstance(layers, list) or not all(isinstance(layer, dict) for layer in layers):
-        raise StoreEntryError(f"its manifest {manifest} has no list of layers")
+        raise StoreEntryError(f"its manifest {relative(store, manifest)} has no list of layers")
     kinds = [layer.get("mediaType") for layer in layers]
     extra = [what for kind, what in OLLAMA_UNSUPPORTED_LAYERS.items() if kind in kinds]
     if extra:
@@ -91,12 +113,13 @@ def ollama_blob(root: Path, manifest: Path) -> Path:
     digest = models[0].get("digest")
     if not isinstance(digest, str) or not OLLAMA_DIGEST.fullmatch(digest):
         raise StoreEntryError(f"its model layer's digest {str(digest)[:80]!r} is not sha256:<64 hex digits>")
-    blobs = (root / "blobs").resolve()
-    blob = (blobs / digest.replace(":", "-")).resolve()
-    if blob.parent != blobs:  # a symlink out of the store
-        raise StoreEntryError(f"its model blob {blob} is outside the store's blobs folder")
-    if not blob.is_file():
-        raise StoreEntryError(f"its model blob {blob} is missing")
+    blobs = inside(store, Path(store, "blobs"), "the folder")
+    blob = os.path.realpath(Path(blobs, digest.replace(":", "-")))
+    if os.path.dirname(blob) != blobs:  # a symlink out of the store (never opened)
+        raise StoreEntryError(f"its model blob blobs/{digest.replace(':', '-')} is outside the store's blobs folder")
+    if not os.path.lexists(blob):
+        raise StoreEntryError(f"its model blob {relative(store, blob)} is missing")
+    regular_file(store, blob, "its model blob")
     return blob
 
 
@@ -110,18 +133,28 @@ def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
 
 def lmstudio_models(root: Path) -> tuple[Found, Skipped]:
     """Every .gguf under <root>/<publisher>/<repo>/, named by its file name without .gguf (vision projectors
-    skipped)."""
+    skipped), resolved inside the folder: a link out of it (a file or a folder on the way) is refused without
+    being opened, and so is anything that is not a regular file (a FIFO, a directory named .gguf)."""
     if not root.is_dir():
-        return [], [(str(root), "no LM Studio models folder here")]
+        return [], [(root.name, "no LM Studio models folder here")]
+    store = real_root(root)
     found: Found = []
     skipped: Skipped = []
-    for path in sorted(root.glob("*/*/*.gguf")):
-        name = path.stem
-        if path.name.startswith("mmproj"):
+    for parts, real in entries(store, 3, keep=lambda name: name.endswith(".gguf")):
+        name = parts[-1].removesuffix(".gguf") if len(parts) == 3 else "/".join(parts)
+        if isinstance(real, StoreEntryError):
+            skipped.append((name, str(real)))
+            continue
+        if parts[-1].startswith("mmproj"):
             skipped.append((name, "a vision projector, not a language model"))
             continue
         if any(name == seen for seen, _ in found):
-            skipped.append((name, f"another file has this name ({path})"))
+            skipped.append((name, f"another file has this name ({'/'.join(parts)})"))
             continue
-        found.append((name, path))
+        try:
+            regular_file(store, real, "the file")
+        except StoreEntryError as error:
+            skipped.append((name, str(error)))
+            continue
+        found.append((name, Path(real)))
     return found, skipped

@@ -245,9 +245,12 @@ def naive_attention(
         scores = scores + alibi_tile(torch.as_tensor(alibi_slope, dtype=q.dtype, device=q.device), q_pos, k_pos, causal)
     if softcap is not None:
         scores = soft_cap(scores, softcap)
-    if causal or window is not None:
-        scores = scores.masked_fill(~visible(q_pos, k_pos, causal, window), float("-inf"))
-    pattern = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # [..., q_pos, k_pos]
+    seen = visible(q_pos, k_pos, causal, window) if causal or window is not None else None  # [q_pos, k_pos]
+    if seen is not None:
+        scores = scores.masked_fill(~seen, float("-inf"))
+    pattern = torch.softmax(scores, dim=-1)  # [..., q_pos, k_pos]
+    if seen is not None:  # only a query that sees no key attends nowhere; any other NaN stays NaN
+        pattern = pattern.masked_fill(~seen.any(-1, keepdim=True), 0.0)
     return torch.einsum("...qk,...kd->...qd", pattern, v)
 
 

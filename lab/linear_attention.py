@@ -51,9 +51,11 @@ def softmax_weights(head: HeadInputs) -> torch.Tensor:
         scores = scores + alibi_tile(torch.tensor(head.alibi_slope, dtype=scores.dtype), q_pos, k_pos, head.causal)
     if head.softcap is not None:
         scores = soft_cap(scores, head.softcap)
-    if head.causal or head.window is not None:
-        scores = scores.masked_fill(~visible(q_pos, k_pos, head.causal, head.window), float("-inf"))
-    return torch.softmax(scores, dim=-1).nan_to_num(0.0)
+    if not (head.causal or head.window is not None):
+        return torch.softmax(scores, dim=-1)
+    seen = visible(q_pos, k_pos, head.causal, head.window)  # [q_pos, k_pos]
+    pattern = torch.softmax(scores.masked_fill(~seen, float("-inf")), dim=-1)
+    return pattern.masked_fill(~seen.any(-1, keepdim=True), 0.0)  # only a query that sees no key attends nowhere
 
 
 def linear_weights(q: torch.Tensor, k: torch.Tensor, *, causal: bool) -> torch.Tensor:

@@ -36,7 +36,8 @@ def row_statistics(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
     scores: [..., k_pos] -> two tensors [...]. A row with no visible key has weight 0, entropy 0.
     """
-    weights = torch.softmax(scores.double(), dim=-1).nan_to_num(0.0)  # [..., k_pos]
+    weights = torch.softmax(scores.double(), dim=-1)  # [..., k_pos]
+    weights = weights.masked_fill(torch.isneginf(scores).all(-1, keepdim=True), 0.0)  # only all-hidden rows: 0
     logs = torch.where(weights > 0, weights.log(), torch.zeros_like(weights))
     return weights.amax(-1), -(weights * logs).sum(-1)
 

@@ -85,8 +85,15 @@ def sampling_distributions(logits: torch.Tensor, temperature: float, top_k: int 
     return {"original": original, "tempered": tempered, "top_k": after_k, "final": kept}
 
 
+class NonFiniteError(ValueError):
+    """A pass computed NaN or Inf where a number is needed (an overflow, with finite weights): said, not hidden."""
+
+
 def draw_tokens(probs: torch.Tensor, n: int, generator: torch.Generator) -> list[int]:
     """The one draw: n independent ids from probs [d_vocab] (with replacement), advancing `generator`."""
+    if not bool(torch.isfinite(probs).all()):
+        raise NonFiniteError("the next-token probabilities are not finite numbers: a NaN or an infinity arose in "
+                             "the model's pass (an overflow), so nothing can be drawn from them")
     return torch.multinomial(probs.double(), n, replacement=True, generator=generator).tolist()
 
 

@@ -228,7 +228,9 @@ class Attention(nn.Module):
         attn_scores = self.hook_attn_scores(attn_scores)
         pattern = torch.softmax(attn_scores, dim=-1)  # [batch, head, q_pos, k_pos]
         if allowed is not None:
-            pattern = pattern.nan_to_num(0.0)  # a row with no visible key (padding) attends nowhere
+            # a row with no visible key (a padded query in a batch) attends nowhere: its softmax is 0/0, set to 0
+            # here and only here; a NaN from anywhere else (an overflow) stays NaN, for the answer to report it
+            pattern = pattern.masked_fill(~allowed.any(dim=-1, keepdim=True), 0.0)
         pattern = self.hook_pattern(pattern)
         # 5) weighted sum of values, then mix the heads
         z = self.hook_z(torch.einsum("bhqk,bkhd->bqhd", pattern, v))  # [batch, pos, head, d_head]

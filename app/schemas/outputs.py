@@ -29,6 +29,9 @@ class TensorOut(BaseModel):
     shape: list[int]
     dtype: str
     data: Any = Field(description="Nested lists (null = masked) or {dtype, bdata, shape} when encoding is base64.")
+    nonfinite: int | None = Field(None, description=(
+        "Present only when some cells are NaN or ±Inf that no mask put there (an overflow in this stage or before "
+        "it): how many. They travel as null (NaN in base64), like masked cells."))
 
 
 class ErrorBody(BaseModel):
