@@ -54,8 +54,9 @@ def texts() -> dict[str, dict[str, Any]]:
 def test_files_are_well_formed(texts: dict[str, dict[str, Any]]) -> None:
     for lang, data in texts.items():
         assert data["language"] == lang
-        assert set(data) == {"language", "html_lang", "separator", "ui", "stages"}
-        for section in ("ui", "stages"):
+        # models: a model's description, worded from its loader's facts (app/model_words.py)
+        assert set(data) == {"language", "html_lang", "separator", "models", "ui", "stages"}
+        for section in ("models", "ui", "stages"):
             for key, value in data[section].items():
                 assert isinstance(value, str), (lang, key)
                 assert "undefined" not in value and "⟦" not in value, (lang, key)

@@ -1,6 +1,7 @@
 // Shared pieces of the stage panels.
 
 import { api, decodeStages } from "../shared/api.js";
+import { h } from "../shared/dom.js";
 import { absMax, categoryAxis, draw, fitMargins, heatmap, indexLabels, rawLabels, rowsHeight, shapeBadge, textWidth, tokenLabels } from "../shared/plot.js";
 import { hiddenTrace, withoutHidden } from "../shared/screen_fit.js";
 
@@ -12,7 +13,10 @@ export async function fetchStages(ctx, names, extra = {}) {
 
 /** A shape badge ("[seq 7, d_model 64]") with the dims named in the page's language. */
 export function badge(ctx, label, tensor) {
-  return shapeBadge(label, tensor, (dim) => (ctx.texts.has(`dim_${dim}`) ? ctx.t(`dim_${dim}`) : dim));
+  const shape = shapeBadge(label, tensor, (dim) => (ctx.texts.has(`dim_${dim}`) ? ctx.t(`dim_${dim}`) : dim));
+  // an overflow is shown, never hidden: the cells that are not numbers (drawn blank), counted by the server
+  if (tensor.nonfinite) shape.append(h("span", { class: "nonfinite", text: ctx.t("nonfinite_cells", { n: tensor.nonfinite }) }));
+  return shape;
 }
 
 /** Labels for the columns of a [.., dim] matrix. */

@@ -145,6 +145,7 @@ export class Tensor {
     this.name = payload.name;
     this.dims = payload.dims;
     this.shape = payload.shape;
+    this.nonfinite = payload.nonfinite || 0; // NaN/Inf cells no mask put there (an overflow), counted by the server
     this.values = decodeData(payload.data);
     this.strides = [];
     let stride = 1;
