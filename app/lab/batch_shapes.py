@@ -8,7 +8,7 @@ POST /api/lab/batch-shapes: one attention layer on a batch of two sentences, vie
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,7 +17,7 @@ from app.lab.common import Experiment, rounded, summary_of
 from app.lab.norm_statistics import MAX_CHARS, check_plain_batch, sentence_ids
 from app.pipeline import Build, Context, Run
 from app.request_checks import attention_layer
-from app.schemas import Int, Text, TextInput, TokenOut
+from app.schemas import INTEGER, Int, Text, TextInput, TokenOut
 from app.tokenizing import encode_text, tokens_out
 from lab import batch_shapes
 from lab.norm_statistics import padded_batch
@@ -36,7 +36,10 @@ class BatchShapesLabRequest(TextInput):
     layer: Int = Field(0, ge=0, le=1024, description="The attention layer walked through.")
     head: Int = Field(0, ge=0, le=1024, description="The query head whose numbers are followed.")
     sentence: Int = Field(1, ge=1, le=2, description="The sentence (batch row + 1) whose numbers are followed.")
-    pos: Int | None = Field(None, ge=0, le=1024, description="Its position followed (omitted: its last token).")
+    # the bounds on the integer, before its validator: on the optional field pydantic wrote them as "ge"/"le",
+    # which no schema reader knows, so a client was not told that -1 is refused
+    pos: Annotated[int, Field(ge=0, le=1024), INTEGER] | None = Field(
+        None, description="Its position followed (omitted: its last token).")
     key: Int = Field(0, ge=0, le=1024, description="The key position whose score and weight are followed.")
 
 
