@@ -258,7 +258,9 @@ def _validation_details(exc: RequestValidationError) -> dict[str, Any] | None:
     limit = (first.get("ctx") or {}).get(bound[1]) if bound else None
     if bound is None or not names or not isinstance(limit, int | float):
         return None
-    return {"reason": bound[0], "field": names[-1], "limit": limit}
+    given = first.get("input")
+    length = {"length": len(given)} if bound[0] == "too_many_chars" and isinstance(given, str) else {}
+    return {"reason": bound[0], "field": names[-1], "limit": limit, **length}  # a length, never the text itself
 
 
 def _describe_validation(exc: RequestValidationError, body_model: object = None) -> tuple[str, str]:

@@ -52,7 +52,11 @@ export function tokenTexts(tokens) {
   let i = 0;
   while (i < tokens.length) {
     const tok = tokens[i];
-    if (!BYTE_TOKEN.test(tok.text)) { i += 1; continue; }
+    if (!BYTE_TOKEN.test(tok.text)) { // characters, perhaps with bytes among them ("␣<0xE5>"): those spelled
+      if (BYTES.test(tok.text)) shown[i] = spelled(tok.text, visible);
+      i += 1;
+      continue;
+    }
     if (!(tok.end > tok.start)) { // no span (a candidate next token): it stands alone
       shown[i] = loneByteText(tok.text) ?? shown[i];
       i += 1;
@@ -83,6 +87,47 @@ export function tokenTexts(tokens) {
     i = j;
   }
   return shown;
+}
+
+/** How one token reads on screen when it stands alone (a target, an answer, a candidate next token): the one
+ *  naming of tokenTexts, so a byte token reads as the character it spells, never as "<0xE5>". */
+export function tokenText(token) {
+  return tokenTexts([{ text: token.text, start: 0, end: 0 }])[0];
+}
+
+/** A text the server wrote with byte tokens joined ("…<0xE6><0x88><0x91>"): each run of bytes read as the
+ *  characters it spells; a character the run does not finish reads as loneByteText does ("佀…使 1–2/3"), a byte
+ *  that starts no character keeps its raw text. */
+export function readText(text) {
+  return spelled(String(text), (part) => part);
+}
+
+const BYTES = /<0x[0-9A-Fa-f]{2}>/;
+const BYTE_RUN = /(?:<0x[0-9A-Fa-f]{2}>)+/g;
+
+/** `text` with each run of byte tokens spelled as characters; `show` applied to what is not a byte's name. */
+function spelled(text, show) {
+  const plain = (part) => (part ? show(part) : "");
+  let out = "";
+  let at = 0;
+  for (const run of text.matchAll(BYTE_RUN)) {
+    out += plain(text.slice(at, run.index));
+    const bytes = bytesOf(run[0]);
+    let k = 0;
+    while (k < bytes.length) {
+      const n = bytes[k] >= 0xf0 && bytes[k] < 0xf8 ? 4 : bytes[k] >= 0xe0 ? 3 : bytes[k] >= 0xc0 ? 2 : bytes[k] < 0x80 ? 1 : 0;
+      const piece = bytes.slice(k, k + Math.max(n, 1));
+      let chars = null;
+      if (n && piece.length === n) { try { chars = UTF8.decode(new Uint8Array(piece)); } catch { chars = null; } }
+      const raw = piece.map((b) => `<0x${b.toString(16).toUpperCase().padStart(2, "0")}>`).join("");
+      if (chars) { out += show(chars); k += n; continue; }
+      const lone = n && piece.length < n ? loneByteText(raw) : null; // the run ends inside a character
+      out += lone ?? `<0x${bytes[k].toString(16).toUpperCase().padStart(2, "0")}>`;
+      k += lone ? piece.length : 1;
+    }
+    at = run.index + run[0].length;
+  }
+  return out + plain(text.slice(at));
 }
 
 /** The bytes of a byte token ("<0xE4><0xBD>" -> [0xE4, 0xBD]). */
