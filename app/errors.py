@@ -137,9 +137,10 @@ def too_many_tokens(field: str, count: int, limit: int) -> ApiError:
         "too_many_tokens", field=field, count=count, limit=limit)
 
 
-def not_one_token(field: str, text: str, pieces: list[str]) -> ApiError:
-    """A token typed as text that is several tokens (or none) for this model: its pieces shown."""
-    shown_pieces = " + ".join(f"“{p}”" for p in pieces) or "nothing"
+def not_one_token(field: str, text: str, pieces: list[dict[str, Any]]) -> ApiError:
+    """A token typed as text that is several tokens (or none) for this model: its pieces ({text, start, end}, the
+    spans in `text`, so a page names byte pieces by the character they spell) shown."""
+    shown_pieces = " + ".join(f"“{p['text']}”" for p in pieces) or "nothing"
     return invalid_option(field, f"“{text}” is {len(pieces)} tokens for this model ({shown_pieces}); give text that "
                                  "is exactly one token (mind the leading space, as in “ Paris”).").with_details(
         "not_one_token", field=field, text=text, count=len(pieces), pieces=pieces)

@@ -144,7 +144,7 @@ def one_token(loaded: LoadedModel, field: str, text: str, *, before: str | None 
     token as the suggestion, never silently taken as the other token."""
     pieces = loaded.tokenizer.encode(text)
     if len(pieces) != 1:
-        raise errors.not_one_token(field, text, [t.text for t in pieces])
+        raise errors.not_one_token(field, text, [{"text": t.text, "start": t.start, "end": t.end} for t in pieces])
     follows_word = before is not None and before != "" and not before[-1].isspace()
     if follows_word and text[:1].isalnum():
         spaced = loaded.tokenizer.encode(" " + text)

@@ -59,7 +59,7 @@ def details_of(response) -> dict[str, object]:  # noqa: ANN001
 
 def test_a_target_without_its_leading_space_is_refused_with_the_suggestion(bpe_client: TestClient) -> None:
     for field in ("target", "versus"):
-        body = {"model": "bpe", "text": SENTENCE, "target": " rome", field: "paris"}
+        body: dict[str, object] = {"model": "bpe", "text": SENTENCE, "target": " rome", field: "paris"}
         response = post(bpe_client, ATTRIBUTION, body)
         status, code, message = error_of(response)
         assert (status, code) == (422, "invalid_option") and "“ paris”" in message, message
@@ -80,7 +80,8 @@ def test_patching_answers_go_through_the_same_check(bpe_client: TestClient) -> N
                                     "suggestion": " paris"}
     response = post(bpe_client, PATCHING, {**body, "corrupted_answer": "berlin"})
     assert details_of(response) == {"reason": "not_one_token", "field": "corrupted_answer", "text": "berlin",
-                                    "count": 6, "pieces": ["b", "e", "r", "l", "i", "n"]}
+                                    "count": 6, "pieces": [{"text": c, "start": i, "end": i + 1}
+                                                           for i, c in enumerate("berlin")]}
     longer = post(bpe_client, PATCHING, {**body, "corrupted": "the capital of italy is not"})
     assert details_of(longer) == {"reason": "token_counts_differ", "clean": 6, "corrupted": 10}
 
@@ -88,7 +89,7 @@ def test_patching_answers_go_through_the_same_check(bpe_client: TestClient) -> N
 def test_a_token_of_several_pieces_names_them(client: TestClient) -> None:
     response = post(client, ATTRIBUTION, {"model": "gpt", "text": "the cat sat on the", "target": "cat"})
     assert details_of(response) == {"reason": "not_one_token", "field": "target", "text": "cat", "count": 3,
-                                    "pieces": ["c", "a", "t"]}
+                                    "pieces": [{"text": c, "start": i, "end": i + 1} for i, c in enumerate("cat")]}
 
 
 def test_a_long_text_is_refused_whole_with_its_length_and_the_limit(client: TestClient) -> None:

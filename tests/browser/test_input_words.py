@@ -125,3 +125,8 @@ def test_byte_tokens_read_as_characters_everywhere(page: Any, words_server: Any)
     assert shown[0] == "我" and shown[1].startswith("␣") and "<0x" not in shown[1] and shown[1].endswith("1/3")
     assert shown[2].startswith("我爱北") and "<0x" not in shown[2] and shown[2].endswith("1–2/3"), shown
     assert shown[3] == ["我 1–2/3", "我 3/3"], shown
+    # a target that is byte pieces: the refusal names them as the generation tree does
+    open_lab(page, words_server.url, panel="logit_attribution", model="bpe", text=SENTENCE, lang="zh",
+             **{"logit_attribution.target": "我"})
+    said = panel_error(page, "logit_attribution")
+    assert "“我 1/3” + “我 2/3” + “我 3/3”" in said and "<0x" not in said, said

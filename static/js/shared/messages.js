@@ -2,7 +2,7 @@
 // `texts` is the Texts of the language on screen; before any text file loaded, the raw error shows.
 
 import { ApiError } from "./api.js";
-import { h, tokenText } from "./dom.js";
+import { h, tokenText, tokenTexts } from "./dom.js";
 import { SERVER_COMMAND } from "./site.js";
 
 const box = () => document.getElementById("message");
@@ -35,7 +35,7 @@ export function detailWords(error, texts, label = () => null) {
   const values = { ...details };
   if ("text" in details) values.text = quoted(details.text);
   if ("suggestion" in details) values.suggestion = quoted(details.suggestion);
-  if (Array.isArray(details.pieces)) values.pieces = details.pieces.map((p) => `“${quoted(p)}”`).join(" + ") || "∅";
+  if (Array.isArray(details.pieces)) values.pieces = tokenTexts(details.pieces).map((p) => `“${p}”`).join(" + ") || "∅";
   for (const name of ["limit", "length", "count", "clean", "corrupted"]) {
     if (typeof details[name] === "number") values[name] = details[name].toLocaleString("en-US");
   }
