@@ -120,11 +120,13 @@ def test_byte_tokens_read_as_characters_everywhere(page: Any, words_server: Any)
         const dom = await import('/static/js/shared/dom.js');
         return [dom.tokenText({text: '<0xE6><0x88><0x91>'}), dom.tokenText({text: ' <0xE5>'}),
                 dom.readText('我<0xE7><0x88><0xB1>北<0xE4><0xBA>'),
-                dom.tokenTexts([{text: '<0xE6><0x88>', start: 0, end: 1}, {text: '<0x91>', start: 0, end: 1}])];
+                dom.tokenTexts([{text: '<0xE6><0x88>', start: 0, end: 1}, {text: '<0x91>', start: 0, end: 1}]),
+                dom.tokenText({text: '<0x1C>'})];
     }""")
     assert shown[0] == "我" and shown[1].startswith("␣") and "<0x" not in shown[1] and shown[1].endswith("1/3")
     assert shown[2].startswith("我爱北") and "<0x" not in shown[2] and shown[2].endswith("1–2/3"), shown
     assert shown[3] == ["我 1–2/3", "我 3/3"], shown
+    assert shown[4] == "<0x1C>"  # a control character would show as nothing: its byte's name stays
     # a target that is byte pieces: the refusal names them as the generation tree does
     open_lab(page, words_server.url, panel="logit_attribution", model="bpe", text=SENTENCE, lang="zh",
              **{"logit_attribution.target": "我"})

@@ -103,6 +103,7 @@ export function readText(text) {
 }
 
 const BYTES = /<0x[0-9A-Fa-f]{2}>/;
+const CONTROL = /^[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]$/; // invisible; \t \n \r have signs (visible)
 const BYTE_RUN = /(?:<0x[0-9A-Fa-f]{2}>)+/g;
 
 /** `text` with each run of byte tokens spelled as characters; `show` applied to what is not a byte's name. */
@@ -119,6 +120,7 @@ function spelled(text, show) {
       const piece = bytes.slice(k, k + Math.max(n, 1));
       let chars = null;
       if (n && piece.length === n) { try { chars = UTF8.decode(new Uint8Array(piece)); } catch { chars = null; } }
+      if (chars && CONTROL.test(chars)) chars = null; // a control character would show as nothing: its byte stays
       const raw = piece.map((b) => `<0x${b.toString(16).toUpperCase().padStart(2, "0")}>`).join("");
       if (chars) { out += show(chars); k += n; continue; }
       const lone = n && piece.length < n ? loneByteText(raw) : null; // the run ends inside a character
@@ -146,7 +148,7 @@ export function loneByteText(text) {
   const n = bytes[0] >= 0xf0 && bytes[0] < 0xf8 ? 4 : bytes[0] >= 0xe0 ? 3 : bytes[0] >= 0xc0 ? 2 : bytes[0] < 0x80 ? 1 : 0;
   if (!n || bytes.length > n || bytes.slice(1).some((b) => (b & 0xc0) !== 0x80)) return null;
   const spell = (tail) => { try { return UTF8.decode(new Uint8Array([...bytes, ...tail])); } catch { return null; } };
-  if (bytes.length === n) return spell([]) && visible(spell([]));
+  if (bytes.length === n) return spell([]) && !CONTROL.test(spell([])) ? visible(spell([])) : null;
   const lo = spell(Array(n - bytes.length).fill(0x80));
   const hi = spell(Array(n - bytes.length).fill(0xbf));
   if (!lo || !hi) return null;
