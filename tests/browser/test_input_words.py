@@ -121,12 +121,16 @@ def test_byte_tokens_read_as_characters_everywhere(page: Any, words_server: Any)
         return [dom.tokenText({text: '<0xE6><0x88><0x91>'}), dom.tokenText({text: ' <0xE5>'}),
                 dom.readText('我<0xE7><0x88><0xB1>北<0xE4><0xBA>'),
                 dom.tokenTexts([{text: '<0xE6><0x88>', start: 0, end: 1}, {text: '<0x91>', start: 0, end: 1}]),
-                dom.tokenText({text: '<0x1C>'})];
+                dom.tokenText({text: '<0x1C>'}),
+                dom.tokenTexts([{text: ' of', start: 11, end: 14}, {text: ' <0xE6>', start: 14, end: 16},
+                                {text: '<0xB3>', start: 15, end: 16}, {text: '<0x95>', start: 15, end: 16}])];
     }""")
     assert shown[0] == "我" and shown[1].startswith("␣") and "<0x" not in shown[1] and shown[1].endswith("1/3")
     assert shown[2].startswith("我爱北") and "<0x" not in shown[2] and shown[2].endswith("1–2/3"), shown
     assert shown[3] == ["我 1–2/3", "我 3/3"], shown
     assert shown[4] == "<0x1C>"  # a control character would show as nothing: its byte's name stays
+    # SmolLM2's " 法": a space with the first byte, then two byte tokens: one character, as the chips show it
+    assert shown[5] == ["␣of", "␣法 1/3", "法 2/3", "法 3/3"], shown
     # a target that is byte pieces: the refusal names them as the generation tree does
     open_lab(page, words_server.url, panel="logit_attribution", model="bpe", text=SENTENCE, lang="zh",
              **{"logit_attribution.target": "我"})

@@ -52,7 +52,11 @@ export function tokenTexts(tokens) {
   let i = 0;
   while (i < tokens.length) {
     const tok = tokens[i];
-    if (!BYTE_TOKEN.test(tok.text)) { // characters, perhaps with bytes among them ("␣<0xE5>"): those spelled
+    // characters before bytes ("␣<0xE6>", span " 法"): its bytes start a group with the byte tokens after it
+    const tail = BYTE_TOKEN.test(tok.text) ? null : tok.text.match(TRAILING_BYTES);
+    const head = tail && tok.end > tok.start && i + 1 < tokens.length && BYTE_TOKEN.test(tokens[i + 1].text)
+      && tokens[i + 1].end === tok.end ? tok.text.slice(0, tail.index) : null;
+    if (!BYTE_TOKEN.test(tok.text) && head === null) { // characters, perhaps with bytes among them: those spelled
       if (BYTES.test(tok.text)) shown[i] = spelled(tok.text, visible);
       i += 1;
       continue;
@@ -62,9 +66,10 @@ export function tokenTexts(tokens) {
       i += 1;
       continue;
     }
+    const first = head === null ? tok : tokens[i + 1];
     let j = i + 1;
-    while (j < tokens.length && BYTE_TOKEN.test(tokens[j].text) && tokens[j].start === tok.start && tokens[j].end === tok.end) j += 1;
-    const bytes = tokens.slice(i, j).map((t) => bytesOf(t.text));
+    while (j < tokens.length && BYTE_TOKEN.test(tokens[j].text) && tokens[j].start === first.start && tokens[j].end === first.end) j += 1;
+    const bytes = tokens.slice(i, j).map((t, k) => bytesOf(k === 0 && head !== null ? tail[0] : t.text));
     const total = bytes.reduce((n, b) => n + b.length, 0);
     let chars = null;
     try { chars = UTF8.decode(new Uint8Array(bytes.flat())); } catch { chars = null; }
@@ -84,6 +89,8 @@ export function tokenTexts(tokens) {
         at += b.length;
       });
     }
+    if (head && shown[i] !== visible(tok.text)) shown[i] = `${visible(head)}${shown[i]}`;
+    if (head && shown[i] === visible(tok.text)) shown[i] = spelled(tok.text, visible);
     i = j;
   }
   return shown;
@@ -103,6 +110,7 @@ export function readText(text) {
 }
 
 const BYTES = /<0x[0-9A-Fa-f]{2}>/;
+const TRAILING_BYTES = /(?:<0x[0-9A-Fa-f]{2}>)+$/;
 const CONTROL = /^[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]$/; // invisible; \t \n \r have signs (visible)
 const BYTE_RUN = /(?:<0x[0-9A-Fa-f]{2}>)+/g;
 
