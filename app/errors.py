@@ -160,10 +160,11 @@ def shown(number: int) -> str:
 
 
 def out_of_range(what: str, value: int, count: int) -> ApiError:
-    return ApiError(
-        422, "out_of_range",
-        f"{what} {shown(value)} does not exist: this model has {count}, numbered 0 to {count - 1}."
-    )
+    error = ApiError(422, "out_of_range",
+                     f"{what} {shown(value)} does not exist: this model has {count}, numbered 0 to {count - 1}.")
+    if abs(value) < 10**6:  # a page words it with its own word for `what` (layer, head, position)
+        error.with_details("out_of_range", what=what.lower(), value=value, count=count, last=count - 1)
+    return error
 
 
 def unknown_stage(index: int) -> ApiError:

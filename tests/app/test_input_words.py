@@ -109,3 +109,9 @@ def test_a_number_over_its_bound_names_the_field_and_the_limit(client: TestClien
     # a key the client made up is never named back
     response = post(client, "/api/lab/generation-tree", {"model": "gpt", "text": "the cat", "made_up": 1})
     assert "details" not in response.json()["error"]
+
+
+def test_a_number_past_the_model_names_what_and_how_many(client: TestClient) -> None:
+    response = post(client, ATTRIBUTION, {"model": "gpt", "text": "the cat", "position": 40})
+    assert details_of(response) == {"reason": "out_of_range", "what": "position", "value": 40, "count": 8,
+                                    "last": 7}

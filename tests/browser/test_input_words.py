@@ -136,3 +136,13 @@ def test_byte_tokens_read_as_characters_everywhere(page: Any, words_server: Any)
              **{"logit_attribution.target": "我"})
     said = panel_error(page, "logit_attribution")
     assert "“我 1/3” + “我 2/3” + “我 3/3”" in said and "<0x" not in said, said
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_position_past_the_sentence_says_how_many_there_are(page: Any, words_server: Any, lang: str) -> None:
+    open_lab(page, words_server.url, panel="logit_attribution", model="gpt", text="the cat", lang=lang,
+             **{"logit_attribution.position": "40"})
+    said = panel_error(page, "logit_attribution")
+    assert ("Position 40 does not exist" in said) if lang == "en" else ("位置 40 不存在" in said), said
+    assert "0" in said and "7" in said, said

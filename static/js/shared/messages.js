@@ -36,6 +36,10 @@ export function detailWords(error, texts, label = () => null) {
   if ("text" in details) values.text = quoted(details.text);
   if ("suggestion" in details) values.suggestion = quoted(details.suggestion);
   if (Array.isArray(details.pieces)) values.pieces = tokenTexts(details.pieces).map((p) => `“${p}”`).join(" + ") || "∅";
+  if ("what" in details) { // the thing a number names (layer, head, position), in the page's words
+    if (!texts.has(`messages_what_${details.what}`)) return null;
+    values.what = texts.t(`messages_what_${details.what}`);
+  }
   for (const name of ["limit", "length", "count", "clean", "corrupted"]) {
     if (typeof details[name] === "number") values[name] = details[name].toLocaleString("en-US");
   }
