@@ -119,7 +119,7 @@ def plan(context: Context, request: ActivationPatchingLabRequest) -> Build:
         except SameAnswers as same:
             raise errors.invalid_option("corrupted_answer", "the two answers are the same token, so their logit "
                                                             "difference is always 0: give two different answers.") \
-                from same
+                .with_details("same_token", field="corrupted_answer") from same
         except SameDifference as same:
             raise no_contrast(same.clean_diff, same.corrupted_diff) from same
         knocked = done.knockout

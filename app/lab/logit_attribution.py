@@ -91,7 +91,8 @@ def plan(context: Context, request: LogitAttributionLabRequest) -> Build:
         target = int(forward.output[0, position].argmax()) if target_id is None else target_id
         if versus_id == target:
             raise errors.invalid_option("versus", "it is the same token as the target: the difference would be 0 "
-                                                  "everywhere. Pick another token.")
+                                                  "everywhere. Pick another token.").with_details(
+                "same_token", field="versus")
         split = logit_attribution(resolved.model, forward.trace, forward.output, position=position, target=target,
                                   versus=versus_id, top=request.top)
 

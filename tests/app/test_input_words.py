@@ -115,3 +115,8 @@ def test_a_number_past_the_model_names_what_and_how_many(client: TestClient) -> 
     response = post(client, ATTRIBUTION, {"model": "gpt", "text": "the cat", "position": 40})
     assert details_of(response) == {"reason": "out_of_range", "what": "position", "value": 40, "count": 8,
                                     "last": 7}
+
+
+def test_the_same_token_twice_is_named_by_its_field(client: TestClient) -> None:
+    response = post(client, ATTRIBUTION, {"model": "gpt", "text": "the cat", "target": "t", "versus": "t"})
+    assert details_of(response) == {"reason": "same_token", "field": "versus"}
