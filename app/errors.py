@@ -1,5 +1,9 @@
 """One error shape for every failure: {"error": {"code", "message"}}, written for a student.
 
+A refusal a page words in its own language also carries `details`: {"reason", and the values it names}
+(static/text/shared.<lang>.json: messages_detail_<reason>), so a Chinese page is as specific as the English
+message; a field in `details` is the API's name, which the page shows by its on-screen label.
+
 Messages never echo the submitted text back (pydantic's validation errors carry the
 `input`; only its location and reason are kept).
 """
@@ -31,6 +35,11 @@ class ApiError(Exception):
         self.message = message
         self.headers = headers
         self.extra = extra or {}  # numbers a page needs to say the refusal in its own language (model_loading)
+
+    def with_details(self, reason: str, **values: Any) -> ApiError:
+        """The refusal's reason and values, for a page to word it in its own language (`error.details`)."""
+        self.extra["details"] = {"reason": reason, **values}
+        return self
 
 
 def error_response(status: int, code: str, message: str, headers: Mapping[str, str] | None = None,
@@ -115,14 +124,35 @@ def text_too_short(why: str) -> ApiError:
     return ApiError(422, "text_too_short", why)
 
 
-def text_too_long(field: str, max_chars: int) -> ApiError:
-    return ApiError(422, "text_too_long",
-                    f"The {field} is longer than the limit of {max_chars} characters — shorten it.")
+def text_too_long(field: str, max_chars: int, length: int | None = None) -> ApiError:
+    """A text over the character limit: refused whole, never cut (the page says how long it is and the limit)."""
+    counted = f" ({length:,} characters)" if length is not None else ""
+    return ApiError(422, "text_too_long", f"The {field}{counted} is longer than the limit of {max_chars} characters "
+                                          "— shorten it; nothing was cut.").with_details(
+        "too_many_chars", field=field, limit=max_chars, **({} if length is None else {"length": length}))
 
 
 def too_many_tokens(field: str, count: int, limit: int) -> ApiError:
     return ApiError(422, "text_too_long",
-                    f"The {field} is {count} tokens long; the limit is {limit} tokens — shorten it.")
+                    f"The {field} is {count} tokens long; the limit is {limit} tokens — shorten it.").with_details(
+        "too_many_tokens", field=field, count=count, limit=limit)
+
+
+def not_one_token(field: str, text: str, pieces: list[dict[str, Any]]) -> ApiError:
+    """A token typed as text that is several tokens (or none) for this model: its pieces ({text, start, end}, the
+    spans in `text`, so a page names byte pieces by the character they spell) shown."""
+    shown_pieces = " + ".join(f"“{p['text']}”" for p in pieces) or "nothing"
+    return invalid_option(field, f"“{text}” is {len(pieces)} tokens for this model ({shown_pieces}); give text that "
+                                 "is exactly one token (mind the leading space, as in “ Paris”).").with_details(
+        "not_one_token", field=field, text=text, count=len(pieces), pieces=pieces)
+
+
+def missing_space(field: str, text: str, suggestion: str) -> ApiError:
+    """A token typed without the leading space that the word after a sentence (ending in no space) has."""
+    return invalid_option(field, f"“{text}” has no leading space, but the word after your sentence starts with one: "
+                                 f"the model's token there is “{suggestion}”. Type “{suggestion}” (or end the "
+                                 f"sentence with a space to ask for “{text}”).").with_details(
+        "missing_space", field=field, text=text, suggestion=suggestion)
 
 
 def shown(number: int) -> str:
@@ -131,10 +161,11 @@ def shown(number: int) -> str:
 
 
 def out_of_range(what: str, value: int, count: int) -> ApiError:
-    return ApiError(
-        422, "out_of_range",
-        f"{what} {shown(value)} does not exist: this model has {count}, numbered 0 to {count - 1}."
-    )
+    error = ApiError(422, "out_of_range",
+                     f"{what} {shown(value)} does not exist: this model has {count}, numbered 0 to {count - 1}.")
+    if abs(value) < 10**6:  # a page words it with its own word for `what` (layer, head, position)
+        error.with_details("out_of_range", what=what.lower(), value=value, count=count, last=count - 1)
+    return error
 
 
 def unknown_stage(index: int) -> ApiError:
@@ -213,6 +244,26 @@ def body_too_large(limit_bytes: int) -> ApiJSONResponse:
 EXAMPLE_BODY = '{"text": "The cat sat on the mat."}'
 UNREADABLE_JSON = ("The request body could not be read as JSON: check its quotes, commas and brackets (a body nested "
                    "thousands of levels deep, or with a number thousands of digits long, cannot be read either).")
+
+
+_BOUNDS = {"less_than_equal": ("too_large", "le"), "less_than": ("too_large", "lt"),
+           "greater_than_equal": ("too_small", "ge"), "greater_than": ("too_small", "gt"),
+           "string_too_long": ("too_many_chars", "max_length"), "too_long": ("too_many_items", "max_length")}
+
+
+def _validation_details(exc: RequestValidationError) -> dict[str, Any] | None:
+    """A number or length over its bound, as `details` a page words with the field's on-screen label: the first
+    error's field (the API's name, never a key the client made up), its reason and its limit; None otherwise."""
+    errors = exc.errors()
+    first = errors[0] if errors else {}
+    bound = _BOUNDS.get(str(first.get("type")))
+    names = [part for part in first.get("loc", ()) if isinstance(part, str) and part in _field_names()]
+    limit = (first.get("ctx") or {}).get(bound[1]) if bound else None
+    if bound is None or not names or not isinstance(limit, int | float):
+        return None
+    given = first.get("input")
+    length = {"length": len(given)} if bound[0] == "too_many_chars" and isinstance(given, str) else {}
+    return {"reason": bound[0], "field": names[-1], "limit": limit, **length}  # a length, never the text itself
 
 
 def _describe_validation(exc: RequestValidationError, body_model: object = None) -> tuple[str, str]:
@@ -306,7 +357,8 @@ def install_error_handlers(app: FastAPI) -> None:
     async def validation_error(request: Request, exc: RequestValidationError) -> ApiJSONResponse:
         body_field = getattr(request.scope.get("route"), "body_field", None)
         code, message = _describe_validation(exc, getattr(getattr(body_field, "field_info", None), "annotation", None))
-        return error_response(422, code, message)
+        details = _validation_details(exc) if code == "invalid_request" else None
+        return error_response(422, code, message, extra={"details": details} if details else None)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> ApiJSONResponse:

@@ -43,7 +43,7 @@ def check_lengths(request: TextInput, settings: Settings) -> None:
     """The checks that need no model: run before a model is loaded or built."""
     check_chars(request.text, "text", settings)
     if request.target_text is not None and len(request.target_text) > settings.max_chars:
-        raise errors.text_too_long("target_text", settings.max_chars)
+        raise errors.text_too_long("target_text", settings.max_chars, len(request.target_text))
 
 
 def encode(loaded: LoadedModel, request: TextInput, settings: Settings) -> Inputs:
@@ -75,7 +75,7 @@ def check_chars(text: str, field: str, settings: Settings) -> None:
     if text == "":
         raise errors.empty_text(field)
     if len(text) > settings.max_chars:
-        raise errors.text_too_long(field, settings.max_chars)
+        raise errors.text_too_long(field, settings.max_chars, len(text))
 
 
 def encode_text(loaded: LoadedModel, text: str, *, as_target: bool = False) -> list[Token]:
@@ -136,6 +136,22 @@ def special_token(loaded: LoadedModel, key: str) -> Token | None:
     except KeyError:
         return None
     return None if token_id is None else Token(int(token_id), text, 0, 0)
+
+
+def one_token(loaded: LoadedModel, field: str, text: str, *, before: str | None = None) -> int:
+    """The id of `text` typed as exactly one token of this model (a target, an answer), else a 422 that shows its
+    pieces. `before`: the text the token follows; when it ends in no whitespace, the next word's token starts with
+    a space, so a word typed without it ("Paris" where the model's token is " Paris") is refused with the spaced
+    token as the suggestion, never silently taken as the other token."""
+    pieces = loaded.tokenizer.encode(text)
+    if len(pieces) != 1:
+        raise errors.not_one_token(field, text, [{"text": t.text, "start": t.start, "end": t.end} for t in pieces])
+    follows_word = before is not None and before != "" and not before[-1].isspace()
+    if follows_word and text[:1].isalnum():
+        spaced = loaded.tokenizer.encode(" " + text)
+        if len(spaced) == 1 and spaced[0].id != pieces[0].id:
+            raise errors.missing_space(field, text, " " + text)
+    return pieces[0].id
 
 
 def token_text(loaded: LoadedModel, token_id: int) -> str:

@@ -17,7 +17,7 @@ from app.lab.common import Experiment, check_decoder_only, rounded, summary_of
 from app.pipeline import Build, Context, Run
 from app.resolve import Resolved
 from app.schemas import Bool, Text, TextInput, TokenOut, VocabToken
-from app.tokenizing import encode_text, tokens_out, vocab_token
+from app.tokenizing import encode_text, one_token, tokens_out, vocab_token
 from lab.activation_patching import SameAnswers, SameDifference, grids_of, patching_forwards, run_patching
 
 # the work budget: patched copies × the prompt's tokens (SmolLM2, 6 tokens, every grid and the knock-out:
@@ -83,16 +83,6 @@ class ActivationPatchingLabOut(BaseModel):
     forwards: int = Field(description="Patched copies of the prompt run (each a forward pass, batched).")
 
 
-def answer_id(resolved: Resolved, field: str, text: str) -> int:
-    """The one token `text` is, or a 422 that shows how it splits."""
-    tokens = resolved.loaded.tokenizer.encode(text)
-    if len(tokens) != 1:
-        pieces = ", ".join(repr(t.text) for t in tokens) or "nothing"
-        raise errors.invalid_option(field, f"{text!r} is {len(tokens)} tokens for this model ({pieces}); the answer "
-                                           "must be exactly one token. Try it with or without a leading space.")
-    return tokens[0].id
-
-
 def plan(context: Context, request: ActivationPatchingLabRequest) -> Build:
     resolved = context.model
     check_decoder_only(resolved, NEEDS_DECODER, NOT_ENCODER_DECODER)
@@ -108,10 +98,13 @@ def plan(context: Context, request: ActivationPatchingLabRequest) -> Build:
         raise errors.invalid_option("corrupted", f"the clean prompt is {len(clean)} tokens and the corrupted prompt "
                                                  f"is {len(corrupted)}; patching copies position by position, so "
                                                  "they must have the same number of tokens. Change one word for "
-                                                 "another word of as many tokens.")
-    given = (None if request.clean_answer is None else answer_id(resolved, "clean_answer", request.clean_answer),
-             None if request.corrupted_answer is None
-             else answer_id(resolved, "corrupted_answer", request.corrupted_answer))
+                                                 "another word of as many tokens.").with_details(
+            "token_counts_differ", clean=len(clean), corrupted=len(corrupted))
+    def answer(field: str, text: str | None, prompt: str) -> int | None:  # the token after the prompt
+        return None if text is None else one_token(resolved.loaded, field, text, before=prompt)
+
+    given = (answer("clean_answer", request.clean_answer, request.text),
+             answer("corrupted_answer", request.corrupted_answer, request.corrupted))
     grids, positions = grids_of(request.grid), len(clean)
     forwards = patching_forwards(model, grids, positions, request.knockout)
     if forwards * positions > MAX_PATCHED_TOKENS:
@@ -126,7 +119,7 @@ def plan(context: Context, request: ActivationPatchingLabRequest) -> Build:
         except SameAnswers as same:
             raise errors.invalid_option("corrupted_answer", "the two answers are the same token, so their logit "
                                                             "difference is always 0: give two different answers.") \
-                from same
+                .with_details("same_token", field="corrupted_answer") from same
         except SameDifference as same:
             raise no_contrast(same.clean_diff, same.corrupted_diff) from same
         knocked = done.knockout

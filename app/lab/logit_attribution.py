@@ -15,8 +15,7 @@ from app.lab.common import Experiment, rounded, summary_of
 from app.pipeline import Build, Context, Run
 from app.request_checks import check_generative
 from app.schemas import INTEGER, Int, Text, TextInput, TokenOut, VocabToken
-from app.tokenizing import tokens_out, vocab_token
-from checkpoints import LoadedModel
+from app.tokenizing import one_token, tokens_out, vocab_token
 from lab.logit_attribution import NotAdditive, check_additive, logit_attribution
 
 
@@ -67,16 +66,6 @@ class LogitAttributionLabOut(BaseModel):
     top_heads: list[SourceSplitOut]
 
 
-def one_token(loaded: LoadedModel, name: str, text: str) -> int:
-    """The id of `text` as exactly one token of this model, or a 422 saying what it is instead."""
-    pieces = loaded.tokenizer.encode(text)
-    if len(pieces) != 1:
-        shown = " + ".join(f"“{t.text}”" for t in pieces) or "nothing"
-        raise errors.invalid_option(name, f"“{text}” is {len(pieces)} tokens for this model ({shown}); give text "
-                                          "that is exactly one token (mind the leading space, as in “ Paris”).")
-    return pieces[0].id
-
-
 def plan(context: Context, request: LogitAttributionLabRequest) -> Build:
     resolved = context.model
     cfg = resolved.cfg
@@ -85,8 +74,10 @@ def plan(context: Context, request: LogitAttributionLabRequest) -> Build:
         check_additive(resolved.model)
     except NotAdditive as error:  # no sum of parts: an encoder-decoder's decoder, a Post-LN model
         raise errors.not_in_model(f"{resolved.name} cannot be split: {error}.") from error
-    target_id = one_token(resolved.loaded, "target", request.target) if request.target is not None else None
-    versus_id = one_token(resolved.loaded, "versus", request.versus) if request.versus is not None else None
+    # the token after the last position follows the sentence: "Paris" there is refused for " Paris"
+    before = request.text if request.position is None and not request.chat else None
+    target_id = None if request.target is None else one_token(resolved.loaded, "target", request.target, before=before)
+    versus_id = None if request.versus is None else one_token(resolved.loaded, "versus", request.versus, before=before)
 
     def build(run: Run) -> dict[str, Any]:
         n = len(run.inputs.tokens)
@@ -100,7 +91,8 @@ def plan(context: Context, request: LogitAttributionLabRequest) -> Build:
         target = int(forward.output[0, position].argmax()) if target_id is None else target_id
         if versus_id == target:
             raise errors.invalid_option("versus", "it is the same token as the target: the difference would be 0 "
-                                                  "everywhere. Pick another token.")
+                                                  "everywhere. Pick another token.").with_details(
+                "same_token", field="versus")
         split = logit_attribution(resolved.model, forward.trace, forward.output, position=position, target=target,
                                   versus=versus_id, top=request.top)
 

@@ -82,7 +82,7 @@ def plan(context: Context, request: RecurrenceLabRequest) -> Build:
     if request.text == "":
         raise errors.empty_text()
     if len(request.text) > MAX_CHARS:
-        raise errors.text_too_long("text", MAX_CHARS)
+        raise errors.text_too_long("text", MAX_CHARS, len(request.text))
     rnn, transformer = recurrence.shipped_recurrent(), recurrence.shipped_transformer(request.transformer)
     tokens = encode_text(transformer, request.text)  # the start token, then the text: the GRU's tokens too
     if len(tokens) > recurrence.MAX_TOKENS:

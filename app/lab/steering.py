@@ -76,7 +76,7 @@ def prompt_ids(resolved: Resolved, side: str, prompts: list[str]) -> list[list[i
         if not prompt.strip():
             raise errors.empty_text(field)
         if len(prompt) > MAX_PROMPT_CHARS:
-            raise errors.text_too_long(field, MAX_PROMPT_CHARS)
+            raise errors.text_too_long(field, MAX_PROMPT_CHARS, len(prompt))
         ids = [t.id for t in encode_text(resolved.loaded, prompt)]
         if len(ids) > limit:
             raise errors.too_many_tokens(field, len(ids), limit)

@@ -37,6 +37,10 @@ class TensorOut(BaseModel):
 class ErrorBody(BaseModel):
     code: str
     message: str
+    details: dict[str, Any] | None = Field(None, description=(
+        "Present on some refusals: {reason, and the values it names} (e.g. not_one_token: field, text, count, "
+        "pieces; missing_space: field, text, suggestion; too_many_chars: field, length, limit; too_large: field, "
+        "limit), for a page to word the refusal in its own language. `field` is the request's field name."))
 
 
 class ErrorOut(BaseModel):

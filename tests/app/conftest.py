@@ -87,7 +87,8 @@ def post(client: TestClient, path: str, body: dict[str, object]):  # noqa: ANN20
 
 def error_of(response) -> tuple[int, str, str]:  # noqa: ANN001, ANN201
     body = response.json()
-    assert set(body) == {"error"} and set(body["error"]) == {"code", "message"}, body
+    assert set(body) == {"error"} and set(body["error"]) <= {"code", "message", "details"}, body
+    assert "details" not in body["error"] or isinstance(body["error"]["details"].get("reason"), str), body
     return response.status_code, body["error"]["code"], body["error"]["message"]
 
 

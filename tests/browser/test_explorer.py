@@ -195,7 +195,8 @@ def test_language_switch(watched: Any, server: Any) -> None:
     assert "lang=zh" in page.url
     ticks = " ".join(page.eval_on_selector_all("#panel .plot .g-xtitle text, #panel .plot .g-ytitle text",
                                                 "els => els.map(e => e.textContent)"))
-    assert "发起关注" in ticks and "被关注" in ticks  # Query（发起关注）, Key（被关注）: docs/GLOSSARY.md
+    # Query（在看的 Token）, Key（被看的 Token）: not 关注, which reads as "follow" (docs/GLOSSARY.md)
+    assert "在看的 Token" in ticks and "被看的 Token" in ticks and "关注" not in ticks
     page.click("#lang")
     page.wait_for_function("() => document.documentElement.lang === 'en'")
     # another model keeps the same stop where it has one (here in its encoder)

@@ -5,7 +5,7 @@
 // nothing is shown.
 
 import { api, decodeStages } from "../shared/api.js";
-import { h, visible } from "../shared/dom.js";
+import { h, tokenText, tokenTexts } from "../shared/dom.js";
 import { familyOf } from "../shared/model_menu.js";
 import { findStage } from "../shared/stage_names.js";
 import { numberField, selectField } from "./ui.js";
@@ -179,11 +179,11 @@ export function familyNotes(table, say) {
 }
 
 function tokenLine(answer) {
-  return answer.tokens.map((t) => visible(t.text)).join(" | ");
+  return tokenTexts(answer.tokens).join(" | ");
 }
 
 function topList(answer, say) {
-  return h("ol", { class: "pe-top" }, (answer.top_tokens || []).map((p) => h("li", { text: say("positions_pe_demo_guess", { token: visible(p.text), prob: small(p.prob) }) })));
+  return h("ol", { class: "pe-top" }, (answer.top_tokens || []).map((p) => h("li", { text: say("positions_pe_demo_guess", { token: tokenText(p), prob: small(p.prob) }) })));
 }
 
 /** The demo's controls (member, seed) and what it shows. */

@@ -86,7 +86,7 @@ export function render(s) {
   const board = boards.get(name);
   board.begin(`${name}:${s.model}`, say);
   if (s.data.refused) board.block(`${name}-refused`, refusal(name, s, say));
-  else if (s.data.error) board.block(`${name}-error`, failure(s.data.error, say, texts));
+  else if (s.data.error) board.block(`${name}-error`, failure(s.data.error, say, texts, name));
   else panel.draw(board, s.data.value, ctx);
   board.end();
   $(`panel-${name}`).dataset.rendered = String(s.generation);

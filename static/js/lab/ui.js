@@ -2,7 +2,7 @@
 // a field) and data-kind; events.js turns its change into one go({"<panel>.<key>": value}). No state lives here.
 
 import { h } from "../shared/dom.js";
-import { ownWords } from "../shared/messages.js";
+import { detailWords, ownWords } from "../shared/messages.js";
 
 export function numberField(field, value, label, { min, max, step = 1, kind = "int" } = {}) {
   return h(
@@ -23,8 +23,9 @@ export function selectField(field, options, value, label, kind = "str") {
   return h("label", { class: "field inline" }, h("span", { text: label }), select);
 }
 
-/** A line of text (a sentence of a batch): set on Enter or when it loses focus. */
-export function textField(field, value, label, { size = 28, maxlength = 512 } = {}) {
+/** A line of text (a sentence of a batch): set on Enter or when it loses focus. No maxlength: the browser would cut
+ *  a pasted text silently; the server refuses one over its limit, saying its length and the limit. */
+export function textField(field, value, label, { size = 28, maxlength } = {}) {
   return h(
     "label",
     { class: "field inline" },
@@ -47,10 +48,13 @@ export function range(n) {
   return Array.from({ length: n }, (_, i) => [i, String(i)]);
 }
 
-/** A panel's failure, shown in the panel itself (the other panels stay). */
-export function failure(error, say, texts) {
+/** A panel's failure, shown in the panel itself (the other panels stay). `panel`: its name, whose own label of a
+ *  field (<panel>_<field> in lab.<lang>.json) names the field a refusal speaks of. */
+export function failure(error, say, texts, panel = "") {
   // the server's messages are English: a refusal the page has words for is said in the page's language
-  const own = error && error.code && texts && texts.has(`err_${error.code}`) ? texts.t(`err_${error.code}`) : ownWords(error, texts);
+  const label = (field) => (panel && texts && texts.has(`${panel}_${field}`) ? texts.t(`${panel}_${field}`) : null);
+  const own = detailWords(error, texts, label)
+    || (error && error.code && texts && texts.has(`err_${error.code}`) ? texts.t(`err_${error.code}`) : ownWords(error, texts));
   const detail = own || (error && error.message ? error.message : String(error));
   return h("p", { class: "lab-error", text: say("panel_failed", { detail }) });
 }

@@ -1,7 +1,7 @@
 // Stages: the feed-forward network's wide hidden layer and its activation.
 
 import { draw } from "../shared/plot.js";
-import { visible } from "../shared/dom.js";
+import { tokenTexts, visible } from "../shared/dom.js";
 import { FN_NAMES, GATES } from "../stage_text.js";
 import { badge, drawTokenMatrix, fetchStages } from "./common.js";
 
@@ -41,7 +41,7 @@ export default {
     const xs = pre.matrix("pos", "d_mlp")[tok];
     const curve = gated ? stages[site.gate] : post;
     const ys = curve.matrix("pos", "d_mlp")[tok];
-    const label = `${tok}·${visible(ctx.tokens[tok] ? ctx.tokens[tok].text : "")}`;
+    const label = `${tok}·${(ctx.tokens[tok] ? tokenTexts(ctx.tokens)[tok] : visible(""))}`;
     const plot = board.card("scatter", {
       title: t("activation_scatter", { tok: label }),
       badges: [badge(ctx, gated ? gateFn : ctx.cfg.activation, curve)],

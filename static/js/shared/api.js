@@ -69,6 +69,7 @@ export async function request(method, url, body, attempt = 0) {
     const error = (payload && payload.error) || {};
     const failure = new ApiError(response.status, error.code || `http_${response.status}`, error.message || response.statusText);
     if (typeof error.percent === "number") failure.percent = error.percent; // model_loading: how far the load is
+    if (error.details && typeof error.details === "object") failure.details = error.details; // reason + values
     throw failure;
   }
   return payload;

@@ -52,15 +52,24 @@ export function tokenTexts(tokens) {
   let i = 0;
   while (i < tokens.length) {
     const tok = tokens[i];
-    if (!BYTE_TOKEN.test(tok.text)) { i += 1; continue; }
+    // characters before bytes ("␣<0xE6>", span " 法"): its bytes start a group with the byte tokens after it
+    const tail = BYTE_TOKEN.test(tok.text) ? null : tok.text.match(TRAILING_BYTES);
+    const head = tail && tok.end > tok.start && i + 1 < tokens.length && BYTE_TOKEN.test(tokens[i + 1].text)
+      && tokens[i + 1].end === tok.end ? tok.text.slice(0, tail.index) : null;
+    if (!BYTE_TOKEN.test(tok.text) && head === null) { // characters, perhaps with bytes among them: those spelled
+      if (BYTES.test(tok.text)) shown[i] = spelled(tok.text, visible);
+      i += 1;
+      continue;
+    }
     if (!(tok.end > tok.start)) { // no span (a candidate next token): it stands alone
       shown[i] = loneByteText(tok.text) ?? shown[i];
       i += 1;
       continue;
     }
+    const first = head === null ? tok : tokens[i + 1];
     let j = i + 1;
-    while (j < tokens.length && BYTE_TOKEN.test(tokens[j].text) && tokens[j].start === tok.start && tokens[j].end === tok.end) j += 1;
-    const bytes = tokens.slice(i, j).map((t) => bytesOf(t.text));
+    while (j < tokens.length && BYTE_TOKEN.test(tokens[j].text) && tokens[j].start === first.start && tokens[j].end === first.end) j += 1;
+    const bytes = tokens.slice(i, j).map((t, k) => bytesOf(k === 0 && head !== null ? tail[0] : t.text));
     const total = bytes.reduce((n, b) => n + b.length, 0);
     let chars = null;
     try { chars = UTF8.decode(new Uint8Array(bytes.flat())); } catch { chars = null; }
@@ -80,9 +89,55 @@ export function tokenTexts(tokens) {
         at += b.length;
       });
     }
+    if (head && shown[i] !== visible(tok.text)) shown[i] = `${visible(head)}${shown[i]}`;
+    if (head && shown[i] === visible(tok.text)) shown[i] = spelled(tok.text, visible);
     i = j;
   }
   return shown;
+}
+
+/** How one token reads on screen when it stands alone (a target, an answer, a candidate next token): the one
+ *  naming of tokenTexts, so a byte token reads as the character it spells, never as "<0xE5>". */
+export function tokenText(token) {
+  return tokenTexts([{ text: token.text, start: 0, end: 0 }])[0];
+}
+
+/** A text the server wrote with byte tokens joined ("…<0xE6><0x88><0x91>"): each run of bytes read as the
+ *  characters it spells; a character the run does not finish reads as loneByteText does ("佀…使 1–2/3"), a byte
+ *  that starts no character keeps its raw text. */
+export function readText(text) {
+  return spelled(String(text), (part) => part);
+}
+
+const BYTES = /<0x[0-9A-Fa-f]{2}>/;
+const TRAILING_BYTES = /(?:<0x[0-9A-Fa-f]{2}>)+$/;
+const CONTROL = /^[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]$/; // invisible; \t \n \r have signs (visible)
+const BYTE_RUN = /(?:<0x[0-9A-Fa-f]{2}>)+/g;
+
+/** `text` with each run of byte tokens spelled as characters; `show` applied to what is not a byte's name. */
+function spelled(text, show) {
+  const plain = (part) => (part ? show(part) : "");
+  let out = "";
+  let at = 0;
+  for (const run of text.matchAll(BYTE_RUN)) {
+    out += plain(text.slice(at, run.index));
+    const bytes = bytesOf(run[0]);
+    let k = 0;
+    while (k < bytes.length) {
+      const n = bytes[k] >= 0xf0 && bytes[k] < 0xf8 ? 4 : bytes[k] >= 0xe0 ? 3 : bytes[k] >= 0xc0 ? 2 : bytes[k] < 0x80 ? 1 : 0;
+      const piece = bytes.slice(k, k + Math.max(n, 1));
+      let chars = null;
+      if (n && piece.length === n) { try { chars = UTF8.decode(new Uint8Array(piece)); } catch { chars = null; } }
+      if (chars && CONTROL.test(chars)) chars = null; // a control character would show as nothing: its byte stays
+      const raw = piece.map((b) => `<0x${b.toString(16).toUpperCase().padStart(2, "0")}>`).join("");
+      if (chars) { out += show(chars); k += n; continue; }
+      const lone = n && piece.length < n ? loneByteText(raw) : null; // the run ends inside a character
+      out += lone ?? `<0x${bytes[k].toString(16).toUpperCase().padStart(2, "0")}>`;
+      k += lone ? piece.length : 1;
+    }
+    at = run.index + run[0].length;
+  }
+  return out + plain(text.slice(at));
 }
 
 /** The bytes of a byte token ("<0xE4><0xBD>" -> [0xE4, 0xBD]). */
@@ -101,7 +156,7 @@ export function loneByteText(text) {
   const n = bytes[0] >= 0xf0 && bytes[0] < 0xf8 ? 4 : bytes[0] >= 0xe0 ? 3 : bytes[0] >= 0xc0 ? 2 : bytes[0] < 0x80 ? 1 : 0;
   if (!n || bytes.length > n || bytes.slice(1).some((b) => (b & 0xc0) !== 0x80)) return null;
   const spell = (tail) => { try { return UTF8.decode(new Uint8Array([...bytes, ...tail])); } catch { return null; } };
-  if (bytes.length === n) return spell([]) && visible(spell([]));
+  if (bytes.length === n) return spell([]) && !CONTROL.test(spell([])) ? visible(spell([])) : null;
   const lo = spell(Array(n - bytes.length).fill(0x80));
   const hi = spell(Array(n - bytes.length).fill(0xbf));
   if (!lo || !hi) return null;

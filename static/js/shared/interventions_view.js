@@ -4,7 +4,7 @@
 // differ), the next token of both (one pair of bars per token, and each run's table) and the loss of the
 // sentence. Its words are the interventions_* of static/text/shared.<lang>.json, which both pages load.
 
-import { h, visible } from "./dom.js";
+import { h, tokenText } from "./dom.js";
 import { NEXT_ASKED } from "./interventions.js";
 import { absMax, categoryAxis, draw, fitCellText, fitMargins, heatmap, indexLabels, rawLabels, rowsHeight, safe, tokenLabels } from "./plot.js";
 import { hiddenTrace, withoutHidden } from "./screen_fit.js";
@@ -83,7 +83,7 @@ function runChart(board, key, run, { title, note, probs, m, t, separator, export
 function nextBars(board, answers, t, what, fname) {
   const tops = answers.map((answer) => answer.top_tokens || []);
   const ids = [...new Set(tops.flatMap((top) => top.slice(0, SHOWN).map((r) => r.id)))];
-  const text = new Map(tops.flat().map((r) => [r.id, visible(r.text)]));
+  const text = new Map(tops.flat().map((r) => [r.id, tokenText(r)]));
   const seen = new Set();
   const labels = ids.map((id) => { // two tokens that print alike stay two bars
     const word = seen.has(text.get(id)) ? `${text.get(id)} #${id}` : text.get(id);
@@ -109,7 +109,7 @@ function nextTable(t, answer) {
     "table",
     { class: "sheet-table iv-next-table" },
     h("thead", {}, h("tr", {}, [t("interventions_rank"), t("interventions_token"), t("interventions_probability")].map((x) => h("th", { text: x })))),
-    h("tbody", {}, top.map((p, i) => h("tr", {}, [String(i + 1), visible(p.text), `${(100 * p.prob).toFixed(1)}%`].map((x) => h("td", { text: x }))))),
+    h("tbody", {}, top.map((p, i) => h("tr", {}, [String(i + 1), tokenText(p), `${(100 * p.prob).toFixed(1)}%`].map((x) => h("td", { text: x }))))),
   );
 }
 

@@ -2,7 +2,7 @@
 // `texts` is the Texts of the language on screen; before any text file loaded, the raw error shows.
 
 import { ApiError } from "./api.js";
-import { h } from "./dom.js";
+import { h, tokenText, tokenTexts } from "./dom.js";
 import { SERVER_COMMAND } from "./site.js";
 
 const box = () => document.getElementById("message");
@@ -20,6 +20,37 @@ export function ownWords(error, texts) {
   return texts && texts.lang !== "en" && key && texts.has(key) ? texts.t(key) : null;
 }
 
+/**
+ * A refusal the server explained with `details` ({reason, and its values}), in the page's words
+ * (shared.<lang>.json: messages_detail_<reason>), in every language: as specific as the server's English, and
+ * naming a field by its on-screen label (`label(field)`, else messages_field_<field>), never by the API's name.
+ * null: no details, or no words for the reason (or for the field: then the _unnamed variant, if any).
+ */
+export function detailWords(error, texts, label = () => null) {
+  const details = error && error.details;
+  if (!details || !texts || typeof details.reason !== "string") return null;
+  const key = `messages_detail_${details.reason}`;
+  if (!texts.has(key)) return null;
+  const quoted = (text) => tokenText({ text: String(text) });
+  const values = { ...details };
+  if ("text" in details) values.text = quoted(details.text);
+  if ("suggestion" in details) values.suggestion = quoted(details.suggestion);
+  if (Array.isArray(details.pieces)) values.pieces = tokenTexts(details.pieces).map((p) => `“${p}”`).join(" + ") || "∅";
+  if ("what" in details) { // the thing a number names (layer, head, position), in the page's words
+    if (!texts.has(`messages_what_${details.what}`)) return null;
+    values.what = texts.t(`messages_what_${details.what}`);
+  }
+  for (const name of ["limit", "length", "count", "clean", "corrupted"]) {
+    if (typeof details[name] === "number") values[name] = details[name].toLocaleString("en-US");
+  }
+  if ("field" in details) {
+    const own = label(details.field) || (texts.has(`messages_field_${details.field}`) ? texts.t(`messages_field_${details.field}`) : null);
+    if (!own) return texts.has(`${key}_unnamed`) ? texts.t(`${key}_unnamed`, values) : null;
+    values.field = own;
+  }
+  return texts.t(key, values);
+}
+
 function errorText(error, texts) {
   const t = texts.t;
   if (!(error instanceof ApiError)) return t("err_generic", { detail: String(error && error.message ? error.message : error) });
@@ -29,6 +60,8 @@ function errorText(error, texts) {
   if (error.code === "model_loading") return t("messages_loading", { percent: error.percent ?? "?" });
   if (error.status === 503 || error.status === 429) return t("err_busy");
   if (error.status === 502 || error.status === 504) return t("err_down");
+  const said = detailWords(error, texts);
+  if (said) return said;
   const own = ownWords(error, texts);
   if (own) return own;
   if (error.status === 413 || /too_long|too_large/.test(error.code)) return t("err_too_long", { detail: error.message });

@@ -1,7 +1,7 @@
 // Attention weight is not importance: each head's weight against the effect of ablating it (the ablation experiment).
 
 import { draw } from "../../shared/plot.js";
-import { visible } from "../../shared/dom.js";
+import { tokenText, tokenTexts } from "../../shared/dom.js";
 import { int, POSITIONS } from "../state.js";
 import { fmt, lineLayout, numberField } from "../ui.js";
 
@@ -41,7 +41,7 @@ export default {
     const largest = [...heads].sort((a, b) => effect(b) - effect(a))[0]; // the largest effect of all, whatever its weight
     const named = new Set([strong, diffuse, ...[...heads].sort((a, b) => effect(b) - effect(a)).slice(0, MAX_NAMED - 2)]);
     const vars = {
-      pos: data.position, token: visible(data.tokens[data.position].text), chosen: visible(data.chosen_text), p: fmt(data.clean_prob, 4),
+      pos: data.position, token: tokenTexts(data.tokens)[data.position], chosen: tokenText({ text: data.chosen_text }), p: fmt(data.clean_prob, 4),
       a: name(strong), a_w: fmt(strong.max_weight, 2), a_e: fmt(strong.prob_change, 4),
       b: name(diffuse), b_w: fmt(diffuse.max_weight, 2), b_e: fmt(diffuse.prob_change, 4),
       c: name(largest), c_w: fmt(largest.max_weight, 2), c_e: fmt(largest.prob_change, 4), n: heads.length,

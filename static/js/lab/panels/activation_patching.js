@@ -3,7 +3,7 @@
 // Every number shown comes from the answer.
 
 import { categoryAxis, draw, fitMargins, heatmap, indexLabels, safe } from "../../shared/plot.js";
-import { h, visible } from "../../shared/dom.js";
+import { h, tokenText, tokenTexts } from "../../shared/dom.js";
 import { str } from "../state.js";
 import { fmt, lineLayout, selectField, textField } from "../ui.js";
 
@@ -11,9 +11,10 @@ const GRIDS = ["residual", "attention", "ffn", "heads"]; // the request's `grid`
 
 /** Position labels: "3·France", or "3·France/Italy" where the two prompts differ. */
 function positionLabels(clean, corrupted) {
+  const [cleanTexts, corruptedTexts] = [tokenTexts(clean), tokenTexts(corrupted)];
   return clean.map((t, i) => {
-    const a = visible(t.text);
-    const b = visible(corrupted[i].text);
+    const a = cleanTexts[i];
+    const b = corruptedTexts[i];
     return safe(`${i}·${a === b ? a : `${a}/${b}`}`);
   });
 }
@@ -45,8 +46,8 @@ export default {
     return [
       textField("clean", v.clean, say("activation_patching_clean")),
       textField("corrupted", v.corrupted, say("activation_patching_corrupted")),
-      textField("clean_answer", v.clean_answer, say("activation_patching_clean_answer"), { size: 8, maxlength: 64 }),
-      textField("corrupted_answer", v.corrupted_answer, say("activation_patching_corrupted_answer"), { size: 8, maxlength: 64 }),
+      textField("clean_answer", v.clean_answer, say("activation_patching_clean_answer"), { size: 8 }),
+      textField("corrupted_answer", v.corrupted_answer, say("activation_patching_corrupted_answer"), { size: 8 }),
       selectField("grid", options, v.grid, say("activation_patching_grid")),
     ];
   },
@@ -57,7 +58,7 @@ export default {
     const positions = positionLabels(data.clean_tokens, data.corrupted_tokens);
     const layers = indexLabels(data.grids[0].scores.length, "L");
     const vars = {
-      good: visible(data.clean_answer.text), bad: visible(data.corrupted_answer.text),
+      good: tokenText(data.clean_answer), bad: tokenText(data.corrupted_answer),
       d_clean: fmt(data.clean_diff, 3), d_bad: fmt(data.corrupted_diff, 3),
       nothing: fmt(data.checks.nothing, 4), whole: fmt(data.checks.whole_residual, 4),
       forwards: data.forwards.toLocaleString("en-US"),

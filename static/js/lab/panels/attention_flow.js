@@ -2,7 +2,7 @@
 // each position (the attention_flow experiment). Every number shown comes from the answer.
 
 import { categoryAxis, draw, fitCellText, fitMargins, heatmap, rowsHeight, tokenLabels } from "../../shared/plot.js";
-import { h, visible } from "../../shared/dom.js";
+import { h, tokenTexts } from "../../shared/dom.js";
 import { HEADS, int, LAYERS } from "../state.js";
 import { fmt, headBody, headControls, lineLayout } from "../ui.js";
 
@@ -23,7 +23,7 @@ export default {
     const sep = ctx.s.texts[ctx.s.lang].separator; // between sentences: " " in English, "" in Chinese
     const labels = tokenLabels(data.tokens);
     const n = data.tokens.length;
-    const word = (i) => visible(data.tokens[i].text);
+    const word = (i) => tokenTexts(data.tokens)[i];
     const norms = data.value_norms;
     const short = extreme(norms, (a, b) => a < b);
     const long = extreme(norms, (a, b) => a > b);

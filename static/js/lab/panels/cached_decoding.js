@@ -1,7 +1,7 @@
 // Decoding with a KV cache: the cache grows one position per step, and the scores it saves (the cached_decoding experiment).
 
 import { draw } from "../../shared/plot.js";
-import { h, visible } from "../../shared/dom.js";
+import { h, readText, tokenText, visible } from "../../shared/dom.js";
 import { int } from "../state.js";
 import { lineLayout, numberField } from "../ui.js";
 
@@ -20,7 +20,7 @@ export default {
     const x = steps.map((st) => st.step + 1);
     const last = steps[steps.length - 1];
     const vars = {
-      n: steps.length, prompt: data.tokens.length, text: visible(data.text), bytes: last ? last.cache_bytes.toLocaleString("en-US") : 0,
+      n: steps.length, prompt: data.tokens.length, text: visible(readText(data.text)), bytes: last ? last.cache_bytes.toLocaleString("en-US") : 0,
       per: last ? (last.cache_bytes / last.cache_positions).toLocaleString("en-US") : 0, layers: data.layers, kv: data.kv_heads, d_head: data.d_head, value: data.bytes_per_value, dtype: data.dtype,
       saved: (100 * data.saved_fraction).toFixed(1), cached: last ? last.cached_cells.toLocaleString("en-US") : 0,
       recomputed: last ? last.recomputed_cells.toLocaleString("en-US") : 0,
@@ -34,7 +34,7 @@ export default {
       { x, y: steps.map((st) => st.cached_cells), mode: "lines+markers", name: say("cached_decoding_with_cache") },
       { x, y: steps.map((st) => st.recomputed_cells), mode: "lines+markers", name: say("cached_decoding_without_cache") },
     ], lineLayout(say("cached_decoding_step"), say("cached_decoding_cells")), "generate_cells");
-    const chips = steps.map((st) => h("li", { class: "chip" }, h("span", { class: "chip-text", text: visible(st.text) }), h("span", { class: "chip-id", text: `${st.fed}→${st.cache_positions}` })));
+    const chips = steps.map((st) => h("li", { class: "chip" }, h("span", { class: "chip-text", text: tokenText(st) }), h("span", { class: "chip-id", text: `${st.fed}→${st.cache_positions}` })));
     board.block("gen-tokens", h("div", {}, h("h3", { text: say("cached_decoding_tokens_title", vars) }), h("ul", { class: "chips" }, chips), h("p", { class: "lab-note", text: say("cached_decoding_tokens_note", vars) })));
   },
 };

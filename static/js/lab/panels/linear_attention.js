@@ -2,7 +2,7 @@
 // each row's entropy and largest weight, how close the outputs are, and the state against the KV cache
 // (the linear_attention experiment).
 
-import { h, visible } from "../../shared/dom.js";
+import { h, tokenTexts } from "../../shared/dom.js";
 import { draw, fitMargins, heatmap, tokenLabels } from "../../shared/plot.js";
 import { HEADS, int, LAYERS } from "../state.js";
 import { fmt, headBody, headControls, lineLayout } from "../ui.js";
@@ -41,10 +41,10 @@ export default {
       dz: gap(data.max_diff_z), dp: gap(data.max_diff_pattern), df: gap(data.max_diff_forms),
       h_soft: fmt(mean(data.softmax_entropy), 2), h_lin: fmt(mean(data.linear_entropy), 2),
       m_soft: fmt(mean(data.softmax_max), 2), m_lin: fmt(mean(data.linear_max), 2),
-      row: sharp, token: visible(data.query_tokens[sharp].text),
+      row: sharp, token: tokenTexts(data.query_tokens)[sharp],
       top_soft: fmt(data.softmax_max[sharp], 2), top_lin: fmt(data.linear_max[sharp], 2),
       cos: fmt(mean(data.cosine), 2), rel: fmt(mean(data.relative_error), 2),
-      worst, worst_token: visible(data.query_tokens[worst].text), worst_cos: fmt(data.cosine[worst], 2),
+      worst, worst_token: tokenTexts(data.query_tokens)[worst], worst_cos: fmt(data.cosine[worst], 2),
       n: mem.n, state: fmt(mem.state_numbers), kv: fmt(mem.kv_cache_numbers), cross: mem.crossover_length,
     };
 

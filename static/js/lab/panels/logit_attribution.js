@@ -3,7 +3,7 @@
 // experiment). Every number shown comes from the answer.
 
 import { categoryAxis, draw, fitMargins, fontSize, heatmap, rowsHeight, tokenLabels } from "../../shared/plot.js";
-import { h, visible } from "../../shared/dom.js";
+import { h, tokenText } from "../../shared/dom.js";
 import { int, POSITIONS, str } from "../state.js";
 import { fmt, lineLayout, numberField } from "../ui.js";
 
@@ -18,7 +18,7 @@ function explorerLink(s, layer, head) {
   return `/?${new URLSearchParams({ model: s.model, text: s.text, lang: s.lang, stage: "softmax", layer, head })}`;
 }
 
-const quoted = (token) => `“${visible(token.text)}”`;
+const quoted = (token) => `“${tokenText(token)}”`;
 
 export default {
   fields: { target: str(""), versus: str(""), position: int(-1, undefined, POSITIONS) }, // -1: the last position

@@ -2,7 +2,7 @@
 // positions and T5's spans, signals per pass at the same FLOPs, generation cost (formulas) (the objectives experiment).
 
 import { draw, heatmap, tokenLabels } from "../../shared/plot.js";
-import { h, visible } from "../../shared/dom.js";
+import { h, tokenTexts } from "../../shared/dom.js";
 import { int } from "../state.js";
 import { fmt, lineLayout, numberField } from "../ui.js";
 
@@ -14,7 +14,8 @@ function perGflop(v) {
 }
 
 function quoted(tokens, positions, sep) {
-  return positions.map((p) => `“${visible(tokens[p].text)}”`).join(sep);
+  const shown = tokenTexts(tokens);
+  return positions.map((p) => `“${shown[p]}”`).join(sep);
 }
 
 export default {
@@ -35,8 +36,8 @@ export default {
     const last = generation.new_tokens.length - 1;
     return {
       model: data.model, n: data.tokens.length, signals: causal.signals, mean: fmt(causal.mean, 2),
-      easy: visible(data.tokens[easiest + 1].text), easy_loss: fmt(losses[easiest], 2),
-      hard: visible(data.tokens[hardest + 1].text), hard_loss: fmt(losses[hardest], 2),
+      easy: tokenTexts(data.tokens)[easiest + 1], easy_loss: fmt(losses[easiest], 2),
+      hard: tokenTexts(data.tokens)[hardest + 1], hard_loss: fmt(losses[hardest], 2),
       seed: masked.seed, count: masked.signals, candidates: masked.candidates, masked: quoted(data.tokens, masked.positions, say("objectives_list_sep")),
       pct: fmt((100 * masked.signals) / masked.candidates, 0), rate: fmt(100 * masked.rate, 0),
       t5_tokens: span.tokens, corrupted: span.corrupted, spans: span.spans, mean_span: span.mean_span,

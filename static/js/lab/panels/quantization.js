@@ -4,7 +4,7 @@
 // error per layer (the quantization experiment). Every number shown comes from the answer.
 
 import { draw, safe, tokenLabels } from "../../shared/plot.js";
-import { h, visible } from "../../shared/dom.js";
+import { h, tokenText, tokenTexts } from "../../shared/dom.js";
 import { int, str } from "../state.js";
 import { fmt, lineLayout, numberField, selectField } from "../ui.js";
 
@@ -34,13 +34,13 @@ export default {
     const types = Object.entries(data.file_types).map(([t, n]) => `${n} × ${t}`).join(", ");
     const vars = {
       rounded: data.rounded_inputs, inputs: data.linear_inputs, forwards: data.forwards, types,
-      token: `“${visible(data.tokens[last].text)}”`, position: last,
+      token: `“${tokenTexts(data.tokens)[last]}”`, position: last,
     };
 
     // the numbers of each run, in one table, and what was rounded
     const rows = data.runs.map((run) => h("tr", {},
       h("td", { text: name(run) }), h("td", { text: fmt(run.mean_kl, 4) }), h("td", { text: fmt(run.max_kl, 4) }),
-      h("td", { text: percent(run.agreement) }), h("td", { text: `${visible(run.top1.text)} (${fmt(run.top1.other, 3)})` })));
+      h("td", { text: percent(run.agreement) }), h("td", { text: `${tokenText(run.top1)} (${fmt(run.top1.other, 3)})` })));
     const head = h("tr", {}, ...["quantization_run", "quantization_mean_kl", "quantization_max_kl", "quantization_agreement", "quantization_top1"]
       .map((k) => h("th", { text: say(k) })));
     const which = data.from_file ? say("quantization_from_file", vars) : say("quantization_not_file", vars);
@@ -65,7 +65,7 @@ export default {
 
     // the float32 run's top next tokens at the last position, with each run's probability of them
     const top = data.runs[0].top;
-    const names = top.map((t, i) => safe(`${i + 1}·${visible(t.text)}`));
+    const names = top.map((t, i) => safe(`${i + 1}·${tokenText(t)}`));
     draw(board.card("quant-top", { title: say("quantization_top_title", vars), className: "half", note: say("quantization_top_note", vars) }), [
       { type: "bar", x: names, y: top.map((t) => t.float32), name: say("quantization_float32") },
       ...data.runs.map((run) => ({ type: "bar", x: names, y: run.top.map((t) => t.other), name: name(run) })),

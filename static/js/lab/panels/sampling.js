@@ -1,7 +1,7 @@
 // From logits to a token: temperature, top-k, top-p, and seeded draws (the sampling experiment).
 
 import { draw, safe } from "../../shared/plot.js";
-import { h, visible } from "../../shared/dom.js";
+import { h, tokenText } from "../../shared/dom.js";
 import { int, num } from "../state.js";
 import { fmt, lineLayout, numberField } from "../ui.js";
 
@@ -32,12 +32,12 @@ export default {
 
   draw(board, data, ctx) {
     const { say } = ctx;
-    const labels = data.rows.map((r, i) => safe(`${i + 1}·${visible(r.text)}`));
+    const labels = data.rows.map((r, i) => safe(`${i + 1}·${tokenText(r)}`));
     const steps = ["original", "tempered", "top_k", "final"];
     draw(board.card("sampling-bars", { title: say("sampling_title"), className: "half", note: say("sampling_note", this.vars(data)) }),
       steps.map((step) => ({ type: "bar", x: labels, y: data.rows.map((r) => r[step]), name: say(`sampling_dist_${step}`) })),
       { ...lineLayout("", say("probability"), { xaxis: { type: "category", tickangle: -40 } }), barmode: "group" }, "sampling");
-    const chips = data.draw_text.map((text, i) => h("li", { class: "chip" }, h("span", { class: "chip-text", text: visible(text) }), h("span", { class: "chip-id", text: String(data.draws[i]) })));
+    const chips = data.draw_text.map((text, i) => h("li", { class: "chip" }, h("span", { class: "chip-text", text: tokenText({ text }) }), h("span", { class: "chip-id", text: String(data.draws[i]) })));
     board.block("sampling-draws", h("div", {},
       h("h3", { text: say("sampling_draws_title", this.vars(data)) }),
       h("ul", { class: "chips draws" }, chips),

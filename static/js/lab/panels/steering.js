@@ -3,7 +3,7 @@
 // distribution before and after, and the vector's length against the stream's (the steering experiment).
 
 import { draw, safe } from "../../shared/plot.js";
-import { h, visible } from "../../shared/dom.js";
+import { h, readText, tokenText } from "../../shared/dom.js";
 import { int, LAYERS, str } from "../state.js";
 import { fmt, lineLayout, numberField, range, selectField } from "../ui.js";
 
@@ -79,23 +79,23 @@ export default {
       layer: data.layer, alpha: fmt(data.alpha, 2), forwards: data.forwards, na: sets(v).a.length, nb: sets(v).b.length, steps: v.steps,
       v: fmt(data.vector_norm, 1), typ: fmt(data.typical_norm, 1), av: fmt(Math.abs(data.alpha) * data.vector_norm, 1),
       ratio: fmt((Math.abs(data.alpha) * data.vector_norm) / data.typical_norm, 2), n: data.moved.length,
-      before: visible(before.text), p_before: fmt(before.before), after: visible(after.text), p_after: fmt(after.after),
+      before: tokenText(before), p_before: fmt(before.before), after: tokenText(after), p_after: fmt(after.after),
     };
   },
 
   draw(board, data, ctx) {
     const { say, v } = ctx;
     const vars = this.vars(data, v);
-    const prompt = data.tokens.map((t) => t.text).join("");
+    const prompt = readText(data.tokens.map((t) => t.text).join(""));
     const column = (key, side) => h("div", { class: `steering-text steering-${key}` },
       h("h4", { text: say(`steering_${key}`, vars) }),
-      h("p", {}, h("span", { class: "steering-prompt", text: prompt }), h("strong", { text: side.text })));
+      h("p", {}, h("span", { class: "steering-prompt", text: prompt }), h("strong", { text: readText(side.text) })));
     board.block("steering-texts", h("div", {},
       h("h3", { text: say("steering_texts_title", vars) }),
       h("div", { class: "steering-columns" }, column("plain", data.plain), column("steered", data.steered)),
       h("p", { class: "lab-note", text: say("steering_texts_note", vars) }),
       h("p", { class: "lab-note", text: say("steering_measured") })));
-    const labels = data.moved.map((t, i) => safe(`${i + 1}·${visible(t.text)}`));
+    const labels = data.moved.map((t, i) => safe(`${i + 1}·${tokenText(t)}`));
     draw(board.card("steering-moved", { title: say("steering_moved_title"), className: "half", note: say("steering_moved_note", vars) }), [
       { type: "bar", x: labels, y: data.moved.map((t) => t.before), name: say("steering_before") },
       { type: "bar", x: labels, y: data.moved.map((t) => t.after), name: say("steering_after") },
