@@ -264,3 +264,22 @@ def test_linear_attention_cells_stay_readable_and_each_measure_has_its_axis(watc
     assert axes[0] == ["y", "y2"] and axes[2] == "right", axes  # the error on its own axis, on the right
     assert axes[1][1] == 1.05 and axes[1][0] <= min(0, axes[3]) - 0.05 + 1e-9, axes  # the cosine's own scale
     assert watched.errors == []
+
+
+@pytest.mark.browser
+def test_batch_shapes_speaks_of_padding_only_where_there_is_padding(watched: Any, server: Any) -> None:
+    # teaching review 4, finding 16: "pad positions included" over sentence 1, which had no padding
+    page = watched.page
+    page.set_default_timeout(90000)
+    head = "#board-batch_shapes .chart-card[data-key=bs-pattern]"
+    open_lab(page, server.url, model="gpt", text="the cat sat on the mat and the dog ran", lang="en",
+             panel="batch_shapes", **{"batch_shapes.other": "the cat"})
+    title, note = page.inner_text(f"{head} h3"), page.inner_text(f"{head} .chart-note")
+    assert "no padding" in title and "pad positions included" not in title, title
+    assert "no pad position" in note and "sentence 2 is padded with" in note, note
+    open_lab(page, server.url, model="gpt", text="the cat sat on the mat and the dog ran", lang="en",
+             panel="batch_shapes", **{"batch_shapes.other": "the cat", "batch_shapes.sentence": "2"})
+    title = page.inner_text(f"{head} h3")
+    pads = re.search(r"(\d+) pad positions included", title)
+    assert pads and int(pads.group(1)) > 0, title
+    assert watched.errors == []
