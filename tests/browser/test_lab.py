@@ -283,3 +283,20 @@ def test_batch_shapes_speaks_of_padding_only_where_there_is_padding(watched: Any
     pads = re.search(r"(\d+) pad positions included", title)
     assert pads and int(pads.group(1)) > 0, title
     assert watched.errors == []
+
+
+@pytest.mark.browser
+def test_the_recurrence_note_says_what_its_own_curve_does(watched: Any, server: Any) -> None:
+    # teaching review 4, finding 9: "the gradient decays with distance" under a curve shaped like a U
+    page = watched.page
+    page.set_default_timeout(90000)
+    open_lab(page, server.url, model="gpt", lang="en", panel="recurrence",
+             text="The animal didn't cross the street because it was too tired.")
+    note = page.inner_text("#board-recurrence .chart-card[data-key=recurrence-influence] .chart-note")
+    assert "is a U, not a steady decay" in note and "falls with distance" not in note, note
+    assert re.search(r"Averaged over \d+ reference sentences \(dashed line\)", note), note
+    assert "the gap grows with distance" not in note
+    names = page.evaluate("() => document.querySelector('#board-recurrence .plot[data-key=recurrence-influence]')"
+                          ".data.map((t) => t.name)")
+    assert names[0].startswith("GRU, mean of") and len(names) == 3, names
+    assert watched.errors == []
