@@ -300,3 +300,21 @@ def test_the_recurrence_note_says_what_its_own_curve_does(watched: Any, server: 
                           ".data.map((t) => t.name)")
     assert names[0].startswith("GRU, mean of") and len(names) == 3, names
     assert watched.errors == []
+
+
+@pytest.mark.browser
+def test_the_embedding_panel_answers_its_title_from_its_numbers(watched: Any, server: Any) -> None:
+    # teaching review 4, finding 8: "The embedding is still there" above a cosine of about 0.03 from block 1 on
+    page = watched.page
+    page.set_default_timeout(90000)
+    open_lab(page, server.url, model="gpt", lang="en", panel="embedding_persistence",
+             text="The animal didn't cross the street because it was too tired.")
+    grid = page.locator("#board-embedding_persistence .plot[data-key=ep-grid]")
+    cosines = page.evaluate("() => document.querySelector('#board-embedding_persistence .plot[data-key=ep-grid]')"
+                            ".data[0].z.slice(1).map((row) => row.reduce((a, b) => a + b, 0) / row.length)")
+    assert grid.count() == 1 and max(cosines) <= 0.2, cosines  # tiny-gpt: the direction is lost at once
+    note = page.inner_text("#board-embedding_persistence .chart-card[data-key=ep-grid] .chart-note")
+    assert note.startswith("On this model, not as a direction: from block 0 on the mean cosine is never above"), note
+    assert f"never above {max(cosines):.2f}" in note, note
+    assert "still there" not in page.inner_text("#panel-embedding_persistence h2").lower().replace("still there?", "")
+    assert watched.errors == []
