@@ -318,3 +318,29 @@ def test_the_embedding_panel_answers_its_title_from_its_numbers(watched: Any, se
     assert f"never above {max(cosines):.2f}" in note, note
     assert "still there" not in page.inner_text("#panel-embedding_persistence h2").lower().replace("still there?", "")
     assert watched.errors == []
+
+
+@pytest.mark.browser
+def test_ffn_patching_says_layer_0_carries_the_word_and_draws_negatives_apart(watched: Any, server: Any) -> None:
+    # teaching review 4, finding 7: "Highest 1.00 at L0 … where a fact such as a capital is looked up", and cells
+    # below 0 drawn white like "no effect"
+    page = watched.page
+    page.set_default_timeout(120000)
+    open_lab(page, server.url, model="gpt", lang="en", panel="activation_patching",
+             **{"activation_patching.clean": "The capital of Spain is", "activation_patching.grid": "all"})
+    plot = "#board-activation_patching .plot[data-key=patch-ffn]"
+    z, zmin, zmax, scale = page.evaluate(f"""() => {{ const t = document.querySelector('{plot}').data[0];
+      return [t.z, t.zmin, t.zmax, t.colorscale]; }}""")
+    assert (zmin, zmax) == (-1, 1) and scale[len(scale) // 2][1].lower() == "#f7f7f7", scale  # white at 0
+    note = page.inner_text("#board-activation_patching .chart-card[data-key=patch-ffn] .chart-note")
+    above = max(max(row) for row in z[1:])
+    assert "back — where a fact such as a capital is looked up" not in note
+    if max(z[0]) > above:  # the best FFN cell is layer 0's, on the changed word (SmolLM2 and tiny-gpt on France/Italy)
+        assert "mostly carries the token itself" in note, note
+        assert f"From layer 1 on, the highest cell is {above:.2f}" in note, note
+        assert ("brings most of" in note) == (above >= 0.5) and ("even half" in note) == (above < 0.5), note
+    else:
+        assert "candidate for where a fact" in note and "mostly carries the token itself" not in note, note
+    # the panel's own default contrast is the chapter's: France/Italy
+    assert page.input_value("#controls-activation_patching input[data-field='corrupted']") == "The capital of Italy is"
+    assert watched.errors == []
