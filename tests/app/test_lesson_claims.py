@@ -16,9 +16,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.catalogue import build_registry
-from app.tensors import decode_tensor
 from app.factory import create_app
 from app.settings import ROOT, Settings
+from app.tensors import decode_tensor
 from checkpoints import pretrained
 from lessons.chapters import chapters, for_page
 from lessons.languages import LANGS
