@@ -1,4 +1,4 @@
-"""The embedding is still there: how much of each token's own input embedding each layer's stream keeps.
+"""Is the embedding still there? How much of each token's own input embedding each layer's stream keeps.
 
 The residual stream is a sum: what a block writes is added to what it read (x + Attn(·) + FFN(·)),
 so the token's embedding W_E[t] is never overwritten, only joined. At every stream of one stack

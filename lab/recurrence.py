@@ -27,6 +27,7 @@ whatever else the server offers. Three things are measured:
 from __future__ import annotations
 
 import functools
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -152,6 +153,66 @@ def timed_blocks(model: Transformer, tokens: torch.Tensor) -> tuple[torch.Tensor
     with torch.inference_mode(), Trace([], edits):
         logits = model(tokens[None])  # [1, pos, d_vocab]
     return logits, [seconds[layer] for layer in range(model.cfg.n_layers)]
+
+
+# the reference sentences: the influence averaged over them by distance, so the curve a class reads is more than
+# one sentence's (each sentence's own first words stand out: see the Shape a curve's words are chosen from)
+REFERENCE = (
+    "The animal didn't cross the street because it was too tired.",
+    "The cat sat on the mat and looked at the birds in the garden.",
+    "She opened the door, saw the rain, and went back to bed with a book.",
+    "After the long meeting, the team decided to move the launch to next spring.",
+    "A small boat drifted along the river while the children watched from the bridge.",
+    "The teacher wrote the answer on the board, and every student copied it carefully.",
+    "When the train finally arrived, the crowd on the platform pushed forward at once.",
+    "My grandmother keeps her old letters in a wooden box under the bed.",
+)
+RISE = 1.5  # a curve "rises again" when its farthest third averages at least this many times its lowest point
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What an influence curve does with distance d = 1 … D (the start token left out), read off its numbers."""
+    near: float  # d = 1
+    low: float  # its smallest value
+    low_at: int  # the distance of that value
+    far: float  # the mean over the farthest third
+    far_from: int
+    far_to: int
+    rises: bool  # lowest before the farthest third, which is at least RISE times higher: a U, not a decay
+
+
+def curve_shape(by_distance: list[float]) -> Shape | None:
+    """by_distance[d - 1]: the influence d tokens back, d = 1 … D; None when D < 3 (no near and far to compare)."""
+    if len(by_distance) < 3:
+        return None
+    far_from = len(by_distance) - len(by_distance) // 3 + 1
+    far = sum(by_distance[far_from - 1:]) / len(by_distance[far_from - 1:])
+    low_at = min(range(len(by_distance)), key=by_distance.__getitem__) + 1
+    low = by_distance[low_at - 1]
+    return Shape(by_distance[0], low, low_at, far, far_from, len(by_distance), low_at < far_from and far >= RISE * low)
+
+
+def by_distance(influence: torch.Tensor) -> list[float]:
+    """[pos] influence of each token (position 0 the start token) -> [d - 1] for d = 1 … pos − 2."""
+    return influence.flip(0)[1:-1].tolist()
+
+
+@functools.cache
+def reference_curve(rnn: RecurrentLM, sentences: tuple[tuple[int, ...], ...]) -> tuple[list[float], list[int]]:
+    """The geometric mean over `sentences` (token ids) of the GRU's influence d tokens back, d = 1 … D (the start
+    token left out), and how many sentences reach each d: ([D] influence, [D] counts)."""
+    curves: list[list[float]] = []
+    for ids in sentences:
+        # d_hidden copies of the sentence through the fused nn.GRU (the same h_N as the step-by-step loop, in a
+        # fraction of the time); copy a's gradient of h_N[a] is row a of the Jacobian
+        with torch.inference_mode(False), torch.enable_grad():
+            x = rnn.embed(torch.tensor(ids, device=rnn.device)[None]).detach()
+            copies = x.expand(rnn.cfg.d_hidden, -1, -1).clone().requires_grad_(True)  # [d_hidden, pos, d_embed]
+            (rows,) = torch.autograd.grad(rnn.gru(copies)[0][:, -1].diagonal().sum(), copies)
+        curves.append(by_distance(rows.float().pow(2).sum((0, 2)).sqrt()))
+    counts = [sum(len(c) > d for c in curves) for d in range(max(map(len, curves)))]
+    return [math.exp(sum(math.log(c[d]) for c in curves if len(c) > d) / n) for d, n in enumerate(counts)], counts
 
 
 def next_token_loss(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:

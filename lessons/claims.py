@@ -19,6 +19,7 @@ KINDS: dict[str, Callable[..., Claim]] = {
     # read off the trace (lessons/trace_claims.py)
     "row_top": trace_claims.row_top,
     "row_top_heads": trace_claims.row_top_heads,
+    "row_over_column": trace_claims.row_over_column,
     "rows_peak": trace_claims.rows_peak,
     "probe_best": trace_claims.probe_best,
     "top_next": trace_claims.top_next,

@@ -1,4 +1,4 @@
-"""The embedding is still there: at every stream of one stack (its input, then every block's output)
+"""Is the embedding still there? At every stream of one stack (its input, then every block's output)
 and every position, the cosine with the token's own embedding W_E[t] (before positions are added)
 and with the stack's last stream.
 

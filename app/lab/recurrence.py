@@ -14,6 +14,7 @@ those, loaded from model/weights (pe-rope by default): the page's model does not
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -58,6 +59,27 @@ class InfluenceOut(BaseModel):
                                                "embedding of token i.")
     transformer: list[float] = Field(description="[pos] ‖∂h_N/∂x_i‖_F: the last block's output at the last position "
                                                  "against the token embedding of token i.")
+    shape: ShapeOut | None = Field(description="What the GRU's curve does with distance on this sentence (the start "
+                                               "token left out); None under 3 distances.")
+    reference: ReferenceOut = Field(description="The GRU's curve averaged over the reference sentences.")
+
+
+class ShapeOut(BaseModel):
+    near: float = Field(description="The GRU's influence one token back.")
+    low: float = Field(description="Its smallest value, and low_at, the distance where it is.")
+    low_at: int
+    far: float = Field(description="Its mean over the farthest third, distances far_from to far_to.")
+    far_from: int
+    far_to: int
+    rises: bool = Field(description="Lowest before the farthest third, which is at least 1.5× higher: a U.")
+
+
+class ReferenceOut(BaseModel):
+    distance: list[int] = Field(description="[D] d = 1 … D tokens back (the start token left out).")
+    recurrent: list[float] = Field(description="[D] the GRU's influence d tokens back, geometric mean over the "
+                                               "reference sentences that reach d.")
+    sentences: list[int] = Field(description="[D] how many reference sentences reach d.")
+    shape: ShapeOut
 
 
 class LossOut(BaseModel):
@@ -94,6 +116,9 @@ def plan(context: Context, request: RecurrenceLabRequest) -> Build:
     def build(_: Run) -> dict[str, Any]:
         measured = recurrence.recurrence(rnn.model, transformer.model, [t.id for t in tokens])
         n = len(tokens)
+        sentences = tuple(tuple(t.id for t in encode_text(transformer, s)) for s in recurrence.REFERENCE)
+        reference, counts = recurrence.reference_curve(rnn.model, sentences)
+        shape = recurrence.curve_shape(recurrence.by_distance(measured.rnn_influence))
         return {
             "tokens": tokens_out(tokens), "max_tokens": recurrence.MAX_TOKENS,
             "recurrent": {"name": rnn.meta.get("name", "recurrent-gru"), "parameters": rnn.model.parameter_count(),
@@ -107,7 +132,11 @@ def plan(context: Context, request: RecurrenceLabRequest) -> Build:
                       "transformer_block_ms": rounded([1000 * s for s in measured.transformer_block_seconds], 4)},
             "influence": {"distance": [n - 1 - i for i in range(n)],
                           "recurrent": [float(f"{v:.4g}") for v in measured.rnn_influence.tolist()],
-                          "transformer": [float(f"{v:.4g}") for v in measured.transformer_influence.tolist()]},
+                          "transformer": [float(f"{v:.4g}") for v in measured.transformer_influence.tolist()],
+                          "shape": shape_out(shape),
+                          "reference": {"distance": list(range(1, len(reference) + 1)),
+                                        "recurrent": [float(f"{v:.4g}") for v in reference], "sentences": counts,
+                                        "shape": shape_out(recurrence.curve_shape(reference))}},
             "loss": {"recurrent": rounded(measured.rnn_loss.tolist(), 4),
                      "transformer": rounded(measured.transformer_loss.tolist(), 4),
                      "recurrent_mean": round(float(measured.rnn_loss.mean()), 4),
@@ -116,6 +145,11 @@ def plan(context: Context, request: RecurrenceLabRequest) -> Build:
         }
 
     return build
+
+
+def shape_out(shape: recurrence.Shape | None) -> dict[str, Any] | None:
+    return None if shape is None else {**asdict(shape), "near": float(f"{shape.near:.4g}"),
+                                       "low": float(f"{shape.low:.4g}"), "far": float(f"{shape.far:.4g}")}
 
 
 EXPERIMENT = Experiment(

@@ -51,7 +51,7 @@ export const CHAPTER_LINKS = {
   ],
   efficiency: [
     { id: "complexity", lab: "complexity" }, // O(n²) time and memory, measured (lab: complexity)
-    { id: "flash", lab: "flash", fields: { "flash.dtype": "float16" } }, // the same output in tiles, and the bytes it moves (lab: flash)
+    { id: "flash", lab: "flash", fields: { "flash.dtype": "float16", "flash.block_q": 128 } }, // the same output in tiles, and the bytes it moves, at the claim's query block (lab: flash)
     { id: "kv", lab: "kv_cache_size" }, // what GQA saves while generating (lab: kv_cache_size)
     { id: "linear", lab: "linear_attention" }, // linear attention on this sentence (lab: linear_attention)
     { id: "recurrence", lab: "recurrence", fields: { "recurrence.transformer": "tiny-gpt" } }, // N steps in a row against L blocks

@@ -80,6 +80,8 @@ export function labelNote(texts, known) {
   const language = (lang) => t(`lang_name_${lang === "zh" ? "zh" : "en"}`);
   const parts = [t(`head_label_${known.probe}`, { pattern, score: fmt(known.score), language: language(known.lang) })];
   if (known.other) parts.push(t(`head_label_other_${known.other.probe}`, { pattern, score: fmt(known.other.score), language: language(known.other.lang) }));
-  parts.push(t("head_label_saved"));
+  // a probe's label is a habit on the probe's text, not all the head does: on the chapter's sentence the same
+  // head can also carry a word (layer 23 head 4 of SmolLM2: first-token 0.86 on the probe, "is" → "France" here)
+  parts.push(t("head_label_also"), t("head_label_saved"));
   return parts.join(texts.separator);
 }

@@ -3,11 +3,18 @@ the option."""
 
 from __future__ import annotations
 
+import inspect
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
 from app.tensors import decode_tensor
+from lessons.lab_claims import flash_traffic_saves
 from tests.app.conftest import error_of, post
 
 TEXT = "the cat sat on"
@@ -80,3 +87,16 @@ def test_flash_counts_the_memory_traffic_of_its_loop_and_the_formulas(client: Te
     assert out["flash_large_block_bytes"][-1] < out["standard_bytes"][-1] < out["flash_bytes"][-1]
     status, code, message = error_of(post(client, "/api/lab/flash", {**body, "dtype": "int8"}))
     assert status == 422 and "dtype" in message
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run the page's modules")
+def test_the_efficiency_chapter_opens_flash_at_its_claims_query_block() -> None:
+    """Opened from the chapter, the panel draws the query block the chapter's claim measures (128), not the panel's
+    default of 4 (where tiles of 4 move more memory than standard attention: the opposite first impression)."""
+    claim_block = inspect.signature(flash_traffic_saves).parameters["block_q"].default
+    lessons = Path(__file__).resolve().parents[2] / "static/js/lessons.js"
+    script = (f"const m = await import({json.dumps(lessons.as_uri())});\n"
+              "console.log(JSON.stringify(m.CHAPTER_LINKS.efficiency.find((l) => l.lab === 'flash').fields));")
+    done = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60,
+                          check=True)
+    assert json.loads(done.stdout)["flash.block_q"] == claim_block == 128

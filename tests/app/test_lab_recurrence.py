@@ -61,3 +61,23 @@ def test_bad_input_is_a_clear_422(client: TestClient) -> None:
     assert error_of(post(client, ROUTE, {"text": ""}))[:2] == (422, "empty_text")
     status, code, message = error_of(post(client, ROUTE, {"text": "the cat", "transformer": "smollm2"}))
     assert status == 422 and "transformer" in message
+
+
+def test_the_curves_words_are_read_off_the_curves(client: TestClient) -> None:
+    """Teaching review 4, finding 9: the note said "decays with distance" beside a U. The answer now carries what
+    each curve does (the page picks its sentence from it), and a reference curve over several sentences."""
+    out = post(client, ROUTE, {"text": "The animal didn't cross the street because it was too tired."}).json()
+    influence = out["influence"]
+    by_distance = influence["recurrent"][::-1][1:-1]  # d = 1 … N − 2: the start token left out
+    shape = influence["shape"]
+    assert shape["near"] == pytest.approx(by_distance[0], rel=1e-3)
+    assert shape["low"] == pytest.approx(min(by_distance), rel=1e-3)
+    assert by_distance[shape["low_at"] - 1] == pytest.approx(min(by_distance), rel=1e-3)
+    far = by_distance[shape["far_from"] - 1:]
+    assert shape["far"] == pytest.approx(sum(far) / len(far), rel=1e-3)
+    assert shape["rises"] == (shape["low_at"] < shape["far_from"] and shape["far"] >= 1.5 * shape["low"])
+    assert shape["rises"]  # this sentence's curve is a U: its first words reach the last state again
+    reference = influence["reference"]
+    assert reference["sentences"][0] >= 8 and reference["sentences"] == sorted(reference["sentences"], reverse=True)
+    assert reference["distance"] == list(range(1, len(reference["recurrent"]) + 1))
+    assert reference["shape"]["low"] < reference["shape"]["near"] / 10  # averaged, the gradient does vanish

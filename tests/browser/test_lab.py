@@ -264,3 +264,83 @@ def test_linear_attention_cells_stay_readable_and_each_measure_has_its_axis(watc
     assert axes[0] == ["y", "y2"] and axes[2] == "right", axes  # the error on its own axis, on the right
     assert axes[1][1] == 1.05 and axes[1][0] <= min(0, axes[3]) - 0.05 + 1e-9, axes  # the cosine's own scale
     assert watched.errors == []
+
+
+@pytest.mark.browser
+def test_batch_shapes_speaks_of_padding_only_where_there_is_padding(watched: Any, server: Any) -> None:
+    # teaching review 4, finding 16: "pad positions included" over sentence 1, which had no padding
+    page = watched.page
+    page.set_default_timeout(90000)
+    head = "#board-batch_shapes .chart-card[data-key=bs-pattern]"
+    open_lab(page, server.url, model="gpt", text="the cat sat on the mat and the dog ran", lang="en",
+             panel="batch_shapes", **{"batch_shapes.other": "the cat"})
+    title, note = page.inner_text(f"{head} h3"), page.inner_text(f"{head} .chart-note")
+    assert "no padding" in title and "pad positions included" not in title, title
+    assert "no pad position" in note and "sentence 2 is padded with" in note, note
+    open_lab(page, server.url, model="gpt", text="the cat sat on the mat and the dog ran", lang="en",
+             panel="batch_shapes", **{"batch_shapes.other": "the cat", "batch_shapes.sentence": "2"})
+    title = page.inner_text(f"{head} h3")
+    pads = re.search(r"(\d+) pad positions included", title)
+    assert pads and int(pads.group(1)) > 0, title
+    assert watched.errors == []
+
+
+@pytest.mark.browser
+def test_the_recurrence_note_says_what_its_own_curve_does(watched: Any, server: Any) -> None:
+    # teaching review 4, finding 9: "the gradient decays with distance" under a curve shaped like a U
+    page = watched.page
+    page.set_default_timeout(90000)
+    open_lab(page, server.url, model="gpt", lang="en", panel="recurrence",
+             text="The animal didn't cross the street because it was too tired.")
+    note = page.inner_text("#board-recurrence .chart-card[data-key=recurrence-influence] .chart-note")
+    assert "is a U, not a steady decay" in note and "falls with distance" not in note, note
+    assert re.search(r"Averaged over \d+ reference sentences \(dashed line\)", note), note
+    assert "the gap grows with distance" not in note
+    names = page.evaluate("() => document.querySelector('#board-recurrence .plot[data-key=recurrence-influence]')"
+                          ".data.map((t) => t.name)")
+    assert names[0].startswith("GRU, mean of") and len(names) == 3, names
+    assert watched.errors == []
+
+
+@pytest.mark.browser
+def test_the_embedding_panel_answers_its_title_from_its_numbers(watched: Any, server: Any) -> None:
+    # teaching review 4, finding 8: "The embedding is still there" above a cosine of about 0.03 from block 1 on
+    page = watched.page
+    page.set_default_timeout(90000)
+    open_lab(page, server.url, model="gpt", lang="en", panel="embedding_persistence",
+             text="The animal didn't cross the street because it was too tired.")
+    grid = page.locator("#board-embedding_persistence .plot[data-key=ep-grid]")
+    cosines = page.evaluate("() => document.querySelector('#board-embedding_persistence .plot[data-key=ep-grid]')"
+                            ".data[0].z.slice(1).map((row) => row.reduce((a, b) => a + b, 0) / row.length)")
+    assert grid.count() == 1 and max(cosines) <= 0.2, cosines  # tiny-gpt: the direction is lost at once
+    note = page.inner_text("#board-embedding_persistence .chart-card[data-key=ep-grid] .chart-note")
+    assert note.startswith("On this model, not as a direction: from block 0 on the mean cosine is never above"), note
+    assert f"never above {max(cosines):.2f}" in note, note
+    assert "still there" not in page.inner_text("#panel-embedding_persistence h2").lower().replace("still there?", "")
+    assert watched.errors == []
+
+
+@pytest.mark.browser
+def test_ffn_patching_says_layer_0_carries_the_word_and_draws_negatives_apart(watched: Any, server: Any) -> None:
+    # teaching review 4, finding 7: "Highest 1.00 at L0 … where a fact such as a capital is looked up", and cells
+    # below 0 drawn white like "no effect"
+    page = watched.page
+    page.set_default_timeout(120000)
+    open_lab(page, server.url, model="gpt", lang="en", panel="activation_patching",
+             **{"activation_patching.clean": "The capital of Spain is", "activation_patching.grid": "all"})
+    plot = "#board-activation_patching .plot[data-key=patch-ffn]"
+    z, zmin, zmax, scale = page.evaluate(f"""() => {{ const t = document.querySelector('{plot}').data[0];
+      return [t.z, t.zmin, t.zmax, t.colorscale]; }}""")
+    assert (zmin, zmax) == (-1, 1) and scale[len(scale) // 2][1].lower() == "#f7f7f7", scale  # white at 0
+    note = page.inner_text("#board-activation_patching .chart-card[data-key=patch-ffn] .chart-note")
+    above = max(max(row) for row in z[1:])
+    assert "back — where a fact such as a capital is looked up" not in note
+    if max(z[0]) > above:  # the best FFN cell is layer 0's, on the changed word (SmolLM2 and tiny-gpt on France/Italy)
+        assert "mostly carries the token itself" in note, note
+        assert f"From layer 1 on, the highest cell is {above:.2f}" in note, note
+        assert ("brings most of" in note) == (above >= 0.5) and ("even half" in note) == (above < 0.5), note
+    else:
+        assert "candidate for where a fact" in note and "mostly carries the token itself" not in note, note
+    # the panel's own default contrast is the chapter's: France/Italy
+    assert page.input_value("#controls-activation_patching input[data-field='corrupted']") == "The capital of Italy is"
+    assert watched.errors == []

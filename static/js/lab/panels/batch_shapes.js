@@ -64,10 +64,14 @@ export default {
       h("table", { class: "kv-table bs-table" }, h("thead", {}, head), h("tbody", {}, rows)),
       h("p", { class: "lab-note", text: [say("batch_shapes_table_note", vars), say(gqa, vars)].join(" ") }),
     ));
+    // the longer sentence has no pad position: its title and note say so, and name the sentence that is padded
+    const other = 3 - data.sentence;
+    const padVars = { ...vars, pads: data.width - tokens.length, other, other_pads: data.width - data.sentences[other - 1].length };
+    const padded = padVars.pads > 0 ? "" : "_unpadded";
     const pad = say("batch_shapes_pad");
     const labels = [...tokenLabels(tokens), ...Array.from({ length: data.width - tokens.length }, (_, i) => `${pad} ${tokens.length + i}`)];
     const z = data.pattern.map((row, q) => (q < tokens.length ? row : row.map(() => null)));
-    draw(board.card("bs-pattern", { title: say("batch_shapes_pattern_title", vars), className: "half", note: say("batch_shapes_pattern_note", vars) }),
+    draw(board.card("bs-pattern", { title: say(`batch_shapes_pattern_title${padded}`, padVars), className: "half", note: say(`batch_shapes_pattern_note${padded}`, padVars) }),
       [heatmap({ z, x: labels, y: labels, signed: false, zmin: 0, zmax: 1, valueLabel: say("weight") })],
       { xaxis: { title: { text: say("batch_shapes_keys") }, type: "category" }, yaxis: { title: { text: say("batch_shapes_queries") }, type: "category", autorange: "reversed" }, height: 380, margin: { l: 110, r: 20, t: 30, b: 110 } },
       "batch_shapes_pattern");

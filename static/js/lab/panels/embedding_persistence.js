@@ -1,4 +1,4 @@
-// The embedding is still there: each stream's cosine with its token's own embedding, per layer and token, and the
+// Is the embedding still there? Each stream's cosine with its token's own embedding, per layer and token, and the
 // mean per layer beside the cosine with the last stream (the embedding_persistence experiment). Every number
 // shown comes from the answer.
 
@@ -31,11 +31,16 @@ export default {
       input: fmt(data.mean_to_embedding[0], 2), ratio: fmt(data.mean_norm_ratio[last], 1), layers: last, added,
       final_first: fmt(data.mean_to_final[Math.min(1, last)], 2),
     };
+    // the verdict the title asks for, read off the numbers: from block 0 on, does the stream still point near its
+    // token's embedding (a mean cosine of 0.5 or more at the end), fade, or lose it at once (at most 0.2 throughout)?
+    const after = data.mean_to_embedding.slice(1);
+    vars.kept = fmt(after.length ? Math.max(...after) : data.mean_to_embedding[0], 2);
+    const verdict = !after.length || data.mean_to_embedding[last] >= 0.5 ? "kept" : Math.max(...after) <= 0.2 ? "drowned" : "fades";
     const half = data.mean_to_final.findIndex((x) => x >= 0.5); // the first stream at least half-way to the last
     vars.half = half <= 0 ? say("embedding_persistence_input") : rows[half];
     const inputNote = say(data.added.length ? "embedding_persistence_input_added" : "embedding_persistence_input_same", vars);
     const sep = ctx.s.texts[ctx.s.lang].separator; // between sentences: " " in English, "" in Chinese
-    const grid = board.card("ep-grid", { title: say("embedding_persistence_grid_title"), note: [inputNote, say("embedding_persistence_grid_note", vars)].join(sep) });
+    const grid = board.card("ep-grid", { title: say("embedding_persistence_grid_title"), note: [say(`embedding_persistence_verdict_${verdict}`, vars), inputNote, say("embedding_persistence_grid_note", vars)].join(sep) });
     const labels = tokenLabels(data.tokens);
     const trace = heatmap({ z: data.to_embedding, x: labels, y: rows, zmin: -1, zmax: 1, valueLabel: say("embedding_persistence_cosine") });
     const xaxis = categoryAxis(say("embedding_persistence_token"), { tickangle: labels.length > 8 ? -45 : 0, automargin: false });

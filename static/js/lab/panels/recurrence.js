@@ -56,9 +56,7 @@ export default {
       rnn_ms: fmt(sum(steps.recurrent_step_ms), 2), tf_ms: fmt(sum(steps.transformer_block_ms), 2),
       step_ms: fmt(sum(steps.recurrent_step_ms) / steps.recurrent_steps, 3),
       long_enough: n - 2 > k, far_from: n - 1 - k, far_to: n - 2,
-      rnn_near: sig(influence.recurrent[near]), rnn_far: sig(mean(influence.recurrent)),
       tf_near: sig(influence.transformer[near]), tf_far: sig(mean(influence.transformer)),
-      rnn_ratio: pct(mean(influence.recurrent) / influence.recurrent[near]),
       tf_ratio: pct(mean(influence.transformer) / influence.transformer[near]),
       rnn_loss: fmt(loss.recurrent_mean, 2), tf_loss: fmt(loss.transformer_mean, 2), uniform: fmt(loss.uniform, 2),
       rnn_params: fmt(data.recurrent.parameters), tf_params: fmt(data.transformer.parameters),
@@ -66,6 +64,22 @@ export default {
       tf_seen: data.transformer.tokens_seen == null ? "–" : fmt(data.transformer.tokens_seen),
       max: data.max_tokens,
     };
+  },
+
+  /** The influence chart's note: this sentence's GRU curve as it falls or dips and rises, the average over the
+   * reference sentences likewise, then the Transformer on the same far third. */
+  influenceNote(data, vars, say) {
+    const { shape, reference } = data.influence;
+    const words = (s) => ({ near: sig(s.near), low: sig(s.low), low_at: s.low_at, far: sig(s.far), from: s.far_from, to: s.far_to,
+      low_ratio: pct(s.low / s.near), far_ratio: pct(s.far / s.near) });
+    const rs = reference.shape;
+    const few = reference.sentences[rs.far_to - 1];
+    const parts = [say("recurrence_influence_what")];
+    if (shape && vars.long_enough) parts.push(say(shape.rises ? "recurrence_gru_u" : "recurrence_gru_falls", words(shape)));
+    else parts.push(say("recurrence_influence_short", vars));
+    parts.push(say(rs.rises ? "recurrence_reference_u" : "recurrence_reference_falls", { ...words(rs), count: reference.sentences[0], few }));
+    if (vars.long_enough) parts.push(say("recurrence_transformer_far", vars));
+    return parts.join(" ");
   },
 
   draw(board, data, ctx) {
@@ -93,9 +107,13 @@ export default {
       xaxis: { title: { text: say("recurrence_ms") }, rangemode: "tozero", automargin: true },
       yaxis: { type: "category", automargin: true, autorange: "reversed", tickvals: [gruRow, tfRow], ticktext: [gruRow, tfRow] } }, "recurrence_steps");
 
-    // (b) influence of each input embedding on the last position's state, against distance
+    // (b) influence of each input embedding on the last position's state, against distance; the note's words are
+    // chosen from what each curve does (lab/recurrence.py's curve_shape), never assumed
     const distance = data.influence.distance;
-    draw(board.card("recurrence-influence", { title: say("recurrence_influence_title", vars), note: say(vars.long_enough ? "recurrence_influence_note" : "recurrence_influence_short", vars) }), [
+    const ref = data.influence.reference;
+    draw(board.card("recurrence-influence", { title: say("recurrence_influence_title", vars), note: this.influenceNote(data, vars, say) }), [
+      { x: ref.distance, y: ref.recurrent, mode: "lines", name: say("recurrence_reference", { count: ref.sentences[0] }), line: { color: GRU, dash: "dash" },
+        customdata: ref.sentences, hovertemplate: `${say("recurrence_distance")} %{x}<br>%{y:.4g} (%{customdata})<extra></extra>` },
       { x: distance, y: data.influence.recurrent, mode: "lines+markers", name: say("recurrence_gru", vars), line: { color: GRU },
         customdata: labels, hovertemplate: `%{customdata} · ${say("recurrence_distance")} %{x}<br>%{y:.4g}<extra></extra>` },
       { x: distance, y: data.influence.transformer, mode: "lines+markers", name: say("recurrence_transformer", vars), line: { color: TRANSFORMER },
