@@ -107,16 +107,28 @@ async function load(next, patch) {
   return { ctx, data, ivData, archData };
 }
 
-/** A chapter's claims, measured on the server on its own model (none when this server shows it on another). */
+/**
+ * A chapter's claims, measured on the server: `lesson`, on the chapter's own view (none when this server lacks its
+ * model), and, once the class has changed the sentence, model, layer or head, `view`, the chart's claims measured
+ * again on the view on screen (lesson_claims.py; none where it cannot be: the bar then marks every line as the
+ * lesson's sentence's, so no "measured on screen" line goes stale).
+ */
 async function loadClaims(next) {
   const c = typeof next.chapter === "number" ? CHAPTERS[next.chapter] : null;
-  if (!c || c[next.lang === "zh" ? "zh" : "en"].model !== next.model) return null;
-  try {
-    return await api.lessonClaims(c.id, next.lang);
-  } catch (error) {
-    console.warn("claims not measured:", error); // eslint-disable-line no-console
-    return null; // the chapter still opens; its lines are left out
-  }
+  if (!c) return null;
+  const own = c[next.lang === "zh" ? "zh" : "en"];
+  const models = next.models || [];
+  if (models.length && !models.some((m) => m.name === own.model)) return null; // shown on another model: teach.js says so
+  const screen = { text: next.text, target: next.target || "", model: next.model, layer: next.layer, head: next.head };
+  const differs = screen.text !== own.text || screen.model !== own.model || (own.target || "") !== screen.target ||
+    (typeof screen.layer === "number" && screen.layer !== own.layer) || (typeof screen.head === "number" && screen.head !== own.head);
+  const ask = (view) =>
+    api.lessonClaims(c.id, next.lang, view).catch((error) => {
+      console.warn("claims not measured:", error); // eslint-disable-line no-console
+      return null; // the chapter still opens; its lines are left out or marked as the lesson's
+    });
+  const [lesson, view] = await Promise.all([ask(null), differs ? ask(screen) : null]);
+  return { chapter: c.id, lang: next.lang, differs, lesson, view };
 }
 
 function draw({ ctx, data, ivData, archData }) {
