@@ -2,9 +2,9 @@
 
 The service finds the chapter and its view in the page's language (`view_request`, then Service.run), or the
 view on screen where the page names one (its text, model, layer, head: the class typed its own sentence), so no
-line the lesson bar prints goes stale; plan() checks the view's layer and head against the model; the builder turns the text's forward pass into a
-lessons.view.View and returns lessons.claims.measured(): each claim, whether it holds, its values and its line
-in that language, with the view's place on the path. The teaching logic lives in lessons/.
+line the lesson bar prints goes stale; plan() checks the view's layer and head against the model; the builder
+turns the text's forward pass into a lessons.view.View and returns lessons.claims.measured(): each claim, whether
+it holds, its values, its line in that language and where it is drawn, with the view's place on the path. The teaching logic lives in lessons/.
 """
 
 from __future__ import annotations
@@ -79,6 +79,6 @@ LESSON_CLAIMS = Endpoint(
     name="chapter_claims", method="GET", route="/api/lessons/{chapter}/claims", tag="lessons", request=LessonView,
     response=LessonClaimsOut, plan=plan,
     summary="What the chapter asks the class to look at, measured on its view: each claim, whether it holds, its\n"
-            'values and the line the lesson bar prints (a chapter by id, "why", or number, "1"). Given the view on\n'
-            "screen (text, model, layer, head), its chart's claims are measured again on it; lab claims and those whose\n"
-            "words that sentence lacks are marked on_view false (they belong to the lesson's sentence).")
+            'values and the line the lesson bar prints (a chapter by id, "why", or number, "1"). Given the view\n'
+            "on screen (text, model, layer, head), its chart's claims are measured again on it; lab claims and\n"
+            "those whose words that sentence lacks are marked on_view false (they belong to the lesson's sentence).")
