@@ -73,7 +73,7 @@ def measured(view: View, claims: Iterable[Mapping[str, Any]], own: bool = True) 
     kind, or one whose words the view lacks ("it" in a sentence without it), is not: `on_view` False and no line,
     so the page shows the chapter's own line marked as belonging to the lesson's sentence."""
     words = ui_words(view.lang)
-    out = []
+    out: list[dict[str, Any]] = []
     for asked in claims:
         kind, panel = asked.get("kind"), PANELS.get(str(asked.get("kind")))
         if not own and panel is not None:

@@ -4,7 +4,8 @@ The service finds the chapter and its view in the page's language (`view_request
 view on screen where the page names one (its text, model, layer, head: the class typed its own sentence), so no
 line the lesson bar prints goes stale; plan() checks the view's layer and head against the model; the builder
 turns the text's forward pass into a lessons.view.View and returns lessons.claims.measured(): each claim, whether
-it holds, its values, its line in that language and where it is drawn, with the view's place on the path. The teaching logic lives in lessons/.
+it holds, its values, its line in that language and where it is drawn, with the view's place on the path. The
+teaching logic lives in lessons/.
 """
 
 from __future__ import annotations
