@@ -171,7 +171,8 @@ SECOND = {
     ("residual", "en"): "en:1987",
     ("architectures", "en"): "en:1987",
 }
-TINY_SECOND = {"我爱你": "你爱我吗", "我爱北京天安门广场。": "北京欢迎你。", "我爱北京天安门广场。我爱北京天安门广场。": "你好世界，你好世界，你好"}
+TINY_SECOND = {"我爱你": "你爱我吗", "我爱北京天安门广场。": "北京欢迎你。",
+               "我爱北京天安门广场。我爱北京天安门广场。": "你好世界，你好世界，你好"}
 
 
 def second_text(chapter: str, lang: str, own: str) -> str:
@@ -243,6 +244,6 @@ def test_chapter_twelve_names_the_key_as_drawn(shipped: TestClient) -> None:
     ({"layer": 99}, "not_in_model"), ({"head": 99}, "not_in_model"), ({"text": ""}, "empty_text"),
     ({"layer": -1}, "invalid_request"), ({"model": "no-such-model"}, "unknown_model"),
 ])
-def test_a_bad_view_is_refused_clearly(shipped: TestClient, params: dict[str, object], code: str) -> None:
+def test_a_bad_view_is_refused_clearly(shipped: TestClient, params: dict[str, str | int], code: str) -> None:
     response = shipped.get("/api/lessons/qkv/claims", params={"lang": "en", **params})
     assert 400 <= response.status_code < 500 and response.json()["error"]["code"] == code, response.text
