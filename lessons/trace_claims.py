@@ -55,6 +55,8 @@ def row_top(view: View, query: str, key: str, cross: bool = False, occurrence: i
     top = groups[int(per_group.argmax())]
     values: Values = {"query": query, "key": key, "row": row, "top": shown(view, top, key_tokens), "top_at": _at(top),
                       "top_weight": round(float(per_group.max()), 4)}
+    if cross:  # the chart it speaks of: the decoder's rows on the encoder's keys (the page outlines its cell there)
+        values["cross"] = True
     try:
         keys = covering(key_tokens, key_text, key)
     except ClaimError:  # the class's own sentence: the row's peak, and that the key is not there

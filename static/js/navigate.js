@@ -9,6 +9,7 @@ import { makeContext, requestBody, snapshotsOf } from "./context.js";
 import { render, renderStatic, showInputs } from "./render.js";
 import { FIELDS, state } from "./state.js";
 import { bestHead, chapterPatch, CHAPTERS, modelFor } from "./lessons.js";
+import { claimMarks } from "./claim_marks.js";
 import { buildPlan, indexOf } from "./stages.js";
 import { activeAt, loadIntervention, TEMPS, WINDOWS } from "./intervene.js";
 import { loadArch } from "./archview.js";
@@ -104,6 +105,7 @@ async function load(next, patch) {
     plotlyReady(),
   ]);
   next.claims = claims;
+  ctx.marks = claimMarks(claims); // the row and cell each claim measured on this view speaks of (claim_marks.js)
   return { ctx, data, ivData, archData };
 }
 

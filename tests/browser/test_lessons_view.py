@@ -83,3 +83,31 @@ def test_chapter_one_follows_the_typed_sentence(smol_server: Any, watched: Any, 
     assert page.input_value("#text") == page.evaluate(
         f"async () => (await import('/static/js/lessons.js')).CHAPTERS[0]['{lang}'].text")
     assert not watched.errors, watched.errors
+
+
+MAIN = "#panel .chart-card[data-key='main'] .plot"  # the head's map
+
+
+def marked_cells(page: Any) -> list[list[float]]:
+    """The outlined rectangles on the head's map: [x0, x1, y0, y1] of each shape."""
+    found: list[list[float]] = page.evaluate("""() => {
+        const plot = document.querySelector("#panel .chart-card[data-key='main'] .plot");
+        return ((plot && plot.layout && plot.layout.shapes) || []).map((s) => [s.x0, s.x1, s.y0, s.y1]); }""")
+    return found
+
+
+def test_the_claims_row_and_cell_are_outlined(smol_server: Any, watched: Any) -> None:
+    """Chapter 1: the row of "it" (position 8) and its cell on "animal" (position 1) are outlined on the map; on the
+    typed sentence, the row of "it" (10) and its cell on "book" (4), as measured there."""
+    page = watched.page
+    page.set_default_timeout(120000)
+    open_page(page, smol_server.url, chapter="why", lang="en")
+    page.wait_for_function("(sel) => { const p = document.querySelector(sel);"
+                           " return p && p.layout && (p.layout.shapes || []).length >= 2; }", arg=MAIN)
+    assert [0.5, 1.5, 7.5, 8.5] in marked_cells(page), marked_cells(page)
+    run_text(page, SENTENCES["en"][0])
+    wait_idle(page)
+    page.wait_for_function("(sel) => { const p = document.querySelector(sel);"
+                           " return p && p.layout && (p.layout.shapes || []).some((s) => s.y0 === 9.5); }", arg=MAIN)
+    assert [3.5, 4.5, 9.5, 10.5] in marked_cells(page), marked_cells(page)
+    assert not watched.errors, watched.errors

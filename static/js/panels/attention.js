@@ -9,6 +9,7 @@ import { readingNote, workedExample } from "./reading.js";
 import { labelNote } from "../probes.js";
 import { drawHeadOverview } from "../head_overview.js";
 import { namesFor } from "../stages.js";
+import { markShapes, showMark } from "../claim_marks.js";
 
 const WORKED_MAX_TOKENS = 5; // a sentence this short gets the worked example with every number
 
@@ -20,7 +21,7 @@ export function scaledLabel(ctx) {
   return ctx.posKind.where === "scores" && !ctx.step.cross ? `hover_scaled_${ctx.posKind.name}` : "hover_scaled";
 }
 
-function matrixChart(plot, ctx, { z, x, y, customdata, probs, masked, filename }) {
+function matrixChart(plot, ctx, { z, x, y, customdata, probs, masked, filename, marks = [] }) {
   const { t } = ctx;
   const fmt = (i) => `%{customdata[${i}]:.3f}`;
   const hovertemplate =
@@ -37,7 +38,8 @@ function matrixChart(plot, ctx, { z, x, y, customdata, probs, masked, filename }
   const yaxis = categoryAxis(t("ax_query"), { autorange: "reversed", automargin: false });
   const margin = fitMargins(plot, { y, x, xSize: xaxis.tickfont.size, xAngle: xaxis.tickangle, colorbar: [traces[0].zmin, traces[0].zmax] });
   if (traces[0].textfont) traces[0].textfont = { size: cellFontSize(z.length) }; // presentation mode: read from the back of a room
-  draw(plot, traces, { height: side, margin, xaxis, yaxis }, filename);
+  const shapes = markShapes(marks, x.length); // the row and cell the lesson bar's claim speaks of
+  Promise.resolve(draw(plot, traces, { height: side, margin, xaxis, yaxis, ...(shapes.length ? { shapes } : {}) }, filename)).then(() => showMark(plot, marks));
 }
 
 /** "Head 6 · induction": a small map's title with its measured pattern, as the head menu names it (the menu adds the probe). */
@@ -150,6 +152,7 @@ export default {
       probs,
       masked: kind === "attn_scores" || probs ? masked : null,
       filename: `${ctx.fname}_h${ctx.head}`,
+      marks: (ctx.marks || []).filter((m) => m.cross === Boolean(cross) && m.row < z.length && m.to < x.length),
     });
 
     if (data.worked) {
