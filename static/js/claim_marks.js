@@ -27,10 +27,13 @@ export function markShapes(marks, nKeys) {
   ]);
 }
 
-/** On a projector, scroll so the first marked row is on screen (the chart may be taller than what is left of 720 px). */
+/** On a projector, scroll just enough that the first marked row is on screen (the chart may be taller than what
+ * is left of 720 px under the lesson bar): the bar stays in view as far as the row allows. */
 export function showMark(plot, marks) {
   if (!marks.length || !isPresent() || !plot._fullLayout) return;
   const axis = plot._fullLayout.yaxis;
   const y = plot.getBoundingClientRect().top + axis._offset + axis.l2p(marks[0].row);
-  if (y < 40 || y > window.innerHeight - 40) window.scrollBy({ top: y - window.innerHeight / 2, behavior: "instant" });
+  const room = 60; // the row, and a little below it
+  if (y > window.innerHeight - room) window.scrollBy({ top: y - (window.innerHeight - room), behavior: "instant" });
+  else if (y < room) window.scrollBy({ top: y - room, behavior: "instant" });
 }

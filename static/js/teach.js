@@ -130,7 +130,7 @@ function claimLines(t, c) {
   for (let i = 0; i < count; i++) {
     const measuredHere = differs ? view && view.claims[i] : lesson && lesson.claims[i];
     const own = lesson && lesson.claims[i];
-    if (measuredHere && measuredHere.on_view && !measuredHere.panel) groups.screen.push(claimItem(measuredHere, "screen"));
+    if (measuredHere && measuredHere.on_view && !measuredHere.panel) groups.screen.push(claimItem(measuredHere, "screen", null, !differs));
     else if (own && own.panel) groups.lab.push(claimItem(own, "lab", labClaimLink(t, c, own.panel, lesson)));
     else if (own) groups.lesson.push(claimItem(own, "lesson"));
   }
@@ -146,8 +146,9 @@ function claimLines(t, c) {
   ];
 }
 
-function claimItem(claim, place, link = null) {
-  const cls = `claim claim-${place}${claim.holds ? "" : " claim-fails"}`;
+function claimItem(claim, place, link = null, own = true) {
+  // a claim that fails on the chapter's own view is marked; on the class's sentence its line says what was measured
+  const cls = `claim claim-${place}${claim.holds || !own ? "" : " claim-fails"}`;
   return h("li", { class: cls, "data-kind": claim.kind, "data-place": place }, claim.line, ...(link ? [" ", link]: []));
 }
 
