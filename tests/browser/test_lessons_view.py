@@ -111,3 +111,27 @@ def test_the_claims_row_and_cell_are_outlined(smol_server: Any, watched: Any) ->
                            " return p && p.layout && (p.layout.shapes || []).some((s) => s.y0 === 9.5); }", arg=MAIN)
     assert [3.5, 4.5, 9.5, 10.5] in marked_cells(page), marked_cells(page)
     assert not watched.errors, watched.errors
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_presentation_bar_is_a_quarter_of_a_projector(smol_server: Any, watched: Any, lang: str) -> None:
+    """Review 4, finding 3: at 1280×720 in presentation mode the lesson bar of every chapter takes at most a quarter
+    of the height, its measured-on-screen lines within it, and the outlined row of chapters 1 and 15 is on screen."""
+    from tests.browser.teach_models import CHAPTER_IDS
+
+    page = watched.page
+    page.set_default_timeout(120000)
+    page.set_viewport_size({"width": 1280, "height": 720})
+    for cid in CHAPTER_IDS:
+        open_page(page, smol_server.url, chapter=cid, lang=lang, present=1)
+        page.wait_for_timeout(300)  # the marked row is scrolled into view after the chart is drawn
+        box = page.eval_on_selector("#lesson", "e => [e.getBoundingClientRect().height, e.scrollHeight]")
+        assert box[0] <= 720 / 4 + 1, (cid, box)
+        if page.query_selector("#lesson [data-claims='screen']"):  # every measured-on-screen line fits in the bar
+            assert box[1] <= box[0] + 1, (cid, box)
+        if cid in ("why", "paris"):
+            y = page.evaluate("""(sel) => {
+                const p = document.querySelector(sel); const a = p._fullLayout.yaxis; const s = p.layout.shapes[0];
+                return p.getBoundingClientRect().top + a._offset + a.l2p((s.y0 + s.y1) / 2); }""", MAIN)
+            assert 0 < y < 720, (cid, y)
+    assert not watched.errors, watched.errors
