@@ -2,7 +2,7 @@
 // the parameters sheet and the architectures sheet. Drawn from the committed state; clicks are
 // data-go buttons that events.js turns into go() calls. Every number comes from params.js.
 
-import { CHAPTER_LINKS, CHAPTERS, labPanel, labURL } from "./lessons.js";
+import { CHAPTER_LINKS, CHAPTERS, labPanel, labURL, PRESENT_KEEPS } from "./lessons.js";
 import { blockParts, count, componentShares, fullAttention } from "./params.js";
 import { h } from "./shared/dom.js";
 import { state } from "./state.js";
@@ -17,6 +17,7 @@ export function renderLesson(t) {
   const bar = $("lesson");
   const on = state.chapter !== null && state.chapter !== undefined;
   document.body.classList.toggle("in-lesson", on);
+  document.body.dataset.keep = on ? PRESENT_KEEPS[CHAPTERS[state.chapter].id] || "" : ""; // app.css: kept on a projector
   if (!on) {
     bar.hidden = true;
     bar.replaceChildren();
@@ -50,6 +51,15 @@ export function renderLesson(t) {
   );
   // a chapter just opened starts at its lesson bar, so the chart is on the first screen (1280×720)
   if (opened && !state.present) requestAnimationFrame(() => bar.scrollIntoView({ block: "start" })); // after the chart is drawn below
+}
+
+/** On a projector, a chapter whose points are its subject (PRESENT_KEEPS "points") keeps them under the chart. */
+export function keptPoints() {
+  if (!state.present || document.body.dataset.keep !== "points") return null;
+  const c = CHAPTERS[state.chapter];
+  const words = lessonText(state.texts[state.lang], state.info, state.tokens || [], state.model, c.id, { layer: state.layer, head: state.head });
+  const body = lessonBody(words.body);
+  return body.tagName === "OL" ? h("div", { class: "lesson-kept" }, h("strong", { text: words.title }), body) : null;
 }
 
 /** A chapter's body: a paragraph, or a numbered list when the text numbers its points ("1. … 2. …"). */

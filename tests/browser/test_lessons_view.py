@@ -129,6 +129,10 @@ def test_presentation_bar_is_a_quarter_of_a_projector(smol_server: Any, watched:
         assert box[0] <= 720 / 4 + 1, (cid, box)
         if page.query_selector("#lesson [data-claims='screen']"):  # every measured-on-screen line fits in the bar
             assert box[1] <= box[0] + 1, (cid, box)
+        if cid == "efficiency":  # its text asks the class to read the formula: kept on a projector
+            assert page.is_visible("#formula") and "K" in page.inner_text("#formula")
+        if cid == "misconceptions":  # its six points, kept under the chart
+            assert page.locator("#panel .kept-card li").count() == 6
         if cid in ("why", "paris"):
             y = page.evaluate("""(sel) => {
                 const p = document.querySelector(sel); const a = p._fullLayout.yaxis; const s = p.layout.shapes[0];
