@@ -35,7 +35,8 @@ function matrixChart(plot, ctx, { z, x, y, customdata, probs, masked, filename, 
   if (grey) traces.push(grey);
   const side = rowsHeight(z.length, z.length <= 12 ? 40 : 22, 300);
   const xaxis = categoryAxis(t("ax_key"), { side: "bottom", tickangle: x.length > 8 ? -45 : 0, automargin: false });
-  const yaxis = categoryAxis(t("ax_query"), { autorange: "reversed", automargin: false });
+  // thinned labels (every other row) still print the row the lesson bar's claim speaks of
+  const yaxis = categoryAxis(t("ax_query"), { autorange: "reversed", automargin: false, ...(marks.length ? { tick0: marks[0].row } : {}) });
   const margin = fitMargins(plot, { y, x, xSize: xaxis.tickfont.size, xAngle: xaxis.tickangle, colorbar: [traces[0].zmin, traces[0].zmax] });
   if (traces[0].textfont) traces[0].textfont = { size: cellFontSize(z.length) }; // presentation mode: read from the back of a room
   const shapes = markShapes(marks, x.length); // the row and cell the lesson bar's claim speaks of
