@@ -122,14 +122,15 @@ async function loadClaims(next) {
   const models = next.models || [];
   if (models.length && !models.some((m) => m.name === own.model)) return null; // shown on another model: teach.js says so
   const screen = { text: next.text, target: next.target || "", model: next.model, layer: next.layer, head: next.head };
-  const differs = screen.text !== own.text || screen.model !== own.model || (own.target || "") !== screen.target ||
+  const differs = screen.text !== own.text || screen.model !== own.model || (own.target || "") !== screen.target || Boolean(next.chat) ||
     (typeof screen.layer === "number" && screen.layer !== own.layer) || (typeof screen.head === "number" && screen.head !== own.head);
   const ask = (view) =>
     api.lessonClaims(c.id, next.lang, view).catch((error) => {
       console.warn("claims not measured:", error); // eslint-disable-line no-console
       return null; // the chapter still opens; its lines are left out or marked as the lesson's
     });
-  const [lesson, view] = await Promise.all([ask(null), differs ? ask(screen) : null]);
+  // a sentence in the chat template is not the chapter's kind of view: every line stays the lesson's sentence's
+  const [lesson, view] = await Promise.all([ask(null), differs && !next.chat ? ask(screen) : null]);
   return { chapter: c.id, lang: next.lang, differs, lesson, view };
 }
 
