@@ -101,10 +101,11 @@ class Service:
     def lab_experiments(self) -> Response:
         return ApiJSONResponse([experiment.describe() for experiment in EXPERIMENTS])
 
-    async def lesson_claims(self, chapter_id: str, lang: str) -> Response:
-        """What a chapter asks the class to look at, measured on its view in `lang` (app/answers/lesson_claims.py):
-        the chapter's view as a request about its text, answered as every endpoint is."""
-        request = lesson_claims.view_request(chapter_id, lang, self.registry.names())
+    async def lesson_claims(self, chapter_id: str, lang: str, screen: dict[str, Any] | None = None) -> Response:
+        """What a chapter asks the class to look at, measured on its view in `lang` (app/answers/lesson_claims.py),
+        or on the view on screen (`screen`: text, target_text, model, layer, head): as a request about its text,
+        answered as every endpoint is."""
+        request = lesson_claims.view_request(chapter_id, lang, self.registry.names(), screen)
         return await self.run(lesson_claims.LESSON_CLAIMS, request)
 
     # ------------------------------------------------------------ every endpoint, one way

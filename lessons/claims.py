@@ -42,6 +42,20 @@ KINDS: dict[str, Callable[..., Claim]] = {
 }
 
 
+# Where a kind's numbers are drawn: None, on the explorer's chart of the chapter (its values are measured "on
+# screen"); else the lab panel that prints them ("measured in the lab", linked). A lab kind is measured on the
+# chapter's own sentence only: on another view the page keeps the chapter's line, marked as the lab's.
+PANELS: dict[str, str | None] = {kind: None for kind in KINDS} | {
+    "top_next": "logit_lens", "lens_settles": "logit_lens", "fact_missing": "logit_lens",
+    "softmax_gradient": "scaling", "flash_traffic_saves": "flash", "attribution_head": "logit_attribution",
+    "patching_head": "activation_patching", "patching_handover": "activation_patching",
+}
+
+# kinds whose line states the claim rather than what was measured ("the probe measured this as the strongest
+# head"): on another view where the claim fails, their line would be false, so it stays the lesson's
+ASSERTED = {"probe_best"}
+
+
 def measure(view: View, claim: Mapping[str, Any]) -> Claim:
     """One claim of a chapter (`{"kind": ..., **its words}`) measured on its view by its kind."""
     params = dict(claim)
@@ -51,13 +65,33 @@ def measure(view: View, claim: Mapping[str, Any]) -> Claim:
     return KINDS[kind](view, **params)
 
 
-def measured(view: View, claims: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """A chapter's claims measured on its view, each with the line the page prints in the view's language:
-    {kind, holds, values, line}. A claim that cannot be read on the view is a ClaimError."""
+def measured(view: View, claims: Iterable[Mapping[str, Any]], own: bool = True) -> list[dict[str, Any]]:
+    """A chapter's claims measured on a view, each with the line the page prints in the view's language and
+    where its numbers are drawn: {kind, holds, values, line, panel, on_view}.
+
+    On the chapter's own view (`own`) every claim is measured, and one that cannot be read is a ClaimError. On
+    another view (the class's own sentence, layer or head) a kind drawn on the chart is measured again on it; a lab
+    kind, or one whose words the view lacks ("it" in a sentence without it), is not: `on_view` False and no line,
+    so the page shows the chapter's own line marked as belonging to the lesson's sentence."""
     words = ui_words(view.lang)
-    out = []
+    out: list[dict[str, Any]] = []
     for asked in claims:
-        claim = measure(view, asked)
+        kind, panel = asked.get("kind"), PANELS.get(str(asked.get("kind")))
+        # a lab kind, or a claim measured on a sentence of its own (`text`: never the one on screen), is left to
+        # the lesson's view
+        if not own and (panel is not None or "text" in asked):
+            out.append({"kind": kind, "holds": False, "values": {}, "line": "", "panel": panel, "on_view": False})
+            continue
+        try:
+            claim = measure(view, asked)
+        except ClaimError:
+            if own:
+                raise
+            out.append({"kind": kind, "holds": False, "values": {}, "line": "", "panel": panel, "on_view": False})
+            continue
+        if not own and claim.kind in ASSERTED and not claim.holds:  # its line asserts it: it stays the lesson's
+            out.append({"kind": kind, "holds": False, "values": {}, "line": "", "panel": panel, "on_view": False})
+            continue
         out.append({"kind": claim.kind, "holds": claim.holds, "values": claim.values,
-                    "line": line(claim.kind, claim.values, words)})
+                    "line": line(claim.kind, claim.values, words), "panel": panel, "on_view": True})
     return out

@@ -38,19 +38,35 @@ def _keys(view: View, cross: bool) -> tuple[Sequence[Token], str]:
     return (view.source_tokens, view.source_text) if cross else (view.tokens, view.text)
 
 
+def _at(positions: Sequence[int]) -> str:
+    """Token positions as the chart's labels number them ("4", or "22–24" for a character's byte tokens)."""
+    return str(positions[0]) if len(positions) == 1 else f"{positions[0]}–{positions[-1]}"
+
+
 def row_top(view: View, query: str, key: str, cross: bool = False, occurrence: int = 1) -> Claim:
     """The row of `query` puts its largest weight on `key`, counting the byte tokens of a character together
-    (values: the weight on all of key's tokens, and the character or token the row peaks on)."""
+    (values: the weight on all of key's tokens, and the character or token the row peaks on, each with its
+    position as the chart labels it). On a sentence without `key` the row's peak is still measured (pattern
+    "free": the claim cannot hold there); a key of several characters ("2026") names the one the row peaks on
+    (pattern "part")."""
     row = covering(view.tokens, view.text, query, occurrence)[-1]
     key_tokens, key_text = _keys(view, cross)
-    keys = covering(key_tokens, key_text, key)
     weights = _pattern(view, cross)[view.head, row]  # [k_pos]
     groups = characters(key_tokens)
     per_group = torch.stack([weights[g].sum() for g in groups])  # [character]
     top = groups[int(per_group.argmax())]
-    return Claim("row_top", set(top) <= set(keys), {
-        "query": query, "key": key, "weight": round(float(weights[keys].sum()), 4),
-        "top": shown(view, top, key_tokens), "top_weight": round(float(per_group.max()), 4)})
+    values: Values = {"query": query, "key": key, "row": row, "top": shown(view, top, key_tokens), "top_at": _at(top),
+                      "top_weight": round(float(per_group.max()), 4)}
+    if cross:  # the chart it speaks of: the decoder's rows on the encoder's keys (the page outlines its cell there)
+        values["cross"] = True
+    try:
+        keys = covering(key_tokens, key_text, key)
+    except ClaimError:  # the class's own sentence: the row's peak, and that the key is not there
+        return Claim("row_top", False, values | {"pattern": "free"})
+    values["weight"] = round(float(weights[keys].sum()), 4)
+    if sum(set(g) <= set(keys) for g in groups) > 1:  # a key of several characters: the one it peaks on is named
+        values["pattern"] = "part"
+    return Claim("row_top", set(top) <= set(keys), values)
 
 
 def row_over_column(view: View, query: str, key: str, text: str | None = None) -> Claim:
@@ -91,7 +107,7 @@ def row_top_heads(view: View, query: str) -> Claim:
     distinct = sorted(set(tops))
     return Claim("row_top_heads", len(distinct) > 1, {
         "query": query, "distinct": len(distinct), "n_heads": len(tops),
-        "tops": " · ".join(shown(view, [i]) or view.tokens[i].text for i in distinct)})
+        "tops": " · ".join(f"{i}·{shown(view, [i]) or view.tokens[i].text}" for i in distinct)})  # as the chart labels
 
 
 def _target(ids: Sequence[int], i: int, pattern: str) -> int | None:

@@ -1,9 +1,11 @@
 """GET /api/lessons/{chapter}/claims: what a chapter asks the class to look at, measured on its view.
 
-The service finds the chapter and its view in the page's language (`view_request`, then Service.run); plan()
-checks the view's layer and head against the model; the builder turns the text's forward pass into a
-lessons.view.View and returns lessons.claims.measured(): each claim, whether it holds, its values and its line
-in that language, with the view's place on the path. The teaching logic lives in lessons/.
+The service finds the chapter and its view in the page's language (`view_request`, then Service.run), or the
+view on screen where the page names one (its text, model, layer, head: the class typed its own sentence), so no
+line the lesson bar prints goes stale; plan() checks the view's layer and head against the model; the builder
+turns the text's forward pass into a lessons.view.View and returns lessons.claims.measured(): each claim, whether
+it holds, its values, its line in that language and where it is drawn, with the view's place on the path. The
+teaching logic lives in lessons/.
 """
 
 from __future__ import annotations
@@ -19,18 +21,21 @@ from lessons.claims import measured
 from lessons.view import ClaimError, View
 
 
-def view_request(chapter_id: str, lang: str, offered: list[str]) -> LessonView:
-    """The chapter (by id, or by number from 1) and its view in `lang`, as a request about its text: 404 for a
-    chapter there is none of, or one whose model this server does not offer."""
+def view_request(chapter_id: str, lang: str, offered: list[str], screen: dict[str, Any] | None = None) -> LessonView:
+    """The chapter (by id, or by number from 1) and its view in `lang`, as a request about its text, with what
+    `screen` names of the view on screen (text, target, model, layer, head) in place of the chapter's: 404 for a
+    chapter there is none of, or one whose model this server does not offer (when the view names no other)."""
     found = lessons.find(chapter_id)
     if found is None:
         raise errors.unknown_chapter([c.id for c in lessons.chapters()])
     chapter = found[1]
     view = chapter.in_lang(lang)
-    if view.model not in offered:
+    own = {"model": view.model, "text": view.text, "target_text": view.target, "layer": view.layer,
+           "head": view.head}
+    asked = own | {k: v for k, v in (screen or {}).items() if v is not None}
+    if asked["model"] not in offered and asked["model"] == view.model:
         raise errors.chapter_model_missing(chapter.id, view.model)
-    return LessonView.model_validate({"model": view.model, "text": view.text, "target_text": view.target,
-                                      "chapter": chapter.id, "lang": lang})
+    return LessonView.model_validate({**asked, "chapter": chapter.id, "lang": lang, "own": asked == own})
 
 
 def plan(context: Context, request: LessonView) -> Build:
@@ -42,29 +47,31 @@ def plan(context: Context, request: LessonView) -> Build:
     view = chapter.in_lang(lang)
     cfg = resolved.cfg
     n_layers = cfg.decoder_layers if cfg.architecture == "encoder-decoder" else cfg.n_layers
-    if not (view.layer < n_layers and view.head < cfg.n_heads):
-        raise errors.not_in_model(f"Chapter {chapter.id} opens layer {view.layer}, head {view.head}, which "
-                                  f"{resolved.name} does not have.")
+    layer, head = request.layer, request.head
+    if not (layer < n_layers and head < cfg.n_heads):
+        opens = f"Chapter {chapter.id} opens" if request.own else "The view asked is"
+        raise errors.not_in_model(f"{opens} layer {layer}, head {head}, which {resolved.name} does not have "
+                                  f"({n_layers} layers of {cfg.n_heads} heads).")
     loaded = resolved.loaded
 
     def build(run: Run) -> dict[str, Any]:
         forward = run.trace()
         enc_dec = forward.target_tokens is not None
         on_screen = View(
-            model=loaded.model, trace=forward.trace, lang=lang, layer=view.layer, head=view.head,
+            model=loaded.model, trace=forward.trace, lang=lang, layer=layer, head=head,
             stack="decoder" if enc_dec else None,
             tokens=forward.target_tokens if enc_dec else forward.tokens,  # type: ignore[arg-type]
-            text=(view.target or "") if enc_dec else view.text,
-            source_tokens=forward.tokens if enc_dec else (), source_text=view.text if enc_dec else "",
+            text=(request.target_text or "") if enc_dec else request.text,
+            source_tokens=forward.tokens if enc_dec else (), source_text=request.text if enc_dec else "",
             piece=loaded.tokenizer.id_to_text, meta=loaded.meta,
             encode=lambda text: encode_text(loaded, text))  # a second prompt (patching's corrupted one)
         try:
-            claims = measured(on_screen, view.claims)
+            claims = measured(on_screen, view.claims, own=request.own)
         except ClaimError as error:
             raise errors.not_in_model(f"Chapter {chapter.id}: {error}.") from error
-        return {"chapter": chapter.id, "number": number + 1, "lang": lang, "model": resolved.name,
-                "text": view.text, "target": view.target, "stage": chapter.stage, "layer": view.layer,
-                "head": view.head, "claims": claims}
+        return {"chapter": chapter.id, "own": request.own, "number": number + 1, "lang": lang,
+                "model": resolved.name, "text": request.text, "target": request.target_text, "stage": chapter.stage,
+                "layer": layer, "head": head, "claims": claims}
 
     return build
 
@@ -73,4 +80,6 @@ LESSON_CLAIMS = Endpoint(
     name="chapter_claims", method="GET", route="/api/lessons/{chapter}/claims", tag="lessons", request=LessonView,
     response=LessonClaimsOut, plan=plan,
     summary="What the chapter asks the class to look at, measured on its view: each claim, whether it holds, its\n"
-            'values and the line the lesson bar prints (a chapter by id, "why", or number, "1").')
+            'values and the line the lesson bar prints (a chapter by id, "why", or number, "1"). Given the view\n'
+            "on screen (text, model, layer, head), its chart's claims are measured again on it; lab claims and\n"
+            "those whose words that sentence lacks are marked on_view false (they belong to the lesson's sentence).")

@@ -70,6 +70,12 @@ export const CHAPTER_LINKS = {
   ],
 };
 
+/**
+ * What a chapter keeps on a projector beyond its lesson bar (presentation mode, teach.js): "formula", the stage's
+ * formula, which its text asks the class to read; "points", its numbered list, drawn under the chart.
+ */
+export const PRESENT_KEEPS = { efficiency: "formula", misconceptions: "points" };
+
 /** The go() patch of a chapter's live link, or null when the chapter has no such `go` link. */
 export function linkPatch(chapterId, linkId) {
   const link = (CHAPTER_LINKS[chapterId] || []).find((l) => l.id === linkId);

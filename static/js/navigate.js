@@ -9,6 +9,7 @@ import { makeContext, requestBody, snapshotsOf } from "./context.js";
 import { render, renderStatic, showInputs } from "./render.js";
 import { FIELDS, state } from "./state.js";
 import { bestHead, chapterPatch, CHAPTERS, modelFor } from "./lessons.js";
+import { claimMarks } from "./claim_marks.js";
 import { buildPlan, indexOf } from "./stages.js";
 import { activeAt, loadIntervention, TEMPS, WINDOWS } from "./intervene.js";
 import { loadArch } from "./archview.js";
@@ -104,19 +105,33 @@ async function load(next, patch) {
     plotlyReady(),
   ]);
   next.claims = claims;
+  ctx.marks = claimMarks(claims); // the row and cell each claim measured on this view speaks of (claim_marks.js)
   return { ctx, data, ivData, archData };
 }
 
-/** A chapter's claims, measured on the server on its own model (none when this server shows it on another). */
+/**
+ * A chapter's claims, measured on the server: `lesson`, on the chapter's own view (none when this server lacks its
+ * model), and, once the class has changed the sentence, model, layer or head, `view`, the chart's claims measured
+ * again on the view on screen (lesson_claims.py; none where it cannot be: the bar then marks every line as the
+ * lesson's sentence's, so no "measured on screen" line goes stale).
+ */
 async function loadClaims(next) {
   const c = typeof next.chapter === "number" ? CHAPTERS[next.chapter] : null;
-  if (!c || c[next.lang === "zh" ? "zh" : "en"].model !== next.model) return null;
-  try {
-    return await api.lessonClaims(c.id, next.lang);
-  } catch (error) {
-    console.warn("claims not measured:", error); // eslint-disable-line no-console
-    return null; // the chapter still opens; its lines are left out
-  }
+  if (!c) return null;
+  const own = c[next.lang === "zh" ? "zh" : "en"];
+  const models = next.models || [];
+  if (models.length && !models.some((m) => m.name === own.model)) return null; // shown on another model: teach.js says so
+  const screen = { text: next.text, target: next.target || "", model: next.model, layer: next.layer, head: next.head };
+  const differs = screen.text !== own.text || screen.model !== own.model || (own.target || "") !== screen.target || Boolean(next.chat) ||
+    (typeof screen.layer === "number" && screen.layer !== own.layer) || (typeof screen.head === "number" && screen.head !== own.head);
+  const ask = (view) =>
+    api.lessonClaims(c.id, next.lang, view).catch((error) => {
+      console.warn("claims not measured:", error); // eslint-disable-line no-console
+      return null; // the chapter still opens; its lines are left out or marked as the lesson's
+    });
+  // a sentence in the chat template is not the chapter's kind of view: every line stays the lesson's sentence's
+  const [lesson, view] = await Promise.all([ask(null), differs && !next.chat ? ask(screen) : null]);
+  return { chapter: c.id, lang: next.lang, differs, lesson, view };
 }
 
 function draw({ ctx, data, ivData, archData }) {

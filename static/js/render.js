@@ -10,7 +10,7 @@ import { $, h, tokenChips } from "./shared/dom.js";
 import { state } from "./state.js";
 import { labPanel, labURL } from "./lessons.js";
 import { ownKey } from "./stages.js";
-import { exampleOffer, renderLesson, renderSheet } from "./teach.js";
+import { exampleOffer, keptPoints, renderLesson, renderSheet } from "./teach.js";
 import { drawIntervention } from "./intervene.js";
 import { englishNote, exampleSentences, hasChatTemplate, modelOptions } from "./shared/model_menu.js";
 import { loadingGroup, watchLoading } from "./shared/loading_models.js";
@@ -260,6 +260,8 @@ export function render(ctx, data, ivData = null, archData = null) {
   board.begin(`${ctx.step.panel}:${ctx.view}`, t);
   drawIntervention(board, ivData, ctx); // the toggles (and, with one on, both runs) first, then the stage's own charts
   ctx.panel.draw(board, data, ctx);
+  const kept = keptPoints(); // a projector: the chapter's own points, under its chart
+  if (kept) board.block("lesson-kept", kept, "kept-card");
   board.end();
   stage.dataset.rendered = String(state.generation);
   if (state.note) showNote(t(state.note.key), state.note.link);

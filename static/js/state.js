@@ -31,7 +31,7 @@ export const state = {
   token: null,
   present: false,
   snapshot: null, // a training step from meta.snapshots; null: the final weights
-  claims: null, // the chapter's claims as measured on its view (GET /api/lessons/<id>/claims)
+  claims: null, // the chapter's claims: {chapter, lang, differs, lesson, view}, measured on its view and on the one on screen (navigate.js loadClaims)
   chapter: null, // the lesson path's chapter (index into lessons.js CHAPTERS); null: free exploring
   sheet: null, // "params" | "arch": the parameters or architectures sheet above the stage
   explainOpen: false, // presentation mode: the explanation is shown (E toggles it)

@@ -2,7 +2,7 @@
 // the parameters sheet and the architectures sheet. Drawn from the committed state; clicks are
 // data-go buttons that events.js turns into go() calls. Every number comes from params.js.
 
-import { CHAPTER_LINKS, CHAPTERS, labPanel, labURL } from "./lessons.js";
+import { CHAPTER_LINKS, CHAPTERS, labPanel, labURL, PRESENT_KEEPS } from "./lessons.js";
 import { blockParts, count, componentShares, fullAttention } from "./params.js";
 import { h } from "./shared/dom.js";
 import { state } from "./state.js";
@@ -17,6 +17,7 @@ export function renderLesson(t) {
   const bar = $("lesson");
   const on = state.chapter !== null && state.chapter !== undefined;
   document.body.classList.toggle("in-lesson", on);
+  document.body.dataset.keep = on ? PRESENT_KEEPS[CHAPTERS[state.chapter].id] || "" : ""; // app.css: kept on a projector
   if (!on) {
     bar.hidden = true;
     bar.replaceChildren();
@@ -50,6 +51,15 @@ export function renderLesson(t) {
   );
   // a chapter just opened starts at its lesson bar, so the chart is on the first screen (1280×720)
   if (opened && !state.present) requestAnimationFrame(() => bar.scrollIntoView({ block: "start" })); // after the chart is drawn below
+}
+
+/** On a projector, a chapter whose points are its subject (PRESENT_KEEPS "points") keeps them under the chart. */
+export function keptPoints() {
+  if (!state.present || document.body.dataset.keep !== "points") return null;
+  const c = CHAPTERS[state.chapter];
+  const words = lessonText(state.texts[state.lang], state.info, state.tokens || [], state.model, c.id, { layer: state.layer, head: state.head });
+  const body = lessonBody(words.body);
+  return body.tagName === "OL" ? h("div", { class: "lesson-kept" }, h("strong", { text: words.title }), body) : null;
 }
 
 /** A chapter's body: a paragraph, or a numbered list when the text numbers its points ("1. … 2. …"). */
@@ -113,23 +123,51 @@ function recurrenceTable(t, tokens, info) {
 }
 
 /**
- * What the chapter asks the class to see, as measured on the numbers on screen (GET /api/lessons/<id>/claims):
- * one line per claim, its values filled in on the server. On a server without the chapter's model the
+ * What the chapter asks the class to see, measured (GET /api/lessons/<id>/claims): one line per claim, its values
+ * filled in on the server, in up to three groups. "Measured on screen": the chart's claims, measured on the view
+ * on screen (again, once the class changed the sentence, model, layer or head). "Measured in the lab": claims whose
+ * numbers a lab panel draws, each linked to it. "On the lesson's sentence": a chart's claim the view on screen
+ * cannot carry (its words are not in the sentence), with one click back to the lesson's sentence. No line is ever
+ * called measured on screen when it was measured on another view. On a server without the chapter's model the
  * chapter opens on another model of its kind, and says that its measured claims are not shown.
  */
 function claimLines(t, c) {
-  const view = c[state.lang === "zh" ? "zh" : "en"];
-  if (view.model !== state.model) return [];
   const answer = state.claims;
   if (!answer || answer.chapter !== c.id || answer.lang !== state.lang) return [];
+  const { lesson, view, differs } = answer;
+  const count = Math.max(lesson ? lesson.claims.length : 0, view ? view.claims.length : 0);
+  const groups = { screen: [], lab: [], lesson: [] };
+  for (let i = 0; i < count; i++) {
+    const measuredHere = differs ? view && view.claims[i] : lesson && lesson.claims[i];
+    const own = lesson && lesson.claims[i];
+    if (measuredHere && measuredHere.on_view && !measuredHere.panel) groups.screen.push(claimItem(measuredHere, "screen", null, !differs));
+    else if (own && own.panel) groups.lab.push(claimItem(own, "lab", labClaimLink(t, c, own.panel, lesson)));
+    else if (own) groups.lesson.push(claimItem(own, "lesson"));
+  }
+  const group = (name, key, extra = []) =>
+    groups[name].length
+      ? [h("div", { class: `lesson-claims claims-${name}`, "data-claims": name }, h("strong", { text: `${t(key)} ` }), h("ul", {}, groups[name]), ...extra)]
+      : [];
+  const back = h("button", { type: "button", class: "small claims-back", "data-chapter": "0", text: t("lesson_back") });
   return [
-    h(
-      "div",
-      { class: "lesson-claims" },
-      h("strong", { text: `${t("lesson_measured")} ` }),
-      h("ul", {}, answer.claims.map((x) => h("li", { class: x.holds ? "claim" : "claim claim-fails", "data-kind": x.kind, text: x.line }))),
-    ),
+    ...group("screen", "lesson_measured"),
+    ...group("lesson", "lesson_measured_lesson", [back]),
+    ...group("lab", differs ? "lesson_measured_lab_lesson" : "lesson_measured_lab", groups.lesson.length || !differs ? [] : [back]),
   ];
+}
+
+function claimItem(claim, place, link = null, own = true) {
+  // a claim that fails on the chapter's own view is marked; on the class's sentence its line says what was measured
+  const cls = `claim claim-${place}${claim.holds || !own ? "" : " claim-fails"}`;
+  return h("li", { class: cls, "data-kind": claim.kind, "data-place": place }, claim.line, ...(link ? [" ", link]: []));
+}
+
+/** A lab claim's link: its panel on the lesson's model and sentence (the numbers it quotes), with the chapter's
+ * own fields for that panel (CHAPTER_LINKS: activation patching's pair of prompts). */
+function labClaimLink(t, c, panel, lesson) {
+  const fields = ((CHAPTER_LINKS[c.id] || []).find((l) => l.lab === panel) || {}).fields || {};
+  const href = labURL(panel, { model: lesson.model, text: lesson.text, lang: state.lang }, fields);
+  return h("a", { class: "lab-link claim-lab", href, text: `${t("lesson_lab_open")}: ${t(`lab_panel_${panel}`)}` });
 }
 
 /** On a server without the chapter's model: a short aside in the look line, naming the model its claims need. */

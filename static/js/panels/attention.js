@@ -9,6 +9,7 @@ import { readingNote, workedExample } from "./reading.js";
 import { labelNote } from "../probes.js";
 import { drawHeadOverview } from "../head_overview.js";
 import { namesFor } from "../stages.js";
+import { markShapes, showMark } from "../claim_marks.js";
 
 const WORKED_MAX_TOKENS = 5; // a sentence this short gets the worked example with every number
 
@@ -20,7 +21,7 @@ export function scaledLabel(ctx) {
   return ctx.posKind.where === "scores" && !ctx.step.cross ? `hover_scaled_${ctx.posKind.name}` : "hover_scaled";
 }
 
-function matrixChart(plot, ctx, { z, x, y, customdata, probs, masked, filename }) {
+function matrixChart(plot, ctx, { z, x, y, customdata, probs, masked, filename, marks = [] }) {
   const { t } = ctx;
   const fmt = (i) => `%{customdata[${i}]:.3f}`;
   const hovertemplate =
@@ -34,10 +35,12 @@ function matrixChart(plot, ctx, { z, x, y, customdata, probs, masked, filename }
   if (grey) traces.push(grey);
   const side = rowsHeight(z.length, z.length <= 12 ? 40 : 22, 300);
   const xaxis = categoryAxis(t("ax_key"), { side: "bottom", tickangle: x.length > 8 ? -45 : 0, automargin: false });
-  const yaxis = categoryAxis(t("ax_query"), { autorange: "reversed", automargin: false });
+  // thinned labels (every other row) still print the row the lesson bar's claim speaks of
+  const yaxis = categoryAxis(t("ax_query"), { autorange: "reversed", automargin: false, ...(marks.length ? { tick0: marks[0].row } : {}) });
   const margin = fitMargins(plot, { y, x, xSize: xaxis.tickfont.size, xAngle: xaxis.tickangle, colorbar: [traces[0].zmin, traces[0].zmax] });
   if (traces[0].textfont) traces[0].textfont = { size: cellFontSize(z.length) }; // presentation mode: read from the back of a room
-  draw(plot, traces, { height: side, margin, xaxis, yaxis }, filename);
+  const shapes = markShapes(marks, x.length); // the row and cell the lesson bar's claim speaks of
+  Promise.resolve(draw(plot, traces, { height: side, margin, xaxis, yaxis, ...(shapes.length ? { shapes } : {}) }, filename)).then(() => showMark(plot, marks));
 }
 
 /** "Head 6 · induction 0.84": a small map's title with its measured pattern and score, as the head menu names it (the menu adds the probe). */
@@ -151,6 +154,7 @@ export default {
       probs,
       masked: kind === "attn_scores" || probs ? masked : null,
       filename: `${ctx.fname}_h${ctx.head}`,
+      marks: (ctx.marks || []).filter((m) => m.cross === Boolean(cross) && m.row < z.length && m.to < x.length),
     });
 
     if (data.worked) {

@@ -99,8 +99,13 @@ export const api = {
   trace: (body) => cached("POST", "/api/trace", { encoding: "base64", dtype: "float16", ...body }),
   predict: (body) => cached("POST", "/api/predict", body),
   positional: (params) => cached("GET", `/api/positional-encoding?${new URLSearchParams(params)}`),
-  /** What a lesson chapter asks the class to look at, measured on its view (app/answers/lesson_claims.py). */
-  lessonClaims: (chapter, lang) => cached("GET", `/api/lessons/${encodeURIComponent(chapter)}/claims?lang=${encodeURIComponent(lang)}`),
+  /** What a lesson chapter asks the class to look at, measured on its view (app/answers/lesson_claims.py), or on
+   *  `view`, the one on screen ({text, target, model, layer, head}: the claims its chart draws, measured again). */
+  lessonClaims: (chapter, lang, view = null) => {
+    const asked = Object.entries(view || {}).filter(([, v]) => v !== null && v !== undefined && v !== "");
+    const query = new URLSearchParams([["lang", lang], ...asked.map(([k, v]) => [k, String(v)])]);
+    return cached("GET", `/api/lessons/${encodeURIComponent(chapter)}/claims?${query}`);
+  },
   positionalKinds: () => cached("GET", "/api/positional-encoding/kinds"), // the server's one registry of kinds
   /** One lab experiment at the path the server gave the page: POST `body`, or GET with `body` as the query. */
   lab: (path, method, body) => (method === "GET" ? cached("GET", `${path}?${new URLSearchParams(body)}`) : cached("POST", path, body)),
