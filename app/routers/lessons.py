@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
+from app.endpoints import LESSON_CLAIMS
 from app.schemas import ERRORS, LessonClaimsOut
 from app.service import ServiceDep
 from lessons.languages import Lang
@@ -19,7 +20,10 @@ async def list_chapters(service: ServiceDep) -> Any:
     return service.lessons()
 
 
-@router.get("/lessons/{chapter}/claims", response_model=LessonClaimsOut, responses={404: ERRORS[404]})
+# its request is made from the chapter and the view on screen (Service.lesson_claims), so its route is written out;
+# its name and description are its record's
+@router.get("/lessons/{chapter}/claims", response_model=LessonClaimsOut, responses={404: ERRORS[404]},
+            name=LESSON_CLAIMS.name, description=LESSON_CLAIMS.summary)
 async def chapter_claims(
     chapter: str, service: ServiceDep, lang: Annotated[Lang, Query()] = "en",
     text: Annotated[str | None, Query(description="The sentence on screen (omitted: the chapter's).")] = None,
@@ -28,9 +32,5 @@ async def chapter_claims(
     layer: Annotated[int | None, Query(ge=0, description="The layer on screen (omitted: the chapter's).")] = None,
     head: Annotated[int | None, Query(ge=0, description="The head on screen (omitted: the chapter's).")] = None,
 ) -> Any:
-    """What the chapter asks the class to look at, measured on its view: each claim, whether it holds, its
-    values and the line the lesson bar prints (a chapter by id, "why", or number, "1"). Given the view on screen
-    (text, model, layer, head), the claims its chart draws are measured again on it; lab claims, and those whose
-    words that sentence lacks, are marked on_view false: they belong to the lesson's sentence."""
-    screen = {"text": text, "target_text": target, "model": model, "layer": layer, "head": head}
-    return await service.lesson_claims(chapter, lang, screen)  # the view as a request, then Service.run
+    return await service.lesson_claims(chapter, lang, {"text": text, "target_text": target, "model": model,
+                                                       "layer": layer, "head": head})

@@ -101,7 +101,8 @@ def test_the_coreference_row_is_compared_with_its_column(shipped: TestClient) ->
     assert own["values"]["rows"] == len(column)
     assert own["values"]["baseline"] == pytest.approx(sum(column) / len(column), abs=1e-3)
     assert second["on_view"] and second["holds"] and second["values"]["text"] == typed
-    assert f"{second['values']['baseline']:.2f}" in second["line"] and f"{second['values']['weight']:.2f}" in second["line"]
+    values = second["values"]
+    assert f"{values['baseline']:.2f}" in second["line"] and f"{values['weight']:.2f}" in second["line"]
 
 
 def test_the_page_gets_the_one_list(shipped: TestClient) -> None:
