@@ -77,9 +77,7 @@ def measured(view: View, claims: Iterable[Mapping[str, Any]], own: bool = True) 
     out: list[dict[str, Any]] = []
     for asked in claims:
         kind, panel = asked.get("kind"), PANELS.get(str(asked.get("kind")))
-        # a lab kind, or a claim measured on a sentence of its own (`text`: never the one on screen), is left to
-        # the lesson's view
-        if not own and (panel is not None or "text" in asked):
+        if not own and panel is not None:  # a lab kind is left to the lesson's view
             out.append({"kind": kind, "holds": False, "values": {}, "line": "", "panel": panel, "on_view": False})
             continue
         try:

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
 
 import torch
 
 from analysis.lens import logit_lens
 from analysis.words import characters
 from lessons.view import Claim, ClaimError, Values, View, covering, shown
-from model.device import one_row
 from model.hooks import stage_name
 from model.tokenizer import Token
 
@@ -69,13 +67,11 @@ def row_top(view: View, query: str, key: str, cross: bool = False, occurrence: i
     return Claim("row_top", set(top) <= set(keys), values)
 
 
-def row_over_column(view: View, query: str, key: str, text: str | None = None) -> Claim:
+def row_over_column(view: View, query: str, key: str) -> Claim:
     """The row of `query` puts more weight on `key` than the column's baseline: the mean weight the other rows that
     can see `key` (every row after it but the query's) put on it. A head that makes every row look at a noun is not
-    reading a pronoun; this is the comparison that says so. `text`: measured on another sentence (the same model,
-    layer and head), such as one where the referent is the second noun."""
-    if text is not None:
-        view = _other_sentence(view, text)
+    reading a pronoun; this is the comparison that says so (on a sentence where the referent is the second noun too,
+    measured again when the class types it)."""
     row = covering(view.tokens, view.text, query)[-1]
     keys = covering(view.tokens, view.text, key)
     weights = _pattern(view)[view.head][:, keys].sum(-1)  # [q_pos] each row's weight on all of key's tokens
@@ -87,17 +83,6 @@ def row_over_column(view: View, query: str, key: str, text: str | None = None) -
     return Claim("row_over_column", weight > baseline, {
         "query": query, "key": key, "weight": round(weight, 4), "baseline": round(baseline, 4), "rows": len(others),
         "above": round(weight - baseline, 4), "text": view.text})
-
-
-def _other_sentence(view: View, text: str) -> View:
-    """The view on another sentence: the same model, layer and head, its own forward pass."""
-    if view.encode is None:
-        raise ClaimError("this view cannot tokenize a second text")
-    tokens = list(view.encode(text))
-    name = stage_name("pattern", view.layer, stack=view.stack)
-    with torch.inference_mode():
-        _, trace = view.model.run_with_trace(one_row([t.id for t in tokens], view.model.device), names=[name])
-    return replace(view, trace=trace, tokens=tokens, text=text)
 
 
 def row_top_heads(view: View, query: str) -> Claim:

@@ -229,7 +229,7 @@ def test_claims_follow_a_second_sentence(shipped: TestClient, chapter: str, lang
     assert answer["own"] is False and answer["text"] == text and len(answer["claims"]) == len(view.claims)
     for asked, claim in zip(view.claims, answer["claims"], strict=True):
         assert claim["kind"] == asked["kind"] and claim["panel"] == PANELS[asked["kind"]]
-        if claim["panel"] is not None or "text" in asked or (claim["kind"] in ASSERTED and not claim["on_view"]):
+        if claim["panel"] is not None or (claim["kind"] in ASSERTED and not claim["on_view"]):
             assert not claim["on_view"] and claim["line"] == "" and claim["values"] == {}, claim
             continue
         named = [asked[k] for k in ("query", "key") if k in asked and claim["kind"] != "row_top"]
