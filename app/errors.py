@@ -348,6 +348,19 @@ def _field_names() -> frozenset[str]:
     return frozenset(names)
 
 
+def nonfinite_error(exc: NonFiniteError) -> ApiError:
+    return ApiError(422, "nonfinite", f"The model computed something that is not a number: {exc}. "
+                                      "POST /api/trace counts such cells in each stage (`nonfinite`).")
+
+
+def invalid_body(error: Any, body_model: object) -> ApiError:
+    """A request model's pydantic ValidationError as its route answers it (code and message): the Python API's
+    in-process Explorer (transformer_explorer/explorer.py) validates the same models without a route."""
+    located = [{**e, "loc": ("body", *e.get("loc", ()))} for e in error.errors()]
+    code, message = _describe_validation(RequestValidationError(located), body_model)
+    return ApiError(422, code, message)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def api_error(_: Request, exc: ApiError) -> ApiJSONResponse:
@@ -375,8 +388,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(NonFiniteError)
     async def nonfinite(_: Request, exc: NonFiniteError) -> ApiJSONResponse:
-        return error_response(422, "nonfinite", f"The model computed something that is not a number: {exc}. "
-                                                "POST /api/trace counts such cells in each stage (`nonfinite`).")
+        error = nonfinite_error(exc)
+        return error_response(error.status, error.code, error.message)
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> ApiJSONResponse:
