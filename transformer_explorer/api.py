@@ -51,6 +51,7 @@ class Api:
     """The API's calls on one model (`model`: None, the server's default). Subclasses implement `_ask`."""
 
     model: str | None = None
+    _described: dict[str, dict[str, Any]]  # model name -> its description (GET /api/models/{name}), asked once
 
     # ------------------------------------------------------------ what subclasses implement
 
@@ -62,13 +63,26 @@ class Api:
         """The lab experiments `lab()` runs, by name (GET /api/lab/experiments), in the lab page's order."""
         raise NotImplementedError
 
+    def describe(self, model: str | None = None) -> dict[str, Any]:
+        """A model's description, as GET /api/models/{name} gives it: its config, sizes, stages, head labels
+        (`model`: None, this object's). The widget's panels read it (vocabulary size, layers, heads)."""
+        name = model or self.model
+        if name is None:
+            raise ValueError("describe() needs a model name: this client uses the server's default model")
+        if not hasattr(self, "_described"):
+            self._described = {}
+        if name not in self._described:
+            self._described[name] = self._ask("describe", "/api/models/{name}", {"name": name}, "GET")
+        return self._described[name]
+
     # ------------------------------------------------------------ the explorer
 
     def _body(self, text: str, chat: bool = False, **fields: Any) -> dict[str, Any]:
         return _set({"text": text}, model=self.model, chat=chat or None, **fields)
 
     def _result(self, kind: str, body: dict[str, Any], route: str | None = None) -> Result:
-        return decode(kind, self._ask(kind, route or ROUTES[kind], body))
+        answer = self._ask(kind, route or ROUTES[kind], body)
+        return decode(kind, answer, body, self.describe(answer["model"]))
 
     def tokenize(self, text: str, *, chat: bool = False) -> Tokens:
         """The text's tokens (id, text, character span). Cost: no forward pass."""
@@ -158,6 +172,8 @@ class Api:
         if spec is None:
             raise ValueError(f"no lab experiment {name!r}; the experiments are {', '.join(known)}")
         body = _set({"model": self.model} if spec.takes_model and self.model is not None else {}, **params)
-        result = decode(name, self._ask(name, spec.route, body, spec.method))
+        answer = self._ask(name, spec.route, body, spec.method)
+        info = self.describe(answer["model"]) if isinstance(answer.get("model"), str) else {}
+        result = decode(name, answer, body, info)
         assert isinstance(result, Lab)
         return result

@@ -47,6 +47,9 @@ class Client(Api):
             raise ExplorerError("network", f"{self.url} did not answer: {error}", 0) from None
 
     def _ask(self, kind: str, route: str, body: dict[str, Any], method: str = "POST") -> dict[str, Any]:
+        if "{" in route:  # a path's fields (GET /api/models/{name})
+            route = route.format(**{k: urllib.parse.quote(str(v), safe="") for k, v in body.items()})
+            body = {}
         if method == "GET":
             query = urllib.parse.urlencode(body, doseq=True)
             answer: dict[str, Any] = self._http("GET", route + ("?" + query if query else ""))

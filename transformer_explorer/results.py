@@ -10,7 +10,7 @@ widget (transformer_explorer.widget) hands to the page's own panel code. Tables 
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -106,6 +106,8 @@ class Result:
     model: str
     answer: dict[str, Any] = field(repr=False)
     kind: str = field(default="", repr=False)  # the endpoint or lab experiment that answered
+    request: dict[str, Any] = field(default_factory=dict, repr=False, kw_only=True)  # the body it answered
+    info: dict[str, Any] = field(default_factory=dict, repr=False, kw_only=True)  # the model's description
 
 
 @dataclass(frozen=True)
@@ -217,8 +219,14 @@ def _numbers(name: str, dims: tuple[str, ...], values: Any) -> Tensor:
     return Tensor(name, dims, np.asarray(values, dtype=np.float64))
 
 
-def decode(kind: str, answer: dict[str, Any]) -> Result:
-    """The result of endpoint or experiment `kind` from its JSON answer."""
+def decode(kind: str, answer: dict[str, Any], request: dict[str, Any] | None = None,
+           info: dict[str, Any] | None = None) -> Result:
+    """The result of endpoint or experiment `kind` from its JSON answer to `request` (`info`: the model's
+    description, GET /api/models/{name})."""
+    return replace(_decoded(kind, answer), request=dict(request or {}), info=dict(info or {}))
+
+
+def _decoded(kind: str, answer: dict[str, Any]) -> Result:
     model = answer.get("model", "")
     if kind == "tokenize":
         return Tokens(model, answer, kind, tokens_of(answer["tokens"]), tokens_of(answer.get("target_tokens")))

@@ -71,6 +71,11 @@ export default {
     ];
   },
 
+  /** Its fields for a request the experiment answered (the notebook widget draws an answer it did not ask). */
+  fromRequest(body, data) {
+    return { preset: "own", a: body.a.join("\n"), b: body.b.join("\n"), prompt: body.text, layer: data.layer, alpha: String(data.alpha), steps: body.max_new_tokens ?? 12 };
+  },
+
   vars(data, v) {
     const first = (side) => data.moved.reduce((best, t) => (t[side] > best[side] ? t : best), data.moved[0]);
     const before = first("before");
