@@ -235,9 +235,10 @@ def _decoded(kind: str, answer: dict[str, Any]) -> Result:
         return Trace(model, answer, kind, tokens_of(answer["tokens"]), stages,
                      _predictions(answer.get("top_tokens")), answer.get("loss"))
     if kind == "attention":
-        parts = {p: Tensor.from_answer(answer[p]) for p in ("raw", "scaled", "masked", "pattern", "q", "k")}
+        part = {p: Tensor.from_answer(answer[p]) for p in ("raw", "scaled", "masked", "pattern", "q", "k")}
         return Attention(model, answer, kind, answer["layer"], answer["heads"], tokens_of(answer["query_tokens"]),
-                         tokens_of(answer["key_tokens"]), answer["scale"], **parts)
+                         tokens_of(answer["key_tokens"]), answer["scale"], raw=part["raw"], scaled=part["scaled"],
+                         masked=part["masked"], pattern=part["pattern"], q=part["q"], k=part["k"])
     if kind == "predict":
         return Predict(model, answer, kind, tokens_of(answer["tokens"]), answer["temperature"],
                        _predictions(answer["top_k"]), answer["rest_prob"], answer["generated"]["text"],
