@@ -11,6 +11,8 @@ import { tokenLabels } from "./shared/plot.js";
 import { Board } from "./board.js";
 import { drawGrid, drawTokenMatrix } from "./panels/common.js";
 import logits from "./panels/logits.js";
+import { headTitle } from "./panels/attention.js";
+import { headLabel, sentenceLang } from "./probes.js";
 
 const WIDGET = window.TE_WIDGET;
 
@@ -21,17 +23,20 @@ function stageContext(texts, view, tokens, name) {
     names: { main: name }, plan: { dims: {} }, info, cfg: info.config || {}, headLabel: () => null };
 }
 
-/** The heads of a [head, q_pos, k_pos] tensor side by side (the page's heads view); `masked`: its hidden cells. */
-function drawHeads(board, ctx, tensor, masked, title) {
+/** The heads of a [head, q_pos, k_pos] tensor side by side (the page's heads view); `masked`: its hidden cells.
+ *  `layer`: its layer, whose heads the model's measured labels name (the page's titles: "Head 6 · induction 0.84"). */
+function drawHeads(board, ctx, tensor, masked, title, layer = null) {
   const n = tensor.size("head");
   const cells = Array.from({ length: n }, (_, i) => ({ z: tensor.matrix("q_pos", "k_pos", { head: i }),
     masked: masked ? masked.matrix("q_pos", "k_pos", { head: i }) : null }));
   const labels = tokenLabels(ctx.tokens);
   const probs = tensor.name.endsWith("pattern");
+  const lang = sentenceLang(ctx.tokens.map((token) => token.text).join(""));
+  ctx.headLabel = (head) => (layer === null ? null : headLabel(ctx.info, lang, { stack: "", layer, head }));
   const plot = board.card("heads", { title, badges: [], filename: ctx.fname });
   const cols = Math.min(n, 4);
   drawGrid(plot, ctx, cells, { rows: Math.ceil(n / cols), cols, x: labels, y: labels, signed: !probs,
-    zmin: probs ? 0 : undefined, zmax: probs ? 1 : undefined, titles: cells.map((_, i) => `${ctx.t("head")} ${i}`) });
+    zmin: probs ? 0 : undefined, zmax: probs ? 1 : undefined, titles: cells.map((_, i) => headTitle(ctx, i)) });
 }
 
 /** One traced stage: its heads, a [token × dim] heatmap (other dims at 0), or the tokens themselves. */
@@ -39,7 +44,8 @@ function drawStage(board, texts, view, name) {
   const { answer } = view;
   const tensor = decodeStages(answer)[name];
   const ctx = stageContext(texts, view, answer.tokens, name);
-  if (tensor.has("head") && tensor.has("q_pos") && tensor.has("k_pos")) return drawHeads(board, ctx, tensor, null, name);
+  const layer = (/^blocks\.(\d+)\./.exec(name) || [])[1];
+  if (tensor.has("head") && tensor.has("q_pos") && tensor.has("k_pos")) return drawHeads(board, ctx, tensor, null, name, layer === undefined ? null : Number(layer));
   if (tensor.dims.length < 2) return board.block("tokens", h("div", {}, h("h3", { text: name }), tokenChips(answer.tokens)));
   const fixed = Object.fromEntries(tensor.dims.slice(1, -1).map((dim) => [dim, 0]));
   const at = Object.keys(fixed).map((dim) => `${dim} 0`).join(", ");
@@ -71,7 +77,7 @@ async function drawView(board, view, texts) {
   if (view.kind === "attention") {
     const ctx = stageContext(texts.explorer, view, answer.query_tokens, `attention_L${answer.layer}`);
     const title = `${texts.explorer.t("view_heads")} · L${answer.layer}`;
-    return drawHeads(board, ctx, new Tensor(answer.pattern), new Tensor(answer.masked), title);
+    return drawHeads(board, ctx, new Tensor(answer.pattern), new Tensor(answer.masked), title, answer.stack || answer.cross ? null : answer.layer);
   }
   if (view.kind === "predict" || view.kind === "generate") {
     const ctx = stageContext(texts.explorer, view, answer.tokens, "logits");

@@ -44,7 +44,7 @@ function matrixChart(plot, ctx, { z, x, y, customdata, probs, masked, filename, 
 }
 
 /** "Head 6 · induction 0.84": a small map's title with its measured pattern and score, as the head menu names it (the menu adds the probe). */
-function headTitle(ctx, head) {
+export function headTitle(ctx, head) {
   const known = ctx.headLabel(head);
   const score = known && known.score !== null ? ` ${known.score.toFixed(2)}` : "";
   return safe(known ? `${ctx.t("head")} ${head} · ${ctx.t(`pat_${known.label}`)}${score}` : `${ctx.t("head")} ${head}`);
