@@ -15,6 +15,7 @@ from typing import Any
 from transformer_explorer.results import (
     ActivationPatching,
     Attention,
+    ExplorerError,
     Generated,
     Lab,
     LogitAttribution,
@@ -170,7 +171,8 @@ class Api:
         known = self.experiments()
         spec = known.get(name)
         if spec is None:
-            raise ValueError(f"no lab experiment {name!r}; the experiments are {', '.join(known)}")
+            raise ExplorerError("not_found", f"There is no lab experiment {name!r}; the experiments are "
+                                             f"{', '.join(known)}.", 404)
         body = _set({"model": self.model} if spec.takes_model and self.model is not None else {}, **params)
         answer = self._ask(name, spec.route, body, spec.method)
         info = self.describe(answer["model"]) if isinstance(answer.get("model"), str) else {}

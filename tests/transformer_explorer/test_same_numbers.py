@@ -161,5 +161,27 @@ def test_every_lab_experiment_is_reachable(both: tuple[Explorer, Client]) -> Non
     from app.lab import EXPERIMENTS
 
     assert list(explorer.experiments()) == [e.name for e in EXPERIMENTS]
-    with pytest.raises(ValueError, match="masks"):
-        explorer.lab("no_such_experiment")
+    for api in (explorer, client):
+        with pytest.raises(ExplorerError, match="masks") as unknown:
+            api.lab("no_such_experiment")
+        assert (unknown.value.code, unknown.value.status) == ("not_found", 404)
+
+
+def test_a_gguf_file_by_its_path(tmp_path: Any) -> None:
+    """Explorer("path/to/model.gguf"): served under its stem, the same answers as a server given the file."""
+    gguf = pytest.importorskip("gguf")
+    from tests.checkpoints.gguf_files import tiny_hf, write_gguf
+
+    path = tmp_path / "tiny-llama.gguf"
+    write_gguf(path, tiny_hf("llama"), "llama", gguf.GGMLQuantizationType.F32, pre="llama-bpe")
+    explorer = Explorer(str(path))
+    server = Server(explorer)
+    try:
+        assert explorer.model == "tiny-llama"
+        client = Client(server.url, explorer.model)
+        for method in ("trace", "attention", "predict", "logit_attribution"):
+            here, there = calls(explorer)[method](), calls(client)[method]()
+            assert here.answer == there.answer and here.model == "tiny-llama"
+    finally:
+        server.stop()
+        explorer.close()
