@@ -52,7 +52,9 @@ class Api:
     """The API's calls on one model (`model`: None, the server's default). Subclasses implement `_ask`."""
 
     model: str | None = None
-    _described: dict[str, dict[str, Any]]  # model name -> its description (GET /api/models/{name}), asked once
+
+    def __init__(self) -> None:
+        self._described: dict[str, dict[str, Any]] = {}  # model name -> its description, asked once
 
     # ------------------------------------------------------------ what subclasses implement
 
@@ -70,8 +72,6 @@ class Api:
         name = model or self.model
         if name is None:
             raise ValueError("describe() needs a model name: this client uses the server's default model")
-        if not hasattr(self, "_described"):
-            self._described = {}
         if name not in self._described:
             self._described[name] = self._ask("describe", "/api/models/{name}", {"name": name}, "GET")
         return self._described[name]

@@ -21,6 +21,7 @@ class Client(Api):
 
     def __init__(self, url: str = "http://127.0.0.1:8000", model: str | None = None, *, timeout: float = 120.0
                  ) -> None:
+        super().__init__()
         self.url = url.rstrip("/")
         self.model = model
         self.timeout = timeout

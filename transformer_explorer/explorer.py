@@ -51,6 +51,7 @@ class Explorer(Api):
     'cuda' or 'auto'. Other server settings (max_tokens, ...) as keywords, as `serve` takes them (TE_*)."""
 
     def __init__(self, model: str = "tiny-gpt", *, device: str = "cpu", **settings: Any) -> None:
+        super().__init__()
         name, add_models = model_source(model)
         flags = {flag: name == packaged for packaged, flag in PACKAGED.items()}  # only the model asked for
         self.settings = Settings(**{"default_model": name, "device": device, "add_models": add_models,
