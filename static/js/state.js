@@ -31,6 +31,7 @@ export const state = {
   token: null,
   present: false,
   snapshot: null, // a training step from meta.snapshots; null: the final weights
+  questions: null, // the chapter's questions: {chapter, lang, answer}, asked on the view on screen (navigate.js loadQuestions)
   claims: null, // the chapter's claims: {chapter, lang, differs, lesson, view}, measured on its view and on the one on screen (navigate.js loadClaims)
   chapter: null, // the lesson path's chapter (index into lessons.js CHAPTERS); null: free exploring
   sheet: null, // "params" | "arch": the parameters or architectures sheet above the stage
