@@ -40,7 +40,8 @@ def masked(page: Any) -> bool:
         const m = document.getElementById('question-mask'), p = document.getElementById('panel');
         if (!m) return false;
         const a = m.getBoundingClientRect(), b = p.getBoundingClientRect();
-        return a.top <= b.top + 1 && a.left <= b.left + 1 && a.width >= b.width - 2 && a.height >= Math.min(b.height, 160) - 2;
+        return a.top <= b.top + 1 && a.left <= b.left + 1 && a.width >= b.width - 2
+            && a.height >= Math.min(b.height, 160) - 2;
     }""")
     return covered
 
