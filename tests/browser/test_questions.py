@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from lessons.chapters import chapters
 from tests.browser.helpers import open_page, wait_idle
 
 pytestmark = pytest.mark.browser
@@ -86,3 +87,20 @@ def test_a_number_question_says_what_the_numbers_say_when_wrong(server: Any, wat
     page.click("#question-mask .question-skip")
     wait_idle(page)
     assert page.query_selector("#question-mask") is None
+
+
+SHIPPED_VIEWS = [(c.id, lang) for c in chapters() for lang in ("en", "zh")
+                 if c.in_lang(lang).model in ("tiny-gpt", "tiny-translator")]
+
+
+@pytest.mark.parametrize(("chapter", "lang"), SHIPPED_VIEWS)
+def test_the_predict_button_keeps_the_chart_on_the_first_screen(server: Any, watched: Any, chapter: str,
+                                                                 lang: str) -> None:
+    """At 1280x720 the Predict button sits in the "look at" line: at least 200 px of the chart stay on screen."""
+    page = watched.page
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_page(page, server.url, chapter=chapter, lang=lang)
+    page.wait_for_selector("#lesson .predict")
+    top = page.evaluate("() => document.getElementById('panel').getBoundingClientRect().top")
+    assert top <= 720 - 200, (chapter, lang, top)
+    assert not watched.errors, watched.errors
