@@ -51,10 +51,12 @@ def _visible(view: View, row: int, cross: bool) -> list[int]:
     return [int(j) for j in torch.isfinite(scores).nonzero().flatten().tolist()]
 
 
-def _token_options(view: View, positions: Sequence[int], cross: bool) -> tuple[dict[str, object], ...]:
+def _token_options(view: View, groups: Sequence[Sequence[int]], cross: bool) -> tuple[dict[str, object], ...]:
+    """One option per character the row can see (its byte tokens together, as the chart's row sums them): the
+    value is its last token's position, `positions` all of them, `label` their texts, `word` the text it spells."""
     tokens, _ = _keys(view, cross)
-    return tuple({"value": j, "label": tokens[j].text, "word": shown(view, [j], tokens) or tokens[j].text}
-                 for j in positions)
+    return tuple({"value": g[-1], "positions": list(g), "label": "".join(tokens[j].text for j in g),
+                  "word": shown(view, g, tokens) or tokens[g[0]].text} for g in groups)
 
 
 def _count_tolerance(count: int) -> int:
@@ -83,7 +85,7 @@ def row_top_token(view: View, query: str | None = None, cross: bool = False, occ
                       "weight": round(float(per_group[order[0]]), 4), "second": shown(view, second, key_tokens),
                       "second_weight": round(float(per_group[order[1]]), 4)}
     return Question("row_top_token", "token", top[-1], values["weight"], values,
-                    options=_token_options(view, sorted(seen), cross), accepted=tuple(top))
+                    options=_token_options(view, groups, cross), accepted=tuple(top))
 
 
 def lens_first_top(view: View, token: str) -> Question:

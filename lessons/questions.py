@@ -117,7 +117,8 @@ def parse_answer(question: Mapping[str, Any], raw: Any) -> Answer:
     """A student's answer as its question takes it (a token position, a block or "never", a choice, a finite
     number), from JSON or a query string; an AnswerError naming what the question takes otherwise."""
     kind = question.get("answer_type")
-    values = [o["value"] for o in question.get("options", [])]
+    # a token question takes any of a character's tokens (its option's `positions`), as the chart's row counts them
+    values = [p for o in question.get("options", []) for p in o.get("positions", [o["value"]])]
     if kind == "number":
         try:
             number = float(raw)

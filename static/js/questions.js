@@ -25,7 +25,7 @@ function key(q) {
 
 /** The answer a student gave, as the question takes it, or null (the same rules as lessons/questions.py). */
 export function parseAnswer(q, raw) {
-  const values = q.options.map((o) => o.value);
+  const values = q.options.flatMap((o) => o.positions || [o.value]); // a token: any of its character's tokens
   if (q.answer_type === "number") {
     const text = String(raw).trim().replace(/[,\s]/g, "");
     const n = text === "" ? NaN : Number(text);
@@ -44,9 +44,10 @@ export function isRight(q, given) {
 
 function label(q, value) {
   if (q.answer_type === "number") return Number(value).toLocaleString("en");
-  const option = q.options.find((o) => o.value === value);
+  const option = q.options.find((o) => o.value === value || (o.positions || []).includes(value));
   if (!option) return String(value);
-  return q.answer_type === "token" ? `“${visible(option.word || option.label)}” (${value})` : option.label;
+  const at = (option.positions || [value]).length > 1 ? `${option.positions[0]}–${option.positions.at(-1)}` : value;
+  return q.answer_type === "token" ? `“${visible(option.word || option.label)}” (${at})` : option.label;
 }
 
 /** The buttons in the "look at" line: one per question, marked once answered. */

@@ -83,7 +83,9 @@ def _well_defined(question: dict[str, Any], lang: str) -> None:
         assert question["tolerance"] >= 0 and not question["accepted"]
     else:
         values = [o["value"] for o in question["options"]]
-        assert question["answer"] in question["accepted"] and set(question["accepted"]) <= set(values)
+        assert question["answer"] in question["accepted"] and question["answer"] in values
+        shown = {p for o in question["options"] for p in o.get("positions", [o["value"]])}
+        assert set(question["accepted"]) <= shown  # every right token is offered (a character's byte tokens together)
 
 
 def _matches_the_numbers(client: TestClient, model: str, params: dict[str, Any], answer: dict[str, Any],

@@ -64,7 +64,8 @@ def test_the_top_token_is_measured_and_a_near_tie_has_no_answer() -> None:
 ASKED = {"answer_type": "number", "answer": 5632, "accepted": [], "tolerance": 56, "measured": 5632, "why": "w",
          "options": []}
 TOKEN = {"answer_type": "token", "answer": 5, "accepted": [3, 4, 5], "tolerance": 0, "measured": 0.46, "why": "w",
-         "options": [{"value": i, "label": str(i)} for i in range(6)]}
+         "options": [*({"value": i, "label": str(i)} for i in range(3)),
+                     {"value": 5, "positions": [3, 4, 5], "label": "<0xE7><0x8C><0xAB>"}]}  # 猫's three byte tokens
 BLOCK = {"answer_type": "block", "answer": "never", "accepted": ["never"], "tolerance": 0, "measured": "x",
          "why": "w", "options": [{"value": 0, "label": "0"}, {"value": "never", "label": "never"}]}
 
