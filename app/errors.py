@@ -74,14 +74,15 @@ def unknown_chapter(known: list[str]) -> ApiError:
 
 
 def unknown_question(chapter: str, known: list[str]) -> ApiError:
+    listed = ", ".join(known)
     return ApiError(404, "unknown_question", f"Chapter {chapter} has no question with that id. Its questions: "
-                                             f"{', '.join(known)}.").with_details("unknown_question", known=known)
+                                             f"{listed}.").with_details("unknown_question", known=listed)
 
 
 def invalid_answer(message: str, expected: str, options: list[Any]) -> ApiError:
     """An answer of the wrong type for its question (lessons.questions.AnswerError), or one without a question."""
     return ApiError(422, "invalid_answer", f"That answer does not fit the question: {message}.").with_details(
-        f"answer_{expected}", options=options)
+        f"answer_{expected}", options=", ".join(map(str, options)))
 
 
 def chapter_model_missing(chapter: str, model: str) -> ApiError:

@@ -8,8 +8,8 @@
 import { h, visible } from "./shared/dom.js";
 import { state } from "./state.js";
 
-const answered = new Map(); // view + question -> {given, correct}: this page's own, never sent anywhere
-let open = null; // {chapter, id}: the question whose answers mask the chart
+// what the student answered (state.predicted: view + question -> {given, correct}: this page's own, never sent
+// anywhere) and the question whose answers mask the chart (state.predicting: {chapter, id}) live in state.js
 
 /** The questions of the chapter on screen, as the server asked them on this view (navigate.js loadQuestions). */
 function current(c) {
@@ -54,7 +54,7 @@ function label(q, value) {
 export function questionButtons(t, c) {
   const qs = current(c);
   return qs.flatMap((q, i) => {
-    const done = answered.get(key(q));
+    const done = state.predicted[key(q)];
     const mark = done ? (done.correct ? " ✓" : " ✗") : "";
     const text = `${t("question_predict")}${qs.length > 1 ? ` ${i + 1}` : ""}${mark}`;
     return [" ", h("button", { type: "button", class: `small predict${done ? " predict-done" : ""}`, "data-question": q.id, text, onclick: () => ask(q.id) })];
@@ -64,7 +64,7 @@ export function questionButtons(t, c) {
 /** The reveal's lines under the "look at" line: each answered question, right or wrong, measured, and why. */
 export function questionResults(t, c) {
   return current(c).flatMap((q) => {
-    const done = answered.get(key(q));
+    const done = state.predicted[key(q)];
     if (!done) return [];
     const verdict = done.correct ? t("question_right") : t("question_wrong", { given: label(q, done.given), answer: label(q, q.answer) });
     return [h("p", { class: `question-result ${done.correct ? "question-right" : "question-wrong"}`, "data-result": q.id }, h("strong", { text: `${verdict} ` }), q.why)];
@@ -73,7 +73,7 @@ export function questionResults(t, c) {
 
 /** Mask the chart with question `id` and its answers (or take the mask away: `id` null). */
 export function ask(id) {
-  open = id === null || !state.questions ? null : { chapter: state.questions.chapter, id };
+  state.predicting = id === null || !state.questions ? null : { chapter: state.questions.chapter, id };
   drawMask();
 }
 
@@ -84,6 +84,7 @@ export function drawMask() {
   const old = document.getElementById("question-mask");
   if (old) old.remove();
   const c = state.questions && state.questions.answer;
+  const open = state.predicting;
   const q = c && open && open.chapter === state.questions.chapter ? current({ id: open.chapter }).find((x) => x.id === open.id) : null;
   document.body.classList.toggle("predicting", Boolean(q));
   if (!q || !stage || !panel) return;
@@ -121,7 +122,7 @@ function reveal(q, raw) {
     if (input) input.reportValidity();
     return;
   }
-  answered.set(key(q), { given, correct: isRight(q, given) });
-  open = null;
+  state.predicted[key(q)] = { given, correct: isRight(q, given) };
+  state.predicting = null;
   document.dispatchEvent(new CustomEvent("question-answered", { detail: q.id })); // render.js redraws the bar
 }
