@@ -1,11 +1,12 @@
-"""Check a written site: every chapter holds its claims and its stepper in both languages, and no answer holds a
-placeholder.
+"""Check a written site: every chapter holds its claims, its questions and its stepper in both languages, and no
+answer holds a placeholder.
 
 `python -m static_site.check DIR` (`make site-check`): a site recorded from the shipped models must hold, for
-every chapter in EN and ZH, the claims answer with each claim's measured line, and the stepper's last stage, the
-next-token table of the chapter's sentence (/api/predict); a site recorded without a chapter's model (the tests'
-tiny models) is told which chapters it lacks, by name. Every recorded answer is read as the page reads it and
-searched for an unfilled {placeholder} or a NaN.
+every chapter in EN and ZH, the claims answer with each claim's measured line, the questions answer with each
+question's right answer and its why (a student alone predicts, then reveals, on the site), and the stepper's last
+stage, the next-token table of the chapter's sentence (/api/predict); a site recorded without a chapter's model
+(the tests' tiny models) is told which chapters it lacks, by name. Every recorded answer is read as the page reads
+it and searched for an unfilled {placeholder} or a NaN.
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ def recorded(folder: Path) -> dict[str, str]:
 
 def claims_key(chapter_id: str, lang: str) -> str:
     return f"GET /api/lessons/{chapter_id}/claims?lang={lang} "
+
+
+def questions_key(chapter_id: str, lang: str) -> str:
+    return f"GET /api/lessons/{chapter_id}/questions?lang={lang} "
 
 
 def strings(value: Any) -> list[str]:
@@ -96,6 +101,12 @@ def problems(folder: Path, models: set[str] | None = None, chapters: list[str] |
             claims = json.loads(answer)["claims"]
             if len(claims) != len(chapter.in_lang(lang).claims) or not all(c["line"].strip() for c in claims):
                 found.append(f"{lang} {chapter.id}: {len(claims)} claims, some without a measured line")
+            # its questions (predict, then reveal): the page checks an answer on the recorded one, alone
+            asked = answers.get(questions_key(chapter.id, lang))
+            questions = json.loads(asked)["questions"] if asked is not None else []
+            if [q["id"] for q in questions] != [q["id"] for q in view.questions] or not all(
+                    q["defined"] and q["why"].strip() for q in questions):
+                found.append(f"{lang} {chapter.id}: its questions not recorded, or one without its answer")
     return found
 
 
@@ -107,7 +118,7 @@ def main(argv: list[str]) -> int:
     for line in found:
         print(f"  {line}")
     print(f"site check: {len(found)} problems" if found else
-          "site check: every chapter's claims and stepper, no placeholder")
+          "site check: every chapter's claims, questions and stepper, no placeholder")
     return 1 if found else 0
 
 

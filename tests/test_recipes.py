@@ -21,6 +21,9 @@ from app.lab_panels import LAB_PANELS
 from app.stage_descriptions import ROWS, STEP_KINDS, hook_of
 from checkpoints.families import FAMILIES, GGUF_FAMILIES, HF_FAMILIES
 from checkpoints.families.records import GgufFamily, HfFamily
+from lessons import question_kinds
+from lessons.chapters import chapters
+from lessons.questions import QUESTION_KINDS
 from model.positional import KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -276,3 +279,22 @@ def test_no_loader_branches_on_a_family_name() -> None:
             if FAMILY_BRANCH.search(line.split("#")[0]):
                 branches.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert not branches, branches
+
+
+@pytest.mark.parametrize("kind", list(QUESTION_KINDS))
+def test_the_question_recipe_lists_every_kinds_files_and_texts(kind: str) -> None:
+    text = recipe("question-kind")
+    files = files_of(text)
+    assert {"lessons/question_kinds.py", "lessons/questions.py", "lessons/chapters.json",
+            "tests/app/test_lesson_questions.py", "tests/lessons/test_question_kinds.py"} <= set(files)
+    missing = [f for f in files if not (ROOT / f).is_file()]
+    assert not missing, missing
+    assert getattr(question_kinds, kind) is QUESTION_KINDS[kind], "its function, under its own name"
+    for lang in ("en", "zh"):
+        texts = json.loads((ROOT / "static" / "text" / f"{lang}.json").read_text(encoding="utf-8"))
+        keys = [fill(k, kind=kind) for k in keys_of(text) if "<value>" not in k and "<pattern>" not in k]
+        assert f"ui.question_{kind}" in keys and f"ui.question_{kind}_why" in keys
+        absent = [k for k in keys if not lookup(texts, k)]
+        assert not absent, (lang, absent)
+    # a chapter asks it, so tests/app/test_lesson_questions.py checks it on real numbers
+    assert any(q["kind"] == kind for c in chapters() for q in c.in_lang("en").questions), kind

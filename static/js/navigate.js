@@ -97,14 +97,16 @@ function begin(request) {
 async function load(next, patch) {
   await prepare(next, patch);
   const ctx = makeContext(next, go);
-  const [data, ivData, archData, claims] = await Promise.all([
+  const [data, ivData, archData, claims, questions] = await Promise.all([
     ctx.panel.load(ctx),
     loadIntervention(ctx),
     next.sheet === "arch" ? loadArch(next) : null,
     loadClaims(next),
+    loadQuestions(next),
     plotlyReady(),
   ]);
   next.claims = claims;
+  next.questions = questions;
   ctx.marks = claimMarks(claims); // the row and cell each claim measured on this view speaks of (claim_marks.js)
   return { ctx, data, ivData, archData };
 }
@@ -116,14 +118,9 @@ async function load(next, patch) {
  * lesson's sentence's, so no "measured on screen" line goes stale).
  */
 async function loadClaims(next) {
-  const c = typeof next.chapter === "number" ? CHAPTERS[next.chapter] : null;
-  if (!c) return null;
-  const own = c[next.lang === "zh" ? "zh" : "en"];
-  const models = next.models || [];
-  if (models.length && !models.some((m) => m.name === own.model)) return null; // shown on another model: teach.js says so
-  const screen = { text: next.text, target: next.target || "", model: next.model, layer: next.layer, head: next.head };
-  const differs = screen.text !== own.text || screen.model !== own.model || (own.target || "") !== screen.target || Boolean(next.chat) ||
-    (typeof screen.layer === "number" && screen.layer !== own.layer) || (typeof screen.head === "number" && screen.head !== own.head);
+  const on = lessonView(next);
+  if (!on) return null;
+  const { c, screen, differs } = on;
   const ask = (view) =>
     api.lessonClaims(c.id, next.lang, view).catch((error) => {
       console.warn("claims not measured:", error); // eslint-disable-line no-console
@@ -132,6 +129,35 @@ async function loadClaims(next) {
   // a sentence in the chat template is not the chapter's kind of view: every line stays the lesson's sentence's
   const [lesson, view] = await Promise.all([ask(null), differs && !next.chat ? ask(screen) : null]);
   return { chapter: c.id, lang: next.lang, differs, lesson, view };
+}
+
+/** The chapter on screen, the view on screen, and whether it differs from the chapter's own (null: no chapter, or
+ * one shown on another model). */
+function lessonView(next) {
+  const c = typeof next.chapter === "number" ? CHAPTERS[next.chapter] : null;
+  if (!c) return null;
+  const own = c[next.lang === "zh" ? "zh" : "en"];
+  const models = next.models || [];
+  if (models.length && !models.some((m) => m.name === own.model)) return null; // shown on another model: teach.js says so
+  const screen = { text: next.text, target: next.target || "", model: next.model, layer: next.layer, head: next.head };
+  const differs = screen.text !== own.text || screen.model !== own.model || (own.target || "") !== screen.target || Boolean(next.chat) ||
+    (typeof screen.layer === "number" && screen.layer !== own.layer) || (typeof screen.head === "number" && screen.head !== own.head);
+  return { c, screen, differs };
+}
+
+/**
+ * A chapter's questions (predict, then reveal: questions.js), answered on the server on the view on screen (the
+ * chapter's own, or the class's sentence, model, layer or head). None in the chat template, and none where they
+ * cannot be had (a recorded site that did not record them): the chapter opens without them.
+ */
+async function loadQuestions(next) {
+  const on = lessonView(next);
+  if (!on || next.chat) return null;
+  const answer = await api.lessonQuestions(on.c.id, next.lang, on.differs ? on.screen : null).catch((error) => {
+    console.warn("questions not asked:", error); // eslint-disable-line no-console
+    return null;
+  });
+  return { chapter: on.c.id, lang: next.lang, answer };
 }
 
 function draw({ ctx, data, ivData, archData }) {

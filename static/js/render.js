@@ -16,6 +16,7 @@ import { englishNote, exampleSentences, hasChatTemplate, modelOptions } from "./
 import { loadingGroup, watchLoading } from "./shared/loading_models.js";
 import { shortLabel } from "./probes.js";
 import { drawLossCurve } from "./progress.js";
+import { drawMask } from "./questions.js";
 
 const board = new Board($("panel")); // chart cards kept between renders (Plotly.react on the same div)
 
@@ -266,4 +267,11 @@ export function render(ctx, data, ivData = null, archData = null) {
   stage.dataset.rendered = String(state.generation);
   if (state.note) showNote(t(state.note.key), state.note.link);
   markRecorded(t, SERVER_CONTROLS); // a recorded site: what needs the server is disabled, saying why
+  drawMask(); // a question being predicted keeps the chart masked (questions.js)
 }
+
+// a question answered: the lesson bar shows the reveal, and the chart its numbers again (questions.js)
+document.addEventListener("question-answered", () => {
+  renderLesson(state.texts[state.lang].t);
+  drawMask();
+});

@@ -31,6 +31,9 @@ export const state = {
   token: null,
   present: false,
   snapshot: null, // a training step from meta.snapshots; null: the final weights
+  predicting: null, // {chapter, id}: the question whose answers mask the chart (questions.js)
+  predicted: {}, // what this page answered, by view and question: {given, correct}; kept here only, never sent
+  questions: null, // the chapter's questions: {chapter, lang, answer}, asked on the view on screen (navigate.js loadQuestions)
   claims: null, // the chapter's claims: {chapter, lang, differs, lesson, view}, measured on its view and on the one on screen (navigate.js loadClaims)
   chapter: null, // the lesson path's chapter (index into lessons.js CHAPTERS); null: free exploring
   sheet: null, // "params" | "arch": the parameters or architectures sheet above the stage

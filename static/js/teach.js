@@ -7,6 +7,7 @@ import { blockParts, count, componentShares, fullAttention } from "./params.js";
 import { h } from "./shared/dom.js";
 import { state } from "./state.js";
 import { drawArch } from "./archview.js";
+import { questionButtons, questionResults } from "./questions.js";
 import { stageVars } from "./context.js";
 
 const $ = (id) => document.getElementById(id);
@@ -45,7 +46,8 @@ export function renderLesson(t) {
     ),
     lessonBody(say("body")),
     ...(c.id === "why" ? [recurrenceTable(t, state.tokens || [], state.info)] : []),
-    h("p", { class: "lesson-look" }, h("strong", { text: `${t("look_at")} ` }), say("look"), ...labLink(t), ...otherModel(t, c)),
+    h("p", { class: "lesson-look" }, h("strong", { text: `${t("look_at")} ` }), say("look"), ...labLink(t), ...otherModel(t, c), ...questionButtons(t, c)),
+    ...questionResults(t, c),
     ...claimLines(t, c),
     ...liveLinks(t, c),
   );

@@ -309,3 +309,26 @@ def test_a_share_link_and_the_exports_work_from_file(shipped: SiteSummary, brows
         assert not errors, errors
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_question_is_predicted_then_revealed_from_file(shipped: SiteSummary, browser: Any, lang: str) -> None:
+    """The site offers the chapter's questions from its recorded answer: a student alone predicts, then sees the
+    chart with the measured value, checked on the page (the site answers nothing it did not record)."""
+    folder = shipped.folder.resolve()
+    question = json.loads(recorded(folder)[f"GET /api/lessons/scale/questions?lang={lang} "])["questions"][0]
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    context.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file://") else r.abort())
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    try:
+        page.goto(f"{folder.as_uri()}/index.html?chapter=scale&lang={lang}")
+        page.wait_for_selector("#lesson .predict")
+        page.click("#lesson .predict")
+        page.click(f"#question-mask .question-option[data-value='{question['answer']}']")
+        page.wait_for_selector("#lesson .question-right")
+        assert question["why"] in (page.text_content("#lesson .question-right") or "")
+        assert page.query_selector("#question-mask") is None and not errors, errors
+    finally:
+        context.close()

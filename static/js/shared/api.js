@@ -106,6 +106,13 @@ export const api = {
     const query = new URLSearchParams([["lang", lang], ...asked.map(([k, v]) => [k, String(v)])]);
     return cached("GET", `/api/lessons/${encodeURIComponent(chapter)}/claims?${query}`);
   },
+  /** What a lesson chapter asks the class to predict, answered on its view or on `view`, the one on screen
+   *  (app/answers/lesson_questions.py): each question's options, right answer, tolerance and one-line why. */
+  lessonQuestions: (chapter, lang, view = null) => {
+    const asked = Object.entries(view || {}).filter(([, v]) => v !== null && v !== undefined && v !== "");
+    const query = new URLSearchParams([["lang", lang], ...asked.map(([k, v]) => [k, String(v)])]);
+    return cached("GET", `/api/lessons/${encodeURIComponent(chapter)}/questions?${query}`);
+  },
   positionalKinds: () => cached("GET", "/api/positional-encoding/kinds"), // the server's one registry of kinds
   /** One lab experiment at the path the server gave the page: POST `body`, or GET with `body` as the query. */
   lab: (path, method, body) => (method === "GET" ? cached("GET", `${path}?${new URLSearchParams(body)}`) : cached("POST", path, body)),
