@@ -261,7 +261,7 @@ def layer_shapes(cfg: TransformerConfig, layer: int) -> Shapes:
             "attn_output.weight": ((d, q), why), "attn_q_norm.weight": ((d_head,), why),
             "attn_k_norm.weight": ((d_head,), why), "ffn_gate.weight": ((mlp, d), why),
             "ffn_up.weight": ((mlp, d), why), "ffn_down.weight": ((d, mlp), why),
-            "inp_gate.weight": ((pli, d), why), "proj.weight": ((d, pli), why),
+            "inp_gate.weight": ((pli, d), why), "proj.weight": ((d, pli), why), "post_norm.weight": ((d,), why),
             "layer_output_scale.weight": ((1,), why)}
 
 
