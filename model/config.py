@@ -213,9 +213,8 @@ class TransformerConfig:
             if value is not None and (not isinstance(value, int) or value < 1):
                 fail(f"{name} must be at least 1, got {value!r}")
         per_layer = self.head_dim_global is not None or self.kv_heads_global is not None or self.k_eq_v
-        if per_layer and (self.window_layers is None or self.architecture != "decoder"):
-            fail("head_dim_global, kv_heads_global and k_eq_v set the global layers of a decoder: they need "
-                 "window_layers (the local layers)")
+        if per_layer and self.architecture != "decoder":
+            fail("head_dim_global, kv_heads_global and k_eq_v set the global layers of a decoder")
         if self.head_dim_global is not None and (self.head_dim_global % 2 or self.rope_dims is not None):
             fail(f"head_dim_global must be even (RoPE turns pairs) and goes without rope_dims, "
                  f"got {self.head_dim_global}")

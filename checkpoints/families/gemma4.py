@@ -62,11 +62,11 @@ def global_shapes(hf_config: dict[str, Any], types: list[str], loader: str) -> t
         return int(hf_config.get("global_head_dim", 512)), kv
     if not isinstance(overrides, dict):
         raise refuse(loader, "per_layer_config", overrides, "per-layer shapes other than the global layers'")
-    by_layer = {int(layer): value for layer, value in overrides.items()}
-    wanted = [by_layer.get(i) for i, kind in enumerate(types) if kind == "full_attention"]
+    by_layer = {int(layer): value for layer, value in overrides.items()}  # a layer without one: the defaults
+    wanted = [by_layer.get(i) or {} for i, kind in enumerate(types) if kind == "full_attention"]
     local = [by_layer.get(i) for i, kind in enumerate(types) if kind != "full_attention"]
-    first = wanted[0] if wanted else None
-    if any(v is not None for v in local) or any(v != first for v in wanted) or not isinstance(first, dict) or \
+    first = wanted[0] if wanted else {}
+    if any(local) or any(v != first for v in wanted) or not isinstance(first, dict) or \
             set(first) - {"head_dim", "num_key_value_heads"}:
         raise refuse(loader, "per_layer_config", overrides, "per-layer shapes other than the global layers'")
     return int(first.get("head_dim", hf_config.get("head_dim", 256))), first.get("num_key_value_heads")
@@ -125,7 +125,7 @@ def convert_hf(hf_config: dict[str, Any], state: StateDict) -> tuple[Transformer
     if sliding.get("rope_type", "default") != "default" or sliding.get("partial_rotary_factor", 1.0) != 1.0:
         raise refuse(loader, "rope_parameters.sliding_attention", sliding, "RoPE scaling on the local layers")
     rope_base, factors = global_rope(full, global_dim, loader)
-    local_base = float(sliding.get("rope_theta", 10_000.0))
+    local_base: float | None = float(sliding.get("rope_theta", 10_000.0))
     sources = kv_sources(types, int(hf_config.get("num_kv_shared_layers", 0)), loader)
     width = int(hf_config["intermediate_size"])
     widths = tuple(2 * width if hf_config.get("use_double_wide_mlp") and sources and sources[i] != i else width
@@ -137,20 +137,21 @@ def convert_hf(hf_config: dict[str, Any], state: StateDict) -> tuple[Transformer
     act = activation(hf_config, "hidden_activation", "gelu_pytorch_tanh", gated=True)
     if act != "geglu_tanh":  # the per-layer input's gate uses the same function, implemented as tanh GELU only
         raise refuse(loader, "hidden_activation", hf_config["hidden_activation"], "an activation other than tanh GELU")
+    n_kv = hf_config.get("num_key_value_heads") or n_heads
+    if not local:  # every layer global: theirs are the only head sizes and RoPE
+        head_dim, n_kv, local_base = global_dim, global_kv or n_kv, None
     cfg = TransformerConfig(
         architecture="decoder", vocab_size=hf_config["vocab_size"], d_model=d_model, n_layers=n_layers,
-        n_heads=n_heads, n_kv_heads=hf_config.get("num_key_value_heads") or n_heads,
-        head_dim=None if head_dim * n_heads == d_model else head_dim, d_mlp=width,
+        n_heads=n_heads, n_kv_heads=n_kv, head_dim=None if head_dim * n_heads == d_model else head_dim, d_mlp=width,
         n_ctx=min(int(hf_config.get("max_position_embeddings", 8192)), 4096), pos_encoding="rope",
-        rope_base=rope_base if local else local_base, rope_freq_factors=factors if local else None,
-        rope_base_local=local_base if local else None, norm="rmsnorm", norm_placement="pre",
+        rope_base=rope_base, rope_freq_factors=factors, rope_base_local=local_base, norm="rmsnorm", norm_placement="pre",
         norm_eps=hf_config.get("rms_norm_eps", 1e-6), qk_norm=True, post_norms=True,
         logit_softcap=hf_config.get("final_logit_softcapping") or None, score_scale_dim=1.0, activation=act,
         bias=False, tied_embeddings=bool(hf_config.get("tie_word_embeddings", True)) or "lm_head.weight" not in state,
         sliding_window=int(hf_config.get("sliding_window", 512)) if local else None,
         window_layers=local or None, scale_embeddings=True,
         head_dim_global=global_dim if local else None, kv_heads_global=global_kv if local else None,
-        kv_source=sources, k_eq_v=bool(hf_config.get("attention_k_eq_v", False)) and bool(local), v_norm=True,
+        kv_source=sources, k_eq_v=bool(hf_config.get("attention_k_eq_v", False)), v_norm=True,
         mlp_widths=widths if len(set(widths)) > 1 else None, per_layer_input=per_layer, layer_scalar=True,
     )
     return cfg, hf_weights(cfg, state)
