@@ -13,8 +13,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from model.config import GATED_ACTIVATIONS, TransformerConfig
-from model.hooks import HookPoint
 from model.head_math import rms_per_head, soft_cap
+from model.hooks import HookPoint
 from model.kv_cache import LayerKV
 from model.per_layer_inputs import add_per_layer, finish_block
 from model.positional import BiasKind, EmbeddingKind, RotaryKind
@@ -204,7 +204,8 @@ class Attention(nn.Module):
         if self.qk_norm:
             q = self.hook_norm_q(rms_per_head(q, self.q_norm_w, self.norm_eps))
         if self.shares_kv:  # Gemma 4: the K and V of layer kv_source (already normed, turned and cached)
-            k, v = self.hook_k_shared(shared[self.kv_source][0]), self.hook_v_shared(shared[self.kv_source][1])
+            k, v = ((shared or {})[self.kv_source])  # [batch, k_pos, kv_head, d_head] each
+            k, v = self.hook_k_shared(k), self.hook_v_shared(v)
             if self.rotary is not None:
                 table = self.angles_for(start + q_len)
                 q = self.hook_rot_q(self.rotary.rotate(q, table[start : start + q_len], cfg.rope_attention_factor))

@@ -13,6 +13,7 @@ slice (`PerLayerGate`). Each block's output can then be scaled by a learned scal
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -88,13 +89,14 @@ def add_per_layer(block: nn.Module, cfg: TransformerConfig, norm: type[nn.Module
 def finish_block(block: nn.Module, x: torch.Tensor, per_layer_input: torch.Tensor | None) -> torch.Tensor:
     """After the FFN's residual x [batch, pos, d_model]: add the gated per-layer input, then scale by the layer's
     scalar (Gemma 4), each where the model has it."""
+    block_: Any = block  # its Gemma 4 attributes are set by add_per_layer
     if hasattr(block, "pli"):
         if per_layer_input is None:
             raise ValueError("this block adds a per-layer input: the stack computes it from the tokens")
-        x = x + block.pli(x, per_layer_input, block.ln_pli,
-                          (block.hook_pli_input, block.hook_pli_gated, block.hook_pli_out))
+        x = x + block_.pli(x, per_layer_input, block_.ln_pli,
+                           (block_.hook_pli_input, block_.hook_pli_gated, block_.hook_pli_out))
     if hasattr(block, "layer_scalar"):
-        x = block.hook_resid_unscaled(x) * block.layer_scalar
+        x = block_.hook_resid_unscaled(x) * block_.layer_scalar
     return x  # [batch, pos, d_model]
 
 

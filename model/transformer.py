@@ -304,9 +304,13 @@ class Transformer(nn.Module):
     def parameter_counts(self) -> dict[str, int]:
         """Parameters per component (shared tensors counted once, where they first appear)."""
         groups = {"embedding": 0, "positional": 0, "attention": 0, "mlp": 0, "norms": 0, "unembedding": 0}
+        if self.cfg.per_layer_input is not None:  # Gemma 4: the per-layer input tables, gates and their norms
+            groups["per_layer_inputs"] = 0
         for name, param in distinct_parameters(self):
             leaf = name.split(".")
-            if "W_pos" in leaf:
+            if {"per_layer_inputs", "pli", "ln_pli"} & set(leaf):
+                groups["per_layer_inputs"] += param.numel()
+            elif "W_pos" in leaf:
                 groups["positional"] += param.numel()
             elif "W_E" in leaf or "W_token_type" in leaf:
                 groups["embedding"] += param.numel()
@@ -317,7 +321,7 @@ class Transformer(nn.Module):
             elif "W_U" in leaf:
                 groups["unembedding"] += param.numel()
             else:
-                groups["norms"] += param.numel()
+                groups["norms"] += param.numel()  # norm gains (and Gemma 4's one scalar per layer)
         groups["total"] = sum(groups.values())
         return groups
 

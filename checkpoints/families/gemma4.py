@@ -144,7 +144,7 @@ def convert_hf(hf_config: dict[str, Any], state: StateDict) -> tuple[Transformer
         architecture="decoder", vocab_size=hf_config["vocab_size"], d_model=d_model, n_layers=n_layers,
         n_heads=n_heads, n_kv_heads=n_kv, head_dim=None if head_dim * n_heads == d_model else head_dim, d_mlp=width,
         n_ctx=min(int(hf_config.get("max_position_embeddings", 8192)), 4096), pos_encoding="rope",
-        rope_base=rope_base, rope_freq_factors=factors, rope_base_local=local_base, norm="rmsnorm", norm_placement="pre",
+        rope_base=rope_base, rope_freq_factors=factors, rope_base_local=local_base, norm="rmsnorm",
         norm_eps=hf_config.get("rms_norm_eps", 1e-6), qk_norm=True, post_norms=True,
         logit_softcap=hf_config.get("final_logit_softcapping") or None, score_scale_dim=1.0, activation=act,
         bias=False, tied_embeddings=bool(hf_config.get("tie_word_embeddings", True)) or "lm_head.weight" not in state,

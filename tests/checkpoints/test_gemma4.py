@@ -28,7 +28,8 @@ TYPES = ["sliding_attention", "full_attention", "sliding_attention", "full_atten
 
 def tiny_gemma4(seed: int = 0, **changes: Any) -> torch.nn.Module:
     """6 layers (local, global, ...), d_model 64, 4 heads: local heads 16 wide with 2 K/V heads, global heads 32 wide
-    with 1 (K = V); layers 4 and 5 attend with layers 2's and 3's K and V and have an FFN of 128, not 64 (rows of 32: Q8_0 blocks)."""
+    with 1 (K = V); layers 4 and 5 attend with layers 2's and 3's K and V and have an FFN of 128, not 64 (rows of
+    32: whole Q8_0 blocks)."""
     torch.manual_seed(seed)
     settings: dict[str, Any] = dict(
         vocab_size=len(byte_level_vocab()[0]), vocab_size_per_layer_input=len(byte_level_vocab()[0]),
@@ -150,7 +151,8 @@ def test_gemma4_directory_matches_transformers(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("changes", [
     # no per-layer inputs (Gemma 4 31B): with no shared layers either, as transformers' own pass needs
-    {"attention_k_eq_v": False}, {"num_kv_shared_layers": 0}, {"hidden_size_per_layer_input": 0, "num_kv_shared_layers": 0},
+    {"attention_k_eq_v": False}, {"num_kv_shared_layers": 0},
+    {"hidden_size_per_layer_input": 0, "num_kv_shared_layers": 0},
     {"use_double_wide_mlp": False}, {"global_head_dim": 16}])
 def test_each_feature_is_read_from_the_config(tmp_path: Path, changes: dict[str, Any]) -> None:
     """Each feature switched off (or the global heads as narrow as the local ones) loads, matches transformers,
