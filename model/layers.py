@@ -16,7 +16,7 @@ from model.config import GATED_ACTIVATIONS, TransformerConfig
 from model.head_math import rms_per_head, soft_cap
 from model.hooks import HookPoint
 from model.kv_cache import LayerKV
-from model.per_layer_inputs import add_per_layer, finish_block
+from model.per_layer_inputs import PerLayerParts
 from model.positional import BiasKind, EmbeddingKind, RotaryKind
 
 
@@ -319,7 +319,7 @@ class MLP(nn.Module):
         return self.W_out(post)  # [batch, pos, d_model]
 
 
-class Block(nn.Module):
+class Block(PerLayerParts):
     """One layer: self-attention, (cross-attention), FFN, each added back to the residual stream.
 
     Pre-LN:  x = x + attn(ln1(x));  x = x + mlp(ln2(x))
@@ -353,7 +353,7 @@ class Block(nn.Module):
         self.ln2 = Norm(cfg)
         self.mlp = MLP(cfg, layer)
         self.hook_mlp_out = HookPoint(dims)
-        self.per_layer = add_per_layer(self, cfg, Norm)  # Gemma 4: per-layer input and layer scalar (or nothing)
+        self.per_layer = self.add_per_layer(cfg, Norm)  # Gemma 4: per-layer input and layer scalar (or nothing)
         if not self.pre_norm:
             self.hook_resid_post_unnormed = HookPoint(dims)
         self.hook_resid_post = HookPoint(dims)
@@ -395,6 +395,6 @@ class Block(nn.Module):
             mlp_out = self.mlp(self.ln2(x))
             mlp_out = self.hook_mlp_out(self.ln2_post(mlp_out) if self.post_norms else mlp_out)
             x = x + mlp_out
-            return self.hook_resid_post(finish_block(self, x, per_layer_input) if self.per_layer else x)
+            return self.hook_resid_post(self.finish_block(x, per_layer_input) if self.per_layer else x)
         mlp_out = self.hook_mlp_out(self.mlp(x))
         return self.hook_resid_post(self.ln2(self.hook_resid_post_unnormed(x + mlp_out)))

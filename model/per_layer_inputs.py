@@ -13,7 +13,6 @@ slice (`PerLayerGate`). Each block's output can then be scaled by a learned scal
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -69,35 +68,37 @@ class PerLayerGate(nn.Module):
         return out_hook(norm(self.W_up(gated)))  # norm: the block's ln_pli (RMSNorm, own gain)  # [batch, pos, d_model]
 
 
-def add_per_layer(block: nn.Module, cfg: TransformerConfig, norm: type[nn.Module]) -> bool:
-    """Give a block Gemma 4's extras, as its own modules and stages (`blocks.L.hook_pli_input`, ...): the gate of
-    its per-layer input with its norm `ln_pli`, and the learned scalar its output is multiplied by. False (and
-    nothing added) for a model without either."""
-    dims = ("batch", "pos", "d_model")
-    if cfg.per_layer_input is not None:
-        block.pli = PerLayerGate(cfg)
-        block.ln_pli = norm(cfg)
-        block.hook_pli_input = HookPoint(("batch", "pos", "d_pli"))  # p_l, this layer's slice
-        block.hook_pli_gated = HookPoint(("batch", "pos", "d_pli"))  # gelu_tanh(W_gate · h) ⊙ p_l
-        block.hook_pli_out = HookPoint(dims)  # norm(W_up · gated): what joins the stream
-    if cfg.layer_scalar:
-        block.layer_scalar = nn.Parameter(torch.ones(1))
-        block.hook_resid_unscaled = HookPoint(dims)  # the stream before the layer's scalar
-    return cfg.per_layer_input is not None or cfg.layer_scalar
+class PerLayerParts(nn.Module):
+    """What a block (model/layers.py Block) may have of Gemma 4, as its own modules and stages
+    (`blocks.L.hook_pli_input`, ...): the gate of its per-layer input with its norm `ln_pli`, and the learned
+    scalar its output is multiplied by."""
 
+    def add_per_layer(self, cfg: TransformerConfig, norm: type[nn.Module]) -> bool:
+        """Add them where the model has them; False (and nothing added) for a model without either."""
+        dims = ("batch", "pos", "d_model")
+        self.has_pli, self.has_scalar = cfg.per_layer_input is not None, cfg.layer_scalar
+        if self.has_pli:
+            self.pli = PerLayerGate(cfg)
+            self.ln_pli = norm(cfg)
+            self.hook_pli_input = HookPoint(("batch", "pos", "d_pli"))  # p_l, this layer's slice
+            self.hook_pli_gated = HookPoint(("batch", "pos", "d_pli"))  # gelu_tanh(W_gate · h) ⊙ p_l
+            self.hook_pli_out = HookPoint(dims)  # norm(W_up · gated): what joins the stream
+        if self.has_scalar:
+            self.layer_scalar = nn.Parameter(torch.ones(1))
+            self.hook_resid_unscaled = HookPoint(dims)  # the stream before the layer's scalar
+        return self.has_pli or self.has_scalar
 
-def finish_block(block: nn.Module, x: torch.Tensor, per_layer_input: torch.Tensor | None) -> torch.Tensor:
-    """After the FFN's residual x [batch, pos, d_model]: add the gated per-layer input, then scale by the layer's
-    scalar (Gemma 4), each where the model has it."""
-    block_: Any = block  # its Gemma 4 attributes are set by add_per_layer
-    if hasattr(block, "pli"):
-        if per_layer_input is None:
-            raise ValueError("this block adds a per-layer input: the stack computes it from the tokens")
-        x = x + block_.pli(x, per_layer_input, block_.ln_pli,
-                           (block_.hook_pli_input, block_.hook_pli_gated, block_.hook_pli_out))
-    if hasattr(block, "layer_scalar"):
-        x = block_.hook_resid_unscaled(x) * block_.layer_scalar
-    return x  # [batch, pos, d_model]
+    def finish_block(self, x: torch.Tensor, per_layer_input: torch.Tensor | None) -> torch.Tensor:
+        """After the FFN's residual x [batch, pos, d_model]: add the gated per-layer input, then scale by the
+        layer's scalar, each where the model has it."""
+        if self.has_pli:
+            if per_layer_input is None:
+                raise ValueError("this block adds a per-layer input: the stack computes it from the tokens")
+            x = x + self.pli(x, per_layer_input, self.ln_pli, (self.hook_pli_input, self.hook_pli_gated,
+                                                               self.hook_pli_out))
+        if self.has_scalar:
+            x = self.hook_resid_unscaled(x) * self.layer_scalar
+        return x  # [batch, pos, d_model]
 
 
 def refuse_resume(cfg: TransformerConfig, first: int) -> None:

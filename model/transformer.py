@@ -68,8 +68,9 @@ class Stack(nn.Module):
         self.embed = Embed(cfg, W_E)
         if cfg.per_layer_input is not None:  # Gemma 4: every layer's own input, from the tokens and embeddings
             self.per_layer_inputs = PerLayerInputs(cfg)
-            pli_dims = ("batch", "pos", "layer", "d_pli")
-            self.hook_pli_token, self.hook_pli_context, self.hook_pli = (HookPoint(pli_dims) for _ in range(3))
+            self.hook_pli_token = HookPoint(("batch", "pos", "layer", "d_pli"))  # E_l[token] · √P
+            self.hook_pli_context = HookPoint(("batch", "pos", "layer", "d_pli"))  # RMSNorm of the projection
+            self.hook_pli = HookPoint(("batch", "pos", "layer", "d_pli"))  # their sum ÷ √2: each layer's input
         self.blocks = nn.ModuleList(Block(cfg, causal=causal, cross=cross, layer=i) for i in range(n_layers))
         if cfg.final_norm:
             self.ln_final = Norm(cfg)
