@@ -104,7 +104,7 @@ class PerLayerParts(nn.Module):
 def refuse_resume(cfg: TransformerConfig, first: int) -> None:
     """A pass that starts at block `first` from a residual stream alone (Stack.resume: patching, lenses that run the
     rest) lacks what Gemma 4's blocks read besides it: raise a ValueError naming it."""
-    if first > 0 and cfg.per_layer_input is not None:
+    if cfg.per_layer_input is not None:
         raise ValueError("this model adds a per-layer input embedding of the tokens in every block: a pass resumed "
                          "from the residual stream alone does not have it")
     if any(cfg.kv_source_of(layer) < first <= layer for layer in range(cfg.n_layers)):

@@ -134,10 +134,11 @@ class Stack(nn.Module):
         (no padding, no cache): the same numbers as a full pass whose earlier blocks gave x."""
         refuse_resume(self.cfg, first)
         n_pos = x.shape[1]
+        shared: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # Gemma 4: K/V of the layers run here
         for index in range(first, len(self.blocks)):
             allowed = attention_allowed(n_pos, n_pos, causal=self.causal, window=self.cfg.window_of(index),
                                         key_padding=None, device=x.device)
-            x = self.blocks[index](x, allowed, memory)
+            x = self.blocks[index](x, allowed, memory, None, None, 0, shared)
         if self.cfg.final_norm:
             x = self.ln_final(x)
         return x  # [batch, pos, d_model]
