@@ -106,6 +106,8 @@ export function stageChoices(s, step, at) {
     last: at.layer !== null && at.layer === layers[layers.length - 1],
     scaled: Boolean(cfg.scale_embeddings),
     ropeScaled: Boolean(cfg.rope_freq_factors),
+    // Gemma 4's proportional RoPE on its global layers: factors of 1e30 leave those pairs unturned
+    ropeProportional: Boolean(cfg.rope_freq_factors && cfg.rope_freq_factors.some((f) => f >= 1e29)),
     window: isLocal(cfg, at.layer ?? 0),
     localGlobal: Boolean(cfg.sliding_window && cfg.window_layers),
     queryScale: cfg.score_scale_dim != null,

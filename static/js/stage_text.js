@@ -7,7 +7,7 @@
 // (√d_model embedding scaling), window (sliding window), bias, mlpBias (the FFN's own), kv ("mha" | "gqa" | "mqa"),
 // ropeScaled (RoPE slowed pair by pair: Llama 3.1's scaling, or linear), queryScale (scores ÷ √ of a number other
 // than d_head: Gemma), logitCap (soft-capped logits: Gemma 2), localGlobal (local and global layers: Gemma),
-// vNorm (each head's v normed too: Gemma 4).
+// vNorm (each head's v normed too: Gemma 4), ropeProportional (Gemma 4's global layers turn only some pairs).
 
 export const STAGE_FIELDS = ["title", "short", "formula", "explain"];
 
@@ -51,7 +51,8 @@ const CHOICES = {
     explain: (m) => [
       "pos.explain",
       `pos.explain.${m.pos}`,
-      ...when(m.ropeScaled && !m.longrope, "pos.explain.scaled"),
+      ...when(m.ropeScaled && !m.longrope && !m.ropeProportional, "pos.explain.scaled"),
+      ...when(m.ropeProportional, "pos.explain.proportional"),
       ...when(m.ropePartial, "pos.explain.partial"),
       ...when(m.longrope, "pos.explain.longrope"),
     ],
@@ -59,7 +60,8 @@ const CHOICES = {
   rope: {
     explain: (m) => [
       "rope.explain",
-      ...when(m.ropeScaled && !m.longrope, "rope.explain.scaled"),
+      ...when(m.ropeScaled && !m.longrope && !m.ropeProportional, "rope.explain.scaled"),
+      ...when(m.ropeProportional, "rope.explain.proportional"),
       ...when(m.ropePartial, "rope.explain.partial"),
       ...when(m.longrope, `rope.explain.longrope.${m.longrope}`),
     ],
