@@ -225,7 +225,8 @@ def gguf_config(read: GgufRead) -> TransformerConfig:
             raise CheckpointError(f"{read.prefix}{key} = {read.get(key)} (a head size or partial rotary other than "
                                   f"llama.cpp's Gemma 4) is not implemented")
     kinds = ["sliding_attention" if p else "full_attention" for p in pattern]
-    sources = kv_sources(kinds, int(read.number("attention.shared_kv_layers", 0.0)), f"{read.prefix}attention")
+    sources = kv_sources(kinds, int(read.number("attention.shared_kv_layers", 0.0)),
+                         f"the GGUF {read.arch} loader ({read.prefix}attention.shared_kv_layers)")
     kv_local, kv_global = ({kv[i] for i in range(n_layers) if pattern[i] == want} for want in (True, False))
     if len(kv_local) > 1 or len(kv_global) > 1:
         raise CheckpointError(f"{read.prefix}attention.head_count_kv = {shown(kv)}: K/V heads that differ "

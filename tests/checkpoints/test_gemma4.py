@@ -241,6 +241,7 @@ def test_hf_gemma4_fields_not_implemented_are_refused(changes: dict[str, Any], n
     ({"gemma4.rope.dimension_count_swa": 8}, "rope.dimension_count_swa = 8"),
     ({"gemma4.attention.head_count_kv": [2, 1, 2, 1, 1, 1]}, "K/V heads that differ between layers of one kind"),
     ({"gemma4.attention.sliding_window_pattern": None}, "sliding_window_pattern"),
+    ({"gemma4.attention.shared_kv_layers": 6}, "num_kv_shared_layers = 6 (layers sharing K/V with no earlier"),
 ])
 def test_gguf_gemma4_keys_not_implemented_are_refused(tmp_path: Path, extra: dict[str, Any], named: str) -> None:
     path = tmp_path / "refused.gguf"
