@@ -49,6 +49,9 @@ def _attention(cross: bool) -> tuple[Row, ...]:
         Row("q", f"{prefix}qkv", True, "qkv", cross), Row("k", f"{prefix}qkv", False, "qkv", cross),
         Row("v", f"{prefix}qkv", False, "qkv", cross),
         own("norm_q", "qk_norm", True, "qkv"), own("norm_k", "qk_norm", False, "qkv"),
+        own("norm_v", "qk_norm", False, "qkv"),  # Gemma 4: each head's v normed too (no gain)
+        # Gemma 4: the K and V of an earlier layer, which this layer attends with instead of its own
+        own("k_shared", "kv_shared", True, "qkv"), own("v_shared", "kv_shared", False, "qkv"),
         own("rot_q", "rope", True, "qkv"), own("rot_k", "rope", False, "qkv"),
         Row("scores_raw", f"{prefix}scores", True, "attention", cross),
         Row("scores_scaled", f"{prefix}scale", True, "attention", cross),
@@ -69,6 +72,9 @@ ROWS: tuple[Row, ...] = (
     Row("embed", "embed", True, "vectors", block=False),
     Row("token_type_embed", "embed", False, "vectors", block=False),
     Row("pos_embed", "pos", True, "positional", block=False),
+    # Gemma 4's per-layer inputs of every layer at once [pos, layer, d_pli]: each block's slice is its step's
+    Row("pli_token", None, False, None, block=False), Row("pli_context", None, False, None, block=False),
+    Row("pli", None, False, None, block=False),
     *_norm("ln_embed", "embed_norm", block=False),
     Row("resid_pre", None, False, None),  # the previous step's vectors again (embedding or resid_post)
     *_norm("ln1", "ln1"),
@@ -88,6 +94,11 @@ ROWS: tuple[Row, ...] = (
     *_norm("ln2_post", "post_norm", main=False),
     Row("mlp_out", "ffn_out", True, "vectors"),
     Row("resid_post_unnormed", "resid_post", True, "vectors"),
+    # Gemma 4: the block's per-layer input gated into the stream, then the stream times the layer's scalar
+    Row("pli_input", "pli", False, "vectors"), Row("pli_gated", "pli", False, "vectors"),
+    *(Row(f"ln_pli.{what}", None, False, None) for what in NORM_STAGES),
+    Row("pli_out", "pli", True, "vectors"),
+    Row("resid_unscaled", "layer_scalar", True, "vectors"),
     Row("resid_post", "resid_post", True, "vectors"),
     *_norm("ln_final", "ln_final", block=False),
     Row("logits_raw", "logits", False, "logits", block=False),  # Gemma 2: before the soft cap

@@ -106,7 +106,8 @@ def read_config(path: Path) -> tuple[Any, dict[str, Any], GgufFamily, Transforme
     family = family_of(metadata)
     tensor_names = {tensor.name for tensor in reader.tensors}
     try:
-        cfg = gguf_config(metadata, tied="output.weight" not in tensor_names, factors=factor_tensors(reader, family))
+        cfg = gguf_config(metadata, tied="output.weight" not in tensor_names, factors=factor_tensors(reader, family),
+                          tensor_names=frozenset(tensor_names))
     except (ConfigError, TypeError, ValueError) as error:
         raise CheckpointError(f"unsupported {family.arch} configuration in {path.name}: {error}") from error
     return reader, metadata, family, cfg

@@ -128,12 +128,13 @@ def check_understood(metadata: dict[str, Any]) -> None:
         raise CheckpointError(f"{key} = {shown(value)} ({what}) changes the computation and is not implemented")
 
 
-def gguf_config(metadata: dict[str, Any], tied: bool, factors: dict[str, Factors | None]) -> TransformerConfig:
+def gguf_config(metadata: dict[str, Any], tied: bool, factors: dict[str, Factors | None],
+                tensor_names: frozenset[str] = frozenset()) -> TransformerConfig:
     """The TransformerConfig the metadata describes (after check_understood), as the file's family record builds
     it; factors: the RoPE factor tensors the family reads (GgufFamily.factor_tensors), None for each the file
     lacks."""
     family = family_of(metadata)
-    return family.config(GgufRead(metadata, family.arch, tied, factors, family.context_cap))
+    return family.config(GgufRead(metadata, family.arch, tied, factors, family.context_cap, tensor_names))
 
 
 def model_meta(metadata: dict[str, Any], path: Path, tensor_types: Counter[str]) -> dict[str, Any]:

@@ -21,9 +21,10 @@ class GgufRead:
     (learned positions: the file's own)."""
 
     def __init__(self, metadata: Mapping[str, Any], arch: str, tied: bool, factors: Mapping[str, Factors | None],
-                 context_cap: int | None) -> None:
+                 context_cap: int | None, tensor_names: frozenset[str] = frozenset()) -> None:
         self.metadata, self.arch, self.prefix, self.tied = metadata, arch, arch + ".", tied
         self.factors, self.context_cap = factors, context_cap
+        self.tensor_names = tensor_names  # which tensors the file has (Gemma 4: K = V where a layer has no attn_v)
 
     def get(self, name: str, default: Any = None) -> Any:
         """The value of `<arch>.<name>`; `default` when the file lacks it (CheckpointError when there is none)."""

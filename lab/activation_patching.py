@@ -68,9 +68,18 @@ class Knockout:
     probs: list[float]  # [layer]: the same with that layer's FFN output zero at every position
 
 
+# Gemma 4: every block also reads its per-layer input, an embedding of the tokens themselves, which a patched stream
+# does not carry (patching the whole stream at layer 0 would not give the clean run back)
+PER_LAYER_INPUTS = ("each block of this model (Gemma 4) also reads a per-layer input embedding of the tokens "
+                    "themselves, which a patched residual stream does not carry: patching the whole stream at layer "
+                    "0 would not give the clean run back, so the scores would not mean what they say")
+
+
 def check_decoder(model: Transformer) -> None:
     if model.cfg.architecture != "decoder" or not model.cfg.lm_head:
         raise ValueError("activation patching here reads a decoder's next-token logits")
+    if model.cfg.per_layer_input is not None:
+        raise ValueError(PER_LAYER_INPUTS)
 
 
 @torch.inference_mode()

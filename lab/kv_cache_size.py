@@ -31,6 +31,9 @@ class CacheShape:
     sliding_window: int | None = None
     note: str = ""
     local_layers: int | None = None  # only this many layers keep the window, the others every position (Gemma 3)
+    # Gemma 4: (kv_heads, d_head, local) of each layer that stores K and V (`layers` of them; the layers that share
+    # an earlier layer's store none), when they differ between local and global layers; None: all alike
+    layer_kv: tuple[tuple[int, int, bool], ...] | None = None
 
     @property
     def attention(self) -> str:
@@ -87,7 +90,9 @@ def local_positions(shape: CacheShape, context: int | None = None) -> int | None
 
 
 def bytes_per_token(shape: CacheShape, dtype: str = "float16") -> int:
-    """2 (K and V) · layers · kv_heads · d_head · bytes_per_value."""
+    """2 (K and V) · layers · kv_heads · d_head · bytes_per_value (Gemma 4: summed over the layers that store)."""
+    if shape.layer_kv is not None:
+        return sum(2 * kv * d_head * dtype_bytes(dtype) for kv, d_head, _ in shape.layer_kv)
     return 2 * shape.layers * shape.kv_heads * shape.d_head * dtype_bytes(dtype)
 
 
@@ -96,6 +101,10 @@ def cache_bytes(shape: CacheShape, *, context: int | None = None, batch: int = 1
     if (context is not None and context < 0) or batch < 1:
         raise ValueError("context must be >= 0 and batch >= 1")
     local = local_positions(shape, context)
+    if shape.layer_kv is not None:  # Gemma 4: layer by layer, each with its own K/V heads, width and positions
+        held = cached_positions(shape, context)
+        return sum(2 * kv * d_head * dtype_bytes(dtype) * (local if is_local and local is not None else held)
+                   for kv, d_head, is_local in shape.layer_kv) * batch
     if local is None or shape.local_layers is None:
         return bytes_per_token(shape, dtype) * cached_positions(shape, context) * batch
     # local layers keep their window, global ones every position: summed layer by layer
@@ -116,11 +125,27 @@ def shape_of(name: str, cfg: TransformerConfig) -> CacheShape:
     Qwen2's per-layer windows) those layers keep the window and the others every position.
     """
     layers = cfg.decoder_layers if cfg.architecture == "encoder-decoder" else cfg.n_layers
+    if cfg.kv_source is not None or cfg.head_dim_global is not None or cfg.kv_heads_global is not None:
+        return gemma4_shape(name, cfg)
     if cfg.window_layers is None or cfg.sliding_window is None:
         return CacheShape(name, layers, cfg.n_heads, cfg.kv_heads, cfg.d_head, cfg.n_ctx, cfg.sliding_window)
     local = sum(cfg.window_of(layer) is not None for layer in range(layers))
     return CacheShape(name, layers, cfg.n_heads, cfg.kv_heads, cfg.d_head, cfg.n_ctx,
                       cfg.sliding_window if local else None, local_layers=local if local else None)
+
+
+def gemma4_shape(name: str, cfg: TransformerConfig) -> CacheShape:
+    """Gemma 4: only the layers that compute their own K and V store them (the others attend with an earlier
+    layer's), each with its own K/V heads and head width (local and global layers differ)."""
+    stored = [layer for layer in range(cfg.n_layers) if cfg.kv_source_of(layer) == layer]
+    layer_kv = tuple((cfg.kv_heads_of(layer), cfg.d_head_of(layer), cfg.window_of(layer) is not None)
+                     for layer in stored)
+    local = sum(is_local for _, _, is_local in layer_kv)
+    note = (f"{cfg.n_layers - len(stored)} of {cfg.n_layers} layers reuse an earlier layer's K and V and store none; "
+            f"kv_heads and d_head are the local layers' (global: {cfg.kv_heads_of(cfg.n_layers - 1)} K/V heads of "
+            f"{cfg.d_head_of(cfg.n_layers - 1)})")
+    return CacheShape(name, len(stored), cfg.n_heads, cfg.kv_heads, cfg.d_head, cfg.n_ctx,
+                      cfg.sliding_window if local else None, note, local if local else None, layer_kv)
 
 
 def variants(shape: CacheShape) -> dict[str, CacheShape]:
@@ -142,8 +167,9 @@ def variants(shape: CacheShape) -> dict[str, CacheShape]:
 
 
 def _with_kv(shape: CacheShape, kv_heads: int) -> CacheShape:
+    layer_kv = None if shape.layer_kv is None else tuple((kv_heads, d, local) for _, d, local in shape.layer_kv)
     return CacheShape(shape.name, shape.layers, shape.q_heads, kv_heads, shape.d_head, shape.context,
-                      shape.sliding_window, shape.note, shape.local_layers)
+                      shape.sliding_window, shape.note, shape.local_layers, layer_kv)
 
 
 def kv_cache_table(

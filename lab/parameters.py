@@ -37,6 +37,10 @@ def own_attention(model: Transformer) -> dict[str, Any]:
 NO_POSITIONS: dict[str, Any] = {"sliding_window": None, "window_layers": None, "rope_base_local": None,
                                 "rope_freq_factors": None, "rope_dims": None, "rope_long_freq_factors": None,
                                 "rope_original_context": None, "rope_attention_factor": 1.0}
+# Gemma 4's per-layer attention shapes: the layer counted is one of its local layers (head_dim, n_kv_heads), with
+# its own K and V (a layer sharing an earlier one's holds no W_K, W_V)
+ONE_LAYER_SHAPE: dict[str, Any] = {"head_dim_global": None, "kv_heads_global": None, "kv_source": None,
+                                   "k_eq_v": False, "mlp_widths": None, "per_layer_input": None}
 
 
 def attention_counts(cfg: TransformerConfig, n_heads: int, n_kv_heads: int | None = None, *,
@@ -47,7 +51,8 @@ def attention_counts(cfg: TransformerConfig, n_heads: int, n_kv_heads: int | Non
     Built on the meta device (nothing allocated). Positions are left out: RoPE and ALiBi have none.
     """
     width = {} if own_width else {"head_dim": None}
-    changed = cfg.replace(n_heads=n_heads, n_kv_heads=n_kv_heads, pos_encoding="none", **NO_POSITIONS, **width)
+    changed = cfg.replace(n_heads=n_heads, n_kv_heads=n_kv_heads, pos_encoding="none", **NO_POSITIONS, **width,
+                          **ONE_LAYER_SHAPE)
     with torch.device("meta"):
         layer = Attention(changed, causal=cfg.causal)
     count = {name: sum(p.numel() for p in getattr(layer, name).parameters()) for name in ("W_Q", "W_K", "W_V", "W_O")}

@@ -32,6 +32,9 @@ OPTIONAL_FIELDS.update({"head_dim": None, "post_norms": False, "attn_softcap": N
 # Phi-3 / Phi-4-mini: partial rotary and longrope (a second factor set past an original context, cos and sin scaled)
 OPTIONAL_FIELDS.update({"rope_dims": None, "rope_long_freq_factors": None, "rope_original_context": None,
                         "rope_attention_factor": 1.0})
+# Gemma 4: global layers' own head sizes, K/V shared across layers, K = V, v norm, per-layer widths and inputs
+OPTIONAL_FIELDS.update({"head_dim_global": None, "kv_heads_global": None, "kv_source": None, "k_eq_v": False,
+                        "v_norm": False, "mlp_widths": None, "per_layer_input": None, "layer_scalar": False})
 
 
 class ConfigError(ValueError):
@@ -80,6 +83,20 @@ class TransformerConfig:
     # the RoPE base of the sliding-window layers (Gemma 3's local layers, unscaled); the others keep rope_base and
     # rope_freq_factors. None -> every layer the same
     rope_base_local: float | None = None
+    # Gemma 4 (model/per_layer_inputs.py; global layers: those outside window_layers): the global layers' own head
+    # width and K/V heads (None -> head_dim, n_kv_heads); kv_source[i]: the layer whose K and V layer i attends
+    # with (i itself, or an earlier layer of its kind that it shares them with); k_eq_v: a global layer's V is its
+    # key projection (no W_V); v_norm: an RMSNorm without gain on each head's v; mlp_widths: d_mlp per layer (the
+    # double-wide MLP of the K/V-sharing layers); per_layer_input: the width of the per-layer input embedding each
+    # block gates in; layer_scalar: each block's output is multiplied by a learned scalar
+    head_dim_global: int | None = None
+    kv_heads_global: int | None = None
+    kv_source: tuple[int, ...] | None = None
+    k_eq_v: bool = False
+    v_norm: bool = False
+    mlp_widths: tuple[int, ...] | None = None
+    per_layer_input: int | None = None
+    layer_scalar: bool = False
     activation: Activation = "gelu"
     bias: bool = True  # bias in every linear layer
     qkv_bias: bool | None = None  # override for Q/K/V only (Qwen2); None -> bias
@@ -145,10 +162,12 @@ class TransformerConfig:
             object.__setattr__(self, field, factors)
             if self.positional.where != "q_k":
                 fail(f"{field} scale a rotary encoding, not {self.pos_encoding!r}")
-            if len(factors) != self.rotary_dims // 2:
+            # they turn the global layers (rope_of): Gemma 4's have a head width of their own
+            pairs = (self.rotary_dims if self.head_dim_global is None else self.head_dim_global) // 2
+            if len(factors) != pairs:
                 where = "d_head / 2" if self.rope_dims is None else "rope_dims / 2"
-                fail(f"{field} needs one factor per rotated pair: {where} = {self.rotary_dims // 2}, "
-                     f"got {len(factors)}")
+                where = where if self.head_dim_global is None else "head_dim_global / 2"
+                fail(f"{field} needs one factor per rotated pair: {where} = {pairs}, got {len(factors)}")
             if not all(math.isfinite(f) and f > 0 for f in factors):
                 fail(f"{field} must be finite and above 0")
         if (self.rope_long_freq_factors is None) != (self.rope_original_context is None):
@@ -179,12 +198,74 @@ class TransformerConfig:
         if self.rope_base_local is not None and (self.positional.where != "q_k" or self.window_layers is None):
             fail("rope_base_local sets the RoPE base of the sliding-window layers: it needs a rotary encoding and "
                  "window_layers")
+        self._check_layer_shapes(fail)
         if self.d_mlp is not None and self.d_mlp < 1:
             fail(f"d_mlp must be at least 1, got {self.d_mlp}")
         if self.n_decoder_layers is not None and self.n_decoder_layers < 1:
             fail(f"n_decoder_layers must be at least 1, got {self.n_decoder_layers}")
         if self.architecture == "encoder-decoder" and not self.lm_head:
             fail("an encoder-decoder model needs its lm_head")
+
+    def _check_layer_shapes(self, fail: Any) -> None:
+        """Gemma 4's per-layer shapes: global head sizes, shared K/V, per-layer MLP widths and inputs."""
+        for name in ("head_dim_global", "kv_heads_global", "per_layer_input"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                fail(f"{name} must be at least 1, got {value!r}")
+        per_layer = self.head_dim_global is not None or self.kv_heads_global is not None or self.k_eq_v
+        if per_layer and self.architecture != "decoder":
+            fail("head_dim_global, kv_heads_global and k_eq_v set the global layers of a decoder")
+        if self.head_dim_global is not None and (self.head_dim_global % 2 or self.rope_dims is not None):
+            fail(f"head_dim_global must be even (RoPE turns pairs) and goes without rope_dims, "
+                 f"got {self.head_dim_global}")
+        if self.kv_heads_global is not None and self.n_heads % self.kv_heads_global:
+            fail(f"n_heads ({self.n_heads}) must be divisible by kv_heads_global ({self.kv_heads_global})")
+        for name in ("kv_source", "mlp_widths"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            object.__setattr__(self, name, tuple(int(v) for v in value))  # JSON gives a list
+            if len(getattr(self, name)) != self.n_layers or self.architecture != "decoder":
+                fail(f"{name} needs one entry per layer of a decoder ({self.n_layers}), got {list(value)}")
+        for layer, width in enumerate(self.mlp_widths or ()):
+            if width < 1:
+                fail(f"mlp_widths[{layer}] must be at least 1, got {width}")
+        for layer, source in enumerate(self.kv_source or ()):
+            if not 0 <= source <= layer or self.kv_source_of(source) != source:
+                fail(f"kv_source[{layer}] = {source}: a layer shares the K and V of itself or of an earlier layer "
+                     "that computes its own")
+            if (self.window_of(source), self.d_head_of(source), self.kv_heads_of(source)) != (
+                    self.window_of(layer), self.d_head_of(layer), self.kv_heads_of(layer)):
+                fail(f"kv_source[{layer}] = {source}: layer {source} is of another kind (window, head size or "
+                     "K/V heads)")
+        if self.per_layer_input is not None and self.architecture != "decoder":
+            fail("per_layer_input needs a decoder")
+
+    def is_global(self, layer: int) -> bool:
+        """A layer without a sliding window: Gemma 4's own head size, K/V heads and K = V apply there."""
+        return self.window_of(layer) is None
+
+    def d_head_of(self, layer: int) -> int:
+        """This layer's head width: head_dim_global in a global layer when set, else d_head."""
+        return self.head_dim_global if self.head_dim_global is not None and self.is_global(layer) else self.d_head
+
+    def kv_heads_of(self, layer: int) -> int:
+        """This layer's K/V heads: kv_heads_global in a global layer when set, else kv_heads."""
+        return self.kv_heads_global if self.kv_heads_global is not None and self.is_global(layer) else self.kv_heads
+
+    def rotary_dims_of(self, layer: int) -> int:
+        return self.d_head_of(layer) if self.rope_dims is None else self.rope_dims
+
+    def kv_source_of(self, layer: int) -> int:
+        """The layer whose K and V this layer attends with: itself unless it shares an earlier one's (Gemma 4)."""
+        return layer if self.kv_source is None else self.kv_source[layer]
+
+    def mlp_width_of(self, layer: int) -> int:
+        return self.mlp_width if self.mlp_widths is None else self.mlp_widths[layer]
+
+    def k_is_v(self, layer: int) -> bool:
+        """Gemma 4's attention_k_eq_v: a global layer's V is its key projection (before the k norm and RoPE)."""
+        return self.k_eq_v and self.is_global(layer)
 
     @property
     def positional(self) -> PositionalKind:

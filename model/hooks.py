@@ -147,12 +147,15 @@ def matching(all_names: list[str], pattern: str) -> list[str]:
 # `stack` is None for a model's one stack, "encoder" or "decoder" for an encoder-decoder's two. Every name
 # outside model/ is made here, so "attention layer L of stack S" is spelled in one place.
 
-EMBED_STAGES = ("tokens", "embed", "pos_embed", "token_type_embed")  # a stack's, before its blocks
-ATTENTION_STAGES = ("q", "k", "v", "norm_q", "norm_k", "rot_q", "rot_k", "scores_raw", "scores_scaled",
-                    "scores_capped", "attn_scores", "pattern", "z")
+# a stack's, before its blocks (pli_*: Gemma 4's per-layer inputs, model/per_layer_inputs.py)
+EMBED_STAGES = ("tokens", "embed", "pos_embed", "token_type_embed", "pli_token", "pli_context", "pli")
+# norm_v: Gemma 4's v norm; k_shared, v_shared: the K and V a layer shares with an earlier one (Gemma 4)
+ATTENTION_STAGES = ("q", "k", "v", "norm_q", "norm_k", "norm_v", "k_shared", "v_shared", "rot_q", "rot_k",
+                    "scores_raw", "scores_scaled", "scores_capped", "attn_scores", "pattern", "z")
 MLP_STAGES = ("pre", "gate", "up", "post")
 BLOCK_STAGES = ("resid_pre", "attn_out", "resid_mid_unnormed", "resid_mid", "cross_attn_out", "resid_cross_unnormed",
-                "resid_cross", "mlp_out", "resid_post_unnormed", "resid_post")
+                "resid_cross", "mlp_out", "resid_post_unnormed", "pli_input", "pli_gated", "pli_out", "resid_unscaled",
+                "resid_post")
 NORM_STAGES = ("mean", "scale", "normalized")  # of a norm, named with it: "ln1.normalized", "ln_final.scale"
 
 

@@ -13,8 +13,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from model.config import GATED_ACTIVATIONS, TransformerConfig
+from model.head_math import rms_per_head, soft_cap
 from model.hooks import HookPoint
 from model.kv_cache import LayerKV
+from model.per_layer_inputs import PerLayerParts
 from model.positional import BiasKind, EmbeddingKind, RotaryKind
 
 
@@ -121,27 +123,42 @@ class Attention(nn.Module):
         self.rotary = kind if isinstance(kind, RotaryKind) and not cross else None  # rotates q and k
         self.score_bias = kind if isinstance(kind, BiasKind) and not cross else None  # adds a bias to the scores
         self.long_from: int | None = None  # longrope: sequences longer than this use long_angle_table
-        d_head, n_heads, kv_heads = cfg.d_head, cfg.n_heads, cfg.kv_heads
+        # Gemma 4: a global layer's own head width and K/V heads; K and V of an earlier layer (kv_source); V = K
+        d_head, n_heads, kv_heads = cfg.d_head_of(layer), cfg.n_heads, cfg.kv_heads_of(layer)
+        self.d_head, self.kv_heads = d_head, kv_heads
+        self.layer, self.kv_source = layer, cfg.kv_source_of(layer) if not cross else layer
+        self.k_is_v = cfg.k_is_v(layer) and not cross
         self.W_Q = nn.Linear(cfg.d_model, n_heads * d_head, bias=cfg.use_qkv_bias)
-        self.W_K = nn.Linear(cfg.d_model, kv_heads * d_head, bias=cfg.use_qkv_bias)
-        self.W_V = nn.Linear(cfg.d_model, kv_heads * d_head, bias=cfg.use_qkv_bias)
-        self.W_O = nn.Linear(n_heads * d_head, cfg.d_model, bias=cfg.use_attn_out_bias)
         self.hook_q = HookPoint(("batch", "pos", "head", "d_head"))
-        self.hook_k = HookPoint(("batch", "pos", "kv_head", "d_head"))
-        self.hook_v = HookPoint(("batch", "pos", "kv_head", "d_head"))
         self.qk_norm = cfg.qk_norm
+        self.shares_kv = self.kv_source != layer
+        if not self.shares_kv:
+            self.W_K = nn.Linear(cfg.d_model, kv_heads * d_head, bias=cfg.use_qkv_bias)
+            if not self.k_is_v:
+                self.W_V = nn.Linear(cfg.d_model, kv_heads * d_head, bias=cfg.use_qkv_bias)
+            self.hook_k = HookPoint(("batch", "pos", "kv_head", "d_head"))
+            self.hook_v = HookPoint(("batch", "pos", "kv_head", "d_head"))
+        else:  # the K and V of layer kv_source, as that layer attends with them (normed, turned)
+            self.hook_k_shared = HookPoint(("batch", "pos", "kv_head", "d_head"))
+            self.hook_v_shared = HookPoint(("batch", "pos", "kv_head", "d_head"))
+        self.W_O = nn.Linear(n_heads * d_head, cfg.d_model, bias=cfg.use_attn_out_bias)
+        self.norm_eps = cfg.norm_eps
         if cfg.qk_norm:  # Qwen3: each head's q and k RMS-normalized over d_head, one weight shared by the heads
             self.q_norm_w = nn.Parameter(torch.ones(d_head))
-            self.k_norm_w = nn.Parameter(torch.ones(d_head))
-            self.norm_eps = cfg.norm_eps
             self.hook_norm_q = HookPoint(("batch", "pos", "head", "d_head"))
-            self.hook_norm_k = HookPoint(("batch", "pos", "kv_head", "d_head"))
+            if not self.shares_kv:
+                self.k_norm_w = nn.Parameter(torch.ones(d_head))
+                self.hook_norm_k = HookPoint(("batch", "pos", "kv_head", "d_head"))
+        self.v_norm = cfg.v_norm and not self.shares_kv
+        if self.v_norm:  # Gemma 4: each head's v RMS-normalized, without a gain
+            self.hook_norm_v = HookPoint(("batch", "pos", "kv_head", "d_head"))
         if self.rotary is not None:
             self.hook_rot_q = HookPoint(("batch", "pos", "head", "d_head"))
-            self.hook_rot_k = HookPoint(("batch", "pos", "kv_head", "d_head"))
+            if not self.shares_kv:
+                self.hook_rot_k = HookPoint(("batch", "pos", "kv_head", "d_head"))
             with torch.device("cpu"):  # a fixed table, real even when the modules are built on "meta"
                 base, factors = cfg.rope_of(layer) if not cross else (cfg.rope_base, cfg.rope_freq_factors)
-                angles = self.rotary.scaled_angles(cfg.n_ctx, cfg.rotary_dims, base, factors)
+                angles = self.rotary.scaled_angles(cfg.n_ctx, cfg.rotary_dims_of(layer), base, factors)
                 self.register_buffer("angle_table", angles, persistent=False)
                 # longrope: the table of the long factor set, for sequences longer than the original context
                 original = cfg.rope_original_context
@@ -169,8 +186,11 @@ class Attention(nn.Module):
         allowed: torch.Tensor | None,
         cache: LayerKV | None = None,
         start: int = 0,
+        shared: dict[int, tuple[torch.Tensor, torch.Tensor]] | None = None,
     ) -> torch.Tensor:
         """x_q: [batch, q_pos, d_model]; x_kv: [batch, k_pos, d_model]; allowed: bool [batch|1, 1, q_pos, k_pos].
+        shared (Gemma 4): layer -> the K and V it attends with (every position so far), for the later layers that
+        share them (cfg.kv_source); this layer adds its own or reads its source's.
 
         With a KV cache, x_q and x_kv hold only the new positions (from `start` on) and the keys
         and values of the earlier ones come from `cache`, which grows by the new ones; `allowed`
@@ -179,17 +199,27 @@ class Attention(nn.Module):
         cfg = self.cfg
         batch, q_len, _ = x_q.shape
         # 1) project into heads
-        q = self.hook_q(self.W_Q(x_q).view(batch, q_len, cfg.n_heads, cfg.d_head))  # [batch, pos, head, d_head]
+        d_head, kv_heads = self.d_head, self.kv_heads
+        q = self.hook_q(self.W_Q(x_q).view(batch, q_len, cfg.n_heads, d_head))  # [batch, pos, head, d_head]
         if self.qk_norm:
             q = self.hook_norm_q(rms_per_head(q, self.q_norm_w, self.norm_eps))
-        if cache is not None and self.cross and cache.k is not None and cache.v is not None:
+        if self.shares_kv:  # Gemma 4: the K and V of layer kv_source (already normed, turned and cached)
+            k, v = ((shared or {})[self.kv_source])  # [batch, k_pos, kv_head, d_head] each
+            k, v = self.hook_k_shared(k), self.hook_v_shared(v)
+            if self.rotary is not None:
+                table = self.angles_for(start + q_len)
+                q = self.hook_rot_q(self.rotary.rotate(q, table[start : start + q_len], cfg.rope_attention_factor))
+        elif cache is not None and self.cross and cache.k is not None and cache.v is not None:
             k, v = cache.k, cache.v  # cross-attention: the source's K and V, stored on the first step
         else:
             new = x_kv.shape[1]
-            k = self.hook_k(self.W_K(x_kv).view(batch, new, cfg.kv_heads, cfg.d_head))  # [batch, pos, kv_head, d_head]
+            k = self.hook_k(self.W_K(x_kv).view(batch, new, kv_heads, d_head))  # [batch, pos, kv_head, d_head]
+            # Gemma 4's K = V layers: V is the key projection itself, before the k norm and RoPE
+            v = self.hook_v(k if self.k_is_v else self.W_V(x_kv).view(batch, new, kv_heads, d_head))
             if self.qk_norm:
                 k = self.hook_norm_k(rms_per_head(k, self.k_norm_w, self.norm_eps))
-            v = self.hook_v(self.W_V(x_kv).view(batch, new, cfg.kv_heads, cfg.d_head))  # [batch, pos, kv_head, d_head]
+            if self.v_norm:
+                v = self.hook_norm_v(rms_per_head(v, None, self.norm_eps))
             if self.rotary is not None:  # positions start, start + 1, ...: the angles a full pass gives them
                 table = self.angles_for(start + new)
                 if cache is not None and cache.k is not None and table is not self.angles_for(start):
@@ -202,16 +232,18 @@ class Attention(nn.Module):
                 k = self.hook_rot_k(self.rotary.rotate(k, table[start : start + new], factor))
             if cache is not None:
                 k, v = cache.extend(k, v)  # every position so far: [batch, k_pos, kv_head, d_head]
+            if shared is not None:
+                shared[self.layer] = (k, v)
         k_len = k.shape[1]
         # 2) each query head reads its group's key/value head (GQA); a no-op for MHA
-        group = cfg.n_heads // cfg.kv_heads
+        group = cfg.n_heads // kv_heads
         if group > 1:
             k = k.repeat_interleave(group, dim=2)  # [batch, pos, head, d_head]
             v = v.repeat_interleave(group, dim=2)
         if self.fused and self.score_bias is None and self.softcap is None:
             q_, k_, v_ = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # [batch, head, pos, d_head]
             z = F.scaled_dot_product_attention(q_, k_, v_, attn_mask=allowed, scale=1 / self.scale)
-            return self.W_O(z.transpose(1, 2).reshape(batch, q_len, cfg.n_heads * cfg.d_head))
+            return self.W_O(z.transpose(1, 2).reshape(batch, q_len, cfg.n_heads * d_head))
         # 3) score every query against every key
         scores_raw = self.hook_scores_raw(torch.einsum("bqhd,bkhd->bhqk", q, k))  # [batch, head, q_pos, k_pos]
         scores_scaled = scores_raw / self.scale
@@ -234,7 +266,7 @@ class Attention(nn.Module):
         pattern = self.hook_pattern(pattern)
         # 5) weighted sum of values, then mix the heads
         z = self.hook_z(torch.einsum("bhqk,bkhd->bqhd", pattern, v))  # [batch, pos, head, d_head]
-        return self.W_O(z.reshape(batch, q_len, cfg.n_heads * cfg.d_head))  # [batch, pos, d_model]
+        return self.W_O(z.reshape(batch, q_len, cfg.n_heads * d_head))  # [batch, pos, d_model]
 
 
     def angles_for(self, length: int) -> torch.Tensor:
@@ -244,18 +276,6 @@ class Attention(nn.Module):
         return self.angle_table
 
 
-def soft_cap(x: torch.Tensor, cap: float) -> torch.Tensor:
-    """cap · tanh(x / cap): about x while |x| is small against cap, never beyond ±cap (Gemma 2's soft-capping)."""
-    return torch.tanh(x / cap) * cap
-
-
-def rms_per_head(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
-    """x / sqrt(mean over d_head of x^2 + eps) * w: RMSNorm of each head's vector alone.
-
-    x: [batch, pos, head, d_head]; w: [d_head], shared by the heads."""
-    return x / (x.pow(2).mean(-1, keepdim=True) + eps).sqrt() * w
-
-
 class MLP(nn.Module):
     """FFN applied to each position alone: W_out · act(W_in · x).
 
@@ -263,19 +283,20 @@ class MLP(nn.Module):
     `hook_pre` is W_gate · x (what the activation sees), `hook_gate` its act, `hook_up` the linear branch W_in · x.
     """
 
-    def __init__(self, cfg: TransformerConfig) -> None:
+    def __init__(self, cfg: TransformerConfig, layer: int = 0) -> None:
         super().__init__()
         self.gated = cfg.gated
         self.act = GATED_ACTIVATIONS.get(cfg.activation, cfg.activation)  # the elementwise function
-        self.W_in = nn.Linear(cfg.d_model, cfg.mlp_width, bias=cfg.use_mlp_bias)
+        width = cfg.mlp_width_of(layer)  # Gemma 4: twice as wide in the layers that share K/V
+        self.W_in = nn.Linear(cfg.d_model, width, bias=cfg.use_mlp_bias)
         dims = ("batch", "pos", "d_mlp")
         self.hook_pre = HookPoint(dims)
         if self.gated:
-            self.W_gate = nn.Linear(cfg.d_model, cfg.mlp_width, bias=cfg.use_mlp_bias)
+            self.W_gate = nn.Linear(cfg.d_model, width, bias=cfg.use_mlp_bias)
             self.hook_gate = HookPoint(dims)
             self.hook_up = HookPoint(dims)
         self.hook_post = HookPoint(dims)
-        self.W_out = nn.Linear(cfg.mlp_width, cfg.d_model, bias=cfg.use_mlp_bias)
+        self.W_out = nn.Linear(width, cfg.d_model, bias=cfg.use_mlp_bias)
 
     def activation(self, h: torch.Tensor) -> torch.Tensor:
         if self.act == "relu":
@@ -298,7 +319,7 @@ class MLP(nn.Module):
         return self.W_out(post)  # [batch, pos, d_model]
 
 
-class Block(nn.Module):
+class Block(PerLayerParts):
     """One layer: self-attention, (cross-attention), FFN, each added back to the residual stream.
 
     Pre-LN:  x = x + attn(ln1(x));  x = x + mlp(ln2(x))
@@ -330,8 +351,9 @@ class Block(nn.Module):
                 self.hook_resid_cross_unnormed = HookPoint(dims)
             self.hook_resid_cross = HookPoint(dims)
         self.ln2 = Norm(cfg)
-        self.mlp = MLP(cfg)
+        self.mlp = MLP(cfg, layer)
         self.hook_mlp_out = HookPoint(dims)
+        self.per_layer = self.add_per_layer(cfg, Norm)  # Gemma 4: per-layer input and layer scalar (or nothing)
         if not self.pre_norm:
             self.hook_resid_post_unnormed = HookPoint(dims)
         self.hook_resid_post = HookPoint(dims)
@@ -344,13 +366,16 @@ class Block(nn.Module):
         memory_allowed: torch.Tensor | None = None,
         cache: tuple[LayerKV, LayerKV] | None = None,
         start: int = 0,
+        shared: dict[int, tuple[torch.Tensor, torch.Tensor]] | None = None,
+        per_layer_input: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """x: [batch, pos, d_model]; cache: (self-attention, cross-attention) K/V of this layer, or None."""
+        """x: [batch, pos, d_model]; cache: (self-attention, cross-attention) K/V of this layer, or None; shared,
+        per_layer_input: Gemma 4's K/V of earlier layers and this layer's per-layer input [batch, pos, P]."""
         self_kv, cross_kv = cache if cache is not None else (None, None)
         resid_pre = self.hook_resid_pre(x)  # [batch, pos, d_model]
         if self.pre_norm:
             normed = self.ln1(resid_pre)
-            attn_out = self.attn(normed, normed, allowed, self_kv, start)
+            attn_out = self.attn(normed, normed, allowed, self_kv, start, shared)
             attn_out = self.hook_attn_out(self.ln1_post(attn_out) if self.post_norms else attn_out)
             x = self.hook_resid_mid(resid_pre + attn_out)
         else:
@@ -369,6 +394,7 @@ class Block(nn.Module):
         if self.pre_norm:
             mlp_out = self.mlp(self.ln2(x))
             mlp_out = self.hook_mlp_out(self.ln2_post(mlp_out) if self.post_norms else mlp_out)
-            return self.hook_resid_post(x + mlp_out)
+            x = x + mlp_out
+            return self.hook_resid_post(self.finish_block(x, per_layer_input) if self.per_layer else x)
         mlp_out = self.hook_mlp_out(self.mlp(x))
         return self.hook_resid_post(self.ln2(self.hook_resid_post_unnormed(x + mlp_out)))

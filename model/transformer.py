@@ -18,6 +18,7 @@ from model.edits import Interventions
 from model.hooks import AttentionLayer, HookPoint, NamesFilter, Trace, select_names
 from model.kv_cache import KVCache
 from model.layers import Attention, Block, Embed, Norm, soft_cap
+from model.per_layer_inputs import PerLayerInputs, refuse_resume
 from model.stored_weights import shapes_only
 
 
@@ -65,6 +66,11 @@ class Stack(nn.Module):
         self.cfg = cfg
         self.causal = causal
         self.embed = Embed(cfg, W_E)
+        if cfg.per_layer_input is not None:  # Gemma 4: every layer's own input, from the tokens and embeddings
+            self.per_layer_inputs = PerLayerInputs(cfg)
+            self.hook_pli_token = HookPoint(("batch", "pos", "layer", "d_pli"))  # E_l[token] · √P
+            self.hook_pli_context = HookPoint(("batch", "pos", "layer", "d_pli"))  # RMSNorm of the projection
+            self.hook_pli = HookPoint(("batch", "pos", "layer", "d_pli"))  # their sum ÷ √2: each layer's input
         self.blocks = nn.ModuleList(Block(cfg, causal=causal, cross=cross, layer=i) for i in range(n_layers))
         if cfg.final_norm:
             self.ln_final = Norm(cfg)
@@ -85,6 +91,10 @@ class Stack(nn.Module):
                 raise ValueError("a KV cache needs causal self-attention without padding")
             start = cache.length
         x = self.embed(tokens, token_type_ids, start)  # [batch, pos, d_model]
+        per_layer = None  # Gemma 4: [batch, pos, layer, d_pli]
+        if self.cfg.per_layer_input is not None:
+            per_layer = self.per_layer_inputs(tokens, x, (self.hook_pli_token, self.hook_pli_context, self.hook_pli))
+        shared: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # Gemma 4: layer -> the K, V it attends with
         n_pos = tokens.shape[1]
         allowed_by_window = {  # one mask per distinct window (per-layer windows: Qwen2's max_window_layers)
             window: attention_allowed(
@@ -111,7 +121,8 @@ class Stack(nn.Module):
         for index, block in enumerate(self.blocks):
             layer_cache = cache.layer(index) if cache is not None else None
             allowed = allowed_by_window[self.cfg.window_of(index)]
-            x = block(x, allowed, memory, memory_allowed, layer_cache, start)
+            x = block(x, allowed, memory, memory_allowed, layer_cache, start, shared,
+                      None if per_layer is None else per_layer[:, :, index])
         if cache is not None:  # the scores this call computed: new queries × every key, per head and layer
             cache.score_cells += tokens.shape[0] * n_pos * (start + n_pos) * self.cfg.n_heads * len(self.blocks)
         if self.cfg.final_norm:
@@ -121,11 +132,13 @@ class Stack(nn.Module):
     def resume(self, x: torch.Tensor, first: int, memory: torch.Tensor | None = None) -> torch.Tensor:
         """The rest of forward() from the residual stream x [batch, pos, d_model] entering block `first`
         (no padding, no cache): the same numbers as a full pass whose earlier blocks gave x."""
+        refuse_resume(self.cfg, first)
         n_pos = x.shape[1]
+        shared: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # Gemma 4: K/V of the layers run here
         for index in range(first, len(self.blocks)):
             allowed = attention_allowed(n_pos, n_pos, causal=self.causal, window=self.cfg.window_of(index),
                                         key_padding=None, device=x.device)
-            x = self.blocks[index](x, allowed, memory)
+            x = self.blocks[index](x, allowed, memory, None, None, 0, shared)
         if self.cfg.final_norm:
             x = self.ln_final(x)
         return x  # [batch, pos, d_model]
@@ -293,9 +306,13 @@ class Transformer(nn.Module):
     def parameter_counts(self) -> dict[str, int]:
         """Parameters per component (shared tensors counted once, where they first appear)."""
         groups = {"embedding": 0, "positional": 0, "attention": 0, "mlp": 0, "norms": 0, "unembedding": 0}
+        if self.cfg.per_layer_input is not None:  # Gemma 4: the per-layer input tables, gates and their norms
+            groups["per_layer_inputs"] = 0
         for name, param in distinct_parameters(self):
             leaf = name.split(".")
-            if "W_pos" in leaf:
+            if {"per_layer_inputs", "pli", "ln_pli"} & set(leaf):
+                groups["per_layer_inputs"] += param.numel()
+            elif "W_pos" in leaf:
                 groups["positional"] += param.numel()
             elif "W_E" in leaf or "W_token_type" in leaf:
                 groups["embedding"] += param.numel()
@@ -306,7 +323,7 @@ class Transformer(nn.Module):
             elif "W_U" in leaf:
                 groups["unembedding"] += param.numel()
             else:
-                groups["norms"] += param.numel()
+                groups["norms"] += param.numel()  # norm gains (and Gemma 4's one scalar per layer)
         groups["total"] = sum(groups.values())
         return groups
 

@@ -48,12 +48,14 @@ def plan_positional_encoding(context: Context, request: PositionalQuery) -> Buil
     sizes = Sizes(length=request.length, d_model=request.d_model or (cfg.d_model if cfg else 64),
                   n_heads=request.n_heads or (cfg.n_heads if cfg else 4),
                   base=request.base or (cfg.rope_base if cfg else 10000.0), causal=request.causal,
-                  head_dim=cfg.d_head if at_model_heads and cfg is not None else None)
+                  # the global layers' heads (Gemma 4's are wider than its local ones; the last layer is global)
+                  head_dim=cfg.d_head_of(cfg.n_layers - 1) if at_model_heads and cfg is not None else None)
     if own and resolved is not None and resolved.cfg.rope_freq_factors is not None:
-        # the model's RoPE scaling: one factor per pair of its own heads, so only at its own head size
-        if sizes.d_head != resolved.cfg.d_head:
+        # the model's RoPE scaling: one factor per pair of its own (global) heads, so only at their head size
+        global_head = resolved.cfg.d_head_of(resolved.cfg.n_layers - 1)
+        if sizes.d_head != global_head:
             raise errors.conflicting_fields(
-                f"The RoPE of '{resolved.name}' is scaled pair by pair for its heads of {resolved.cfg.d_head} "
+                f"The RoPE of '{resolved.name}' is scaled pair by pair for its heads of {global_head} "
                 "dimensions: leave d_model and n_heads out to see it.")
         sizes = dataclasses.replace(sizes, freq_factors=resolved.cfg.rope_freq_factors)
     if own and resolved is not None and kind.where == "q_k" and sizes.d_head == resolved.cfg.d_head:
@@ -69,7 +71,9 @@ def plan_positional_encoding(context: Context, request: PositionalQuery) -> Buil
         if local and resolved.cfg.rope_of(local[0])[0] != sizes.base:
             # Gemma 3: the local (sliding-window) layers turn with a base of their own and no scaling factors
             local_base = resolved.cfg.rope_of(local[0])[0]
-            local_sizes = dataclasses.replace(sizes, base=local_base, freq_factors=None, long_freq_factors=None)
+            local_sizes = dataclasses.replace(sizes, base=local_base, freq_factors=None, long_freq_factors=None,
+                                              head_dim=None if sizes.head_dim is None else
+                                              resolved.cfg.d_head_of(local[0]))  # Gemma 4: the local heads'
             tensors["local_angles"] = compute(kind, local_sizes, resolved)["angles"]
 
     def serialize(run: Run) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from analysis.ablation import MAX_ABLATED_HEADS
 from analysis.lens import lm_stack
 from app import errors
-from app.lab.common import Experiment, summary_of
+from app.lab.common import Experiment, refuse_unreproduced, summary_of
 from app.pipeline import Build, Context, Run
 from app.request_checks import check_generative
 from app.schemas import INTEGER, TextInput, TokenOut
@@ -55,6 +55,7 @@ class AblationLabOut(BaseModel):
 def plan(context: Context, request: AblationLabRequest) -> Build:
     resolved = context.model
     check_generative(resolved)
+    refuse_unreproduced(resolved, "Head ablation")
     heads = len(resolved.model.stack_named(lm_stack(resolved.model)).blocks) * resolved.cfg.n_heads
     if heads > MAX_ABLATED_HEADS:
         raise errors.too_much_work("model", heads, MAX_ABLATED_HEADS, "heads, each ablated in its own forward pass")

@@ -18,7 +18,14 @@ from app.pipeline import Build, Context, Run
 from app.resolve import Resolved
 from app.schemas import Bool, Text, TextInput, TokenOut, VocabToken
 from app.tokenizing import encode_text, one_token, tokens_out, vocab_token
-from lab.activation_patching import SameAnswers, SameDifference, grids_of, patching_forwards, run_patching
+from lab.activation_patching import (
+    PER_LAYER_INPUTS,
+    SameAnswers,
+    SameDifference,
+    grids_of,
+    patching_forwards,
+    run_patching,
+)
 
 # the work budget: patched copies × the prompt's tokens (SmolLM2, 6 tokens, every grid and the knock-out:
 # 840 copies, 5,040 tokens)
@@ -86,6 +93,8 @@ class ActivationPatchingLabOut(BaseModel):
 def plan(context: Context, request: ActivationPatchingLabRequest) -> Build:
     resolved = context.model
     check_decoder_only(resolved, NEEDS_DECODER, NOT_ENCODER_DECODER)
+    if resolved.cfg.per_layer_input is not None:
+        raise errors.not_in_model(f"Activation patching on {resolved.name}: {PER_LAYER_INPUTS}.")
     if request.chat:
         raise errors.invalid_option("chat", "activation patching reads the two prompts as plain text, not as chat "
                                             "messages.")

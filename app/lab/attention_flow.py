@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import Experiment, StackTokensOut, rounded, summary_of
+from app.lab.common import Experiment, StackTokensOut, refuse_unreproduced, rounded, summary_of
 from app.pipeline import Build, Context, Run
 from app.request_checks import attention_layer
 from app.schemas import Int, StackName, TextInput, TokenOut
@@ -64,6 +64,7 @@ class AttentionFlowLabOut(StackTokensOut):
 def plan(context: Context, request: AttentionFlowLabRequest) -> Build:
     resolved = context.model
     cfg = resolved.cfg
+    refuse_unreproduced(resolved, "Attention flow")
     stack = attention_layer(resolved, request.layer, request.stack, heads=[request.head]).stack
 
     def build(run: Run) -> dict[str, Any]:

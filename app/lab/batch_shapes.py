@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import Experiment, rounded, summary_of
+from app.lab.common import Experiment, refuse_unreproduced, rounded, summary_of
 from app.lab.norm_statistics import MAX_CHARS, check_plain_batch, sentence_ids
 from app.pipeline import Build, Context, Run
 from app.request_checks import attention_layer
@@ -80,6 +80,7 @@ class BatchShapesLabOut(BaseModel):
 def plan(context: Context, request: BatchShapesLabRequest) -> Build:
     resolved = context.model
     cfg = resolved.cfg
+    refuse_unreproduced(resolved, "The batch-shapes walk")
     check_plain_batch(resolved, request.chat)
     attention_layer(resolved, request.layer, None, heads=[request.head])  # a 422 names the model's range
     other = sentence_ids(resolved, request.other, "other")

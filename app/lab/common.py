@@ -20,6 +20,7 @@ from app import errors
 from app.pipeline import Build, Context, Endpoint, RequestT, Run, Uses
 from app.resolve import Resolved
 from app.schemas import Bool, Int, StackName, TextInput, TokenOut
+from lab.reproduced import refusal
 from model.config import Architecture as Family
 
 
@@ -40,6 +41,14 @@ class AttentionHeadInput(AttentionLayerInput):
 # The lab's work budget in forward passes of the model: what one request may run (steering charges one per prompt
 # of its two sets and two per new token, the continuation with and without the vector).
 MAX_FORWARDS = 64
+
+
+def refuse_unreproduced(resolved: Resolved, experiment: str) -> None:
+    """A 422 naming what of this model (Gemma 4) an experiment that redoes its math outside the forward pass
+    leaves out (lab/reproduced.py); nothing for a model it reproduces."""
+    reason = refusal(resolved.cfg, experiment)
+    if reason is not None:
+        raise errors.not_in_model(f"{resolved.name}: {reason}.")
 
 
 # The model families (TransformerConfig.architecture); an experiment lists those it refuses.

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import AttentionHeadInput, Experiment, HeadOut, summary_of
+from app.lab.common import AttentionHeadInput, Experiment, HeadOut, refuse_unreproduced, summary_of
 from app.pipeline import Build, Context, Run
 from app.request_checks import attention_layer
 from app.schemas import Encoding, Int, TensorOut, TokenOut
@@ -103,6 +103,7 @@ def _finite(values: list[float]) -> list[float | None]:
 def plan(context: Context, request: FlashLabRequest) -> Build:
     resolved = context.model
     cfg = resolved.cfg
+    refuse_unreproduced(resolved, "The FlashAttention comparison")
     stack = attention_layer(resolved, request.layer, request.stack, request.cross, [request.head]).stack
 
     def build(run: Run) -> dict[str, Any]:

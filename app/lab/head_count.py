@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import AttentionLayerInput, Experiment, QueryKeyOut, summary_of
+from app.lab.common import AttentionLayerInput, Experiment, QueryKeyOut, refuse_unreproduced, summary_of
 from app.pipeline import Build, Context, Run
 from app.request_checks import attention_layer
 from app.tokenizing import tokens_out
@@ -69,6 +69,7 @@ class HeadCountLabOut(QueryKeyOut):
 def plan(context: Context, request: HeadCountLabRequest) -> Build:
     resolved = context.model
     cfg = resolved.cfg
+    refuse_unreproduced(resolved, "The head-count comparison")
     where = attention_layer(resolved, request.layer, request.stack, request.cross)
     stack = where.stack
     width = cfg.n_heads * cfg.d_head

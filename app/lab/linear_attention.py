@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import AttentionHeadInput, Experiment, HeadOut, rounded, summary_of
+from app.lab.common import AttentionHeadInput, Experiment, HeadOut, refuse_unreproduced, rounded, summary_of
 from app.pipeline import Build, Context, Run
 from app.request_checks import attention_layer
 from app.schemas import Encoding, TensorOut
@@ -66,6 +66,7 @@ class LinearAttentionLabOut(HeadOut):
 def plan(context: Context, request: LinearAttentionLabRequest) -> Build:
     resolved = context.model
     cfg = resolved.cfg
+    refuse_unreproduced(resolved, "The linear-attention comparison")
     stack = attention_layer(resolved, request.layer, request.stack, request.cross, [request.head]).stack
 
     def build(run: Run) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import Experiment, rounded, summary_of
+from app.lab.common import Experiment, refuse_unreproduced, rounded, summary_of
 from app.pipeline import Build, Context, Run
 from app.request_checks import check_generative
 from app.schemas import INTEGER, Int, Text, TextInput, TokenOut, VocabToken
@@ -69,6 +69,7 @@ class LogitAttributionLabOut(BaseModel):
 def plan(context: Context, request: LogitAttributionLabRequest) -> Build:
     resolved = context.model
     cfg = resolved.cfg
+    refuse_unreproduced(resolved, "Logit attribution")
     check_generative(resolved)
     try:
         check_additive(resolved.model)

@@ -15,7 +15,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from app import errors
-from app.lab.common import MAX_FORWARDS, Experiment, rounded, summary_of
+from app.lab.common import MAX_FORWARDS, Experiment, refuse_unreproduced, rounded, summary_of
 from app.pipeline import Build, Context, Run
 from app.request_checks import check_generative
 from app.schemas import Bool, Int, TextInput, TokenOut, VocabToken
@@ -89,6 +89,7 @@ class QuantizationLabOut(BaseModel):
 def plan(context: Context, request: QuantizationLabRequest) -> Build:
     resolved = context.model
     check_generative(resolved)
+    refuse_unreproduced(resolved, "The quantization emulation")
     try:
         check_emulated(resolved.model)
     except NotEmulated as error:

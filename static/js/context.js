@@ -57,6 +57,9 @@ const STAGE_VARS = {
   layer_rope_base: (info, tokens, at) => (isLocal(info.config, at.layer ?? 0) ? info.config.rope_base_local ?? info.config.rope_base : info.config.rope_base),
   local_layers: (info) => localLayers(info.config).join(", "),
   global_layers: (info) => [...Array(info.n_layers).keys()].filter((i) => !isLocal(info.config, i)).join(", "),
+  // Gemma 4: the per-layer input's width, and the layer whose K and V this layer attends with
+  d_pli: (info) => info.config.per_layer_input ?? "",
+  kv_source: (info, tokens, at) => info.config.kv_source?.[at.layer ?? 0] ?? at.layer ?? 0,
 };
 
 /** The layers a sliding window applies to (window_layers, or every layer), none without a window. */
@@ -103,10 +106,13 @@ export function stageChoices(s, step, at) {
     last: at.layer !== null && at.layer === layers[layers.length - 1],
     scaled: Boolean(cfg.scale_embeddings),
     ropeScaled: Boolean(cfg.rope_freq_factors),
+    // Gemma 4's proportional RoPE on its global layers: factors of 1e30 leave those pairs unturned
+    ropeProportional: Boolean(cfg.rope_freq_factors && cfg.rope_freq_factors.some((f) => f >= 1e29)),
     window: isLocal(cfg, at.layer ?? 0),
     localGlobal: Boolean(cfg.sliding_window && cfg.window_layers),
     queryScale: cfg.score_scale_dim != null,
     logitCap: cfg.logit_softcap != null,
+    vNorm: Boolean(cfg.v_norm), // Gemma 4: each head's v normed too
     ropePartial: Boolean(cfg.rope_dims && cfg.rope_dims !== s.info.d_head),
     // longrope: which factor set this text's length picks (the long one past the original context)
     longrope: cfg.rope_long_freq_factors ? ((s.tokens || []).length > cfg.rope_original_context ? "long" : "short") : null,

@@ -6,7 +6,8 @@
 // pos (positional kind), act (activation), arch, causal, tied, last (the last block), scaled
 // (√d_model embedding scaling), window (sliding window), bias, mlpBias (the FFN's own), kv ("mha" | "gqa" | "mqa"),
 // ropeScaled (RoPE slowed pair by pair: Llama 3.1's scaling, or linear), queryScale (scores ÷ √ of a number other
-// than d_head: Gemma), logitCap (soft-capped logits: Gemma 2), localGlobal (local and global layers: Gemma).
+// than d_head: Gemma), logitCap (soft-capped logits: Gemma 2), localGlobal (local and global layers: Gemma),
+// vNorm (each head's v normed too: Gemma 4), ropeProportional (Gemma 4's global layers turn only some pairs).
 
 export const STAGE_FIELDS = ["title", "short", "formula", "explain"];
 
@@ -50,7 +51,8 @@ const CHOICES = {
     explain: (m) => [
       "pos.explain",
       `pos.explain.${m.pos}`,
-      ...when(m.ropeScaled && !m.longrope, "pos.explain.scaled"),
+      ...when(m.ropeScaled && !m.longrope && !m.ropeProportional, "pos.explain.scaled"),
+      ...when(m.ropeProportional, "pos.explain.proportional"),
       ...when(m.ropePartial, "pos.explain.partial"),
       ...when(m.longrope, "pos.explain.longrope"),
     ],
@@ -58,7 +60,8 @@ const CHOICES = {
   rope: {
     explain: (m) => [
       "rope.explain",
-      ...when(m.ropeScaled && !m.longrope, "rope.explain.scaled"),
+      ...when(m.ropeScaled && !m.longrope && !m.ropeProportional, "rope.explain.scaled"),
+      ...when(m.ropeProportional, "rope.explain.proportional"),
       ...when(m.ropePartial, "rope.explain.partial"),
       ...when(m.longrope, `rope.explain.longrope.${m.longrope}`),
     ],
@@ -109,6 +112,7 @@ const CHOICES = {
       `resid_post.explain.${post(m) ? "post_" : ""}${m.last ? "last" : "next"}`,
     ],
   },
+  qk_norm: { explain: (m) => ["qk_norm.explain", ...when(m.vNorm, "qk_norm.explain.v")] },
   logits: {
     formula: (m) => ["logits.formula", ...when(m.logitCap, "logits.formula.capped")],
     explain: (m) => ["logits.explain", ...when(m.tied, "logits.explain.tied"), ...when(m.logitCap, "logits.explain.capped")],

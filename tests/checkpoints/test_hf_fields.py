@@ -44,6 +44,10 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "phi3": ("Phi3Config", "Phi3ForCausalLM", LLAMA_BASE | {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2,
                                                             "original_max_position_embeddings": 12}),
     "starcoder2": ("Starcoder2Config", "Starcoder2ForCausalLM", LLAMA_BASE),
+    # Gemma 4: local heads of 16, global ones of 32 (layer 1), per-layer inputs 8 wide
+    "gemma4_text": ("Gemma4TextConfig", "Gemma4ForCausalLM", LLAMA_BASE | {
+        "head_dim": 16, "sliding_window": 6, "global_head_dim": 32, "hidden_size_per_layer_input": 8,
+        "vocab_size_per_layer_input": 101}),
     "bert": ("BertConfig", "BertModel", dict(
         vocab_size=99, hidden_size=48, num_hidden_layers=2, num_attention_heads=4, intermediate_size=80,
         max_position_embeddings=64,
@@ -127,6 +131,29 @@ FAMILY_READ_VALUES |= {
         "full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 77.0},
         "sliding_attention": {"rope_type": "default", "rope_theta": 33.0}}}],
 }
+# Gemma 4: 4 layers (local, global, local, global) where the last two share K/V
+G4_SHARED = {"num_hidden_layers": 4, "layer_types": ["sliding_attention", "full_attention"] * 2}
+G4_PROPORTIONAL = {"rope_type": "proportional", "partial_rotary_factor": 0.5, "rope_theta": 77.0}
+READ_VALUES |= {  # read by Gemma 4 only
+    "vocab_size_per_layer_input": [{"vocab_size_per_layer_input": 101}],
+    "hidden_size_per_layer_input": [{"hidden_size_per_layer_input": 16}, {"hidden_size_per_layer_input": 0}],
+    "attention_k_eq_v": [{"attention_k_eq_v": True, "num_global_key_value_heads": 1}, {"attention_k_eq_v": False}],
+    "num_global_key_value_heads": [{"attention_k_eq_v": True, "num_global_key_value_heads": 4}],
+    "num_kv_shared_layers": [G4_SHARED | {"num_kv_shared_layers": 2}],
+    "use_double_wide_mlp": [G4_SHARED | {"num_kv_shared_layers": 2, "use_double_wide_mlp": True}],
+    "global_head_dim": [{"global_head_dim": 16}, {"global_head_dim": 64}],
+    "per_layer_config": [{}],  # as transformers writes config.json: the global layers' head_dim there
+}
+FAMILY_READ_VALUES |= {("gemma4_text", field): values for field, values in {
+    "hidden_activation": [{"hidden_activation": a} for a in ("gelu_pytorch_tanh", "gelu_new")],
+    "rope_parameters": [{"rope_parameters": {"full_attention": G4_PROPORTIONAL | {"factor": 2.0},
+                                             "sliding_attention": {"rope_type": "default", "rope_theta": 33.0}}},
+                        {"rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 77.0},
+                                             "sliding_attention": {"rope_type": "default", "rope_theta": 33.0}}}],
+    "layer_types": [{"layer_types": ["full_attention", "full_attention"]},
+                    {"layer_types": ["sliding_attention", "full_attention"]}],
+    "sliding_window": [{"sliding_window": 5}, {"sliding_window": 40}],
+}.items()}
 DROP: dict[str, tuple[str, ...]] = {"max_window_layers": ("layer_types",), "rope_theta": ("rope_parameters",)}
 # a non-default value for each inert field
 INERT_VALUES: dict[str, Any] = {
@@ -159,6 +186,9 @@ REFUSED_VALUES: dict[str, Any] = {
     "rope_interleaved": True,
     # fields of Phi-4-mini's own code that transformers' Phi-3 does not read: only their plain values load
     "attention_bias": True, "mlp_bias": True, "lm_head_bias": True, "full_attn_mod": 2, "interpolate_factor": 4,
+    # Gemma 4: the mixture-of-experts block (26B-A4B) and bidirectional attention are not implemented
+    "enable_moe_block": True, "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 16,
+    "use_bidirectional_attention": "all",
 }
 
 
