@@ -1,13 +1,14 @@
-"""GET /api/lessons and /api/lessons/{chapter}/claims: the lesson path, and what each chapter shows, measured."""
+"""GET /api/lessons, /api/lessons/{chapter}/claims and /share: the lesson path, what each chapter shows, measured,
+and a chapter's share card (its link and QR code)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 
 from app.endpoints import LESSON_CLAIMS
-from app.schemas import ERRORS, LessonClaimsOut
+from app.schemas import ERRORS, LessonClaimsOut, LessonShareOut
 from app.service import ServiceDep
 from lessons.languages import Lang
 
@@ -34,3 +35,10 @@ async def chapter_claims(
 ) -> Any:
     return await service.lesson_claims(chapter, lang, {"text": text, "target_text": target, "model": model,
                                                        "layer": layer, "head": head})
+
+
+@router.get("/lessons/{chapter}/share", response_model=LessonShareOut, responses={404: ERRORS[404]})
+def chapter_share(chapter: str, request: Request, service: ServiceDep, lang: Annotated[Lang, Query()] = "en") -> Any:
+    """A chapter's share card: its link on this server, in that language, and the link as a QR code (an SVG drawn
+    here, with no network), for a class to open the chapter on their phones."""
+    return service.lesson_share(chapter, lang, str(request.base_url))

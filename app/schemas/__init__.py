@@ -34,7 +34,7 @@ from app.schemas.inputs import (
     NoInput,
     TextInput,
 )
-from app.schemas.lessons import ClaimOut, LessonClaimsOut, LessonView
+from app.schemas.lessons import ClaimOut, LessonClaimsOut, LessonShareOut, LessonView
 from app.schemas.models import HealthOut, LoadingModel, ModelInfo, RefusedModel, StageInfo, WeightInfo
 from app.schemas.outputs import ERRORS, ErrorBody, ErrorOut, TensorOut, TokenOut, VocabToken
 from app.schemas.positional import PositionalKindOut, PositionalOut, PositionalQuery, PosKind, ShownPosKind
@@ -44,6 +44,7 @@ from app.schemas.trace import Prediction, TokenizeOut, TokenizeRequest, TraceOut
 __all__ = [
     "ClaimOut",
     "LessonClaimsOut",
+    "LessonShareOut",
     "LessonView",
     "ActivationsOut",
     "ActivationsRequest",

@@ -45,3 +45,11 @@ class LessonClaimsOut(BaseModel):
     layer: int
     head: int
     claims: list[ClaimOut]
+
+
+class LessonShareOut(BaseModel):
+    chapter: str
+    number: int = Field(description="Its place on the lesson path, from 1.")
+    lang: str
+    link: str = Field(description="The chapter's link on this server, in that language (from the address asked).")
+    svg: str = Field(description="The link as a QR code, an SVG drawn on this server (no QR service is asked).")
