@@ -80,9 +80,11 @@ def row_over_column(view: View, query: str, key: str) -> Claim:
         raise ClaimError(f"no other row after {key!r} to compare the row of {query!r} with")
     baseline = float(weights[others].mean())
     weight = float(weights[row])
+    # where the chart draws the baseline: the key's column over the rows after it (the page outlines it, dashed)
     return Claim("row_over_column", weight > baseline, {
         "query": query, "key": key, "weight": round(weight, 4), "baseline": round(baseline, 4), "rows": len(others),
-        "above": round(weight - baseline, 4), "text": view.text})
+        "above": round(weight - baseline, 4), "text": view.text, "row": row, "key_at": _at(keys),
+        "rows_from": keys[-1] + 1, "rows_to": len(view.tokens) - 1})
 
 
 def row_top_heads(view: View, query: str) -> Claim:

@@ -99,6 +99,9 @@ def test_the_coreference_row_is_compared_with_its_column(shipped: TestClient) ->
     key, row = tokens.index(" animal"), tokens.index(" it")
     column = [float(pattern[r][key]) for r in range(key + 1, len(tokens)) if r != row]
     assert own["values"]["rows"] == len(column)
+    # where the chart draws that baseline: the key's column over the rows after it (the page outlines it, dashed)
+    assert (own["values"]["row"], own["values"]["key_at"]) == (row, str(key))
+    assert (own["values"]["rows_from"], own["values"]["rows_to"]) == (key + 1, len(tokens) - 1)
     assert own["values"]["baseline"] == pytest.approx(sum(column) / len(column), abs=1e-3)
     assert second["on_view"] and second["holds"] and second["values"]["text"] == typed
     values = second["values"]
