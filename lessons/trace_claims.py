@@ -19,7 +19,7 @@ import torch
 
 from analysis.lens import logit_lens
 from analysis.words import characters
-from lessons.view import Claim, ClaimError, Values, View, covering, shown
+from lessons.view import Claim, ClaimError, Values, View, covering, shown, shown_token
 from model.hooks import stage_name
 from model.tokenizer import Token
 
@@ -226,14 +226,23 @@ def unscaled_peakier(view: View) -> Claim:
     return Claim("unscaled_peakier", without > with_scale, values)
 
 
+# the worked sum a class can add up by hand: the last token's first few dimensions (review 4, finding 14)
+SUM_DIMS = 4
+
+
 def residual_add(view: View) -> Claim:
-    """The stream after attention is the stream before it plus what attention wrote: x + F(x)."""
+    """The stream after attention is the stream before it plus what attention wrote: x + F(x); and, so the sum can be
+    seen, the last token's first SUM_DIMS dimensions of the three (to 3 decimals, as the line prints them)."""
     after = view.at("resid_mid_unnormed")  # Post-Norm: the sum before its norm
     after = after if after in view.trace else view.at("resid_mid")
-    x, fx, total = (view.trace[n][0].float() for n in (view.at("resid_pre"), view.at("attn_out"), after))
+    x, fx, total = (view.trace[n][0].float() for n in (view.at("resid_pre"), view.at("attn_out"), after))  # [pos, d]
     error = float((x + fx - total).abs().max())
+    pos, dims = x.shape[0] - 1, min(SUM_DIMS, x.shape[-1])
+    row = lambda t: "[" + ", ".join(f"{float(v):.3f}" for v in t[pos, :dims]) + "]"  # noqa: E731
     return Claim("residual_add", error <= 1e-4 * max(1.0, float(total.abs().max())), {
-        "error": error, "post_norm": view.model.cfg.norm_placement == "post"})
+        "error": error, "post_norm": view.model.cfg.norm_placement == "post",
+        "token": f"{pos}·{shown_token(view, pos)}", "dims": f"0–{dims - 1}",
+        "before": row(x), "attn": row(fx), "after": row(total)})
 
 
 def rope_turns(view: View) -> Claim:
