@@ -19,7 +19,7 @@ import torch
 
 from analysis.lens import logit_lens
 from analysis.words import characters
-from lessons.view import Claim, ClaimError, Values, View, covering, shown, shown_token
+from lessons.view import Claim, ClaimError, Values, View, covering, shown
 from model.hooks import stage_name
 from model.tokenizer import Token
 
@@ -232,16 +232,19 @@ SUM_DIMS = 4
 
 def residual_add(view: View) -> Claim:
     """The stream after attention is the stream before it plus what attention wrote: x + F(x); and, so the sum can be
-    seen, the last token's first SUM_DIMS dimensions of the three (to 3 decimals, as the line prints them)."""
-    after = view.at("resid_mid_unnormed")  # Post-Norm: the sum before its norm
-    after = after if after in view.trace else view.at("resid_mid")
-    x, fx, total = (view.trace[n][0].float() for n in (view.at("resid_pre"), view.at("attn_out"), after))  # [pos, d]
+    seen, the last token's first SUM_DIMS dimensions of the three (to 3 decimals, as the line prints them). An
+    encoder-decoder's is read in its encoder, where the chapter's chart opens the stage (the first stack)."""
+    stack, tokens = ("encoder", view.source_tokens) if view.source_tokens else (view.stack, view.tokens)
+    at = lambda stage: stage_name(stage, view.layer, stack=stack)  # noqa: E731
+    after = at("resid_mid_unnormed")  # Post-Norm: the sum before its norm
+    after = after if after in view.trace else at("resid_mid")
+    x, fx, total = (view.trace[n][0].float() for n in (at("resid_pre"), at("attn_out"), after))  # [pos, d]
     error = float((x + fx - total).abs().max())
     pos, dims = x.shape[0] - 1, min(SUM_DIMS, x.shape[-1])
     row = lambda t: "[" + ", ".join(f"{float(v):.3f}" for v in t[pos, :dims]) + "]"  # noqa: E731
     return Claim("residual_add", error <= 1e-4 * max(1.0, float(total.abs().max())), {
         "error": error, "post_norm": view.model.cfg.norm_placement == "post",
-        "token": f"{pos}·{shown_token(view, pos)}", "dims": f"0–{dims - 1}",
+        "token": f"{pos}·{shown(view, [pos], tokens) or tokens[pos].text}", "dims": f"0–{dims - 1}",
         "before": row(x), "attn": row(fx), "after": row(total)})
 
 
