@@ -25,7 +25,8 @@ SIZES = r"""() => { const out = {tick: [], cell: []};
 def redrawn(page: Any, key: str, panel: str) -> None:
     before = page.get_attribute(f"#panel-{panel}", "data-rendered")
     page.keyboard.press(key)
-    page.wait_for_function("([n, b]) => document.getElementById(`panel-${n}`).dataset.rendered !== b", arg=[panel, before])
+    page.wait_for_function("([n, b]) => document.getElementById(`panel-${n}`).dataset.rendered !== b",
+                           arg=[panel, before])
     idle(page)
 
 
@@ -34,7 +35,8 @@ def test_p_puts_the_lab_on_a_projector(server: Any, watched: Any, lang: str) -> 
     page = watched.page
     page.set_viewport_size({"width": 1280, "height": 720})
     panel = "logit_lens"
-    open_lab(page, server.url, panel=panel, model="gpt", lang=lang, text="the cat sat")  # 12 positions: the top tokens fit their cells at 12 px
+    # 12 positions: the top tokens fit their cells at 12 px
+    open_lab(page, server.url, panel=panel, model="gpt", lang=lang, text="the cat sat")
     page.wait_for_selector(f"#panel-{panel}[data-rendered]")
     assert page.is_visible("#toc")
     width = page.eval_on_selector(f"#panel-{panel}", "e => e.getBoundingClientRect().width")
