@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from starlette.responses import Response
 
 from app import errors, process_tuning
-from app.answers import lesson_claims, lesson_questions
+from app.answers import lesson_claims, lesson_questions, lesson_share
 from app.cache import LRU
 from app.compression import ApiJSONResponse
 from app.inference_pool import Engine
@@ -100,6 +100,10 @@ class Service:
 
     def lab_experiments(self) -> Response:
         return ApiJSONResponse([experiment.describe() for experiment in EXPERIMENTS])
+
+    def lesson_share(self, chapter_id: str, lang: str, base_url: str) -> Response:
+        """A chapter's share card: its link under `base_url` (the address the page was opened at) and its QR code."""
+        return ApiJSONResponse(lesson_share.share_card(chapter_id, lang, base_url))
 
     async def lesson_claims(self, chapter_id: str, lang: str, screen: dict[str, Any] | None = None) -> Response:
         """What a chapter asks the class to look at, measured on its view in `lang` (app/answers/lesson_claims.py),

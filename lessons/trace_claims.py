@@ -80,9 +80,11 @@ def row_over_column(view: View, query: str, key: str) -> Claim:
         raise ClaimError(f"no other row after {key!r} to compare the row of {query!r} with")
     baseline = float(weights[others].mean())
     weight = float(weights[row])
+    # where the chart draws the baseline: the key's column over the rows after it (the page outlines it, dashed)
     return Claim("row_over_column", weight > baseline, {
         "query": query, "key": key, "weight": round(weight, 4), "baseline": round(baseline, 4), "rows": len(others),
-        "above": round(weight - baseline, 4), "text": view.text})
+        "above": round(weight - baseline, 4), "text": view.text, "row": row, "key_at": _at(keys),
+        "rows_from": keys[-1] + 1, "rows_to": len(view.tokens) - 1})
 
 
 def row_top_heads(view: View, query: str) -> Claim:
@@ -224,14 +226,26 @@ def unscaled_peakier(view: View) -> Claim:
     return Claim("unscaled_peakier", without > with_scale, values)
 
 
+# the worked sum a class can add up by hand: the last token's first few dimensions (review 4, finding 14)
+SUM_DIMS = 4
+
+
 def residual_add(view: View) -> Claim:
-    """The stream after attention is the stream before it plus what attention wrote: x + F(x)."""
-    after = view.at("resid_mid_unnormed")  # Post-Norm: the sum before its norm
-    after = after if after in view.trace else view.at("resid_mid")
-    x, fx, total = (view.trace[n][0].float() for n in (view.at("resid_pre"), view.at("attn_out"), after))
+    """The stream after attention is the stream before it plus what attention wrote: x + F(x); and, so the sum can be
+    seen, the last token's first SUM_DIMS dimensions of the three (to 3 decimals, as the line prints them). An
+    encoder-decoder's is read in its encoder, where the chapter's chart opens the stage (the first stack)."""
+    stack, tokens = ("encoder", view.source_tokens) if view.source_tokens else (view.stack, view.tokens)
+    at = lambda stage: stage_name(stage, view.layer, stack=stack)  # noqa: E731
+    after = at("resid_mid_unnormed")  # Post-Norm: the sum before its norm
+    after = after if after in view.trace else at("resid_mid")
+    x, fx, total = (view.trace[n][0].float() for n in (at("resid_pre"), at("attn_out"), after))  # [pos, d]
     error = float((x + fx - total).abs().max())
+    pos, dims = x.shape[0] - 1, min(SUM_DIMS, x.shape[-1])
+    row = lambda t: "[" + ", ".join(f"{float(v):.3f}" for v in t[pos, :dims]) + "]"  # noqa: E731
     return Claim("residual_add", error <= 1e-4 * max(1.0, float(total.abs().max())), {
-        "error": error, "post_norm": view.model.cfg.norm_placement == "post"})
+        "error": error, "post_norm": view.model.cfg.norm_placement == "post",
+        "token": f"{pos}·{shown(view, [pos], tokens) or tokens[pos].text}", "dims": f"0–{dims - 1}",
+        "before": row(x), "attn": row(fx), "after": row(total)})
 
 
 def rope_turns(view: View) -> Claim:

@@ -91,6 +91,7 @@ LAB_SHARED_TEXT_KEYS = frozenset({
     "loading", "toc_title", "err_generic", "err_empty", "err_down", "err_busy", "err_too_long", "dismiss",
     "panel_failed", "panel_working", "working_elapsed", "err_text_too_short", "pe_group",
     "family_decoder", "family_encoder", "family_encoder_decoder", "refused_group", "refused_why",
+    "present", "exit_present",
     # several panels
     "layer", "head", "weight", "probability", "seed",
 })

@@ -1,14 +1,15 @@
-"""GET /api/lessons, /api/lessons/{chapter}/claims and /questions: the lesson path, what each chapter shows,
-measured, and what it asks the class to predict, answered on the numbers."""
+"""GET /api/lessons, /api/lessons/{chapter}/claims, /questions and /share: the lesson path, what each chapter
+shows, measured, what it asks the class to predict, answered on the numbers, and a chapter's share card (its link
+and QR code)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 
 from app.endpoints import LESSON_CLAIMS, LESSON_QUESTIONS
-from app.schemas import ERRORS, LessonClaimsOut, LessonQuestionsOut
+from app.schemas import ERRORS, LessonClaimsOut, LessonQuestionsOut, LessonShareOut
 from app.service import ServiceDep
 from lessons.languages import Lang
 
@@ -52,3 +53,8 @@ async def chapter_questions(
 ) -> Any:
     return await service.lesson_questions(chapter, lang, {"text": text, "target_text": target, "model": model,
                                                           "layer": layer, "head": head}, question, answer)
+@router.get("/lessons/{chapter}/share", response_model=LessonShareOut, responses={404: ERRORS[404]})
+def chapter_share(chapter: str, request: Request, service: ServiceDep, lang: Annotated[Lang, Query()] = "en") -> Any:
+    """A chapter's share card: its link on this server, in that language, and the link as a QR code (an SVG drawn
+    here, with no network), for a class to open the chapter on their phones."""
+    return service.lesson_share(chapter, lang, str(request.base_url))

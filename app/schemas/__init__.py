@@ -39,6 +39,7 @@ from app.schemas.lessons import (
     LessonClaimsOut,
     LessonQuestionsOut,
     LessonQuestionsView,
+    LessonShareOut,
     LessonView,
     QuestionOut,
     VerdictOut,
@@ -52,6 +53,7 @@ from app.schemas.trace import Prediction, TokenizeOut, TokenizeRequest, TraceOut
 __all__ = [
     "ClaimOut",
     "LessonClaimsOut",
+    "LessonShareOut",
     "LessonView",
     "LessonQuestionsOut",
     "LessonQuestionsView",

@@ -97,3 +97,9 @@ class LessonQuestionsOut(BaseModel):
     head: int
     questions: list[QuestionOut]
     verdict: VerdictOut | None = Field(None, description="The answer given, checked (with `question` and `answer`).")
+class LessonShareOut(BaseModel):
+    chapter: str
+    number: int = Field(description="Its place on the lesson path, from 1.")
+    lang: str
+    link: str = Field(description="The chapter's link on this server, in that language (from the address asked).")
+    svg: str = Field(description="The link as a QR code, an SVG drawn on this server (no QR service is asked).")

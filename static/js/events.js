@@ -3,6 +3,7 @@
 
 import { snapshotsOf } from "./context.js";
 import { CHAPTERS, linkPatch } from "./lessons.js";
+import { openShareCard, watchPrintWidth } from "./lesson_tools.js";
 import { chapterBy, go, headBy, layerBy, openSentence, stepBy } from "./navigate.js";
 import { state } from "./state.js";
 
@@ -10,6 +11,7 @@ const $ = (id) => document.getElementById(id);
 
 function onKey(event) {
   if (event.altKey || event.ctrlKey || event.metaKey) return;
+  if (document.querySelector("dialog[open]")) return; // the share card: its own keys (Escape closes it)
   const tag = (event.target && event.target.tagName) || "";
   if (["INPUT", "TEXTAREA", "SELECT"].includes(tag)) {
     if (event.key === "Escape") event.target.blur();
@@ -58,9 +60,10 @@ function snapshotAt(position) {
 
 /** The lesson bar's and the sheets' buttons (drawn by teach.js) and the model's offered example. */
 function onTeachClick(event) {
-  const button = event.target.closest("button[data-chapter], button[data-sheet], button[data-open-model], button[data-live], #offer .example");
+  const button = event.target.closest("button[data-chapter], button[data-sheet], button[data-open-model], button[data-live], button[data-share], #offer .example");
   if (!button) return;
-  if (button.dataset.live) {
+  if (button.dataset.share) openShareCard(state.texts[state.lang].t);
+  else if (button.dataset.live) {
     const patch = linkPatch(CHAPTERS[state.chapter]?.id, button.dataset.live);
     if (patch) go(patch);
   } else if (button.dataset.chapter === "exit") go({ chapter: null, sheet: null });
@@ -110,5 +113,10 @@ export function bindEvents() {
   $("show-arch").addEventListener("click", () => go({ sheet: state.sheet === "arch" ? null : "arch" }));
   $("explain-toggle").addEventListener("click", () => go({ explainOpen: !state.explainOpen }));
   document.addEventListener("click", onTeachClick);
+  // the chapter menu (lesson_tools.js): a chapter chosen by mouse or keyboard opens it
+  document.addEventListener("change", (event) => {
+    if (event.target.id === "chapter-menu") go({ chapter: Number(event.target.value) });
+  });
   document.addEventListener("keydown", onKey);
+  watchPrintWidth(); // print.css scales the charts to an A4 page by it
 }

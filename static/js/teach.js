@@ -8,6 +8,7 @@ import { h } from "./shared/dom.js";
 import { state } from "./state.js";
 import { drawArch } from "./archview.js";
 import { questionButtons, questionResults } from "./questions.js";
+import { chapterKicker, chapterMenu } from "./lesson_tools.js";
 import { stageVars } from "./context.js";
 
 const $ = (id) => document.getElementById(id);
@@ -34,13 +35,14 @@ export function renderLesson(t) {
     h(
       "div",
       { class: "lesson-head" },
-      h("span", { class: "lesson-kicker", text: t("lesson_of", { n: state.chapter + 1, total: CHAPTERS.length }) }),
-      h("strong", { class: "lesson-title", text: say("title") }),
+      chapterKicker(t),
+      chapterMenu(t, say("title")), // the title is the menu of every chapter (lesson_tools.js)
       h(
         "span",
         { class: "lesson-nav" },
         h("button", { type: "button", id: "chapter-prev", "data-chapter": "-1", disabled: state.chapter === 0 ? true : undefined, text: t("chapter_prev") }),
         h("button", { type: "button", id: "chapter-next", class: "primary", "data-chapter": "1", disabled: state.chapter === CHAPTERS.length - 1 ? true : undefined, text: t("chapter_next") }),
+        h("button", { type: "button", id: "chapter-share", "data-share": "card", text: t("share") }),
         h("button", { type: "button", id: "lesson-exit", "data-chapter": "exit", text: t("lesson_exit") }),
       ),
     ),

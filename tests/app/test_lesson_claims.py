@@ -99,6 +99,9 @@ def test_the_coreference_row_is_compared_with_its_column(shipped: TestClient) ->
     key, row = tokens.index(" animal"), tokens.index(" it")
     column = [float(pattern[r][key]) for r in range(key + 1, len(tokens)) if r != row]
     assert own["values"]["rows"] == len(column)
+    # where the chart draws that baseline: the key's column over the rows after it (the page outlines it, dashed)
+    assert (own["values"]["row"], own["values"]["key_at"]) == (row, str(key))
+    assert (own["values"]["rows_from"], own["values"]["rows_to"]) == (key + 1, len(tokens) - 1)
     assert own["values"]["baseline"] == pytest.approx(sum(column) / len(column), abs=1e-3)
     assert second["on_view"] and second["holds"] and second["values"]["text"] == typed
     values = second["values"]
@@ -281,3 +284,17 @@ def test_chapter_twelve_names_the_key_as_drawn(shipped: TestClient) -> None:
 def test_a_bad_view_is_refused_clearly(shipped: TestClient, params: dict[str, str | int], code: str) -> None:
     response = shipped.get("/api/lessons/qkv/claims", params={"lang": "en", **params})
     assert 400 <= response.status_code < 500 and response.json()["error"]["code"] == code, response.text
+
+
+def test_the_residual_sum_is_shown_on_the_charts_token(shipped: TestClient) -> None:
+    """Review 4, finding 14: chapter 10 names one token of the chart (the encoder's, where its stage opens) and its
+    first dimensions, so "stream before + attention's output = stream after" can be added up on screen."""
+    (claim,) = shipped.get("/api/lessons/residual/claims", params={"lang": "en"}).json()["claims"]
+    values = claim["values"]
+    body = shipped.post("/api/tokenize", json={"model": "tiny-translator", "text": "en:2026"}).json()
+    last = len(body["tokens"]) - 1
+    assert values["token"] == f"{last}·{body['tokens'][last]['text']}" and values["dims"] == "0–3"
+    before, attn, after = (json.loads(values[k]) for k in ("before", "attn", "after"))
+    assert len(before) == len(attn) == len(after) == 4
+    assert [b + a for b, a in zip(before, attn, strict=True)] == pytest.approx(after, abs=2e-3)  # printed to 3 decimals
+    assert values["before"] in claim["line"] and values["after"] in claim["line"]

@@ -105,6 +105,8 @@ def test_the_claims_row_and_cell_are_outlined(smol_server: Any, watched: Any) ->
     page.wait_for_function("(sel) => { const p = document.querySelector(sel);"
                            " return p && p.layout && (p.layout.shapes || []).length >= 2; }", arg=MAIN)
     assert [0.5, 1.5, 7.5, 8.5] in marked_cells(page), marked_cells(page)
+    # the baseline the row is compared with: the "animal" column over the 10 rows after it, outlined (dashed)
+    assert [0.5, 1.5, 1.5, 11.5] in marked_cells(page), marked_cells(page)
     run_text(page, SENTENCES["en"][0])
     wait_idle(page)
     page.wait_for_function("(sel) => { const p = document.querySelector(sel);"

@@ -167,6 +167,26 @@ def test_the_lab_panel_a_chapter_links_opens_from_file(built: SiteSummary, brows
         context.close()
 
 
+def test_the_share_card_of_a_site_gives_the_link_and_says_why_no_qr_code(built: SiteSummary, browser: Any) -> None:
+    """A recorded site has no server to draw a QR code: its share card gives the chapter's link and says so."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    context.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file://") else r.abort())
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    try:
+        page.goto(f"{built.folder.as_uri()}/index.html?chapter=scale&lang=zh")
+        page.wait_for_selector("body[data-ready='1']")
+        page.click("#chapter-share")
+        page.wait_for_selector("#share-card[open]")
+        assert page.locator("#share-card .share-qr img").count() == 0
+        assert page.is_visible("#share-card .share-site")
+        assert page.inner_text("#share-card .share-link").endswith("index.html?chapter=scale&lang=zh")
+        assert not errors, errors
+    finally:
+        context.close()
+
+
 def test_the_views_a_chapter_opens_with_a_button_open_from_file(built: SiteSummary, browser: Any) -> None:
     """A chapter's buttons that open another view here (the misconceptions chapter's translator views) work in the
     site: the view is drawn, with no message."""

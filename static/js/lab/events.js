@@ -21,7 +21,20 @@ export function panelOfHash(hash) {
   return panelNamed(decodeURIComponent(hash.replace(/^#(panel-)?/, "")));
 }
 
+/** P toggles presentation mode, Escape leaves it (the explorer's keys); never while typing in a field. */
+function onKey(event) {
+  if (event.altKey || event.ctrlKey || event.metaKey) return;
+  const tag = (event.target && event.target.tagName) || "";
+  if (["INPUT", "TEXTAREA", "SELECT"].includes(tag) || (event.target && event.target.isContentEditable)) return;
+  if (event.key === "p" || event.key === "P") {
+    event.preventDefault();
+    go({ present: !lab.present });
+  } else if (event.key === "Escape" && lab.present) go({ present: false });
+}
+
 export function bindEvents() {
+  $("present").addEventListener("click", () => go({ present: !lab.present }));
+  document.addEventListener("keydown", onKey);
   $("input-form").addEventListener("submit", (event) => {
     event.preventDefault();
     go({ text: $("text").value, model: $("model").value });

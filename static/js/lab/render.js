@@ -28,6 +28,11 @@ export function renderStatic(texts, s) {
     if (s.info) link.href = urlOf(FIELDS, { ...s, panel: link.dataset.panelLink }); // the same sentence and model, that panel
   }
   document.title = `${say(`${s.panel}_title`)} · ${say("page_title")}`;
+  // presentation mode (P), as in the explorer: the panel list folded away, larger text, and the charts' fonts
+  // (shared/plot.js reads body.present) at the projector's sizes
+  document.body.classList.toggle("present", Boolean(s.present));
+  $("present").textContent = say(s.present ? "exit_present" : "present");
+  $("present").setAttribute("aria-pressed", s.present ? "true" : "false");
 }
 
 function renderInputs(s, say) {

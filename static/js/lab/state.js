@@ -13,6 +13,7 @@ const PAGE_FIELDS = [
   { key: "model", field: "model", kind: "str", initial: "", always: true },
   { key: "text", field: "text", kind: "str", initial: "我爱北京天安门广场。", always: true },
   { key: "lang", field: "lang", kind: "str", initial: "en", always: true },
+  { key: "present", field: "present", kind: "flag", initial: false }, // presentation mode (P): the explorer's, for a projector
 ];
 
 /** The URL form of the state: the page's fields, then every panel's (addPanelFields), namespaced. */

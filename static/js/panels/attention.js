@@ -154,7 +154,7 @@ export default {
       probs,
       masked: kind === "attn_scores" || probs ? masked : null,
       filename: `${ctx.fname}_h${ctx.head}`,
-      marks: (ctx.marks || []).filter((m) => m.cross === Boolean(cross) && m.row < z.length && m.to < x.length),
+      marks: (ctx.marks || []).filter((m) => m.cross === Boolean(cross) && (m.last ?? m.row) < z.length && m.to < x.length),
     });
 
     if (data.worked) {

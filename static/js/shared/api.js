@@ -113,6 +113,8 @@ export const api = {
     const query = new URLSearchParams([["lang", lang], ...asked.map(([k, v]) => [k, String(v)])]);
     return cached("GET", `/api/lessons/${encodeURIComponent(chapter)}/questions?${query}`);
   },
+  /** A chapter's share card: its link on this server in `lang`, and that link as a QR code (app/answers/lesson_share.py). */
+  lessonShare: (chapter, lang) => cached("GET", `/api/lessons/${encodeURIComponent(chapter)}/share?lang=${encodeURIComponent(lang)}`),
   positionalKinds: () => cached("GET", "/api/positional-encoding/kinds"), // the server's one registry of kinds
   /** One lab experiment at the path the server gave the page: POST `body`, or GET with `body` as the query. */
   lab: (path, method, body) => (method === "GET" ? cached("GET", `${path}?${new URLSearchParams(body)}`) : cached("POST", path, body)),

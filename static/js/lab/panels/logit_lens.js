@@ -1,6 +1,6 @@
 // Logit lens: the top next token after every block at every position (the logit_lens experiment).
 
-import { draw, heatmap, tokenLabels } from "../../shared/plot.js";
+import { cellFontSize, draw, heatmap, textWidth, tokenLabels } from "../../shared/plot.js";
 import { tokenTexts } from "../../shared/dom.js";
 import { str } from "../state.js";
 import { selectField } from "../ui.js";
@@ -14,6 +14,18 @@ const SHOWN = 12;
 export function shownRows(layers, all) {
   const rows = layers.map((_, i) => i);
   return all || layers.length <= SHOWN + 1 ? rows : rows.slice(-SHOWN);
+}
+
+// cell text at 12 px or more (review 4, finding 15: 10–11 px on a projector); below that a cell keeps Plotly's own fit
+const MIN_CELL_PX = 12;
+
+/** The cells' font size: the heatmaps' (20 / 15 px on a projector), else the largest from there down to 12 px at which
+ * the widest top token fits its cell; null when none does (a long sentence's narrow cells: Plotly sizes them). */
+export function lensCellSize(el, text, rows, cols, margin) {
+  const width = ((el.clientWidth || 900) - margin.l - margin.r - 70) / Math.max(1, cols) - 6; // 70: the colour bar
+  const widest = text.flat().reduce((a, t) => (t.length > a.length ? t : a), "");
+  for (let size = Math.max(MIN_CELL_PX, cellFontSize(rows)); size >= MIN_CELL_PX; size--) if (textWidth(widest, size) <= width) return size;
+  return null;
 }
 
 export default {
@@ -40,7 +52,10 @@ export default {
     const vars = { diff: data.max_diff_last.toExponential(1), early, n: last.length, layers: data.layers.length - 1 };
     const trace = { ...heatmap({ z, x: tokenLabels(data.tokens), y: rows, signed: false, zmin: 0, valueLabel: say("probability") }), text, texttemplate: "%{text}" };
     const part = shown.length < data.layers.length ? say("logit_lens_rows_note", { from: data.layers[shown[0]], to: data.layers[shown[shown.length - 1]], n: data.layers.length - 1 }) : "";
-    draw(board.card("lens-grid", { title: say("logit_lens_grid_title"), note: [part, say("logit_lens_grid_note", vars)].filter(Boolean).join(" ") }), [trace],
-      { xaxis: { title: { text: say("logit_lens_position") }, type: "category" }, yaxis: { type: "category", autorange: "reversed" }, height: 120 + 36 * rows.length, margin: { l: 110, r: 20, t: 30, b: 70 } }, "logit_lens");
+    const el = board.card("lens-grid", { title: say("logit_lens_grid_title"), note: [part, say("logit_lens_grid_note", vars)].filter(Boolean).join(" ") });
+    const margin = { l: 110, r: 20, t: 30, b: 70 };
+    const size = lensCellSize(el, text, rows.length, data.tokens.length, margin);
+    if (size) trace.textfont = { size };
+    draw(el, [trace], { xaxis: { title: { text: say("logit_lens_position") }, type: "category" }, yaxis: { type: "category", autorange: "reversed" }, height: 120 + 36 * rows.length, margin }, "logit_lens");
   },
 };
