@@ -32,6 +32,9 @@ OPTIONAL_FIELDS.update({"head_dim": None, "post_norms": False, "attn_softcap": N
 # Phi-3 / Phi-4-mini: partial rotary and longrope (a second factor set past an original context, cos and sin scaled)
 OPTIONAL_FIELDS.update({"rope_dims": None, "rope_long_freq_factors": None, "rope_original_context": None,
                         "rope_attention_factor": 1.0})
+# SmolLM3's layers without positions, and a mixture of experts (Qwen3-MoE): optional in the same way
+OPTIONAL_FIELDS.update({"nope_layers": None, "n_experts": 0, "n_experts_used": 0, "expert_d_mlp": None,
+                        "moe_layers": None, "expert_norm_topk": False})
 
 
 class ConfigError(ValueError):
@@ -80,6 +83,16 @@ class TransformerConfig:
     # the RoPE base of the sliding-window layers (Gemma 3's local layers, unscaled); the others keep rope_base and
     # rope_freq_factors. None -> every layer the same
     rope_base_local: float | None = None
+    # NoPE (SmolLM3): the layers whose attention sees no positions (q and k are not turned); None -> none
+    nope_layers: tuple[int, ...] | None = None
+    # mixture of experts (Qwen3-MoE): n_experts > 0 makes the FFN of each layer in moe_layers (None: every layer) a
+    # router over n_experts gated FFNs ("experts", expert_d_mlp wide), each token sent to its n_experts_used most
+    # probable; expert_norm_topk: the chosen probabilities are divided by their sum (they then add up to 1)
+    n_experts: int = 0
+    n_experts_used: int = 0
+    expert_d_mlp: int | None = None
+    moe_layers: tuple[int, ...] | None = None
+    expert_norm_topk: bool = False
     activation: Activation = "gelu"
     bias: bool = True  # bias in every linear layer
     qkv_bias: bool | None = None  # override for Q/K/V only (Qwen2); None -> bias
@@ -179,12 +192,46 @@ class TransformerConfig:
         if self.rope_base_local is not None and (self.positional.where != "q_k" or self.window_layers is None):
             fail("rope_base_local sets the RoPE base of the sliding-window layers: it needs a rotary encoding and "
                  "window_layers")
+        self._check_layer_kinds(fail)
         if self.d_mlp is not None and self.d_mlp < 1:
             fail(f"d_mlp must be at least 1, got {self.d_mlp}")
         if self.n_decoder_layers is not None and self.n_decoder_layers < 1:
             fail(f"n_decoder_layers must be at least 1, got {self.n_decoder_layers}")
         if self.architecture == "encoder-decoder" and not self.lm_head:
             fail("an encoder-decoder model needs its lm_head")
+
+    def _check_layer_kinds(self, fail: Any) -> None:
+        """NoPE layers and mixture-of-experts layers: their lists name layers of the model's one stack."""
+        for field in ("nope_layers", "moe_layers"):
+            layers = getattr(self, field)
+            if layers is None:
+                continue
+            try:
+                object.__setattr__(self, field, tuple(sorted({int(layer) for layer in layers})))  # JSON gives a list
+            except (TypeError, ValueError):
+                fail(f"{field} must be a list of layer numbers, got {layers!r}")
+            if self.architecture == "encoder-decoder":
+                fail(f"{field} needs a model of one stack")
+            if any(not 0 <= layer < self.n_layers for layer in getattr(self, field)):
+                fail(f"{field} must name layers 0..{self.n_layers - 1}, got {list(layers)}")
+        if self.nope_layers is not None and self.positional.where != "q_k":
+            fail(f"nope_layers (layers without RoPE) needs a rotary encoding, not {self.pos_encoding!r}")
+        if self.n_experts < 0 or self.n_experts_used < 0:
+            fail("n_experts and n_experts_used must be at least 0")
+        if self.n_experts == 0:
+            if self.n_experts_used or self.expert_d_mlp is not None or self.moe_layers is not None \
+                    or self.expert_norm_topk:
+                fail("n_experts_used, expert_d_mlp, moe_layers and expert_norm_topk need n_experts > 0")
+            return
+        if not 1 <= self.n_experts_used <= self.n_experts:
+            fail(f"n_experts_used must be from 1 to n_experts = {self.n_experts}, got {self.n_experts_used}")
+        if self.expert_d_mlp is not None and self.expert_d_mlp < 1:
+            fail(f"expert_d_mlp must be at least 1, got {self.expert_d_mlp}")
+        if self.activation not in GATED_ACTIVATIONS:
+            fail(f"experts are gated FFNs: activation must be one of {', '.join(GATED_ACTIVATIONS)}, "
+                 f"got {self.activation!r}")
+        if self.architecture == "encoder-decoder":
+            fail("a mixture of experts needs a model of one stack")
 
     @property
     def positional(self) -> PositionalKind:
@@ -247,6 +294,19 @@ class TransformerConfig:
         scale_attn_by_layer."""
         dim = self.d_head if self.score_scale_dim is None else self.score_scale_dim
         return math.sqrt(dim) * (layer + 1 if self.scale_attn_by_layer else 1)
+
+    def has_positions(self, layer: int) -> bool:
+        """False for a NoPE layer (SmolLM3): its attention turns neither q nor k."""
+        return self.nope_layers is None or layer not in self.nope_layers
+
+    def is_moe(self, layer: int) -> bool:
+        """Whether this layer's FFN is a router over experts (model/moe.py) rather than one FFN."""
+        return self.n_experts > 0 and (self.moe_layers is None or layer in self.moe_layers)
+
+    @property
+    def expert_width(self) -> int:
+        """Each expert's hidden width (d_mlp of one expert)."""
+        return self.mlp_width if self.expert_d_mlp is None else self.expert_d_mlp
 
     def is_local(self, layer: int) -> bool:
         """A layer with a sliding window of its own and its own RoPE base (Gemma 3's local layers)."""

@@ -150,7 +150,7 @@ def matching(all_names: list[str], pattern: str) -> list[str]:
 EMBED_STAGES = ("tokens", "embed", "pos_embed", "token_type_embed")  # a stack's, before its blocks
 ATTENTION_STAGES = ("q", "k", "v", "norm_q", "norm_k", "rot_q", "rot_k", "scores_raw", "scores_scaled",
                     "scores_capped", "attn_scores", "pattern", "z")
-MLP_STAGES = ("pre", "gate", "up", "post")
+MLP_STAGES = ("pre", "gate", "up", "post", "router_logits", "router_probs", "expert_weights")  # the last 3: MoE
 BLOCK_STAGES = ("resid_pre", "attn_out", "resid_mid_unnormed", "resid_mid", "cross_attn_out", "resid_cross_unnormed",
                 "resid_cross", "mlp_out", "resid_post_unnormed", "resid_post")
 NORM_STAGES = ("mean", "scale", "normalized")  # of a norm, named with it: "ln1.normalized", "ln_final.scale"

@@ -15,6 +15,7 @@ from torch import nn
 from model.config import GATED_ACTIVATIONS, TransformerConfig
 from model.hooks import HookPoint
 from model.kv_cache import LayerKV
+from model.moe import MoE
 from model.positional import BiasKind, EmbeddingKind, RotaryKind
 
 
@@ -118,7 +119,8 @@ class Attention(nn.Module):
         self.scale = cfg.score_divisor(layer)
         # the positional kind acts on self-attention only: cross-attention compares two sequences' positions
         kind = cfg.positional
-        self.rotary = kind if isinstance(kind, RotaryKind) and not cross else None  # rotates q and k
+        # rotates q and k; a NoPE layer (SmolLM3) turns neither: its attention sees no positions
+        self.rotary = kind if isinstance(kind, RotaryKind) and not cross and cfg.has_positions(layer) else None
         self.score_bias = kind if isinstance(kind, BiasKind) and not cross else None  # adds a bias to the scores
         self.long_from: int | None = None  # longrope: sequences longer than this use long_angle_table
         d_head, n_heads, kv_heads = cfg.d_head, cfg.n_heads, cfg.kv_heads
@@ -330,7 +332,8 @@ class Block(nn.Module):
                 self.hook_resid_cross_unnormed = HookPoint(dims)
             self.hook_resid_cross = HookPoint(dims)
         self.ln2 = Norm(cfg)
-        self.mlp = MLP(cfg)
+        # a mixture of experts (model/moe.py) in the layers the config names, else one FFN
+        self.mlp: MLP | MoE = MoE(cfg) if cfg.is_moe(layer) else MLP(cfg)
         self.hook_mlp_out = HookPoint(dims)
         if not self.pre_norm:
             self.hook_resid_post_unnormed = HookPoint(dims)
