@@ -85,6 +85,10 @@ def check_emulated(model: Transformer) -> None:
     if cfg.architecture != "decoder" or not cfg.lm_head:
         raise NotEmulated("this compares next-token predictions, so it needs a decoder that writes text (an "
                           "encoder or an encoder-decoder is not emulated)")
+    if cfg.n_experts:
+        raise NotEmulated("this model routes each token to a few experts: llama.cpp rounds each expert's input "
+                          "apart, and the experts' inputs are no stages of their own, so this emulation does not "
+                          "follow them")
     if cfg.norm_placement == "post":
         raise NotEmulated("this model is Post-LN: its attention reads the un-normalised stream, which also carries "
                           "on past the block, so rounding that input would round the stream itself")

@@ -30,7 +30,11 @@ GATING_SOFTMAX = 1  # llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX
 
 def moe_fields(hf_config: dict[str, Any], loader: str, n_layers: int) -> dict[str, Any]:
     """The experts as transformers' Qwen3MoeDecoderLayer places them."""
-    n_experts = hf_config.get("num_experts", hf_config.get("num_local_experts", 128))
+    counts = {name: hf_config[name] for name in ("num_experts", "num_local_experts") if name in hf_config}
+    if len(set(map(repr, counts.values()))) > 1:  # transformers 5 writes num_local_experts, the Hub num_experts
+        raise CheckpointError(f"{loader}: config fields num_experts = {counts['num_experts']!r} and "
+                              f"num_local_experts = {counts['num_local_experts']!r} disagree")
+    n_experts = next(iter(counts.values()), 128)
     step, dense = hf_config.get("decoder_sparse_step", 1), hf_config.get("mlp_only_layers") or []
     if isinstance(step, bool) or not isinstance(step, int) or step < 1:
         raise CheckpointError(f"{loader}: config field decoder_sparse_step = {step!r} must be a whole number >= 1")

@@ -232,3 +232,9 @@ def test_stored_experts_are_dequantized_only_when_routed(tmp_path: Path, qtype: 
               for layer in range(3)]
     assert len(read) == 3 * 3 * USED  # three matrices of the two chosen experts, in each of the three layers
     assert set(read) <= set().union(*routed)
+
+
+def test_two_expert_counts_that_disagree_are_refused() -> None:
+    hf = tiny_moe()
+    with pytest.raises(CheckpointError, match="num_experts = 5 and num_local_experts = 8 disagree"):
+        convert_hf(hf.config.to_dict() | {"num_experts": 5}, dict(hf.state_dict()))
