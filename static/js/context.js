@@ -57,7 +57,17 @@ const STAGE_VARS = {
   layer_rope_base: (info, tokens, at) => (isLocal(info.config, at.layer ?? 0) ? info.config.rope_base_local ?? info.config.rope_base : info.config.rope_base),
   local_layers: (info) => localLayers(info.config).join(", "),
   global_layers: (info) => [...Array(info.n_layers).keys()].filter((i) => !isLocal(info.config, i)).join(", "),
+  // SmolLM3's layers without positions; a mixture of experts (Qwen3-MoE)
+  nope_layers: (info) => (info.config.nope_layers ?? []).join(", "),
+  n_experts: (info) => info.config.n_experts ?? "",
+  n_experts_used: (info) => info.config.n_experts_used ?? "",
+  expert_d_mlp: (info) => info.config.expert_d_mlp ?? info.config.d_mlp ?? "",
 };
+
+/** Whether a layer's FFN is a mixture of experts (model/config.py: is_moe). */
+export function isMoe(cfg, layer) {
+  return Boolean(cfg.n_experts) && (cfg.moe_layers == null || cfg.moe_layers.includes(layer));
+}
 
 /** The layers a sliding window applies to (window_layers, or every layer), none without a window. */
 function localLayers(cfg) {
@@ -113,6 +123,9 @@ export function stageChoices(s, step, at) {
     bias: Boolean(cfg.bias),
     mlpBias: Boolean(cfg.mlp_bias ?? cfg.bias),
     kv: s.info.n_kv_heads === s.info.n_heads ? "mha" : s.info.n_kv_heads === 1 ? "mqa" : "gqa",
+    nope: Boolean(cfg.nope_layers && cfg.nope_layers.length),
+    moe: isMoe(cfg, at.layer ?? 0),
+    renorm: Boolean(cfg.expert_norm_topk),
   };
 }
 

@@ -6,7 +6,9 @@
 // pos (positional kind), act (activation), arch, causal, tied, last (the last block), scaled
 // (√d_model embedding scaling), window (sliding window), bias, mlpBias (the FFN's own), kv ("mha" | "gqa" | "mqa"),
 // ropeScaled (RoPE slowed pair by pair: Llama 3.1's scaling, or linear), queryScale (scores ÷ √ of a number other
-// than d_head: Gemma), logitCap (soft-capped logits: Gemma 2), localGlobal (local and global layers: Gemma).
+// than d_head: Gemma), logitCap (soft-capped logits: Gemma 2), localGlobal (local and global layers: Gemma),
+// nope (layers without positions: SmolLM3), moe (this layer's FFN a mixture of experts) and renorm (its chosen
+// weights divided by their sum: Qwen3-MoE).
 
 export const STAGE_FIELDS = ["title", "short", "formula", "explain"];
 
@@ -53,6 +55,7 @@ const CHOICES = {
       ...when(m.ropeScaled && !m.longrope, "pos.explain.scaled"),
       ...when(m.ropePartial, "pos.explain.partial"),
       ...when(m.longrope, "pos.explain.longrope"),
+      ...when(m.nope, "pos.explain.nope"),
     ],
   },
   rope: {
@@ -61,6 +64,7 @@ const CHOICES = {
       ...when(m.ropeScaled && !m.longrope, "rope.explain.scaled"),
       ...when(m.ropePartial, "rope.explain.partial"),
       ...when(m.longrope, `rope.explain.longrope.${m.longrope}`),
+      ...when(m.nope, "rope.explain.nope"),
     ],
   },
   ln1: { title: titleByPlacement("ln1"), formula: normFormula, explain: (m) => ["ln1.explain", normKind(m), normChart(m), placement(m)] },
@@ -101,7 +105,12 @@ const CHOICES = {
       return [...when(gated(m), "ffn_act.formula.gated"), `ffn_act.formula.${ACTIVATIONS.includes(fn) ? fn : "other"}`];
     },
   },
-  ffn_out: { formula: (m) => [gated(m) ? `ffn_out.formula.gated_${ffnBias(m)}` : `ffn_out.formula.${ffnBias(m)}`] },
+  ffn_out: { formula: (m) => [m.moe ? "ffn_out.formula.moe" : gated(m) ? `ffn_out.formula.gated_${ffnBias(m)}` : `ffn_out.formula.${ffnBias(m)}`] },
+  // a mixture of experts (Qwen3-MoE): the chosen weights divided by their sum, or not
+  router: {
+    formula: (m) => [m.renorm ? "router.formula.renorm" : "router.formula"],
+    explain: (m) => ["router.explain", m.renorm ? "router.explain.renorm" : "router.explain.raw"],
+  },
   resid_post: {
     formula: byPlacement("resid_post", "formula"),
     explain: (m) => [

@@ -67,7 +67,8 @@ export function buildPlan(info) {
   for (const section of sections) {
     if (section.phase === "blocks") {
       for (const layer of layers[section.stack] || []) {
-        for (const step of section.steps) order.push({ id: step.id, layer });
+        // a step some layers lack (RoPE in SmolLM3's NoPE layers, the router in a layer with one FFN) stops only where it is
+        for (const step of section.steps) if (step.at[layer]) order.push({ id: step.id, layer });
       }
     } else {
       for (const step of section.steps) order.push({ id: step.id, layer: null });
