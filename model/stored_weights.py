@@ -148,7 +148,9 @@ class PartSource:
 
     def rows(self, index: torch.Tensor | None) -> torch.Tensor:
         whole = self.source.rows(torch.tensor([self.index]))[0]  # [rows, ...]: this part alone is dequantized
-        return whole if index is None else whole[index]
+        if index is None or (len(index) == len(whole) and bool((index == torch.arange(len(whole))).all())):
+            return whole  # every row in order (a whole pass over it): no copy
+        return whole[index]
 
 
 def chunked_linear(x: torch.Tensor, weight: StoredWeight, bias: torch.Tensor | None) -> torch.Tensor:
