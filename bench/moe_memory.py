@@ -38,9 +38,11 @@ def matrices(layers: int) -> list[tuple[str, tuple[int, ...]]]:
     out: list[tuple[str, tuple[int, ...]]] = [("token_embd.weight", (256, D_MODEL))]
     for layer in range(layers):
         blk = f"blk.{layer}."
-        out += [(blk + "attn_q.weight", (HEADS * D_HEAD, D_MODEL)), (blk + "attn_k.weight", (KV_HEADS * D_HEAD, D_MODEL)),
+        out += [(blk + "attn_q.weight", (HEADS * D_HEAD, D_MODEL)),
+                (blk + "attn_k.weight", (KV_HEADS * D_HEAD, D_MODEL)),
                 (blk + "attn_v.weight", (KV_HEADS * D_HEAD, D_MODEL)),
-                (blk + "attn_output.weight", (D_MODEL, HEADS * D_HEAD)), (blk + "ffn_gate_inp.weight", (EXPERTS, D_MODEL)),
+                (blk + "attn_output.weight", (D_MODEL, HEADS * D_HEAD)),
+                (blk + "ffn_gate_inp.weight", (EXPERTS, D_MODEL)),
                 (blk + "ffn_gate_exps.weight", (EXPERTS, WIDTH, D_MODEL)),
                 (blk + "ffn_up_exps.weight", (EXPERTS, WIDTH, D_MODEL)),
                 (blk + "ffn_down_exps.weight", (EXPERTS, D_MODEL, WIDTH))]
@@ -127,7 +129,12 @@ def main() -> None:
               f"(+{opened - before:.2f})")
         read: list[int] = []
         original = PartSource.rows
-        PartSource.rows = lambda self, index: read.append(1) or original(self, index)  # type: ignore[method-assign]
+
+        def counted(self: PartSource, index: torch.Tensor | None) -> torch.Tensor:
+            read.append(self.index)
+            return original(self, index)
+
+        PartSource.rows = counted  # type: ignore[method-assign]
         tokens = torch.tensor([[b for b in SENTENCE.encode()]])
         started = time.perf_counter()
         _, trace = model.run_with_trace(tokens)

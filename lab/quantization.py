@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from checkpoints.base import CheckpointError
 from lab.ggml_rounding import HALF_TYPES, Rounding, requantized, rounded
 from model.hooks import Edit, Trace, stage_name
-from model.layers import Block, Norm
+from model.layers import MLP, Block, Norm
 from model.transformer import Transformer
 
 FLOAT_TYPES = frozenset({"F32", "F64"})  # weights llama.cpp multiplies with unrounded float32 activations
@@ -247,7 +247,7 @@ def requant_edits(model: Transformer, kind: str, errors: WeightErrors) -> tuple[
         return edit
 
     for layer, block in enumerate(cast(Sequence[Block], list(stack.blocks))):
-        attn, mlp = block.attn, block.mlp
+        attn, mlp = block.attn, cast(MLP, block.mlp)  # check_emulated refused a mixture of experts
         inputs = input_stages(model, layer)
         needed.update(inputs.values())
         attention, ffn = f"attention.{layer}", f"ffn.{layer}"

@@ -21,7 +21,7 @@ from typing import Any
 
 from checkpoints.base import CheckpointError, ConfigFields
 from checkpoints.experts import expert_shapes
-from checkpoints.families.llama import LLAMA_KEYS, LlamaLayout, records
+from checkpoints.families.llama import LLAMA_KEYS, records
 from checkpoints.families.qwen3 import LAYOUT as QWEN3
 from checkpoints.gguf_read import GgufRead
 
