@@ -89,6 +89,9 @@ ROWS: tuple[Row, ...] = (
     Row("resid_cross_unnormed", "resid_cross", True, "vectors"),
     Row("resid_cross", "resid_cross", True, "vectors"),
     *_norm("ln2", "ln2"),
+    # a mixture of experts (model/moe.py) in place of the FFN's pre/gate/up/post: the router's step
+    Row("router_logits", "router", False, "router"), Row("router_probs", "router", True, "router"),
+    Row("expert_weights", "router", False, "router"),
     Row("pre", "ffn_in", True, "ffn"), Row("gate", "ffn_in", False, "ffn"), Row("up", "ffn_in", False, "ffn"),
     Row("post", "ffn_act", True, "ffn"),
     *_norm("ln2_post", "post_norm", main=False),

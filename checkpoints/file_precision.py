@@ -81,7 +81,8 @@ def dequantize_q8_0(raw: torch.Tensor, n_cols: int) -> torch.Tensor:
 
 
 class GGUFSource:
-    """One GGUF tensor of 2 dimensions, as the reader memory-maps it: rows [out] of the file's blocks."""
+    """One GGUF tensor of 2 dimensions (or 3: a mixture of experts' [expert, out, in]), as the reader memory-maps
+    it: rows [out] (experts) of the file's blocks."""
 
     def __init__(self, tensor: Any) -> None:
         import gguf
@@ -101,7 +102,8 @@ class GGUFSource:
         import gguf
 
         raw = self.data if index is None else self.data[index.numpy()]
-        n_cols = self.shape[1]
+        n_cols = self.shape[-1]
+        raw = raw.reshape(-1, raw.shape[-1])  # [rows, columns or bytes]: an expert's rows one after another
         kind = self.kind
         if kind == self._types.F32:
             out = _readonly(raw).to(torch.float32, copy=True)
@@ -113,7 +115,7 @@ class GGUFSource:
             out = dequantize_q8_0(_readonly(raw), n_cols)
         else:
             out = torch.from_numpy(np.asarray(gguf.quants.dequantize(np.asarray(raw), kind), dtype=np.float32))
-        return out.view(-1, n_cols)
+        return out.view(-1, *self.shape[1:])
 
 
 def gguf_state(reader: Any, dequantize: Callable[[Any], torch.Tensor], policy: LoadPolicy, stored: bool) -> StateDict:
@@ -122,7 +124,7 @@ def gguf_state(reader: Any, dequantize: Callable[[Any], torch.Tensor], policy: L
     tensors = list(reader.tensors)
     out: StateDict = {}
     for done, tensor in enumerate(tensors, 1):
-        if stored and len(tensor.shape) == 2 and tensor.tensor_type.name != "F32":
+        if stored and len(tensor.shape) in (2, 3) and tensor.tensor_type.name != "F32":  # 3: experts
             out[tensor.name] = StoredWeight(GGUFSource(tensor))
         else:
             out[tensor.name] = dequantize(tensor)

@@ -82,15 +82,16 @@ MLP_PROJECTIONS = {"gate_proj": "W_gate", "up_proj": "W_in", "down_proj": "W_out
 
 
 def projections(state: StateDict, hf: str, ours: str, attn_biases: frozenset[str] = frozenset(),
-                mlp_bias: bool = False) -> StateDict:
+                mlp_bias: bool = False, mlp: bool = True) -> StateDict:
     """One layer's attention and gated-MLP weights (hf: "layers.3.", ours: "stack.blocks.3."); `attn_biases`: the
-    attention projections that carry a bias (Qwen2: q, k and v only); `mlp_bias`: every MLP projection has one."""
+    attention projections that carry a bias (Qwen2: q, k and v only); `mlp_bias`: every MLP projection has one;
+    `mlp` False: the layer's FFN is a mixture of experts (checkpoints/experts.py reads it)."""
     out: StateDict = {}
     for hf_name, our_name in ATTENTION_PROJECTIONS.items():
         out[ours + f"attn.{our_name}.weight"] = take(state, hf + f"self_attn.{hf_name}.weight")
         if hf_name in attn_biases:
             out[ours + f"attn.{our_name}.bias"] = take(state, hf + f"self_attn.{hf_name}.bias")
-    for hf_name, our_name in MLP_PROJECTIONS.items():
+    for hf_name, our_name in MLP_PROJECTIONS.items() if mlp else ():
         out[ours + f"mlp.{our_name}.weight"] = take(state, hf + f"mlp.{hf_name}.weight")
         if mlp_bias:
             out[ours + f"mlp.{our_name}.bias"] = take(state, hf + f"mlp.{hf_name}.bias")

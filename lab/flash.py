@@ -280,7 +280,8 @@ def head_stage_names(model: Transformer, layer: int, *, stack: str | None = None
 
 def read_by_head(model: Transformer, where: AttentionLayer) -> list[str]:
     """q and k (after RoPE where the model rotates), v and z of one attention layer."""
-    rotated = model.cfg.positional.where == "q_k" and not where.cross  # a rotary kind: q and k as the scores see them
+    # a rotary kind: q and k as the scores see them (a NoPE layer, SmolLM3, turns neither)
+    rotated = model.cfg.positional.where == "q_k" and not where.cross and model.cfg.has_positions(where.layer)
     return [where.stage(name) for name in (("rot_q", "rot_k") if rotated else ("q", "k")) + ("v", "z")]
 
 

@@ -37,7 +37,7 @@ import torch
 
 from lab.attention_flow import projected_values
 from model.hooks import stage_name
-from model.layers import Block
+from model.layers import MLP, Block
 from model.transformer import Transformer
 
 
@@ -164,7 +164,9 @@ def logit_attribution(model: Transformer, trace: Mapping[str, torch.Tensor], log
         attn_dirs.append(u_attn)
         head_dirs = (u_attn @ w_o.weight.double()).view(cfg.n_heads, cfg.d_head)  # [head, d_head]: u W_O^h
         heads.append((read("z", layer)[position] * head_dirs).sum(-1))  # [head]
-        out_bias = block.mlp.W_out.bias
+        # a mixture of experts (model/moe.py) has no bias: its part is its traced output, the sum of the experts
+        # the real run chose, weighted as the router weighted them (the routing is that run's, held as it was)
+        out_bias = block.mlp.W_out.bias if isinstance(block.mlp, MLP) else None
         mlp_out = read("mlp_out", layer)[position]  # [d_model], after the post norm where there is one
         ffn.append(mlp_out @ u - (out_bias.double() @ u_ffn if out_bias is not None else 0.0))
         if w_o.bias is not None:

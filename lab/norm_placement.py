@@ -20,12 +20,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import cast
 
 import torch
 import torch.nn.functional as F
 
 from model.config import TransformerConfig
-from model.layers import Block
+from model.layers import MLP, Block
 from model.transformer import Transformer
 from optimization.loop import train_loop
 
@@ -149,7 +150,7 @@ def layer_gradient_norms(model: Transformer, rows: torch.Tensor) -> tuple[list[f
     ffn, block_norms = [], []
     blocks: list[Block] = list(model.stack.blocks)  # type: ignore[arg-type]
     for block in blocks:
-        grad = block.mlp.W_out.weight.grad
+        grad = cast(MLP, block.mlp).W_out.weight.grad  # the models it trains have one FFN a block, no experts
         ffn.append(float(grad.norm()) if grad is not None else 0.0)
         squares = [p.grad.pow(2).sum() for p in block.parameters() if p.grad is not None]
         block_norms.append(float(torch.stack(squares).sum().sqrt()))

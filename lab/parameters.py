@@ -36,7 +36,7 @@ def own_attention(model: Transformer) -> dict[str, Any]:
 # what a layer without positions or windows keeps of RoPE and local layers: nothing (they hold no parameters)
 NO_POSITIONS: dict[str, Any] = {"sliding_window": None, "window_layers": None, "rope_base_local": None,
                                 "rope_freq_factors": None, "rope_dims": None, "rope_long_freq_factors": None,
-                                "rope_original_context": None, "rope_attention_factor": 1.0}
+                                "rope_original_context": None, "rope_attention_factor": 1.0, "nope_layers": None}
 # Gemma 4's per-layer attention shapes: the layer counted is one of its local layers (head_dim, n_kv_heads), with
 # its own K and V (a layer sharing an earlier one's holds no W_K, W_V)
 ONE_LAYER_SHAPE: dict[str, Any] = {"head_dim_global": None, "kv_heads_global": None, "kv_source": None,

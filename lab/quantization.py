@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from checkpoints.base import CheckpointError
 from lab.ggml_rounding import HALF_TYPES, Rounding, requantized, rounded
 from model.hooks import Edit, Trace, stage_name
-from model.layers import Block, Norm
+from model.layers import MLP, Block, Norm
 from model.transformer import Transformer
 
 FLOAT_TYPES = frozenset({"F32", "F64"})  # weights llama.cpp multiplies with unrounded float32 activations
@@ -85,6 +85,10 @@ def check_emulated(model: Transformer) -> None:
     if cfg.architecture != "decoder" or not cfg.lm_head:
         raise NotEmulated("this compares next-token predictions, so it needs a decoder that writes text (an "
                           "encoder or an encoder-decoder is not emulated)")
+    if cfg.n_experts:
+        raise NotEmulated("this model routes each token to a few experts: llama.cpp rounds each expert's input "
+                          "apart, and the experts' inputs are no stages of their own, so this emulation does not "
+                          "follow them")
     if cfg.norm_placement == "post":
         raise NotEmulated("this model is Post-LN: its attention reads the un-normalised stream, which also carries "
                           "on past the block, so rounding that input would round the stream itself")
@@ -243,7 +247,7 @@ def requant_edits(model: Transformer, kind: str, errors: WeightErrors) -> tuple[
         return edit
 
     for layer, block in enumerate(cast(Sequence[Block], list(stack.blocks))):
-        attn, mlp = block.attn, block.mlp
+        attn, mlp = block.attn, cast(MLP, block.mlp)  # check_emulated refused a mixture of experts
         inputs = input_stages(model, layer)
         needed.update(inputs.values())
         attention, ffn = f"attention.{layer}", f"ffn.{layer}"

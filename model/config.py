@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from model.config_checks import check_layer_kinds, check_layer_shapes
 from model.positional import PositionalKind, UnknownKind, kind_of
 
 Architecture = Literal["decoder", "encoder", "encoder-decoder"]
@@ -35,6 +36,9 @@ OPTIONAL_FIELDS.update({"rope_dims": None, "rope_long_freq_factors": None, "rope
 # Gemma 4: global layers' own head sizes, K/V shared across layers, K = V, v norm, per-layer widths and inputs
 OPTIONAL_FIELDS.update({"head_dim_global": None, "kv_heads_global": None, "kv_source": None, "k_eq_v": False,
                         "v_norm": False, "mlp_widths": None, "per_layer_input": None, "layer_scalar": False})
+# SmolLM3's layers without positions, and a mixture of experts (Qwen3-MoE): optional in the same way
+OPTIONAL_FIELDS.update({"nope_layers": None, "n_experts": 0, "n_experts_used": 0, "expert_d_mlp": None,
+                        "moe_layers": None, "expert_norm_topk": False})
 
 
 class ConfigError(ValueError):
@@ -97,6 +101,16 @@ class TransformerConfig:
     mlp_widths: tuple[int, ...] | None = None
     per_layer_input: int | None = None
     layer_scalar: bool = False
+    # NoPE (SmolLM3): the layers whose attention sees no positions (q and k are not turned); None -> none
+    nope_layers: tuple[int, ...] | None = None
+    # mixture of experts (Qwen3-MoE): n_experts > 0 makes the FFN of each layer in moe_layers (None: every layer) a
+    # router over n_experts gated FFNs ("experts", expert_d_mlp wide), each token sent to its n_experts_used most
+    # probable; expert_norm_topk: the chosen probabilities are divided by their sum (they then add up to 1)
+    n_experts: int = 0
+    n_experts_used: int = 0
+    expert_d_mlp: int | None = None
+    moe_layers: tuple[int, ...] | None = None
+    expert_norm_topk: bool = False
     activation: Activation = "gelu"
     bias: bool = True  # bias in every linear layer
     qkv_bias: bool | None = None  # override for Q/K/V only (Qwen2); None -> bias
@@ -198,48 +212,14 @@ class TransformerConfig:
         if self.rope_base_local is not None and (self.positional.where != "q_k" or self.window_layers is None):
             fail("rope_base_local sets the RoPE base of the sliding-window layers: it needs a rotary encoding and "
                  "window_layers")
-        self._check_layer_shapes(fail)
+        check_layer_shapes(self, fail)  # model/config_checks.py
+        check_layer_kinds(self, fail)
         if self.d_mlp is not None and self.d_mlp < 1:
             fail(f"d_mlp must be at least 1, got {self.d_mlp}")
         if self.n_decoder_layers is not None and self.n_decoder_layers < 1:
             fail(f"n_decoder_layers must be at least 1, got {self.n_decoder_layers}")
         if self.architecture == "encoder-decoder" and not self.lm_head:
             fail("an encoder-decoder model needs its lm_head")
-
-    def _check_layer_shapes(self, fail: Any) -> None:
-        """Gemma 4's per-layer shapes: global head sizes, shared K/V, per-layer MLP widths and inputs."""
-        for name in ("head_dim_global", "kv_heads_global", "per_layer_input"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value < 1):
-                fail(f"{name} must be at least 1, got {value!r}")
-        per_layer = self.head_dim_global is not None or self.kv_heads_global is not None or self.k_eq_v
-        if per_layer and self.architecture != "decoder":
-            fail("head_dim_global, kv_heads_global and k_eq_v set the global layers of a decoder")
-        if self.head_dim_global is not None and (self.head_dim_global % 2 or self.rope_dims is not None):
-            fail(f"head_dim_global must be even (RoPE turns pairs) and goes without rope_dims, "
-                 f"got {self.head_dim_global}")
-        if self.kv_heads_global is not None and self.n_heads % self.kv_heads_global:
-            fail(f"n_heads ({self.n_heads}) must be divisible by kv_heads_global ({self.kv_heads_global})")
-        for name in ("kv_source", "mlp_widths"):
-            value = getattr(self, name)
-            if value is None:
-                continue
-            object.__setattr__(self, name, tuple(int(v) for v in value))  # JSON gives a list
-            if len(getattr(self, name)) != self.n_layers or self.architecture != "decoder":
-                fail(f"{name} needs one entry per layer of a decoder ({self.n_layers}), got {list(value)}")
-        for layer, width in enumerate(self.mlp_widths or ()):
-            if width < 1:
-                fail(f"mlp_widths[{layer}] must be at least 1, got {width}")
-        for layer, source in enumerate(self.kv_source or ()):
-            if not 0 <= source <= layer or self.kv_source_of(source) != source:
-                fail(f"kv_source[{layer}] = {source}: a layer shares the K and V of itself or of an earlier layer "
-                     "that computes its own")
-            if (self.window_of(source), self.d_head_of(source), self.kv_heads_of(source)) != (
-                    self.window_of(layer), self.d_head_of(layer), self.kv_heads_of(layer)):
-                fail(f"kv_source[{layer}] = {source}: layer {source} is of another kind (window, head size or "
-                     "K/V heads)")
-        if self.per_layer_input is not None and self.architecture != "decoder":
-            fail("per_layer_input needs a decoder")
 
     def is_global(self, layer: int) -> bool:
         """A layer without a sliding window: Gemma 4's own head size, K/V heads and K = V apply there."""
@@ -328,6 +308,19 @@ class TransformerConfig:
         scale_attn_by_layer."""
         dim = self.d_head if self.score_scale_dim is None else self.score_scale_dim
         return math.sqrt(dim) * (layer + 1 if self.scale_attn_by_layer else 1)
+
+    def has_positions(self, layer: int) -> bool:
+        """False for a NoPE layer (SmolLM3): its attention turns neither q nor k."""
+        return self.nope_layers is None or layer not in self.nope_layers
+
+    def is_moe(self, layer: int) -> bool:
+        """Whether this layer's FFN is a router over experts (model/moe.py) rather than one FFN."""
+        return self.n_experts > 0 and (self.moe_layers is None or layer in self.moe_layers)
+
+    @property
+    def expert_width(self) -> int:
+        """Each expert's hidden width (d_mlp of one expert)."""
+        return self.mlp_width if self.expert_d_mlp is None else self.expert_d_mlp
 
     def is_local(self, layer: int) -> bool:
         """A layer with a sliding window of its own and its own RoPE base (Gemma 3's local layers)."""

@@ -152,7 +152,7 @@ EMBED_STAGES = ("tokens", "embed", "pos_embed", "token_type_embed", "pli_token",
 # norm_v: Gemma 4's v norm; k_shared, v_shared: the K and V a layer shares with an earlier one (Gemma 4)
 ATTENTION_STAGES = ("q", "k", "v", "norm_q", "norm_k", "norm_v", "k_shared", "v_shared", "rot_q", "rot_k",
                     "scores_raw", "scores_scaled", "scores_capped", "attn_scores", "pattern", "z")
-MLP_STAGES = ("pre", "gate", "up", "post")
+MLP_STAGES = ("pre", "gate", "up", "post", "router_logits", "router_probs", "expert_weights")  # the last 3: MoE
 BLOCK_STAGES = ("resid_pre", "attn_out", "resid_mid_unnormed", "resid_mid", "cross_attn_out", "resid_cross_unnormed",
                 "resid_cross", "mlp_out", "resid_post_unnormed", "pli_input", "pli_gated", "pli_out", "resid_unscaled",
                 "resid_post")

@@ -12,10 +12,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from model.config import GATED_ACTIVATIONS, TransformerConfig
+from model.config import TransformerConfig
+from model.ffn import MLP  # the FFN, in its own module (imported from here by the lab too)
 from model.head_math import rms_per_head, soft_cap
 from model.hooks import HookPoint
 from model.kv_cache import LayerKV
+from model.moe import MoE
 from model.per_layer_inputs import PerLayerParts
 from model.positional import BiasKind, EmbeddingKind, RotaryKind
 
@@ -120,7 +122,8 @@ class Attention(nn.Module):
         self.scale = cfg.score_divisor(layer)
         # the positional kind acts on self-attention only: cross-attention compares two sequences' positions
         kind = cfg.positional
-        self.rotary = kind if isinstance(kind, RotaryKind) and not cross else None  # rotates q and k
+        # rotates q and k; a NoPE layer (SmolLM3) turns neither: its attention sees no positions
+        self.rotary = kind if isinstance(kind, RotaryKind) and not cross and cfg.has_positions(layer) else None
         self.score_bias = kind if isinstance(kind, BiasKind) and not cross else None  # adds a bias to the scores
         self.long_from: int | None = None  # longrope: sequences longer than this use long_angle_table
         # Gemma 4: a global layer's own head width and K/V heads; K and V of an earlier layer (kv_source); V = K
@@ -276,49 +279,6 @@ class Attention(nn.Module):
         return self.angle_table
 
 
-class MLP(nn.Module):
-    """FFN applied to each position alone: W_out · act(W_in · x).
-
-    Gated (SwiGLU; GEGLU and ReGLU use GELU or ReLU on the gate): W_out · (act(W_gate · x) ⊙ (W_in · x));
-    `hook_pre` is W_gate · x (what the activation sees), `hook_gate` its act, `hook_up` the linear branch W_in · x.
-    """
-
-    def __init__(self, cfg: TransformerConfig, layer: int = 0) -> None:
-        super().__init__()
-        self.gated = cfg.gated
-        self.act = GATED_ACTIVATIONS.get(cfg.activation, cfg.activation)  # the elementwise function
-        width = cfg.mlp_width_of(layer)  # Gemma 4: twice as wide in the layers that share K/V
-        self.W_in = nn.Linear(cfg.d_model, width, bias=cfg.use_mlp_bias)
-        dims = ("batch", "pos", "d_mlp")
-        self.hook_pre = HookPoint(dims)
-        if self.gated:
-            self.W_gate = nn.Linear(cfg.d_model, width, bias=cfg.use_mlp_bias)
-            self.hook_gate = HookPoint(dims)
-            self.hook_up = HookPoint(dims)
-        self.hook_post = HookPoint(dims)
-        self.W_out = nn.Linear(width, cfg.d_model, bias=cfg.use_mlp_bias)
-
-    def activation(self, h: torch.Tensor) -> torch.Tensor:
-        if self.act == "relu":
-            return F.relu(h)
-        if self.act == "gelu":
-            return F.gelu(h)
-        if self.act == "silu":
-            return F.silu(h)
-        return F.gelu(h, approximate="tanh")
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.gated:
-            pre = self.hook_pre(self.W_gate(x))  # [batch, pos, d_mlp]
-            gate = self.hook_gate(self.activation(pre))
-            up = self.hook_up(self.W_in(x))
-            post = self.hook_post(gate * up)
-        else:
-            pre = self.hook_pre(self.W_in(x))  # [batch, pos, d_mlp]
-            post = self.hook_post(self.activation(pre))
-        return self.W_out(post)  # [batch, pos, d_model]
-
-
 class Block(PerLayerParts):
     """One layer: self-attention, (cross-attention), FFN, each added back to the residual stream.
 
@@ -351,7 +311,8 @@ class Block(PerLayerParts):
                 self.hook_resid_cross_unnormed = HookPoint(dims)
             self.hook_resid_cross = HookPoint(dims)
         self.ln2 = Norm(cfg)
-        self.mlp = MLP(cfg, layer)
+        # a mixture of experts (model/moe.py) in the layers the config names, else one FFN
+        self.mlp: MLP | MoE = MoE(cfg) if cfg.is_moe(layer) else MLP(cfg, layer)
         self.hook_mlp_out = HookPoint(dims)
         self.per_layer = self.add_per_layer(cfg, Norm)  # Gemma 4: per-layer input and layer scalar (or nothing)
         if not self.pre_norm:

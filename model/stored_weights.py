@@ -79,6 +79,13 @@ class StoredWeight(torch.Tensor):
         """The rows order[i] of this weight, still stored (llama.cpp's Q/K row permutation, undone lazily)."""
         return StoredWeight(self.source, order if self.order is None else self.order[order])
 
+    def part(self, index: int) -> StoredWeight:
+        """Row `index` of a 3-D weight as a stored weight of its own (one expert of a GGUF file's [expert, rows,
+        columns] tensor): nothing is dequantized until a pass uses it."""
+        if self.order is not None:
+            raise ValueError("a reordered stored weight has no parts")
+        return StoredWeight(PartSource(self.source, index))
+
     def rows(self, index: torch.Tensor) -> torch.Tensor:
         """float32 rows index [n], [n, ...]: only those are dequantized."""
         if getattr(_shapes_only, "on", False):
@@ -128,6 +135,22 @@ class StoredWeight(torch.Tensor):
             with torch.inference_mode(False):
                 return tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, func(*args, **kwargs))
         return func(*args, **kwargs)
+
+
+class PartSource:
+    """Row `index` of a source of 3 dimensions or more, itself a source: [rows, ...] of [parts, rows, ...]."""
+
+    def __init__(self, source: WeightSource, index: int) -> None:
+        self.source, self.index = source, index
+        self.shape = tuple(source.shape[1:])
+        self.nbytes = source.nbytes // max(1, source.shape[0])
+        self.precision = source.precision
+
+    def rows(self, index: torch.Tensor | None) -> torch.Tensor:
+        whole = self.source.rows(torch.tensor([self.index]))[0]  # [rows, ...]: this part alone is dequantized
+        if index is None or (len(index) == len(whole) and bool((index == torch.arange(len(whole))).all())):
+            return whole  # every row in order (a whole pass over it): no copy
+        return whole[index]
 
 
 def chunked_linear(x: torch.Tensor, weight: StoredWeight, bias: torch.Tensor | None) -> torch.Tensor:

@@ -18,6 +18,7 @@ from model.edits import Interventions
 from model.hooks import AttentionLayer, HookPoint, NamesFilter, Trace, select_names
 from model.kv_cache import KVCache
 from model.layers import Attention, Block, Embed, Norm, soft_cap
+from model.moe import MoE
 from model.per_layer_inputs import PerLayerInputs, refuse_resume
 from model.stored_weights import shapes_only
 
@@ -304,7 +305,8 @@ class Transformer(nn.Module):
         return self.hook_points[name].dims
 
     def parameter_counts(self) -> dict[str, int]:
-        """Parameters per component (shared tensors counted once, where they first appear)."""
+        """Parameters per component (shared tensors counted once, where they first appear); with a mixture of
+        experts also `active`, the parameters one token's pass uses (the chosen experts, n_experts_used per layer)."""
         groups = {"embedding": 0, "positional": 0, "attention": 0, "mlp": 0, "norms": 0, "unembedding": 0}
         if self.cfg.per_layer_input is not None:  # Gemma 4: the per-layer input tables, gates and their norms
             groups["per_layer_inputs"] = 0
@@ -325,6 +327,10 @@ class Transformer(nn.Module):
             else:
                 groups["norms"] += param.numel()  # norm gains (and Gemma 4's one scalar per layer)
         groups["total"] = sum(groups.values())
+        if self.cfg.n_experts:  # a mixture of experts: what one token's pass uses, its chosen experts only
+            groups["active"] = groups["total"] - sum(
+                (len(moe.experts) - moe.top_k) * sum(p.numel() for p in moe.experts[0].parameters())
+                for moe in self.modules() if isinstance(moe, MoE))
         return groups
 
 

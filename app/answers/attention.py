@@ -29,7 +29,8 @@ class Selection:
         self.heads = asked or list(range(cfg.n_heads))
         group = cfg.n_heads // cfg.kv_heads
         self.kv_heads = [h // group for h in self.heads]
-        self.rope = cfg.positional.where == "q_k" and not request.cross  # q and k are rotated (RoPE's family)
+        # q and k are rotated (RoPE's family), except in a NoPE layer (SmolLM3)
+        self.rope = cfg.positional.where == "q_k" and not request.cross and cfg.has_positions(request.layer)
 
     def checked(self, forward: ForwardPass, stages: tuple[str, ...], budget: Budget) -> ForwardPass:
         """The forward pass, once the stages this answer will hold fit the budget."""

@@ -10,12 +10,26 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from checkpoints.families import bert, gemma2, gemma3, gemma4, gpt2, llama, mistral, phi3, qwen2, qwen3, starcoder2
+from checkpoints.families import (
+    bert,
+    gemma2,
+    gemma3,
+    gemma4,
+    gpt2,
+    llama,
+    mistral,
+    phi3,
+    qwen2,
+    qwen3,
+    qwen3_moe,
+    smollm3,
+    starcoder2,
+)
 from checkpoints.families.records import GgufFamily, HfFamily
 
 # in the order the loaders list them in their refusals
 FAMILIES: dict[str, ModuleType] = {module.__name__.rsplit(".", 1)[1]: module for module in (
-    llama, mistral, qwen2, qwen3, gpt2, gemma2, gemma3, gemma4, phi3, bert, starcoder2)}
+    llama, mistral, qwen2, qwen3, gpt2, gemma2, gemma3, gemma4, phi3, bert, starcoder2, smollm3, qwen3_moe)}
 HF_FAMILIES: dict[str, HfFamily] = {m.HF.model_type: m.HF for m in FAMILIES.values() if hasattr(m, "HF")}
 GGUF_FAMILIES: dict[str, GgufFamily] = {m.GGUF.arch: m.GGUF for m in FAMILIES.values() if hasattr(m, "GGUF")}
 

@@ -17,6 +17,7 @@ from functools import partial
 from typing import Any
 
 from checkpoints.base import ConfigFields, StateDict
+from checkpoints.experts import gguf_experts, hf_experts
 from checkpoints.families.records import GgufFamily, HfFamily
 from checkpoints.gguf_read import GgufRead
 from checkpoints.gguf_tensors import ROPE_FREQS, ModelTensors, outside_blocks, unpermute
@@ -35,10 +36,20 @@ from checkpoints.hf_rope import rope_settings
 from model.config import TransformerConfig
 
 Windows = Callable[[dict[str, Any], str, int], tuple[int | None, tuple[int, ...] | None]]
+HfExtra = Callable[[dict[str, Any], str, int], dict[str, Any]]  # (config.json, loader, layers) -> config fields
+GgufExtra = Callable[[GgufRead], dict[str, Any]]
 
 
 def no_windows(hf_config: dict[str, Any], loader: str, n_layers: int) -> tuple[None, None]:
     return None, None
+
+
+def no_extra(hf_config: dict[str, Any], loader: str, n_layers: int) -> dict[str, Any]:
+    return {}
+
+
+def no_gguf_extra(read: GgufRead) -> dict[str, Any]:
+    return {}
 
 
 @dataclass(frozen=True)
@@ -51,6 +62,10 @@ class LlamaLayout:
     qk_norm: bool = False         # an RMSNorm on each head's q and k before RoPE (Qwen3)
     windows: Windows = no_windows  # (sliding window, the layers it applies to or None for all) from the config
     permuted: bool = False        # GGUF: llama.cpp's converter permuted the attn_q / attn_k rows
+    # config fields the family sets beyond the layout's: SmolLM3's NoPE layers, Qwen3-MoE's experts (whose layers'
+    # weights checkpoints/experts.py reads)
+    hf_extra: HfExtra = no_extra
+    gguf_extra: GgufExtra = no_gguf_extra
 
 
 # the config fields every family of the layout reads
@@ -109,12 +124,15 @@ def convert_hf(layout: LlamaLayout, hf_config: dict[str, Any], state: StateDict)
         tied_embeddings=tied,
         sliding_window=window,
         window_layers=window_layers,
+        **layout.hf_extra(hf_config, loader, n_layers),
     )
     out: StateDict = {"stack.embed.W_E.weight": take(state, "embed_tokens.weight")}
     biases = frozenset(ATTENTION_PROJECTIONS if attention_bias else ("q_proj", "k_proj", "v_proj") if qkv_bias else ())
     for layer in range(n_layers):
         hf, ours = f"layers.{layer}.", f"stack.blocks.{layer}."
-        out |= projections(state, hf, ours, biases, mlp_bias)
+        out |= projections(state, hf, ours, biases, mlp_bias, mlp=not cfg.is_moe(layer))
+        if cfg.is_moe(layer):
+            out |= hf_experts(state, hf, ours, cfg)
         if layout.qk_norm:
             out[ours + "attn.q_norm_w"] = take(state, hf + "self_attn.q_norm.weight")
             out[ours + "attn.k_norm_w"] = take(state, hf + "self_attn.k_norm.weight")
@@ -130,7 +148,7 @@ def gguf_config(layout: LlamaLayout, read: GgufRead) -> TransformerConfig:
         rope_base=float(read.get("rope.freq_base", 10000.0)),
         rope_freq_factors=read.rope_factors(read.head_size, ROPE_FREQS), norm="rmsnorm",
         norm_eps=float(read.get("attention.layer_norm_rms_epsilon")), activation="swiglu", bias=False,
-        qkv_bias=True if layout.qkv_bias else None, qk_norm=layout.qk_norm,
+        qkv_bias=True if layout.qkv_bias else None, qk_norm=layout.qk_norm, **layout.gguf_extra(read),
     )
 
 
@@ -149,9 +167,12 @@ def convert_gguf(layout: LlamaLayout, cfg: TransformerConfig, source: ModelTenso
                 if layout.permuted and heads:
                     tensor = unpermute(tensor, heads)
                 out[f"{ours}attn.{our_name}.{kind}"] = tensor
-        out[ours + "mlp.W_gate.weight"] = source.get(blk + "ffn_gate.weight")
-        out[ours + "mlp.W_in.weight"] = source.get(blk + "ffn_up.weight")
-        out[ours + "mlp.W_out.weight"] = source.get(blk + "ffn_down.weight")
+        if cfg.is_moe(layer):
+            out |= gguf_experts(source, blk, ours, cfg)
+        else:
+            out[ours + "mlp.W_gate.weight"] = source.get(blk + "ffn_gate.weight")
+            out[ours + "mlp.W_in.weight"] = source.get(blk + "ffn_up.weight")
+            out[ours + "mlp.W_out.weight"] = source.get(blk + "ffn_down.weight")
         if cfg.qk_norm:
             out[ours + "attn.q_norm_w"] = source.get(blk + "attn_q_norm.weight")
             out[ours + "attn.k_norm_w"] = source.get(blk + "attn_k_norm.weight")

@@ -60,7 +60,17 @@ const STAGE_VARS = {
   // Gemma 4: the per-layer input's width, and the layer whose K and V this layer attends with
   d_pli: (info) => info.config.per_layer_input ?? "",
   kv_source: (info, tokens, at) => info.config.kv_source?.[at.layer ?? 0] ?? at.layer ?? 0,
+  // SmolLM3's layers without positions; a mixture of experts (Qwen3-MoE)
+  nope_layers: (info) => (info.config.nope_layers ?? []).join(", "),
+  n_experts: (info) => info.config.n_experts ?? "",
+  n_experts_used: (info) => info.config.n_experts_used ?? "",
+  expert_d_mlp: (info) => info.config.expert_d_mlp ?? info.config.d_mlp ?? "",
 };
+
+/** Whether a layer's FFN is a mixture of experts (model/config.py: is_moe). */
+export function isMoe(cfg, layer) {
+  return Boolean(cfg.n_experts) && (cfg.moe_layers == null || cfg.moe_layers.includes(layer));
+}
 
 /** The layers a sliding window applies to (window_layers, or every layer), none without a window. */
 function localLayers(cfg) {
@@ -119,6 +129,9 @@ export function stageChoices(s, step, at) {
     bias: Boolean(cfg.bias),
     mlpBias: Boolean(cfg.mlp_bias ?? cfg.bias),
     kv: s.info.n_kv_heads === s.info.n_heads ? "mha" : s.info.n_kv_heads === 1 ? "mqa" : "gqa",
+    nope: Boolean(cfg.nope_layers && cfg.nope_layers.length),
+    moe: isMoe(cfg, at.layer ?? 0),
+    renorm: Boolean(cfg.expert_norm_topk),
   };
 }
 

@@ -83,6 +83,6 @@ export function componentShares(info) {
   const p = info.parameters || {};
   const total = p.total || 0;
   return Object.entries(p)
-    .filter(([name, n]) => name !== "total" && n > 0)
+    .filter(([name, n]) => name !== "total" && name !== "active" && n > 0) // active: a part of the total, no component
     .map(([name, n]) => ({ name, count: n, share: total ? n / total : 0 }));
 }

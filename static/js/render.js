@@ -161,8 +161,10 @@ function renderModelInfo(ctx) {
         kv_kind: kv,
         norm: `${cfg.norm === "rmsnorm" ? "RMSNorm" : "LayerNorm"}${cfg.qk_norm ? t("cfg_qk_norm") : ""}`,
         placement: cfg.norm_placement === "post" ? t("post_norm") : t("pre_norm"),
-        activation: GLU_NAMES[cfg.activation] ?? FN_NAMES[cfg.activation] ?? cfg.activation, // SwiGLU, not swiglu
-        pos: `${t(`pos_name_${cfg.pos_encoding}`)}${cfg.rope_freq_factors ? t("cfg_rope_scaled") : ""}`,
+        activation: `${GLU_NAMES[cfg.activation] ?? FN_NAMES[cfg.activation] ?? cfg.activation}${ // SwiGLU, not swiglu
+          cfg.n_experts ? t("cfg_experts", { n_experts: cfg.n_experts, n_experts_used: cfg.n_experts_used }) : ""}`,
+        pos: `${t(`pos_name_${cfg.pos_encoding}`)}${cfg.rope_freq_factors ? t("cfg_rope_scaled") : ""}${
+          cfg.nope_layers ? t("cfg_nope", { nope_layers: cfg.nope_layers.join(", ") }) : ""}`,
       }),
     }),
   ];

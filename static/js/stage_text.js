@@ -7,7 +7,9 @@
 // (√d_model embedding scaling), window (sliding window), bias, mlpBias (the FFN's own), kv ("mha" | "gqa" | "mqa"),
 // ropeScaled (RoPE slowed pair by pair: Llama 3.1's scaling, or linear), queryScale (scores ÷ √ of a number other
 // than d_head: Gemma), logitCap (soft-capped logits: Gemma 2), localGlobal (local and global layers: Gemma),
-// vNorm (each head's v normed too: Gemma 4), ropeProportional (Gemma 4's global layers turn only some pairs).
+// vNorm (each head's v normed too: Gemma 4), ropeProportional (Gemma 4's global layers turn only some pairs),
+// nope (layers without positions: SmolLM3), moe (this layer's FFN a mixture of experts) and renorm (its chosen
+// weights divided by their sum: Qwen3-MoE).
 
 export const STAGE_FIELDS = ["title", "short", "formula", "explain"];
 
@@ -55,6 +57,7 @@ const CHOICES = {
       ...when(m.ropeProportional, "pos.explain.proportional"),
       ...when(m.ropePartial, "pos.explain.partial"),
       ...when(m.longrope, "pos.explain.longrope"),
+      ...when(m.nope, "pos.explain.nope"),
     ],
   },
   rope: {
@@ -64,6 +67,7 @@ const CHOICES = {
       ...when(m.ropeProportional, "rope.explain.proportional"),
       ...when(m.ropePartial, "rope.explain.partial"),
       ...when(m.longrope, `rope.explain.longrope.${m.longrope}`),
+      ...when(m.nope, "rope.explain.nope"),
     ],
   },
   ln1: { title: titleByPlacement("ln1"), formula: normFormula, explain: (m) => ["ln1.explain", normKind(m), normChart(m), placement(m)] },
@@ -104,7 +108,12 @@ const CHOICES = {
       return [...when(gated(m), "ffn_act.formula.gated"), `ffn_act.formula.${ACTIVATIONS.includes(fn) ? fn : "other"}`];
     },
   },
-  ffn_out: { formula: (m) => [gated(m) ? `ffn_out.formula.gated_${ffnBias(m)}` : `ffn_out.formula.${ffnBias(m)}`] },
+  ffn_out: { formula: (m) => [m.moe ? "ffn_out.formula.moe" : gated(m) ? `ffn_out.formula.gated_${ffnBias(m)}` : `ffn_out.formula.${ffnBias(m)}`] },
+  // a mixture of experts (Qwen3-MoE): the chosen weights divided by their sum, or not
+  router: {
+    formula: (m) => [m.renorm ? "router.formula.renorm" : "router.formula"],
+    explain: (m) => ["router.explain", m.renorm ? "router.explain.renorm" : "router.explain.raw"],
+  },
   resid_post: {
     formula: byPlacement("resid_post", "formula"),
     explain: (m) => [

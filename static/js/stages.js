@@ -32,12 +32,17 @@ export function buildPlan(info) {
     }
     return section;
   };
-  const addStep = (id, key, stack, phase, fields) => {
+  const addStep = (id, key, stack, phase, fields, met = []) => {
     const step = { id, key, stack, block: phase === "blocks", panel: null, cross: false, at: {}, ...fields };
     steps.set(id, step);
-    sectionOf(stack, phase).steps.push(step);
+    const list = sectionOf(stack, phase).steps;
+    // a step first met in a later layer (the FFN's, after a first layer of experts) goes after the steps that layer
+    // has already shown; in the first layer that is the end of the list
+    const last = Math.max(-1, ...met.map((s) => list.indexOf(s)));
+    list.splice(met.length ? last + 1 : list.length, 0, step);
     return step;
   };
+  let current = { where: null, met: [] }; // the steps met so far in the current block
 
   for (const row of described) {
     const stack = row.stack || "";
@@ -50,7 +55,10 @@ export function buildPlan(info) {
     if (!row.step) continue; // no stop of its own (a block's input: the step before it shows it)
     const phase = block ? "blocks" : layersOf[stack] && layersOf[stack].size ? "post" : "pre";
     const id = `${stack ? `${stack}.` : ""}${row.step}`;
-    const step = steps.get(id) || addStep(id, row.step, stack, phase, { panel: row.kind, cross: row.site === "cross_attn" });
+    const where = `${stack}|${row.layer}`;
+    if (current.where !== where) current = { where, met: [] };
+    const step = steps.get(id) || addStep(id, row.step, stack, phase, { panel: row.kind, cross: row.site === "cross_attn" }, current.met);
+    current.met.push(step);
     const at = (step.at[block ? row.layer : "top"] ||= { main: null, hook: null, extras: [], hooks: {}, site });
     if (row.main) Object.assign(at, { main: row.name, hook: row.hook, site });
     else at.extras.push(row.name);
@@ -67,7 +75,8 @@ export function buildPlan(info) {
   for (const section of sections) {
     if (section.phase === "blocks") {
       for (const layer of layers[section.stack] || []) {
-        for (const step of section.steps) order.push({ id: step.id, layer });
+        // a step some layers lack (RoPE in SmolLM3's NoPE layers, the router in a layer with one FFN) stops only where it is
+        for (const step of section.steps) if (step.at[layer]) order.push({ id: step.id, layer });
       }
     } else {
       for (const step of section.steps) order.push({ id: step.id, layer: null });

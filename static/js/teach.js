@@ -237,9 +237,16 @@ function paramsSheet(t) {
     info.n_kv_heads === info.n_heads
       ? t("params_mha", { attn: count(first.attn), full: count(full) })
       : t("params_gqa", { kv: info.n_kv_heads, heads: info.n_heads, attn: count(first.attn), full: count(full), saving: count(full - first.attn), cache: info.n_heads / info.n_kv_heads });
+  const cfg = info.config;
+  const moeLayers = cfg.n_experts ? (cfg.moe_layers ?? [...Array(info.n_layers).keys()]).length : 0;
+  const active = info.parameters && info.parameters.active !== undefined
+    ? [h("p", { class: "sheet-note params-active", text: t("params_active", {
+      used: cfg.n_experts_used, experts: cfg.n_experts, moe_layers: moeLayers, active: count(info.parameters.active), total: count(total) }) })]
+    : []; // a mixture of experts: what one token's pass uses (model.transformer.parameter_counts)
   return [
     h("h3", { text: t("params_title", { total: count(total) }) }),
     table([t("param_component"), t("param_count"), t("param_share")], comps, "params-components"),
+    ...active,
     h("h4", { text: t("params_block_title") }),
     table([t("param_stack"), t("param_block"), t("param_attn"), t("param_cross"), t("param_ffn"), t("param_norms_short")], blocks, "params-blocks"),
     h("p", { class: "sheet-note", text: heads }),

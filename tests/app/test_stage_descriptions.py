@@ -71,12 +71,15 @@ def _families() -> dict[str, Callable[[Path], Transformer]]:
     from tests.checkpoints.test_gemma import tiny_gemma
     from tests.checkpoints.test_hf_parity import _ours, tiny_bert
     from tests.checkpoints.test_phi_family import tiny_phi3
+    from tests.checkpoints.test_qwen3_moe import tiny_moe
+    from tests.checkpoints.test_smollm3 import tiny_smollm3
 
     return {
         "llama": _hf(lambda: tiny_hf("llama")), "qwen2": _hf(lambda: tiny_hf("qwen2")),
         "qwen3": _hf(lambda: tiny_hf("qwen3")), "gemma2": _hf(lambda: tiny_gemma("gemma2")),
         "gemma3": _hf(lambda: tiny_gemma("gemma3")), "phi3": _hf(lambda: tiny_phi3(0.75)),
         "gpt2": _hf(tiny_gpt2), "bert": lambda _: _ours(tiny_bert()),
+        "smollm3": _hf(tiny_smollm3), "qwen3_moe": _hf(lambda: tiny_moe(mlp_only_layers=[1])),
         # an encoder-decoder with every option its stacks can take: Post-LN, RoPE and q/k norm in both attentions
         "encoder-decoder": lambda _: Transformer(TransformerConfig(
             architecture="encoder-decoder", vocab_size=50, d_model=16, n_layers=2, n_decoder_layers=1, n_heads=2,
@@ -84,7 +87,8 @@ def _families() -> dict[str, Callable[[Path], Transformer]]:
     }
 
 
-FAMILIES = ["llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "gpt2", "bert", "encoder-decoder"]
+FAMILIES = ["llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "gpt2", "bert", "encoder-decoder", "smollm3",
+            "qwen3_moe"]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -93,9 +97,15 @@ def test_one_model_of_each_family_is_described(family: str, tmp_path: Path) -> N
     described = check(_families()[family](tmp_path))
     hooks = {(row["site"], row["hook"]) for row in described}
     expected = {"qwen3": ("attn", "norm_q"), "gemma2": (None, "logits_raw"), "gemma3": ("ln2_post", "normalized"),
-                "bert": (None, "token_type_embed"), "encoder-decoder": ("cross_attn", "norm_q")}
+                "bert": (None, "token_type_embed"), "encoder-decoder": ("cross_attn", "norm_q"),
+                "qwen3_moe": ("mlp", "expert_weights")}
     if family in expected:  # the family's own stages are there, described
         assert expected[family] in hooks
+    by_layer = {(row["layer"], row["hook"]) for row in described}
+    if family == "smollm3":  # layer 3 has no positions: no rotation there, and so no RoPE step
+        assert (2, "rot_q") in by_layer and (3, "rot_q") not in by_layer
+    if family == "qwen3_moe":  # layer 1 keeps one FFN: no router there
+        assert (0, "router_probs") in by_layer and (1, "router_probs") not in by_layer and (1, "pre") in by_layer
 
 
 def test_a_hook_without_a_row_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:

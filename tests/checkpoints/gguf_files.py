@@ -129,7 +129,7 @@ def write_gguf(path: Path, hf: torch.nn.Module, arch: str, qtype: Any, *, pre: s
     else:
         writer.add_token_merges(merges)
     reference: dict[str, torch.Tensor] = {}
-    permuted = arch in ("llama", "mistral")
+    permuted = arch in ("llama", "mistral", "smollm3")  # llama.cpp's LlamaModel and its subclasses
     for hf_name, tensor in hf.state_dict().items():
         name = gguf_name(hf_name)
         if name in skip or (hf_name == "lm_head.weight" and cfg.tie_word_embeddings):

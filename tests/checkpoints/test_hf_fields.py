@@ -48,6 +48,12 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "gemma4_text": ("Gemma4TextConfig", "Gemma4ForCausalLM", LLAMA_BASE | {
         "head_dim": 16, "sliding_window": 6, "global_head_dim": 32, "hidden_size_per_layer_input": 8,
         "vocab_size_per_layer_input": 101}),
+    # SmolLM3: a NoPE layer every second layer (layer 1), so the 2-layer model has one of each
+    "smollm3": ("SmolLM3Config", "SmolLM3ForCausalLM", LLAMA_BASE | {"no_rope_layer_interval": 2, "pad_token_id": 0,
+                                                                      "bos_token_id": 1, "eos_token_id": 2}),
+    # Qwen3-MoE: 4 experts of 32, 2 chosen per token
+    "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", LLAMA_BASE | {
+        "head_dim": 16, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32}),
     "bert": ("BertConfig", "BertModel", dict(
         vocab_size=99, hidden_size=48, num_hidden_layers=2, num_attention_heads=4, intermediate_size=80,
         max_position_embeddings=64,
@@ -120,6 +126,22 @@ READ_VALUES |= {
     "_sliding_window_pattern": [{"_sliding_window_pattern": 2}],
     "norm_epsilon": [{"norm_epsilon": 1e-2}], "use_bias": [{"use_bias": False}, {"use_bias": True}],  # StarCoder2
 }
+READ_VALUES |= {  # SmolLM3's NoPE layers, Qwen3-MoE's experts
+    "no_rope_layers": [{"no_rope_layers": [0, 1]}, {"no_rope_layers": [1, 1]}],
+    "no_rope_layer_interval": [{"no_rope_layer_interval": 1}, {"no_rope_layer_interval": 4}],
+    "num_experts": [{"num_experts": 6}], "num_local_experts": [{"num_local_experts": 3}],
+    "num_experts_per_tok": [{"num_experts_per_tok": 1}, {"num_experts_per_tok": 3}],
+    "moe_intermediate_size": [{"moe_intermediate_size": 24}], "decoder_sparse_step": [{"decoder_sparse_step": 2}],
+    "mlp_only_layers": [{"mlp_only_layers": [0]}, {"mlp_only_layers": [0, 1]}],
+    "norm_topk_prob": [{"norm_topk_prob": True}],
+}
+# SmolLM3's window: on the layers layer_types names (by default its NoPE layers), with use_sliding_window
+FAMILY_READ_VALUES |= {
+    ("smollm3", "use_sliding_window"): [{"use_sliding_window": True, "sliding_window": 4}],
+    ("smollm3", "sliding_window"): [{"use_sliding_window": True, "sliding_window": 3}, {"sliding_window": 5}],
+    ("smollm3", "layer_types"): [{"use_sliding_window": True, "sliding_window": 3,
+                                  "layer_types": ["sliding_attention", "full_attention"]}],
+}
 # where Gemma spells a field's values its own way
 FAMILY_READ_VALUES |= {
     **{(family, "layer_types"): [{"layer_types": ["full_attention", "sliding_attention"]},
@@ -178,12 +200,13 @@ INERT_VALUES: dict[str, Any] = {
     "is_llama_config": True, "hidden_dropout_prob": 0.3, "attention_probs_dropout_prob": 0.3,
     "residual_dropout": 0.3, "embedding_dropout": 0.3,
     "classifier_dropout": 0.3, "cache_implementation": "static", "hidden_act": "relu",
+    "router_aux_loss_coef": 0.5, "output_router_logits": True, "sliding_window": 3,  # Qwen3-MoE
 }
 REFUSED_VALUES: dict[str, Any] = {
     "is_encoder_decoder": True, "is_decoder": True, "add_cross_attention": True, "tie_encoder_decoder": True,
     "cross_attention_hidden_size": 8, "pruned_heads": {"0": [1]}, "quantization_config": {"quant_method": "fp8"},
     "scale_attn_weights": False, "use_mrope": True, "position_embedding_type": "relative_key",
-    "rope_interleaved": True,
+    "rope_interleaved": True, "use_sliding_window": True,  # Qwen3-MoE's window is refused
     # fields of Phi-4-mini's own code that transformers' Phi-3 does not read: only their plain values load
     "attention_bias": True, "mlp_bias": True, "lm_head_bias": True, "full_attn_mod": 2, "interpolate_factor": 4,
     # Gemma 4: the mixture-of-experts block (26B-A4B) and bidirectional attention are not implemented

@@ -6,7 +6,8 @@ import logits from "./logits.js";
 import norm from "./norm.js";
 import positional from "./positional.js";
 import qkv from "./qkv.js";
+import router from "./router.js";
 import tokens from "./tokens.js";
 import vectors from "./vectors.js";
 
-export const PANELS = Object.freeze({ attention, ffn, logits, norm, positional, qkv, tokens, vectors });
+export const PANELS = Object.freeze({ attention, ffn, logits, norm, positional, qkv, router, tokens, vectors });

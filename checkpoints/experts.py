@@ -1,0 +1,75 @@
+"""The weights of a mixture-of-experts layer (model/moe.py), as Hugging Face directories and GGUF files hold them,
+split into one matrix per expert and matrix: `stack.blocks.L.mlp.experts.E.W_gate.weight` (and W_in, W_out), and
+the router `stack.blocks.L.mlp.W_router.weight` [expert, d_model].
+
+A GGUF file stores each layer's experts as one 3-D tensor per matrix (ffn_gate_exps, ffn_up_exps, ffn_down_exps:
+[expert, rows, columns]). Kept in the file's precision (checkpoints/file_precision.py), each expert's slice stays a
+memory-mapped stored weight: a pass dequantizes an expert only when a token is routed to it.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from checkpoints.base import CheckpointError, StateDict
+from checkpoints.gguf_tensors import ModelTensors, Shapes
+from checkpoints.hf_common import take
+from model.config import TransformerConfig
+from model.stored_weights import StoredWeight
+
+# Hugging Face per-expert names -> ours (what save_pretrained writes and the Hub's Qwen3-MoE files hold)
+EXPERT_PROJECTIONS = {"gate_proj": "W_gate", "up_proj": "W_in", "down_proj": "W_out"}
+# GGUF 3-D expert tensors -> ours
+GGUF_EXPERTS = {"ffn_gate_exps": "W_gate", "ffn_up_exps": "W_in", "ffn_down_exps": "W_out"}
+
+
+def per_expert(tensor: torch.Tensor) -> list[torch.Tensor]:
+    """[expert, rows, columns] -> one [rows, columns] matrix per expert; a stored weight stays stored (a slice of
+    its file's blocks), so no expert is dequantized here."""
+    if isinstance(tensor, StoredWeight):
+        return [tensor.part(index) for index in range(tensor.shape[0])]
+    return list(tensor.unbind(0))
+
+
+def hf_experts(state: StateDict, hf: str, ours: str, cfg: TransformerConfig) -> StateDict:
+    """One layer's router and experts (hf: "layers.3.", ours: "stack.blocks.3."): per expert
+    (mlp.experts.E.gate_proj.weight, ...) or fused as transformers 5 holds them in memory
+    (mlp.experts.gate_up_proj [expert, 2·d_expert, d_model], gate rows first; mlp.experts.down_proj)."""
+    out: StateDict = {ours + "mlp.W_router.weight": take(state, hf + "mlp.gate.weight")}
+    n, width, d = cfg.n_experts, cfg.expert_width, cfg.d_model
+    fused = hf + "mlp.experts.gate_up_proj"
+    if fused in state:
+        gate_up, down = state[fused], take(state, hf + "mlp.experts.down_proj")
+        for name, tensor, shape in ((fused, gate_up, (n, 2 * width, d)), ("down_proj", down, (n, d, width))):
+            if tuple(tensor.shape) != shape:
+                raise CheckpointError(f"weight {name!r} has shape {list(tensor.shape)}, but num_experts {n}, "
+                                      f"moe_intermediate_size {width} and hidden_size {d} make it {list(shape)}")
+        for expert in range(n):
+            mlp = f"{ours}mlp.experts.{expert}."
+            out[mlp + "W_gate.weight"] = gate_up[expert, :width]
+            out[mlp + "W_in.weight"] = gate_up[expert, width:]
+            out[mlp + "W_out.weight"] = down[expert]
+        return out
+    for expert in range(n):
+        for hf_name, our_name in EXPERT_PROJECTIONS.items():
+            out[f"{ours}mlp.experts.{expert}.{our_name}.weight"] = take(
+                state, f"{hf}mlp.experts.{expert}.{hf_name}.weight")
+    return out
+
+
+def gguf_experts(source: ModelTensors, blk: str, ours: str, cfg: TransformerConfig) -> StateDict:
+    """One layer's router (ffn_gate_inp) and experts (the three 3-D tensors, split per expert)."""
+    out: StateDict = {ours + "mlp.W_router.weight": source.get(blk + "ffn_gate_inp.weight")}
+    for gguf_name, our_name in GGUF_EXPERTS.items():
+        for expert, matrix in enumerate(per_expert(source.get(f"{blk}{gguf_name}.weight"))):
+            out[f"{ours}mlp.experts.{expert}.{our_name}.weight"] = matrix
+    return out
+
+
+def expert_shapes(cfg: TransformerConfig, shapes: Shapes) -> Shapes:
+    """The router's and the experts' shapes (torch order), as the metadata fixes them."""
+    n, width, d = cfg.n_experts, cfg.expert_width, cfg.d_model
+    why = f"expert_count {n}, expert_feed_forward_length {width}, embedding_length {d}"
+    return shapes | {"ffn_gate_inp.weight": ((n, d), f"expert_count {n}, embedding_length {d}"),
+                     "ffn_gate_exps.weight": ((n, width, d), why), "ffn_up_exps.weight": ((n, width, d), why),
+                     "ffn_down_exps.weight": ((n, d, width), why)}

@@ -1,0 +1,82 @@
+"""The checks of a config's per-layer fields, apart from model/config.py to keep it readable: Gemma 4's per-layer
+shapes (global head sizes, shared K/V, per-layer widths and inputs), SmolLM3's NoPE layers and a mixture of experts.
+Each takes the config being built and its `fail` (which raises ConfigError with the config's words)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from model.config import TransformerConfig
+
+
+def check_layer_shapes(cfg: TransformerConfig, fail: Any) -> None:
+    """Gemma 4's per-layer shapes: global head sizes, shared K/V, per-layer MLP widths and inputs."""
+    for name in ("head_dim_global", "kv_heads_global", "per_layer_input"):
+        value = getattr(cfg, name)
+        if value is not None and (not isinstance(value, int) or value < 1):
+            fail(f"{name} must be at least 1, got {value!r}")
+    per_layer = cfg.head_dim_global is not None or cfg.kv_heads_global is not None or cfg.k_eq_v
+    if per_layer and cfg.architecture != "decoder":
+        fail("head_dim_global, kv_heads_global and k_eq_v set the global layers of a decoder")
+    if cfg.head_dim_global is not None and (cfg.head_dim_global % 2 or cfg.rope_dims is not None):
+        fail(f"head_dim_global must be even (RoPE turns pairs) and goes without rope_dims, "
+             f"got {cfg.head_dim_global}")
+    if cfg.kv_heads_global is not None and cfg.n_heads % cfg.kv_heads_global:
+        fail(f"n_heads ({cfg.n_heads}) must be divisible by kv_heads_global ({cfg.kv_heads_global})")
+    for name in ("kv_source", "mlp_widths"):
+        value = getattr(cfg, name)
+        if value is None:
+            continue
+        object.__setattr__(cfg, name, tuple(int(v) for v in value))  # JSON gives a list
+        if len(getattr(cfg, name)) != cfg.n_layers or cfg.architecture != "decoder":
+            fail(f"{name} needs one entry per layer of a decoder ({cfg.n_layers}), got {list(value)}")
+    for layer, width in enumerate(cfg.mlp_widths or ()):
+        if width < 1:
+            fail(f"mlp_widths[{layer}] must be at least 1, got {width}")
+    for layer, source in enumerate(cfg.kv_source or ()):
+        if not 0 <= source <= layer or cfg.kv_source_of(source) != source:
+            fail(f"kv_source[{layer}] = {source}: a layer shares the K and V of itself or of an earlier layer "
+                 "that computes its own")
+        if (cfg.window_of(source), cfg.d_head_of(source), cfg.kv_heads_of(source)) != (
+                cfg.window_of(layer), cfg.d_head_of(layer), cfg.kv_heads_of(layer)):
+            fail(f"kv_source[{layer}] = {source}: layer {source} is of another kind (window, head size or "
+                 "K/V heads)")
+    if cfg.per_layer_input is not None and cfg.architecture != "decoder":
+        fail("per_layer_input needs a decoder")
+
+
+def check_layer_kinds(cfg: TransformerConfig, fail: Any) -> None:
+    """NoPE layers and mixture-of-experts layers: their lists name layers of the model's one stack."""
+    for field in ("nope_layers", "moe_layers"):
+        layers = getattr(cfg, field)
+        if layers is None:
+            continue
+        try:
+            object.__setattr__(cfg, field, tuple(sorted({int(layer) for layer in layers})))  # JSON gives a list
+        except (TypeError, ValueError):
+            fail(f"{field} must be a list of layer numbers, got {layers!r}")
+        if cfg.architecture == "encoder-decoder":
+            fail(f"{field} needs a model of one stack")
+        if any(not 0 <= layer < cfg.n_layers for layer in getattr(cfg, field)):
+            fail(f"{field} must name layers 0..{cfg.n_layers - 1}, got {list(layers)}")
+    if cfg.nope_layers is not None and cfg.positional.where != "q_k":
+        fail(f"nope_layers (layers without RoPE) needs a rotary encoding, not {cfg.pos_encoding!r}")
+    if cfg.n_experts < 0 or cfg.n_experts_used < 0:
+        fail("n_experts and n_experts_used must be at least 0")
+    if cfg.n_experts == 0:
+        if cfg.n_experts_used or cfg.expert_d_mlp is not None or cfg.moe_layers is not None \
+                or cfg.expert_norm_topk:
+            fail("n_experts_used, expert_d_mlp, moe_layers and expert_norm_topk need n_experts > 0")
+        return
+    if not 1 <= cfg.n_experts_used <= cfg.n_experts:
+        fail(f"n_experts_used must be from 1 to n_experts = {cfg.n_experts}, got {cfg.n_experts_used}")
+    if cfg.expert_d_mlp is not None and cfg.expert_d_mlp < 1:
+        fail(f"expert_d_mlp must be at least 1, got {cfg.expert_d_mlp}")
+    from model.config import GATED_ACTIVATIONS  # defined beside the config, imported once it is
+
+    if cfg.activation not in GATED_ACTIVATIONS:
+        fail(f"experts are gated FFNs: activation must be one of {', '.join(GATED_ACTIVATIONS)}, "
+             f"got {cfg.activation!r}")
+    if cfg.architecture == "encoder-decoder":
+        fail("a mixture of experts needs a model of one stack")

@@ -1,0 +1,87 @@
+"""A mixture of experts (Qwen3-MoE): the FFN of a layer as a router over several gated FFNs.
+
+    probs   = softmax(W_router · x)                       each token's probability for every expert
+    chosen  = the n_experts_used experts of highest probability
+    weight  = probs[chosen] (÷ their sum with expert_norm_topk)
+    out     = Σ over chosen e of weight_e · W_out_e · (act(W_gate_e · x) ⊙ W_in_e · x)
+
+Only the chosen experts run, and each only on the tokens that chose it, so a model with 128 experts of which 8 are
+used computes about 8/128 of its expert weights per token. Stored weights (model/stored_weights.py) make that hold
+for memory too: an expert's matrices are dequantized only when some token is routed to it.
+
+Qwen3-MoE has no shared expert (an FFN every token goes through, beside the routed ones): none is implemented.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from model.config import GATED_ACTIVATIONS, TransformerConfig
+from model.hooks import HookPoint
+
+
+def activate(name: str, h: torch.Tensor) -> torch.Tensor:
+    """The gate's elementwise function (silu for SwiGLU)."""
+    if name == "silu":
+        return F.silu(h)
+    if name == "relu":
+        return F.relu(h)
+    return F.gelu(h, approximate="tanh" if name == "gelu_tanh" else "none")
+
+
+class Expert(nn.Module):
+    """One expert: a gated FFN of its own, W_out · (act(W_gate · x) ⊙ W_in · x), no biases."""
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.act = GATED_ACTIVATIONS[cfg.activation]
+        self.W_gate = nn.Linear(cfg.d_model, cfg.expert_width, bias=False)
+        self.W_in = nn.Linear(cfg.d_model, cfg.expert_width, bias=False)
+        self.W_out = nn.Linear(cfg.expert_width, cfg.d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x: [n, d_model], the tokens routed here -> [n, d_model]."""
+        return self.W_out(activate(self.act, self.W_gate(x)) * self.W_in(x))
+
+
+class MoE(nn.Module):
+    """The router and its experts, in place of a layer's MLP (its module is still `mlp`, its output mlp_out).
+
+    Stages: `router_logits` (W_router · x), `router_probs` (their softmax over the experts), `expert_weights`
+    (each token's weight on every expert: the chosen ones' probabilities, renormalised with expert_norm_topk,
+    0 for the experts not chosen). An edit of expert_weights changes the routing: an expert runs on exactly the
+    tokens that give it a weight other than 0.
+    """
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.top_k = cfg.n_experts_used
+        self.renormalize = cfg.expert_norm_topk
+        self.W_router = nn.Linear(cfg.d_model, cfg.n_experts, bias=False)
+        self.experts = nn.ModuleList(Expert(cfg) for _ in range(cfg.n_experts))
+        dims = ("batch", "pos", "expert")
+        self.hook_router_logits = HookPoint(dims)
+        self.hook_router_probs = HookPoint(dims)
+        self.hook_expert_weights = HookPoint(dims)
+
+    def routing(self, x: torch.Tensor) -> torch.Tensor:
+        """x: [batch, pos, d_model] -> each token's weight on each expert [batch, pos, expert] (0: not chosen)."""
+        logits = self.hook_router_logits(self.W_router(x))  # [batch, pos, expert]
+        probs = self.hook_router_probs(torch.softmax(logits, dim=-1))
+        top, chosen = probs.topk(self.top_k, dim=-1)  # [batch, pos, top_k]
+        if self.renormalize:
+            top = top / top.sum(dim=-1, keepdim=True)
+        return self.hook_expert_weights(torch.zeros_like(probs).scatter(-1, chosen, top))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x: [batch, pos, d_model] -> [batch, pos, d_model]: each token's chosen experts, weighted and summed."""
+        weights = self.routing(x).flatten(0, 1)  # [batch·pos, expert]
+        flat = x.flatten(0, 1)  # [batch·pos, d_model]
+        out = torch.zeros_like(flat)
+        for expert in (weights != 0).any(dim=0).nonzero()[:, 0].tolist():  # the experts some token uses, in order
+            tokens = (weights[:, expert] != 0).nonzero()[:, 0]  # [n]
+            part = self.experts[expert](flat[tokens]) * weights[tokens, expert, None]  # [n, d_model]
+            out = out.index_add(0, tokens, part)
+        return out.view_as(x)

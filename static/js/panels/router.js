@@ -1,0 +1,69 @@
+// Stage: a mixture of experts' router (model/moe.py): each token's probability for every expert, the experts it is
+// sent to with their weights, and which experts each token used in every layer that has a router.
+
+import { categoryAxis, draw, fitMargins, rawLabels, rowsHeight, tokenLabels } from "../shared/plot.js";
+import { badge, drawTokenMatrix, fetchStages } from "./common.js";
+
+/** The router's layers and the name of each one's expert weights (from the model's description), in order. */
+function routedLayers(ctx) {
+  return Object.entries(ctx.step.at)
+    .filter(([layer, at]) => layer !== "top" && at.hooks.expert_weights)
+    .map(([layer, at]) => ({ layer: Number(layer), name: at.hooks.expert_weights }))
+    .sort((a, b) => a.layer - b.layer);
+}
+
+/** Each token's chosen experts in one layer, strongest first: [[{expert, weight}]] (weight 0: not chosen). */
+function chosen(weights) {
+  return weights.matrix("pos", "expert").map((row) =>
+    row.map((weight, expert) => ({ expert, weight })).filter((c) => c.weight).sort((a, b) => b.weight - a.weight));
+}
+
+function drawLayers(board, ctx, stages) {
+  const { t } = ctx;
+  const layers = routedLayers(ctx);
+  const perLayer = layers.map(({ name }) => chosen(stages[name])); // [layer][pos] -> chosen
+  const n = perLayer.length ? perLayer[0].length : 0;
+  const y = tokenLabels(ctx.tokens).slice(0, n);
+  const x = layers.map(({ layer }) => String(layer));
+  const z = y.map((_, pos) => perLayer.map((row) => (row[pos][0] ? row[pos][0].expert : null))); // the strongest expert
+  const text = y.map((_, pos) => perLayer.map((row) => row[pos].map((c) => c.expert).join(" ")));
+  const hover = y.map((_, pos) => perLayer.map((row) => row[pos].map((c) => `${c.expert}: ${c.weight.toFixed(3)}`).join("<br>")));
+  const plot = board.card("layers", {
+    title: t("router_layers_title"),
+    badges: [badge(ctx, "expert_weights", stages[layers[0].name])],
+    exportData: () => ({ rows: rawLabels(ctx.tokens).slice(0, n), cols: x,
+      chosen: perLayer.map((row, i) => ({ layer: layers[i].layer, tokens: row })) }),
+    filename: `${ctx.fname}_experts_by_layer`,
+    note: t("router_layers_note"),
+  });
+  const trace = {
+    type: "heatmap", z, x, y, text, customdata: hover, texttemplate: "%{text}", textfont: { size: 11 },
+    colorscale: "Rainbow", zmin: 0, zmax: Math.max(1, (ctx.cfg.n_experts || 1) - 1), xgap: 1, ygap: 1, hoverongaps: false,
+    colorbar: { thickness: 12, outlinewidth: 0, title: { text: t("ax_expert") } },
+    hovertemplate: `%{y} · %{x}<br>${t("hover_expert_weight")}:<br>%{customdata}<extra></extra>`,
+  };
+  draw(plot, [trace], {
+    height: rowsHeight(n),
+    margin: fitMargins(plot, { y, x, colorbar: [0, trace.zmax] }),
+    xaxis: categoryAxis(t("ax_moe_layer"), { side: "top" }),
+    yaxis: categoryAxis(t("ax_token"), { autorange: "reversed" }),
+  }, `${ctx.fname}_experts_by_layer`);
+}
+
+export default {
+  async load(ctx) {
+    const site = ctx.names.site; // this layer's router stages, by hook
+    const names = [site.router_probs, site.expert_weights, ...routedLayers(ctx).map((l) => l.name)];
+    return fetchStages(ctx, [...new Set(names.filter(Boolean))]);
+  },
+  draw(board, stages, ctx) {
+    const { t } = ctx;
+    const site = ctx.names.site;
+    const used = ctx.cfg.n_experts_used;
+    drawTokenMatrix(board, "probs", ctx, stages[site.router_probs], {
+      title: t("router_probs_title", { layer: ctx.layer }), signed: false, className: "half" });
+    drawTokenMatrix(board, "weights", ctx, stages[site.expert_weights], {
+      title: t("router_weights_title", { used }), signed: false, className: "half" });
+    drawLayers(board, ctx, stages);
+  },
+};
