@@ -1,16 +1,14 @@
 """The checks of a config's per-layer fields, apart from model/config.py to keep it readable: Gemma 4's per-layer
 shapes (global head sizes, shared K/V, per-layer widths and inputs), SmolLM3's NoPE layers and a mixture of experts.
-Each takes the config being built and its `fail` (which raises ConfigError with the config's words)."""
+Each takes the config being built (typed Any: model/config.py imports this module, not the other way round)
+and its `fail` (which raises ConfigError with the config's words)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from model.config import TransformerConfig
+from typing import Any
 
 
-def check_layer_shapes(cfg: TransformerConfig, fail: Any) -> None:
+def check_layer_shapes(cfg: Any, fail: Any) -> None:
     """Gemma 4's per-layer shapes: global head sizes, shared K/V, per-layer MLP widths and inputs."""
     for name in ("head_dim_global", "kv_heads_global", "per_layer_input"):
         value = getattr(cfg, name)
@@ -46,7 +44,7 @@ def check_layer_shapes(cfg: TransformerConfig, fail: Any) -> None:
         fail("per_layer_input needs a decoder")
 
 
-def check_layer_kinds(cfg: TransformerConfig, fail: Any) -> None:
+def check_layer_kinds(cfg: Any, fail: Any) -> None:
     """NoPE layers and mixture-of-experts layers: their lists name layers of the model's one stack."""
     for field in ("nope_layers", "moe_layers"):
         layers = getattr(cfg, field)
@@ -73,10 +71,8 @@ def check_layer_kinds(cfg: TransformerConfig, fail: Any) -> None:
         fail(f"n_experts_used must be from 1 to n_experts = {cfg.n_experts}, got {cfg.n_experts_used}")
     if cfg.expert_d_mlp is not None and cfg.expert_d_mlp < 1:
         fail(f"expert_d_mlp must be at least 1, got {cfg.expert_d_mlp}")
-    from model.config import GATED_ACTIVATIONS  # defined beside the config, imported once it is
-
-    if cfg.activation not in GATED_ACTIVATIONS:
-        fail(f"experts are gated FFNs: activation must be one of {', '.join(GATED_ACTIVATIONS)}, "
+    if not cfg.gated:
+        fail("experts are gated FFNs: activation must be one of swiglu, geglu, geglu_tanh, reglu, "
              f"got {cfg.activation!r}")
     if cfg.architecture == "encoder-decoder":
         fail("a mixture of experts needs a model of one stack")
