@@ -32,6 +32,10 @@ OPTIONAL_FIELDS.update({"head_dim": None, "post_norms": False, "attn_softcap": N
 # Phi-3 / Phi-4-mini: partial rotary and longrope (a second factor set past an original context, cos and sin scaled)
 OPTIONAL_FIELDS.update({"rope_dims": None, "rope_long_freq_factors": None, "rope_original_context": None,
                         "rope_attention_factor": 1.0})
+# Qwen3.5: gated DeltaNet layers (model/deltanet.py) between full-attention layers whose output is gated
+OPTIONAL_FIELDS.update({"deltanet_layers": None, "deltanet_key_heads": None, "deltanet_value_heads": None,
+                        "deltanet_key_dim": None, "deltanet_value_dim": None, "deltanet_conv": None,
+                        "attn_output_gate": False})
 
 
 class ConfigError(ValueError):
@@ -80,6 +84,15 @@ class TransformerConfig:
     # the RoPE base of the sliding-window layers (Gemma 3's local layers, unscaled); the others keep rope_base and
     # rope_freq_factors. None -> every layer the same
     rope_base_local: float | None = None
+    # Qwen3.5's hybrid: these layers are gated DeltaNet (linear attention with a matrix state, model/deltanet.py),
+    # the others attention; their key / value heads, widths and causal convolution's kernel; None -> none
+    deltanet_layers: tuple[int, ...] | None = None
+    deltanet_key_heads: int | None = None
+    deltanet_value_heads: int | None = None
+    deltanet_key_dim: int | None = None
+    deltanet_value_dim: int | None = None
+    deltanet_conv: int | None = None
+    attn_output_gate: bool = False  # z <- z ⊙ sigmoid(W_G · x) before W_O (Qwen3.5's full-attention layers)
     activation: Activation = "gelu"
     bias: bool = True  # bias in every linear layer
     qkv_bias: bool | None = None  # override for Q/K/V only (Qwen2); None -> bias
@@ -179,12 +192,24 @@ class TransformerConfig:
         if self.rope_base_local is not None and (self.positional.where != "q_k" or self.window_layers is None):
             fail("rope_base_local sets the RoPE base of the sliding-window layers: it needs a rotary encoding and "
                  "window_layers")
+        check_deltanet(self, fail)
         if self.d_mlp is not None and self.d_mlp < 1:
             fail(f"d_mlp must be at least 1, got {self.d_mlp}")
         if self.n_decoder_layers is not None and self.n_decoder_layers < 1:
             fail(f"n_decoder_layers must be at least 1, got {self.n_decoder_layers}")
         if self.architecture == "encoder-decoder" and not self.lm_head:
             fail("an encoder-decoder model needs its lm_head")
+
+    def is_deltanet(self, layer: int) -> bool:
+        """Layer `layer` is a gated DeltaNet layer (Qwen3.5), not attention."""
+        return self.deltanet_layers is not None and layer in self.deltanet_layers
+
+    @property
+    def hybrid(self) -> bool:
+        """Some layers are not softmax attention as the rest of the project computes it: gated DeltaNet layers, or
+        attention whose output is gated (Qwen3.5). What redoes attention's math outside the forward pass refuses
+        these models by name."""
+        return self.deltanet_layers is not None or self.attn_output_gate
 
     @property
     def positional(self) -> PositionalKind:
@@ -284,3 +309,30 @@ class TransformerConfig:
 
     def replace(self, **changes: Any) -> TransformerConfig:
         return dataclasses.replace(self, **changes)
+
+
+DELTANET_SIZES = ("deltanet_key_heads", "deltanet_value_heads", "deltanet_key_dim", "deltanet_value_dim",
+                  "deltanet_conv")
+
+
+def check_deltanet(cfg: TransformerConfig, fail: Any) -> None:
+    """The DeltaNet fields go together: layers inside the stack, every size at least 1, value heads a multiple of
+    key heads (each key head serves value_heads / key_heads value heads), a decoder (the layer is causal)."""
+    if cfg.deltanet_layers is None:
+        given = [name for name in DELTANET_SIZES if getattr(cfg, name) is not None]
+        if given:
+            fail(f"{', '.join(given)} need deltanet_layers (the layers that are gated DeltaNet)")
+        return
+    object.__setattr__(cfg, "deltanet_layers", tuple(sorted(set(cfg.deltanet_layers))))  # JSON gives a list
+    if cfg.architecture != "decoder" or cfg.norm_placement != "pre" or cfg.post_norms:
+        fail("deltanet_layers (gated DeltaNet, a causal recurrence) need a decoder with norm_placement 'pre' and "
+             "no post_norms")
+    if any(not 0 <= layer < cfg.n_layers for layer in cfg.deltanet_layers):
+        fail(f"deltanet_layers must name layers 0..{cfg.n_layers - 1}, got {list(cfg.deltanet_layers)}")
+    for name in DELTANET_SIZES:
+        value = getattr(cfg, name)
+        if not isinstance(value, int) or value < 1:
+            fail(f"{name} must be a whole number of at least 1 with deltanet_layers, got {value!r}")
+    if cfg.deltanet_value_heads % cfg.deltanet_key_heads:  # type: ignore[operator]
+        fail(f"deltanet_value_heads ({cfg.deltanet_value_heads}) must be a multiple of deltanet_key_heads "
+             f"({cfg.deltanet_key_heads})")
