@@ -18,7 +18,8 @@ is the same function: tests/model/test_deltanet.py compares the two. The state i
 
 What the trace keeps of the state (memory bounded whatever the text): `hook_state` is S after the text's last
 token, [batch, head, d_value, d_key] (the state at an earlier token is the last state of the text cut there: the
-layer is causal), and `hook_state_change` how much of S each token changed, ‖S_t − S_{t−1}‖ / ‖S_t‖ per head.
+layer is causal), and `hook_state_change` how much of S each token changed, per head: ‖S_t − S_{t−1}‖ over the
+larger of ‖S_t‖ and ‖S_{t−1}‖ (1 at the first token, which writes a state from nothing; 0 when nothing moves).
 """
 
 from __future__ import annotations
@@ -113,7 +114,8 @@ class GatedDeltaNet(nn.Module):
             recalled = torch.einsum("bhvk,bhk->bhv", decayed, k[:, t])  # what the state holds under k_t
             written = beta[:, t, :, None] * (v[:, t] - recalled)  # β_t (v_t − S k_t): the correction it writes
             new = decayed + torch.einsum("bhv,bhk->bhvk", written, k[:, t])
-            changes.append((new - state).flatten(2).norm(dim=-1) / new.flatten(2).norm(dim=-1).clamp_min(1e-30))
+            larger = torch.maximum(new.flatten(2).norm(dim=-1), state.flatten(2).norm(dim=-1)).clamp_min(1e-30)
+            changes.append((new - state).flatten(2).norm(dim=-1) / larger)  # [batch, head], from 0 to 2
             reads.append(torch.einsum("bhvk,bhk->bhv", new, q[:, t]))  # o_t = S_t q_t  [batch, head, d_value]
             state = new
         self.hook_state_change(torch.stack(changes, dim=1))  # [batch, pos, head]
