@@ -57,6 +57,16 @@ const STAGE_VARS = {
   layer_rope_base: (info, tokens, at) => (isLocal(info.config, at.layer ?? 0) ? info.config.rope_base_local ?? info.config.rope_base : info.config.rope_base),
   local_layers: (info) => localLayers(info.config).join(", "),
   global_layers: (info) => [...Array(info.n_layers).keys()].filter((i) => !isLocal(info.config, i)).join(", "),
+  // Qwen3.5: the gated DeltaNet layers (model/deltanet.py), their heads and widths, and the attention layers
+  deltanet_layers: (info) => (info.config.deltanet_layers ?? []).join(", "),
+  attention_layers: (info) => [...Array(info.n_layers).keys()].filter((i) => !(info.config.deltanet_layers ?? []).includes(i)).join(", "),
+  dn_key_heads: (info) => info.config.deltanet_key_heads ?? "",
+  dn_heads: (info) => info.config.deltanet_value_heads ?? "",
+  dn_group: (info) => (info.config.deltanet_value_heads ?? 0) / (info.config.deltanet_key_heads ?? 1),
+  dn_d_key: (info) => info.config.deltanet_key_dim ?? "",
+  dn_d_value: (info) => info.config.deltanet_value_dim ?? "",
+  dn_conv: (info) => info.config.deltanet_conv ?? "",
+  dn_conv_back: (info) => (info.config.deltanet_conv ?? 1) - 1,
 };
 
 /** The layers a sliding window applies to (window_layers, or every layer), none without a window. */

@@ -31,7 +31,7 @@ def check(model: Transformer) -> list[dict[str, Any]]:
     for row in described:
         assert row["dims"] == [d for d in model.hook_points[row["name"]].dims if d != "batch"]
         cross = row["site"] == "cross_attn"
-        norm = row["site"] not in (None, "attn", "cross_attn", "mlp")
+        norm = row["site"] not in (None, "attn", "cross_attn", "deltanet", "mlp")
         stage = f"{row['site']}.{row['hook']}" if norm else row["hook"]
         assert stage_name(stage, row["layer"], stack=row["stack"], cross=cross) == row["name"]  # its place is true
         assert row["kind"] == STEP_KINDS.get(row["step"])
@@ -71,12 +71,13 @@ def _families() -> dict[str, Callable[[Path], Transformer]]:
     from tests.checkpoints.test_gemma import tiny_gemma
     from tests.checkpoints.test_hf_parity import _ours, tiny_bert
     from tests.checkpoints.test_phi_family import tiny_phi3
+    from tests.checkpoints.test_qwen35 import tiny_qwen35
 
     return {
         "llama": _hf(lambda: tiny_hf("llama")), "qwen2": _hf(lambda: tiny_hf("qwen2")),
         "qwen3": _hf(lambda: tiny_hf("qwen3")), "gemma2": _hf(lambda: tiny_gemma("gemma2")),
         "gemma3": _hf(lambda: tiny_gemma("gemma3")), "phi3": _hf(lambda: tiny_phi3(0.75)),
-        "gpt2": _hf(tiny_gpt2), "bert": lambda _: _ours(tiny_bert()),
+        "qwen35": _hf(tiny_qwen35), "gpt2": _hf(tiny_gpt2), "bert": lambda _: _ours(tiny_bert()),
         # an encoder-decoder with every option its stacks can take: Post-LN, RoPE and q/k norm in both attentions
         "encoder-decoder": lambda _: Transformer(TransformerConfig(
             architecture="encoder-decoder", vocab_size=50, d_model=16, n_layers=2, n_decoder_layers=1, n_heads=2,
@@ -84,7 +85,7 @@ def _families() -> dict[str, Callable[[Path], Transformer]]:
     }
 
 
-FAMILIES = ["llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "gpt2", "bert", "encoder-decoder"]
+FAMILIES = ["llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "qwen35", "gpt2", "bert", "encoder-decoder"]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -93,7 +94,7 @@ def test_one_model_of_each_family_is_described(family: str, tmp_path: Path) -> N
     described = check(_families()[family](tmp_path))
     hooks = {(row["site"], row["hook"]) for row in described}
     expected = {"qwen3": ("attn", "norm_q"), "gemma2": (None, "logits_raw"), "gemma3": ("ln2_post", "normalized"),
-                "bert": (None, "token_type_embed"), "encoder-decoder": ("cross_attn", "norm_q")}
+                "bert": (None, "token_type_embed"), "qwen35": ("deltanet", "state"), "encoder-decoder": ("cross_attn", "norm_q")}
     if family in expected:  # the family's own stages are there, described
         assert expected[family] in hooks
 

@@ -6,7 +6,8 @@ import { badge, drawGrid, drawTokenMatrix, fetchStages, keyTokensFor } from "./c
 
 // The tensors each step draws, by their hooks in the layer's attention site (ctx.names.site), keyed by the
 // step's main hook: q (Q, K, V), norm_q (Qwen3's per-head norm), rot_q (RoPE), z (A·V).
-const DRAWS = { q: ["q", "k", "v"], norm_q: ["q", "k", "norm_q", "norm_k"], rot_q: ["rot_q", "rot_k"], z: ["pattern", "v", "z"] };
+const DRAWS = { q: ["q", "k", "v"], norm_q: ["q", "k", "norm_q", "norm_k"], rot_q: ["rot_q", "rot_k"], z: ["pattern", "v", "z"],
+  out_gate: ["z", "out_gate", "z_gated"] };
 
 // what RoPE turns: q and k, or their per-head norms when the model has them (the step before)
 function unrotated(site) {
@@ -80,6 +81,10 @@ export default {
       drawTokenMatrix(board, "rq", ctx, stages[site.rot_q], { title: title("Q · RoPE", true), fixed: hq, className: "half" });
       drawTokenMatrix(board, "k", ctx, stages[kName], { title: title(normed ? "RMSNorm(K)" : "K", false), fixed: hkv, className: "half" });
       drawTokenMatrix(board, "rk", ctx, stages[site.rot_k], { title: title("K · RoPE", false), fixed: hkv, className: "half", note: gqaNote });
+    } else if (hook === "out_gate") { // Qwen3.5: z times its gate sigmoid(W_G · x), per head and dimension
+      drawTokenMatrix(board, "z", ctx, stages[site.z], { title: title("z", true), fixed: hq, className: "third" });
+      drawTokenMatrix(board, "g", ctx, stages[site.out_gate], { title: title("sigmoid(W_G·x)", true), fixed: hq, signed: false, className: "third" });
+      drawTokenMatrix(board, "zg", ctx, stages[site.z_gated], { title: title("z′ = z ⊙ gate", true), fixed: hq, className: "third" });
     } else {
       const pattern = stages[site.pattern];
       drawTokenMatrix(board, "a", ctx, pattern, {
