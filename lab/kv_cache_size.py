@@ -8,6 +8,8 @@ With GQA/MQA only the kv_heads are stored, so 8 KV heads serving 32 query heads 
 The context is capped by the model's own (n_ctx: it never holds more positions) and by a
 sliding window of W keys, all a layer ever needs to keep (Mistral's rolling buffer).
 An encoder keeps no cache: it reads the whole text in one pass and generates nothing.
+A hybrid (Qwen3.5) caches K and V in its attention layers only; each gated DeltaNet layer keeps a fixed state
+instead, whatever the context: value_heads · d_value · d_key numbers, and its convolution's last kernel − 1 inputs.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ class CacheShape:
     sliding_window: int | None = None
     note: str = ""
     local_layers: int | None = None  # only this many layers keep the window, the others every position (Gemma 3)
+    # a hybrid's gated DeltaNet layers (not in `layers`) and the numbers their fixed states hold per sequence
+    deltanet_layers: int | None = None
+    state_values: int = 0
 
     @property
     def attention(self) -> str:
@@ -97,11 +102,16 @@ def cache_bytes(shape: CacheShape, *, context: int | None = None, batch: int = 1
         raise ValueError("context must be >= 0 and batch >= 1")
     local = local_positions(shape, context)
     if local is None or shape.local_layers is None:
-        return bytes_per_token(shape, dtype) * cached_positions(shape, context) * batch
+        return (bytes_per_token(shape, dtype) * cached_positions(shape, context) + state_bytes(shape, dtype)) * batch
     # local layers keep their window, global ones every position: summed layer by layer
     per_layer_token = bytes_per_token(shape, dtype) // shape.layers
     kept = (shape.layers - shape.local_layers) * cached_positions(shape, context) + shape.local_layers * local
-    return per_layer_token * kept * batch
+    return (per_layer_token * kept + state_bytes(shape, dtype)) * batch
+
+
+def state_bytes(shape: CacheShape, dtype: str = "float16") -> int:
+    """A hybrid's DeltaNet states for one sequence: the same at every context length (0 without such layers)."""
+    return shape.state_values * dtype_bytes(dtype)
 
 
 def keeps_cache(cfg: TransformerConfig) -> bool:
@@ -116,6 +126,13 @@ def shape_of(name: str, cfg: TransformerConfig) -> CacheShape:
     Qwen2's per-layer windows) those layers keep the window and the others every position.
     """
     layers = cfg.decoder_layers if cfg.architecture == "encoder-decoder" else cfg.n_layers
+    if cfg.deltanet_layers is not None:  # Qwen3.5: K and V in the attention layers, a fixed state in the others
+        key_heads, heads = cfg.deltanet_key_heads or 0, cfg.deltanet_value_heads or 0
+        d_key, d_value, kernel = cfg.deltanet_key_dim or 0, cfg.deltanet_value_dim or 0, cfg.deltanet_conv or 0
+        per_layer = heads * d_value * d_key + (kernel - 1) * (2 * key_heads * d_key + heads * d_value)
+        fixed = len(cfg.deltanet_layers)
+        return CacheShape(name, layers - fixed, cfg.n_heads, cfg.kv_heads, cfg.d_head, cfg.n_ctx,
+                          cfg.sliding_window, deltanet_layers=fixed, state_values=fixed * per_layer)
     if cfg.window_layers is None or cfg.sliding_window is None:
         return CacheShape(name, layers, cfg.n_heads, cfg.kv_heads, cfg.d_head, cfg.n_ctx, cfg.sliding_window)
     local = sum(cfg.window_of(layer) is not None for layer in range(layers))
@@ -143,7 +160,7 @@ def variants(shape: CacheShape) -> dict[str, CacheShape]:
 
 def _with_kv(shape: CacheShape, kv_heads: int) -> CacheShape:
     return CacheShape(shape.name, shape.layers, shape.q_heads, kv_heads, shape.d_head, shape.context,
-                      shape.sliding_window, shape.note, shape.local_layers)
+                      shape.sliding_window, shape.note, shape.local_layers, shape.deltanet_layers, shape.state_values)
 
 
 def kv_cache_table(
@@ -168,6 +185,8 @@ def kv_cache_table(
             # only a model with local and global layers has these, so every other row reads as before
             **({"local_layers": s.local_layers, "local_positions": local_positions(s, context)}
                if s.local_layers is not None else {}),
+            **({"deltanet_layers": s.deltanet_layers, "state_bytes": state_bytes(s, dtype) * batch}
+               if s.deltanet_layers is not None else {}),
         }
         for s in shapes
     ]

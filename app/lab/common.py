@@ -81,7 +81,7 @@ def refusing_hybrid(name: str, plan: Any) -> Any:
     attention's math, or reads attention patterns, in every layer, which a gated DeltaNet layer does not have."""
 
     def checked(context: Context, request: Any) -> Build:
-        cfg = context.model.cfg if context.model is not None else None
+        cfg = context.resolved.cfg if context.resolved is not None else None
         if cfg is not None and cfg.hybrid:
             deltanet = [i for i in range(cfg.n_layers) if cfg.is_deltanet(i)]
             attention = [i for i in range(cfg.n_layers) if not cfg.is_deltanet(i)]
