@@ -26,19 +26,21 @@ from checkpoints.base import CheckpointError, ConfigFields, StateDict
 from checkpoints.families.records import GgufFamily, HfFamily
 from checkpoints.gguf_read import GgufRead, shown
 from checkpoints.gguf_tensors import ModelTensors, Shapes, outside_blocks
-from checkpoints.hf_common import GENERIC_FIELDS, activation, loader_name, strip_prefix, take
+from checkpoints.hf_common import GENERIC_FIELDS, loader_name, strip_prefix, take
 from checkpoints.hf_rope import rope_fields
 from model.config import TransformerConfig
 
 HF_FIELDS = GENERIC_FIELDS | ConfigFields(
     read=frozenset({
         "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-        "num_key_value_heads", "head_dim", "hidden_act", "max_position_embeddings", "rms_norm_eps", "rope_parameters",
+        "num_key_value_heads", "head_dim", "max_position_embeddings", "rms_norm_eps", "rope_parameters",
         "attention_bias", "layer_types", "linear_conv_kernel_dim", "linear_key_head_dim", "linear_value_head_dim",
         "linear_num_key_heads", "linear_num_value_heads", "partial_rotary_factor", "full_attention_interval",
     }),
     inert=frozenset({"attention_dropout"}),
-    defaults={},
+    # transformers applies hidden_act in the FFN and after the DeltaNet convolution, but silu in the gated norm:
+    # only silu is implemented (the DeltaNet layer's own activations are silu)
+    defaults={"hidden_act": "silu"},
 )
 KINDS = ("linear_attention", "full_attention")
 # keys of rope_parameters that only multimodal positions use: text positions are equal on the three axes
@@ -77,7 +79,7 @@ def convert_hf(hf_config: dict[str, Any], state: StateDict) -> tuple[Transformer
         head_dim=None if head_dim * n_heads == d_model else head_dim, d_mlp=hf_config["intermediate_size"],
         n_ctx=min(int(hf_config.get("max_position_embeddings", 4096)), 4096), pos_encoding="rope", **fields,
         norm="rmsnorm", norm_placement="pre", norm_eps=hf_config.get("rms_norm_eps", 1e-6), qk_norm=True,
-        activation=activation(hf_config, "hidden_act", "silu", gated=True), bias=False, qkv_bias=bias,
+        activation="swiglu", bias=False, qkv_bias=bias,
         attn_out_bias=bias, tied_embeddings=bool(hf_config.get("tie_word_embeddings", False))
         or "lm_head.weight" not in state,
         deltanet_layers=tuple(i for i, kind in enumerate(kinds) if kind == "linear_attention") or None,

@@ -44,6 +44,10 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "phi3": ("Phi3Config", "Phi3ForCausalLM", LLAMA_BASE | {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2,
                                                             "original_max_position_embeddings": 12}),
     "starcoder2": ("Starcoder2Config", "Starcoder2ForCausalLM", LLAMA_BASE),
+    # Qwen3.5: a full-attention layer, then a gated DeltaNet layer (key heads of 8, value heads of 12, a kernel of 3)
+    "qwen3_5_text": ("Qwen3_5TextConfig", "Qwen3_5ForCausalLM", LLAMA_BASE | {
+        "head_dim": 16, "linear_key_head_dim": 8, "linear_value_head_dim": 12, "linear_num_key_heads": 2,
+        "linear_num_value_heads": 4, "linear_conv_kernel_dim": 3, "layer_types": ["full_attention", "linear_attention"]}),
     "bert": ("BertConfig", "BertModel", dict(
         vocab_size=99, hidden_size=48, num_hidden_layers=2, num_attention_heads=4, intermediate_size=80,
         max_position_embeddings=64,
@@ -115,6 +119,11 @@ READ_VALUES |= {
     "sliding_window_pattern": [{"sliding_window_pattern": 1}, {"sliding_window_pattern": 2}],
     "_sliding_window_pattern": [{"_sliding_window_pattern": 2}],
     "norm_epsilon": [{"norm_epsilon": 1e-2}], "use_bias": [{"use_bias": False}, {"use_bias": True}],  # StarCoder2
+    # Qwen3.5's DeltaNet layers
+    "linear_conv_kernel_dim": [{"linear_conv_kernel_dim": 2}], "linear_key_head_dim": [{"linear_key_head_dim": 12}],
+    "linear_value_head_dim": [{"linear_value_head_dim": 20}], "linear_num_key_heads": [{"linear_num_key_heads": 1}],
+    "linear_num_value_heads": [{"linear_num_value_heads": 6, "linear_num_key_heads": 3}],
+    "full_attention_interval": [{"full_attention_interval": 2, "layer_types": None}],
 }
 # where Gemma spells a field's values its own way
 FAMILY_READ_VALUES |= {
@@ -123,6 +132,9 @@ FAMILY_READ_VALUES |= {
        for family in ("gemma2", "gemma3_text")},
     **{(family, "sliding_window"): [{"sliding_window": 5}, {"sliding_window": 40}]
        for family in ("gemma2", "gemma3_text")},
+    # (every layer linear: transformers' own cache fails on it, use_cache or not)
+    ("qwen3_5_text", "layer_types"): [{"layer_types": ["linear_attention", "full_attention"]}],
+    ("qwen3_5_text", "hidden_act"): [{"hidden_act": "silu"}],
     ("gemma3_text", "rope_parameters"): [{"rope_parameters": {
         "full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 77.0},
         "sliding_attention": {"rope_type": "default", "rope_theta": 33.0}}}],
@@ -159,6 +171,7 @@ REFUSED_VALUES: dict[str, Any] = {
     "rope_interleaved": True,
     # fields of Phi-4-mini's own code that transformers' Phi-3 does not read: only their plain values load
     "attention_bias": True, "mlp_bias": True, "lm_head_bias": True, "full_attn_mod": 2, "interpolate_factor": 4,
+    "hidden_act": "gelu",  # Qwen3.5: its DeltaNet layers' activations are silu only
 }
 
 
