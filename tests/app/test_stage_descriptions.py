@@ -94,7 +94,8 @@ def test_one_model_of_each_family_is_described(family: str, tmp_path: Path) -> N
     described = check(_families()[family](tmp_path))
     hooks = {(row["site"], row["hook"]) for row in described}
     expected = {"qwen3": ("attn", "norm_q"), "gemma2": (None, "logits_raw"), "gemma3": ("ln2_post", "normalized"),
-                "bert": (None, "token_type_embed"), "qwen35": ("deltanet", "state"), "encoder-decoder": ("cross_attn", "norm_q")}
+                "bert": (None, "token_type_embed"), "qwen35": ("deltanet", "state"),
+                "encoder-decoder": ("cross_attn", "norm_q")}
     if family in expected:  # the family's own stages are there, described
         assert expected[family] in hooks
 

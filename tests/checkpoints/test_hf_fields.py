@@ -47,7 +47,8 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     # Qwen3.5: a full-attention layer, then a gated DeltaNet layer (key heads of 8, value heads of 12, a kernel of 3)
     "qwen3_5_text": ("Qwen3_5TextConfig", "Qwen3_5ForCausalLM", LLAMA_BASE | {
         "head_dim": 16, "linear_key_head_dim": 8, "linear_value_head_dim": 12, "linear_num_key_heads": 2,
-        "linear_num_value_heads": 4, "linear_conv_kernel_dim": 3, "layer_types": ["full_attention", "linear_attention"]}),
+        "linear_num_value_heads": 4, "linear_conv_kernel_dim": 3,
+        "layer_types": ["full_attention", "linear_attention"]}),
     "bert": ("BertConfig", "BertModel", dict(
         vocab_size=99, hidden_size=48, num_hidden_layers=2, num_attention_heads=4, intermediate_size=80,
         max_position_embeddings=64,

@@ -174,8 +174,8 @@ def write_qwen35_gguf(path: Path, hf: torch.nn.Module, qtype: Any,
         else:
             _, _, layer, rest = hf_name.split(".", 3)
             module, kind = rest.rsplit(".", 1)
-            name = {"linear_attn.A_log": f"blk.{layer}.ssm_a",
-                    "linear_attn.dt_bias": f"blk.{layer}.ssm_dt.bias"}.get(rest, f"blk.{layer}.{NAMES.get(module)}.{kind}")
+            own = {"linear_attn.A_log": "ssm_a", "linear_attn.dt_bias": "ssm_dt.bias"}
+            name = f"blk.{layer}.{own[rest]}" if rest in own else f"blk.{layer}.{NAMES[module]}.{kind}"
         if name.endswith("norm.weight") and "ssm_norm" not in name:
             data = data + 1  # the zero-centred RMSNorm's gain
         if name.endswith("ssm_a"):
