@@ -29,6 +29,7 @@ from checkpoints.gguf_tensors import ModelTensors, Shapes, outside_blocks
 from checkpoints.hf_common import GENERIC_FIELDS, loader_name, strip_prefix, take
 from checkpoints.hf_rope import rope_fields
 from model.config import TransformerConfig
+from model.stored_weights import StoredWeight
 
 HF_FIELDS = GENERIC_FIELDS | ConfigFields(
     read=frozenset({
@@ -131,8 +132,13 @@ def convert_hf(hf_config: dict[str, Any], state: StateDict) -> tuple[Transformer
 
 def split_query_gate(rows: torch.Tensor, n_heads: int) -> tuple[torch.Tensor, torch.Tensor]:
     """q_proj's rows (or bias), per head [query | gate] (2 · d_head each), -> (W_Q's rows, W_G's rows)."""
-    per_head = rows.reshape(n_heads, 2, rows.shape[0] // n_heads // 2, *rows.shape[1:])
-    return per_head[:, 0].reshape(-1, *rows.shape[1:]), per_head[:, 1].reshape(-1, *rows.shape[1:])
+    per_head = torch.arange(rows.shape[0]).reshape(n_heads, 2, -1)
+    return rows_of(rows, per_head[:, 0].reshape(-1)), rows_of(rows, per_head[:, 1].reshape(-1))
+
+
+def rows_of(tensor: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """tensor[index] along its rows; a weight kept in its file's precision stays so (its row order changes)."""
+    return tensor.reordered(index) if isinstance(tensor, StoredWeight) else tensor[index]
 
 
 # ---------------------------------------------------------------- GGUF
@@ -210,29 +216,30 @@ def untile(tensor: torch.Tensor, key_heads: int, heads: int, dim: int = 0) -> to
 
 def convert_gguf(cfg: TransformerConfig, source: ModelTensors) -> StateDict:
     """qwen35 tensor names -> ours: the norms read as stored (llama.cpp stores the gain 1 + w), A_log = log(−ssm_a),
-    the value heads of the DeltaNet tensors put back in transformers' order."""
+    the value heads of the DeltaNet tensors put back in transformers' order (rows reordered, so a weight kept in
+    its file's precision stays so; ssm_out's columns are read as float32)."""
     out: StateDict = {"stack.embed.W_E.weight": source.get("token_embd.weight")}
     key_heads, heads = cfg.deltanet_key_heads or 1, cfg.deltanet_value_heads or 1
     key_width = key_heads * (cfg.deltanet_key_dim or 0)
+    value_rows = untile(torch.arange(heads * (cfg.deltanet_value_dim or 0)), key_heads, heads)
+    head_rows = untile(torch.arange(heads), key_heads, heads)
+    fused_rows = torch.cat((torch.arange(2 * key_width), 2 * key_width + value_rows))  # q and k as they are
 
-    def read(name: str) -> torch.Tensor:
-        return source.get(name).float()  # the DeltaNet tensors are reordered here: read as float32
+    def value_heads(name: str, rows: torch.Tensor) -> torch.Tensor:
+        return rows_of(source.get(name), rows)
 
     for layer in range(cfg.n_layers):
         blk, ours = f"blk.{layer}.", f"stack.blocks.{layer}."
         if cfg.is_deltanet(layer):
-            qkv, conv = read(blk + "attn_qkv.weight"), read(blk + "ssm_conv1d.weight")
-            out |= {ours + "deltanet.W_qkv.weight": torch.cat((qkv[:2 * key_width], untile(
-                        qkv[2 * key_width:], key_heads, heads)), dim=0),
-                    ours + "deltanet.conv_w": torch.cat((conv[:2 * key_width], untile(
-                        conv[2 * key_width:], key_heads, heads)), dim=0),
-                    ours + "deltanet.W_z.weight": untile(read(blk + "attn_gate.weight"), key_heads, heads),
-                    ours + "deltanet.W_a.weight": untile(read(blk + "ssm_alpha.weight"), key_heads, heads),
-                    ours + "deltanet.W_b.weight": untile(read(blk + "ssm_beta.weight"), key_heads, heads),
-                    ours + "deltanet.A_log": untile(read(blk + "ssm_a"), key_heads, heads).neg().log(),
-                    ours + "deltanet.dt_bias": untile(read(blk + "ssm_dt.bias"), key_heads, heads),
+            out |= {ours + "deltanet.W_qkv.weight": value_heads(blk + "attn_qkv.weight", fused_rows),
+                    ours + "deltanet.conv_w": value_heads(blk + "ssm_conv1d.weight", fused_rows),
+                    ours + "deltanet.W_z.weight": value_heads(blk + "attn_gate.weight", value_rows),
+                    ours + "deltanet.W_a.weight": value_heads(blk + "ssm_alpha.weight", head_rows),
+                    ours + "deltanet.W_b.weight": value_heads(blk + "ssm_beta.weight", head_rows),
+                    ours + "deltanet.A_log": value_heads(blk + "ssm_a", head_rows).float().neg().log(),
+                    ours + "deltanet.dt_bias": value_heads(blk + "ssm_dt.bias", head_rows),
                     ours + "deltanet.norm_w": source.get(blk + "ssm_norm.weight"),
-                    ours + "deltanet.W_O.weight": untile(read(blk + "ssm_out.weight"), key_heads, heads, dim=1)}
+                    ours + "deltanet.W_O.weight": source.get(blk + "ssm_out.weight").float()[:, value_rows]}
         else:
             query, gate = split_query_gate(source.get(blk + "attn_q.weight"), cfg.n_heads)
             out |= {ours + "attn.W_Q.weight": query, ours + "attn.W_G.weight": gate,

@@ -264,3 +264,19 @@ def test_gguf_keys_not_implemented_are_refused_by_name(tmp_path: Path, key: str,
     write_qwen35_gguf(path, tiny_qwen35(), gguf.GGMLQuantizationType.F32, extra={key: value})
     with pytest.raises(CheckpointError, match=re.escape(named)):
         load_checkpoint(path)
+
+
+@pytest.mark.parametrize("qtype", ["F16", "Q8_0"])
+def test_qwen35_kept_in_the_files_precision_gives_the_float32_numbers(tmp_path: Path, qtype: str) -> None:
+    """A float32 budget of 0: the reordered DeltaNet rows and the split query / gate stay stored weights."""
+    from model.stored_weights import StoredWeight
+    from tests.checkpoints.test_file_precision import assert_same_pass, both
+
+    path = tmp_path / "qwen35.gguf"
+    write_qwen35_gguf(path, tiny_qwen35(), gguf.GGMLQuantizationType[qtype])
+    eager, stored = both(path)
+    blocks = stored.stack.blocks
+    assert isinstance(blocks[0].deltanet.W_qkv.weight, StoredWeight)
+    assert isinstance(blocks[0].deltanet.W_z.weight, StoredWeight)
+    assert isinstance(blocks[3].attn.W_G.weight, StoredWeight)
+    assert_same_pass(eager, stored)
