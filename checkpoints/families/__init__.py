@@ -10,12 +10,25 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from checkpoints.families import bert, gemma2, gemma3, gpt2, llama, mistral, phi3, qwen2, qwen3, qwen35, starcoder2
+from checkpoints.families import (
+    bert,
+    gemma2,
+    gemma3,
+    gpt2,
+    llama,
+    mistral,
+    phi3,
+    qwen2,
+    qwen3,
+    qwen35,
+    qwen35_vl,
+    starcoder2,
+)
 from checkpoints.families.records import GgufFamily, HfFamily
 
 # in the order the loaders list them in their refusals
 FAMILIES: dict[str, ModuleType] = {module.__name__.rsplit(".", 1)[1]: module for module in (
-    llama, mistral, qwen2, qwen3, qwen35, gpt2, gemma2, gemma3, phi3, bert, starcoder2)}
+    llama, mistral, qwen2, qwen3, qwen35, qwen35_vl, gpt2, gemma2, gemma3, phi3, bert, starcoder2)}
 HF_FAMILIES: dict[str, HfFamily] = {m.HF.model_type: m.HF for m in FAMILIES.values() if hasattr(m, "HF")}
 GGUF_FAMILIES: dict[str, GgufFamily] = {m.GGUF.arch: m.GGUF for m in FAMILIES.values() if hasattr(m, "GGUF")}
 

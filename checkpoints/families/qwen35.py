@@ -38,10 +38,15 @@ HF_FIELDS = GENERIC_FIELDS | ConfigFields(
         "attention_bias", "layer_types", "linear_conv_kernel_dim", "linear_key_head_dim", "linear_value_head_dim",
         "linear_num_key_heads", "linear_num_value_heads", "partial_rotary_factor", "full_attention_interval",
     }),
-    inert=frozenset({"attention_dropout"}),
+    # mtp_*: the multi-token-prediction head (mtp.* weights) drafts tokens for speculative decoding, it is not part
+    # of the next-token logits (transformers does not load it); mamba_ssm_dtype: the state's dtype in fused
+    # kernels (ours is float32)
+    inert=frozenset({"attention_dropout", "mtp_num_hidden_layers", "mtp_use_dedicated_embeddings",
+                     "mamba_ssm_dtype"}),
     # transformers applies hidden_act in the FFN and after the DeltaNet convolution, but silu in the gated norm:
-    # only silu is implemented (the DeltaNet layer's own activations are silu)
-    defaults={"hidden_act": "silu"},
+    # only silu is implemented (the DeltaNet layer's own activations are silu); the attention output gate is on in
+    # every Qwen3.5 (released configs write attn_output_gate: true); mlp_only_layers is the MoE models'
+    defaults={"hidden_act": "silu", "attn_output_gate": True, "mlp_only_layers": []},
 )
 KINDS = ("linear_attention", "full_attention")
 # keys of rope_parameters that only multimodal positions use: text positions are equal on the three axes

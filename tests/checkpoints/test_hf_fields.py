@@ -49,6 +49,13 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
         "head_dim": 16, "linear_key_head_dim": 8, "linear_value_head_dim": 12, "linear_num_key_heads": 2,
         "linear_num_value_heads": 4, "linear_conv_kernel_dim": 3,
         "layer_types": ["full_attention", "linear_attention"]}),
+    # Qwen3.5 as published: that text model inside Qwen3_5ForConditionalGeneration (a one-block vision tower)
+    "qwen3_5": ("Qwen3_5Config", "Qwen3_5ForConditionalGeneration", {"text_config": LLAMA_BASE | {
+        "head_dim": 16, "linear_key_head_dim": 8, "linear_value_head_dim": 12, "linear_num_key_heads": 2,
+        "linear_num_value_heads": 4, "linear_conv_kernel_dim": 3,
+        "layer_types": ["full_attention", "linear_attention"]}, "vision_config": {
+        "depth": 1, "hidden_size": 32, "num_heads": 2, "intermediate_size": 32, "out_hidden_size": 64,
+        "patch_size": 4, "temporal_patch_size": 2, "spatial_merge_size": 2}}),
     "bert": ("BertConfig", "BertModel", dict(
         vocab_size=99, hidden_size=48, num_hidden_layers=2, num_attention_heads=4, intermediate_size=80,
         max_position_embeddings=64,
@@ -125,6 +132,7 @@ READ_VALUES |= {
     "linear_value_head_dim": [{"linear_value_head_dim": 20}], "linear_num_key_heads": [{"linear_num_key_heads": 1}],
     "linear_num_value_heads": [{"linear_num_value_heads": 6, "linear_num_key_heads": 3}],
     "full_attention_interval": [{"full_attention_interval": 2, "layer_types": None}],
+    "text_config": [{}],
 }
 # where Gemma spells a field's values its own way
 FAMILY_READ_VALUES |= {
@@ -164,6 +172,10 @@ INERT_VALUES: dict[str, Any] = {
     "is_llama_config": True, "hidden_dropout_prob": 0.3, "attention_probs_dropout_prob": 0.3,
     "residual_dropout": 0.3, "embedding_dropout": 0.3,
     "classifier_dropout": 0.3, "cache_implementation": "static", "hidden_act": "relu",
+    # Qwen3.5: its multi-token-prediction head and state dtype; the wrapper's vision side
+    "mtp_num_hidden_layers": 1, "mtp_use_dedicated_embeddings": True, "mamba_ssm_dtype": "float16",
+    "vision_config": {"depth": 2, "hidden_size": 32, "num_heads": 2, "intermediate_size": 32, "out_hidden_size": 64},
+    "image_token_id": 7, "video_token_id": 8, "vision_start_token_id": 9, "vision_end_token_id": 10,
 }
 REFUSED_VALUES: dict[str, Any] = {
     "is_encoder_decoder": True, "is_decoder": True, "add_cross_attention": True, "tie_encoder_decoder": True,
@@ -173,7 +185,14 @@ REFUSED_VALUES: dict[str, Any] = {
     # fields of Phi-4-mini's own code that transformers' Phi-3 does not read: only their plain values load
     "attention_bias": True, "mlp_bias": True, "lm_head_bias": True, "full_attn_mod": 2, "interpolate_factor": 4,
     "hidden_act": "gelu",  # Qwen3.5: its DeltaNet layers' activations are silu only
+    "attn_output_gate": False, "mlp_only_layers": [1],
 }
+
+
+def vocab_of(family: str) -> int:
+    """The family's vocabulary size (a wrapper's is its text_config's)."""
+    base = FAMILIES[family][2]
+    return int(base.get("vocab_size") or base["text_config"]["vocab_size"])
 
 
 def _hf_model(family: str, changes: dict[str, Any]) -> torch.nn.Module:
@@ -218,7 +237,7 @@ def _ours(hf: torch.nn.Module, written: dict[str, Any]) -> Transformer:
 def assert_parity(family: str, changes: dict[str, Any], drop: tuple[str, ...] = ()) -> TransformerConfig:
     hf = _hf_model(family, changes)
     ours = _ours(hf, _written_config(hf, changes, drop))
-    toks = torch.randint(0, FAMILIES[family][2]["vocab_size"], (1, 20), generator=torch.Generator().manual_seed(1))
+    toks = torch.randint(0, vocab_of(family), (1, 20), generator=torch.Generator().manual_seed(1))
     with torch.inference_mode():
         expected, got = _output(hf, family, toks), ours(toks)
     assert (got - expected).abs().max().item() <= TOL, (family, changes)
@@ -262,7 +281,7 @@ def test_per_layer_windows_reach_the_model() -> None:
 def test_every_inert_field_changes_nothing(family: str, field: str) -> None:
     """transformers computes the same with the field set, and so do we (our config does not change)."""
     changes = {field: INERT_VALUES[field]}
-    toks = torch.randint(0, FAMILIES[family][2]["vocab_size"], (1, 20), generator=torch.Generator().manual_seed(1))
+    toks = torch.randint(0, vocab_of(family), (1, 20), generator=torch.Generator().manual_seed(1))
     plain_hf, plain_cfg = _plain(family)
     try:
         hf = _hf_model(family, changes)

@@ -280,3 +280,33 @@ def test_qwen35_kept_in_the_files_precision_gives_the_float32_numbers(tmp_path: 
     assert isinstance(blocks[0].deltanet.W_z.weight, StoredWeight)
     assert isinstance(blocks[3].attn.W_G.weight, StoredWeight)
     assert_same_pass(eager, stored)
+
+
+def test_the_published_wrapper_qwen35_vl_reads_its_text_model(tmp_path: Path) -> None:
+    """qwen35_vl: a Qwen3_5ForConditionalGeneration directory (model_type qwen3_5, as Qwen/Qwen3.5-0.8B is
+    published): its text model's next-token log-probs equal transformers' on text, the vision tower left out; the
+    fields released text configs carry are read, inert or refused by name."""
+    import json
+
+    text = tiny_qwen35().config.to_dict()
+    torch.manual_seed(0)
+    config = transformers.Qwen3_5Config(text_config=text, vision_config=dict(
+        depth=1, hidden_size=32, num_heads=2, intermediate_size=32, out_hidden_size=64, patch_size=4,
+        temporal_patch_size=2, spatial_merge_size=2))
+    hf = transformers.Qwen3_5ForConditionalGeneration(config).eval()
+    with torch.no_grad():
+        for name, param in hf.named_parameters():
+            if "language_model" in name and "norm" in name:
+                param.copy_(0.3 * torch.randn_like(param) + (1.0 if "linear_attn.norm" in name else 0.0))
+    save_hf_directory(hf, tmp_path)
+    written = json.loads((tmp_path / "config.json").read_text())
+    assert written["model_type"] == "qwen3_5" and "vision_config" in written
+    written["text_config"] |= {"attn_output_gate": True, "mtp_num_hidden_layers": 1, "mlp_only_layers": []}
+    (tmp_path / "config.json").write_text(json.dumps(written))
+    loaded = load_checkpoint(tmp_path)
+    assert loaded.meta["model_type"] == "qwen3_5" and loaded.model.cfg.deltanet_layers == (0, 1, 2)
+    assert compare(loaded.model, hf, tokens(loaded.model.cfg.vocab_size)) <= TOL
+    written["text_config"]["attn_output_gate"] = False
+    (tmp_path / "config.json").write_text(json.dumps(written))
+    with pytest.raises(CheckpointError, match=re.escape("text_config): config field attn_output_gate = False")):
+        load_checkpoint(tmp_path)
