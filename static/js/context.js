@@ -67,6 +67,8 @@ const STAGE_VARS = {
   dn_d_value: (info) => info.config.deltanet_value_dim ?? "",
   dn_conv: (info) => info.config.deltanet_conv ?? "",
   dn_conv_back: (info) => (info.config.deltanet_conv ?? 1) - 1,
+  dn_state_numbers: (info) => (info.config.deltanet_value_heads ?? 0) * (info.config.deltanet_value_dim ?? 0) * (info.config.deltanet_key_dim ?? 0),
+  kv_per_token: (info) => 2 * info.n_kv_heads * info.d_head,
 };
 
 /** The layers a sliding window applies to (window_layers, or every layer), none without a window. */
