@@ -161,6 +161,7 @@ def gguf_config(read: GgufRead) -> TransformerConfig:
     """A qwen35 file as llama.cpp runs it: full attention every full_attention_interval-th layer (llama.cpp's
     hparams: layer i is recurrent unless (i + 1) % interval == 0), the others gated DeltaNet, whose sizes are the
     ssm keys (group_count key heads of state_size, time_step_rank value heads, inner_size = their total width)."""
+    read = per_layer_kv_heads(read)
     common = read.common()
     n_layers, head_size = common["n_layers"], read.head_size
     every = int(read.number("full_attention_interval", 4.0))
@@ -191,6 +192,20 @@ def gguf_config(read: GgufRead) -> TransformerConfig:
         deltanet_value_heads=heads, deltanet_key_dim=key_dim, deltanet_value_dim=inner // heads,
         deltanet_conv=int(read.number("ssm.conv_kernel")), attn_output_gate=True,
     )
+
+
+def per_layer_kv_heads(read: GgufRead) -> GgufRead:
+    """attention.head_count_kv may list one count per layer (0 for a recurrent layer): every attention layer's
+    must then be the same, read as the one count."""
+    key = read.prefix + "attention.head_count_kv"
+    counts = read.metadata.get(key)
+    if not isinstance(counts, list):
+        return read
+    kept = {c for c in counts if c}
+    if len(kept) != 1 or not all(isinstance(c, int) for c in counts):
+        raise CheckpointError(f"{key} = {shown(counts)}: attention layers with different K/V head counts are not "
+                              "implemented")
+    return GgufRead({**read.metadata, key: kept.pop()}, read.arch, read.tied, read.factors, read.context_cap)
 
 
 def gguf_shapes(cfg: TransformerConfig, shapes: Shapes) -> Shapes:

@@ -128,8 +128,8 @@ def tiled(x: torch.Tensor, key_heads: int, heads: int, dim: int = 0, back: bool 
     return per.transpose(0, 1).reshape(moved.shape).movedim(0, dim)
 
 
-def write_qwen35_gguf(path: Path, hf: torch.nn.Module, qtype: Any,
-                      extra: dict[str, Any] | None = None) -> dict[str, torch.Tensor]:
+def write_qwen35_gguf(path: Path, hf: torch.nn.Module, qtype: Any, extra: dict[str, Any] | None = None,
+                      kv_per_layer: list[int] | None = None) -> dict[str, torch.Tensor]:
     """hf as llama.cpp's Qwen3_5TextModel converter writes it (zero-centred norms + 1, ssm_a = −exp(A_log), dt_bias as
     ssm_dt.bias, the convolution squeezed, value heads tiled); 2-D weights in qtype, the convolution F32. Returns
     transformers' state dict as the file holds it (dequantized, the reorder undone by the test's own inverse)."""
@@ -159,6 +159,8 @@ def write_qwen35_gguf(path: Path, hf: torch.nn.Module, qtype: Any,
         if value is not None:
             writer.add_key_value(key, value, _value_type(value))
     writer.add_array(f"{arch}.rope.dimension_sections", [2, 1, 1, 0])
+    if kv_per_layer is not None:  # one K/V head count per layer, as some converters write it
+        writer.add_array(f"{arch}.attention.head_count_kv", kv_per_layer)
     writer.add_token_list(tokens_)
     writer.add_token_types(types)
     writer.add_token_merges(merges)
@@ -232,6 +234,19 @@ def test_qwen35_gguf_matches_transformers_on_the_same_weights(tmp_path: Path, qt
     assert compare(loaded.model, reference.eval(), toks) <= TOL
     if qtype == "F32":  # the file is the model: the reorder undone gives transformers' weights themselves
         assert compare(loaded.model, hf, toks) <= TOL
+
+
+def test_a_kv_head_count_per_layer_is_read(tmp_path: Path) -> None:
+    """attention.head_count_kv as one count per layer (0 for the recurrent ones) reads as the attention layers'."""
+    hf = tiny_qwen35()
+    path = tmp_path / "qwen35.gguf"
+    reference_state = write_qwen35_gguf(path, hf, gguf.GGMLQuantizationType.F32,
+                                        extra={"qwen35.attention.head_count_kv": None}, kv_per_layer=[0, 0, 0, 2])
+    reference = tiny_qwen35()
+    reference.load_state_dict(reference_state)
+    loaded = load_checkpoint(path)
+    assert loaded.model.cfg.kv_heads == 2
+    assert compare(loaded.model, reference.eval(), tokens(loaded.model.cfg.vocab_size)) <= TOL
 
 
 def test_the_value_head_reorder_matters(tmp_path: Path) -> None:
