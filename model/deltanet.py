@@ -115,21 +115,12 @@ class GatedDeltaNet(nn.Module):
         # 4) the recurrence, one token after the other; value head h reads key head h // (heads / key_heads)
         group = self.heads // self.key_heads
         q, k = q.repeat_interleave(group, dim=2), k.repeat_interleave(group, dim=2)  # [batch, pos, head, d_key]
-        state = cache.state if cache is not None and cache.state is not None else \
-            x.new_zeros(batch, self.heads, self.d_value, self.d_key)  # S [batch, head, d_value, d_key]
-        reads, changes = [], []
-        for t in range(n_pos):
-            decayed = state * g[:, t].exp()[..., None, None]  # exp(g_t) · S_{t−1}
-            recalled = torch.einsum("bhvk,bhk->bhv", decayed, k[:, t])  # what the state holds under k_t
-            written = beta[:, t, :, None] * (v[:, t] - recalled)  # β_t (v_t − S k_t): the correction it writes
-            new = decayed + torch.einsum("bhv,bhk->bhvk", written, k[:, t])
-            larger = torch.maximum(new.flatten(2).norm(dim=-1), state.flatten(2).norm(dim=-1)).clamp_min(1e-30)
-            changes.append((new - state).flatten(2).norm(dim=-1) / larger)  # [batch, head], from 0 to 2
-            reads.append(torch.einsum("bhvk,bhk->bhv", new, q[:, t]))  # o_t = S_t q_t  [batch, head, d_value]
-            state = new
-        self.hook_state_change(torch.stack(changes, dim=1))  # [batch, pos, head]
+        state = cache.state.clone() if cache is not None and cache.state is not None else \
+            x.new_zeros(batch, self.heads, self.d_value, self.d_key)  # S [batch, head, d_value, d_key], ours alone
+        state, read, change = recurrence(state, q, k, v, g.exp(), beta)
+        self.hook_state_change(change)  # [batch, pos, head]
         self.hook_state(state)  # [batch, head, d_value, d_key], after the last token
-        read = self.hook_read(torch.stack(reads, dim=1))  # [batch, pos, head, d_value]
+        read = self.hook_read(read)  # [batch, pos, head, d_value]
         if cache is not None:
             cache.state, cache.conv, cache.seen = state, window[:, window.shape[1] - (self.kernel - 1):], \
                 cache.seen + n_pos
@@ -137,3 +128,38 @@ class GatedDeltaNet(nn.Module):
         normed = read * torch.rsqrt(read.pow(2).mean(-1, keepdim=True) + self.eps) * self.norm_w
         gated = self.hook_gated(normed * F.silu(z))  # [batch, pos, head, d_value]
         return self.W_O(gated.reshape(batch, n_pos, self.heads * self.d_value))  # [batch, pos, d_model]
+
+
+def recurrence(state: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kept: torch.Tensor,
+               beta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The delta rule token by token: S_t = c_t S_{t−1} + w_t k_tᵀ with c_t = exp(g_t) and the correction
+    w_t = β_t (v_t − c_t S_{t−1} k_t); the read-out o_t = S_t q_t. state [batch, head, d_value, d_key] (updated in
+    place: a tensor of the caller's own), q, k [batch, pos, head, d_key], v [batch, pos, head, d_value], kept and
+    beta [batch, pos, head]. Returns (S after the last token, o [batch, pos, head, d_value], the change
+    ‖S_t − S_{t−1}‖ / max(‖S_t‖, ‖S_{t−1}‖) [batch, pos, head]).
+
+    Each token passes over S three times (S k, the update, S q): the norms come from vectors alone, since
+    ‖a S + w kᵀ‖² = a²‖S‖² + 2a wᵀ(S k) + ‖w‖²‖k‖² (a = c_t for S_t, c_t − 1 for the change)."""
+    batch, n_pos, heads, d_key = k.shape
+    d_value = v.shape[-1]
+    flat = state.view(batch * heads, d_value, d_key)
+    size2 = state.pow(2).sum((-2, -1))  # ‖S_{t−1}‖²  [batch, head]
+    reads, changes = [], []
+    for t in range(n_pos):
+        k_t, c = k[:, t], kept[:, t]  # [batch, head, d_key], [batch, head]
+        held = (state @ k_t[..., None])[..., 0]  # S_{t−1} k_t  [batch, head, d_value]
+        w = beta[:, t, :, None] * (v[:, t] - c[..., None] * held)  # the correction it writes
+        if state.requires_grad:  # autograd (no trace): out of place
+            state = state * c[..., None, None] + w[..., None] * k_t[:, :, None, :]
+            flat = state.view(batch * heads, d_value, d_key)
+        else:
+            state.mul_(c[..., None, None])
+            flat.baddbmm_(w.reshape(-1, d_value, 1), k_t.reshape(-1, 1, d_key))  # + w_t k_tᵀ
+        cross, outer = (w * held).sum(-1), w.pow(2).sum(-1) * k_t.pow(2).sum(-1)  # wᵀ S k, ‖w‖²‖k‖²
+        new2 = c * c * size2 + 2 * c * cross + outer
+        diff2 = (c - 1) ** 2 * size2 + 2 * (c - 1) * cross + outer
+        larger = torch.maximum(new2, size2).clamp_min(1e-30).sqrt()
+        changes.append(diff2.clamp_min(0).sqrt() / larger)  # [batch, head], from 0 to 2
+        reads.append((state @ q[:, t, :, :, None])[..., 0])  # o_t = S_t q_t  [batch, head, d_value]
+        size2 = new2
+    return state, torch.stack(reads, dim=1), torch.stack(changes, dim=1)
