@@ -149,7 +149,7 @@ def recurrence(state: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.T
         k_t, c = k[:, t], kept[:, t]  # [batch, head, d_key], [batch, head]
         held = (state @ k_t[..., None])[..., 0]  # S_{t−1} k_t  [batch, head, d_value]
         w = beta[:, t, :, None] * (v[:, t] - c[..., None] * held)  # the correction it writes
-        if state.requires_grad:  # autograd (no trace): out of place
+        if torch.is_grad_enabled():  # autograd may need every S: out of place
             state = state * c[..., None, None] + w[..., None] * k_t[:, :, None, :]
             flat = state.view(batch * heads, d_value, d_key)
         else:

@@ -63,3 +63,14 @@ def test_the_cache_continues_the_recurrence() -> None:
         parts = [net(x[:, i:i + 3], cache=cache) for i in range(0, 20, 3)]
     assert cache.seen == 20 and cache.length == 20 and cache.nbytes() == (2 * 4 * 12 * 8 + 2 * 3 * (2 * 16 + 48)) * 4
     assert (torch.cat(parts, dim=1) - whole).abs().max().item() < 1e-5
+
+
+def test_with_autograd_on_the_layer_computes_the_same_and_has_gradients() -> None:
+    """Under inference mode the state is updated in place; with autograd on, out of place: the same numbers."""
+    net = layer(2)
+    x = torch.randn(1, 12, CFG.d_model)
+    with torch.inference_mode():
+        fast = net(x)
+    slow = net(x)
+    slow.sum().backward()
+    assert (fast - slow.detach()).abs().max().item() < 1e-6 and net.A_log.grad is not None
