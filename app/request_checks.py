@@ -101,6 +101,11 @@ def interventions_for(resolved: Resolved, asked: InterventionsIn | None) -> Inte
             raise errors.invalid_intervention(
                 f"ablate_heads: [{errors.shown(layer)}, {errors.shown(head)}] does not exist: this model has "
                 f"layers 0 to {n_layers - 1} and heads 0 to {cfg.n_heads - 1}.")
+        if cfg.is_deltanet(layer):  # Qwen3.5: no attention heads there, nothing to zero
+            attention = ", ".join(str(i) for i in range(cfg.n_layers) if not cfg.is_deltanet(i))
+            raise errors.invalid_intervention(
+                f"ablate_heads: layer {layer} is a gated DeltaNet layer (a state matrix, no attention heads to "
+                f"zero); this model's attention layers are {attention}.")
     changes = Interventions(no_scale=asked.no_scale, no_mask=asked.no_mask, window=asked.window,
                             temperature=asked.temperature,
                             ablate_heads=tuple(sorted({(layer, head) for layer, head in asked.ablate_heads or []})),

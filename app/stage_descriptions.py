@@ -16,7 +16,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from model.hooks import ATTENTION_STAGES, MLP_STAGES, NORM_STAGES, checked_stack, stacks, stage_name
+from model.hooks import ATTENTION_STAGES, DELTANET_STAGES, MLP_STAGES, NORM_STAGES, checked_stack, stacks, stage_name
 from model.transformer import Transformer
 
 
@@ -59,8 +59,21 @@ def _attention(cross: bool) -> tuple[Row, ...]:
         Row("attn_scores", f"{prefix}mask", True, "attention", cross),
         Row("pattern", f"{prefix}softmax", True, "attention", cross),
         Row("z", f"{prefix}z", True, "qkv", cross),
+        own("out_gate", "out_gate", True, "qkv"), own("z_gated", "out_gate", False, "qkv"),  # Qwen3.5's gate
     )
     assert tuple(r.stage for r in rows) == ATTENTION_STAGES  # one row per stage model/hooks.py names
+    return rows
+
+
+def _deltanet() -> tuple[Row, ...]:
+    """A gated DeltaNet layer's stages (Qwen3.5, model/deltanet.py), drawn by the deltanet panel."""
+    steps = {"split_q": "dn_split", "split_k": "dn_split", "split_v": "dn_split", "split_z": "dn_split",
+             "split_a": "dn_split", "split_b": "dn_split", "conv_q": "dn_conv", "conv_k": "dn_conv",
+             "conv_v": "dn_conv", "query": "dn_qk", "key": "dn_qk", "decay": "dn_gates", "beta": "dn_gates",
+             "state_change": "dn_state", "state": "dn_state", "read": "dn_read", "gated": "dn_gated"}
+    mains = {"split_q", "conv_q", "query", "decay", "state", "read", "gated"}
+    rows = tuple(Row(stage, step, stage in mains, "deltanet") for stage, step in steps.items())
+    assert tuple(r.stage for r in rows) == DELTANET_STAGES  # one row per stage model/hooks.py names
     return rows
 
 
@@ -79,6 +92,7 @@ ROWS: tuple[Row, ...] = (
     Row("resid_pre", None, False, None),  # the previous step's vectors again (embedding or resid_post)
     *_norm("ln1", "ln1"),
     *_attention(cross=False),
+    *_deltanet(),  # in place of attention in a gated DeltaNet layer
     *_norm("ln1_post", "post_norm"),  # Gemma: a norm on each sub-layer's output, one step for both
     Row("attn_out", "attn_out", True, "vectors"),
     Row("resid_mid_unnormed", "resid_mid", True, "vectors"),
@@ -120,12 +134,15 @@ class Undescribed(LookupError):
 
 
 def site_of(row: Row) -> str | None:
-    """Where in its block (or stack) a stage sits: attn, cross_attn, mlp, a norm's name (ln1, ln_final...), or None."""
+    """Where in its block (or stack) a stage sits: attn, cross_attn, deltanet, mlp, a norm's name (ln1, ln_final...),
+    or None."""
     norm, _, what = row.stage.rpartition(".")
     if norm and what in NORM_STAGES:
         return norm
     if row.stage in ATTENTION_STAGES:
         return "cross_attn" if row.cross else "attn"
+    if row.stage in DELTANET_STAGES:
+        return "deltanet"
     return "mlp" if row.stage in MLP_STAGES and row.block else None
 
 

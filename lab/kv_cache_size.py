@@ -8,6 +8,8 @@ With GQA/MQA only the kv_heads are stored, so 8 KV heads serving 32 query heads 
 The context is capped by the model's own (n_ctx: it never holds more positions) and by a
 sliding window of W keys, all a layer ever needs to keep (Mistral's rolling buffer).
 An encoder keeps no cache: it reads the whole text in one pass and generates nothing.
+A hybrid (Qwen3.5) caches K and V in its attention layers only; each gated DeltaNet layer keeps a fixed state
+instead, whatever the context: value_heads · d_value · d_key numbers, and its convolution's last kernel − 1 inputs.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ class CacheShape:
     # Gemma 4: (kv_heads, d_head, local) of each layer that stores K and V (`layers` of them; the layers that share
     # an earlier layer's store none), when they differ between local and global layers; None: all alike
     layer_kv: tuple[tuple[int, int, bool], ...] | None = None
+    # a hybrid's gated DeltaNet layers (not in `layers`) and the numbers their fixed states hold per sequence
+    deltanet_layers: int | None = None
+    state_values: int = 0
 
     @property
     def attention(self) -> str:
@@ -106,11 +111,16 @@ def cache_bytes(shape: CacheShape, *, context: int | None = None, batch: int = 1
         return sum(2 * kv * d_head * dtype_bytes(dtype) * (local if is_local and local is not None else held)
                    for kv, d_head, is_local in shape.layer_kv) * batch
     if local is None or shape.local_layers is None:
-        return bytes_per_token(shape, dtype) * cached_positions(shape, context) * batch
+        return (bytes_per_token(shape, dtype) * cached_positions(shape, context) + state_bytes(shape, dtype)) * batch
     # local layers keep their window, global ones every position: summed layer by layer
     per_layer_token = bytes_per_token(shape, dtype) // shape.layers
     kept = (shape.layers - shape.local_layers) * cached_positions(shape, context) + shape.local_layers * local
-    return per_layer_token * kept * batch
+    return (per_layer_token * kept + state_bytes(shape, dtype)) * batch
+
+
+def state_bytes(shape: CacheShape, dtype: str = "float16") -> int:
+    """A hybrid's DeltaNet states for one sequence: the same at every context length (0 without such layers)."""
+    return shape.state_values * dtype_bytes(dtype)
 
 
 def keeps_cache(cfg: TransformerConfig) -> bool:
@@ -125,6 +135,13 @@ def shape_of(name: str, cfg: TransformerConfig) -> CacheShape:
     Qwen2's per-layer windows) those layers keep the window and the others every position.
     """
     layers = cfg.decoder_layers if cfg.architecture == "encoder-decoder" else cfg.n_layers
+    if cfg.deltanet_layers is not None:  # Qwen3.5: K and V in the attention layers, a fixed state in the others
+        key_heads, heads = cfg.deltanet_key_heads or 0, cfg.deltanet_value_heads or 0
+        d_key, d_value, kernel = cfg.deltanet_key_dim or 0, cfg.deltanet_value_dim or 0, cfg.deltanet_conv or 0
+        per_layer = heads * d_value * d_key + (kernel - 1) * (2 * key_heads * d_key + heads * d_value)
+        fixed = len(cfg.deltanet_layers)
+        return CacheShape(name, layers - fixed, cfg.n_heads, cfg.kv_heads, cfg.d_head, cfg.n_ctx,
+                          cfg.sliding_window, deltanet_layers=fixed, state_values=fixed * per_layer)
     if cfg.kv_source is not None or cfg.head_dim_global is not None or cfg.kv_heads_global is not None:
         return gemma4_shape(name, cfg)
     if cfg.window_layers is None or cfg.sliding_window is None:
@@ -169,7 +186,8 @@ def variants(shape: CacheShape) -> dict[str, CacheShape]:
 def _with_kv(shape: CacheShape, kv_heads: int) -> CacheShape:
     layer_kv = None if shape.layer_kv is None else tuple((kv_heads, d, local) for _, d, local in shape.layer_kv)
     return CacheShape(shape.name, shape.layers, shape.q_heads, kv_heads, shape.d_head, shape.context,
-                      shape.sliding_window, shape.note, shape.local_layers, layer_kv)
+                      shape.sliding_window, shape.note, shape.local_layers, layer_kv, shape.deltanet_layers,
+                      shape.state_values)
 
 
 def kv_cache_table(
@@ -194,6 +212,8 @@ def kv_cache_table(
             # only a model with local and global layers has these, so every other row reads as before
             **({"local_layers": s.local_layers, "local_positions": local_positions(s, context)}
                if s.local_layers is not None else {}),
+            **({"deltanet_layers": s.deltanet_layers, "state_bytes": state_bytes(s, dtype) * batch}
+               if s.deltanet_layers is not None else {}),
         }
         for s in shapes
     ]

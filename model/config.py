@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from model.config_checks import check_layer_kinds, check_layer_shapes
+from model.config_checks import check_deltanet, check_layer_kinds, check_layer_shapes
 from model.positional import PositionalKind, UnknownKind, kind_of
 
 Architecture = Literal["decoder", "encoder", "encoder-decoder"]
@@ -39,6 +39,10 @@ OPTIONAL_FIELDS.update({"head_dim_global": None, "kv_heads_global": None, "kv_so
 # SmolLM3's layers without positions, and a mixture of experts (Qwen3-MoE): optional in the same way
 OPTIONAL_FIELDS.update({"nope_layers": None, "n_experts": 0, "n_experts_used": 0, "expert_d_mlp": None,
                         "moe_layers": None, "expert_norm_topk": False})
+# Qwen3.5: gated DeltaNet layers (model/deltanet.py) between full-attention layers whose output is gated
+OPTIONAL_FIELDS.update({"deltanet_layers": None, "deltanet_key_heads": None, "deltanet_value_heads": None,
+                        "deltanet_key_dim": None, "deltanet_value_dim": None, "deltanet_conv": None,
+                        "attn_output_gate": False})
 
 
 class ConfigError(ValueError):
@@ -111,6 +115,15 @@ class TransformerConfig:
     expert_d_mlp: int | None = None
     moe_layers: tuple[int, ...] | None = None
     expert_norm_topk: bool = False
+    # Qwen3.5's hybrid: these layers are gated DeltaNet (linear attention with a matrix state, model/deltanet.py),
+    # the others attention; their key / value heads, widths and causal convolution's kernel; None -> none
+    deltanet_layers: tuple[int, ...] | None = None
+    deltanet_key_heads: int | None = None
+    deltanet_value_heads: int | None = None
+    deltanet_key_dim: int | None = None
+    deltanet_value_dim: int | None = None
+    deltanet_conv: int | None = None
+    attn_output_gate: bool = False  # z <- z ⊙ sigmoid(W_G · x) before W_O (Qwen3.5's full-attention layers)
     activation: Activation = "gelu"
     bias: bool = True  # bias in every linear layer
     qkv_bias: bool | None = None  # override for Q/K/V only (Qwen2); None -> bias
@@ -214,6 +227,7 @@ class TransformerConfig:
                  "window_layers")
         check_layer_shapes(self, fail)  # model/config_checks.py
         check_layer_kinds(self, fail)
+        check_deltanet(self, fail)
         if self.d_mlp is not None and self.d_mlp < 1:
             fail(f"d_mlp must be at least 1, got {self.d_mlp}")
         if self.n_decoder_layers is not None and self.n_decoder_layers < 1:
@@ -246,6 +260,17 @@ class TransformerConfig:
     def k_is_v(self, layer: int) -> bool:
         """Gemma 4's attention_k_eq_v: a global layer's V is its key projection (before the k norm and RoPE)."""
         return self.k_eq_v and self.is_global(layer)
+
+    def is_deltanet(self, layer: int) -> bool:
+        """Layer `layer` is a gated DeltaNet layer (Qwen3.5), not attention."""
+        return self.deltanet_layers is not None and layer in self.deltanet_layers
+
+    @property
+    def hybrid(self) -> bool:
+        """Some layers are not softmax attention as the rest of the project computes it: gated DeltaNet layers, or
+        attention whose output is gated (Qwen3.5). What redoes attention's math outside the forward pass refuses
+        these models by name."""
+        return self.deltanet_layers is not None or self.attn_output_gate
 
     @property
     def positional(self) -> PositionalKind:

@@ -1,7 +1,7 @@
 """The checks of a config's per-layer fields, apart from model/config.py to keep it readable: Gemma 4's per-layer
-shapes (global head sizes, shared K/V, per-layer widths and inputs), SmolLM3's NoPE layers and a mixture of experts.
-Each takes the config being built (typed Any: model/config.py imports this module, not the other way round)
-and its `fail` (which raises ConfigError with the config's words)."""
+shapes (global head sizes, shared K/V, per-layer widths and inputs), SmolLM3's NoPE layers, a mixture of experts
+and Qwen3.5's DeltaNet layers. Each takes the config being built (typed Any: model/config.py imports this module,
+not the other way round) and its `fail` (which raises ConfigError with the config's words)."""
 
 from __future__ import annotations
 
@@ -76,3 +76,30 @@ def check_layer_kinds(cfg: Any, fail: Any) -> None:
              f"got {cfg.activation!r}")
     if cfg.architecture == "encoder-decoder":
         fail("a mixture of experts needs a model of one stack")
+
+
+DELTANET_SIZES = ("deltanet_key_heads", "deltanet_value_heads", "deltanet_key_dim", "deltanet_value_dim",
+                  "deltanet_conv")
+
+
+def check_deltanet(cfg: Any, fail: Any) -> None:
+    """The DeltaNet fields go together: layers inside the stack, every size at least 1, value heads a multiple of
+    key heads (each key head serves value_heads / key_heads value heads), a decoder (the layer is causal)."""
+    if cfg.deltanet_layers is None:
+        given = [name for name in DELTANET_SIZES if getattr(cfg, name) is not None]
+        if given:
+            fail(f"{', '.join(given)} need deltanet_layers (the layers that are gated DeltaNet)")
+        return
+    object.__setattr__(cfg, "deltanet_layers", tuple(sorted(set(cfg.deltanet_layers))))  # JSON gives a list
+    if cfg.architecture != "decoder" or cfg.norm_placement != "pre" or cfg.post_norms:
+        fail("deltanet_layers (gated DeltaNet, a causal recurrence) need a decoder with norm_placement 'pre' and "
+             "no post_norms")
+    if any(not 0 <= layer < cfg.n_layers for layer in cfg.deltanet_layers):
+        fail(f"deltanet_layers must name layers 0..{cfg.n_layers - 1}, got {list(cfg.deltanet_layers)}")
+    for name in DELTANET_SIZES:
+        value = getattr(cfg, name)
+        if not isinstance(value, int) or value < 1:
+            fail(f"{name} must be a whole number of at least 1 with deltanet_layers, got {value!r}")
+    if cfg.deltanet_value_heads % cfg.deltanet_key_heads:  # type: ignore[operator]
+        fail(f"deltanet_value_heads ({cfg.deltanet_value_heads}) must be a multiple of deltanet_key_heads "
+             f"({cfg.deltanet_key_heads})")

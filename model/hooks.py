@@ -151,8 +151,12 @@ def matching(all_names: list[str], pattern: str) -> list[str]:
 EMBED_STAGES = ("tokens", "embed", "pos_embed", "token_type_embed", "pli_token", "pli_context", "pli")
 # norm_v: Gemma 4's v norm; k_shared, v_shared: the K and V a layer shares with an earlier one (Gemma 4)
 ATTENTION_STAGES = ("q", "k", "v", "norm_q", "norm_k", "norm_v", "k_shared", "v_shared", "rot_q", "rot_k",
-                    "scores_raw", "scores_scaled", "scores_capped", "attn_scores", "pattern", "z")
+                    "scores_raw", "scores_scaled", "scores_capped", "attn_scores", "pattern", "z",
+                    "out_gate", "z_gated")  # the last 2: Qwen3.5's gated attention output
 MLP_STAGES = ("pre", "gate", "up", "post", "router_logits", "router_probs", "expert_weights")  # the last 3: MoE
+# a gated DeltaNet layer's (model/deltanet.py), in the order the forward pass reaches them: blocks.0.deltanet.hook_beta
+DELTANET_STAGES = ("split_q", "split_k", "split_v", "split_z", "split_a", "split_b", "conv_q", "conv_k", "conv_v",
+                   "query", "key", "decay", "beta", "state_change", "state", "read", "gated")
 BLOCK_STAGES = ("resid_pre", "attn_out", "resid_mid_unnormed", "resid_mid", "cross_attn_out", "resid_cross_unnormed",
                 "resid_cross", "mlp_out", "resid_post_unnormed", "pli_input", "pli_gated", "pli_out", "resid_unscaled",
                 "resid_post")
@@ -195,6 +199,8 @@ def stage_name(stage: str, layer: int | str | None = None, *, stack: str | None 
         return f"{stack_prefix(stack)}hook_{stage}"
     if layer is not None and stage in ATTENTION_STAGES:
         return f"{attention_prefix(stack, layer, cross)}hook_{stage}"
+    if layer is not None and stage in DELTANET_STAGES:
+        return f"{block_prefix(stack, layer)}deltanet.hook_{stage}"
     if layer is not None and stage in MLP_STAGES:
         return f"{block_prefix(stack, layer)}mlp.hook_{stage}"
     if layer is not None and stage in BLOCK_STAGES:
@@ -261,4 +267,8 @@ def attention_layer(cfg: TransformerConfig, layer: int, stack: str | None = None
     if not 0 <= layer < n_layers:
         raise NotInModel(f"Layer {layer} does not exist: this model has {n_layers}, numbered 0 to {n_layers - 1}.",
                          n_layers)
+    if cfg.is_deltanet(layer):
+        attention = [str(i) for i in range(n_layers) if not cfg.is_deltanet(i)]
+        raise NotInModel(f"Layer {layer} is a gated DeltaNet layer (linear attention: a state matrix, no attention "
+                         f"pattern); this model's attention layers are {', '.join(attention) or 'none'}.")
     return AttentionLayer(stack, layer, cross)

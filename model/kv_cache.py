@@ -17,10 +17,16 @@ import torch
 
 @dataclass
 class LayerKV:
-    """One attention layer's keys and values so far: [batch, pos, kv_head, d_head] each (after RoPE)."""
+    """One attention layer's keys and values so far: [batch, pos, kv_head, d_head] each (after RoPE).
+
+    A gated DeltaNet layer (model/deltanet.py) keeps a fixed size instead: its state [batch, head, d_value, d_key]
+    and the convolution's last kernel − 1 inputs [batch, kernel - 1, conv_width], after `seen` tokens."""
 
     k: torch.Tensor | None = None
     v: torch.Tensor | None = None
+    state: torch.Tensor | None = None
+    conv: torch.Tensor | None = None
+    seen: int = 0
 
     def extend(self, k_new: torch.Tensor, v_new: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Append the new positions' K and V; return every position's."""
@@ -30,10 +36,10 @@ class LayerKV:
 
     @property
     def length(self) -> int:
-        return 0 if self.k is None else self.k.shape[1]
+        return self.seen if self.k is None else self.k.shape[1]
 
     def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in (self.k, self.v) if t is not None)
+        return sum(t.numel() * t.element_size() for t in (self.k, self.v, self.state, self.conv) if t is not None)
 
 
 @dataclass

@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from model.config import TransformerConfig
+from model.deltanet import GatedDeltaNet
 from model.ffn import MLP  # the FFN, in its own module (imported from here by the lab too)
 from model.head_math import rms_per_head, soft_cap
 from model.hooks import HookPoint
@@ -178,6 +179,11 @@ class Attention(nn.Module):
         self.hook_attn_scores = HookPoint(scores_dims)
         self.hook_pattern = HookPoint(scores_dims)
         self.hook_z = HookPoint(("batch", "pos", "head", "d_head"))
+        self.output_gate = cfg.attn_output_gate
+        if cfg.attn_output_gate:  # Qwen3.5: z ⊙ sigmoid(W_G · x), each head's output scaled per dimension
+            self.W_G = nn.Linear(cfg.d_model, n_heads * d_head, bias=cfg.use_qkv_bias)
+            self.hook_out_gate = HookPoint(("batch", "pos", "head", "d_head"))
+            self.hook_z_gated = HookPoint(("batch", "pos", "head", "d_head"))
         # Training steps only (Transformer.fused_attention): steps 3-5 in one fused kernel,
         # the same math without the intermediate stages. Never on while a trace records.
         self.fused = False
@@ -245,8 +251,9 @@ class Attention(nn.Module):
             v = v.repeat_interleave(group, dim=2)
         if self.fused and self.score_bias is None and self.softcap is None:
             q_, k_, v_ = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # [batch, head, pos, d_head]
-            z = F.scaled_dot_product_attention(q_, k_, v_, attn_mask=allowed, scale=1 / self.scale)
-            return self.W_O(z.transpose(1, 2).reshape(batch, q_len, cfg.n_heads * d_head))
+            z = F.scaled_dot_product_attention(q_, k_, v_, attn_mask=allowed, scale=1 / self.scale).transpose(1, 2)
+            z = self.gate_output(x_q, z) if self.output_gate else z
+            return self.W_O(z.reshape(batch, q_len, cfg.n_heads * d_head))
         # 3) score every query against every key
         scores_raw = self.hook_scores_raw(torch.einsum("bqhd,bkhd->bhqk", q, k))  # [batch, head, q_pos, k_pos]
         scores_scaled = scores_raw / self.scale
@@ -269,8 +276,15 @@ class Attention(nn.Module):
         pattern = self.hook_pattern(pattern)
         # 5) weighted sum of values, then mix the heads
         z = self.hook_z(torch.einsum("bhqk,bkhd->bqhd", pattern, v))  # [batch, pos, head, d_head]
+        if self.output_gate:
+            z = self.hook_z_gated(self.gate_output(x_q, z))
         return self.W_O(z.reshape(batch, q_len, cfg.n_heads * d_head))  # [batch, pos, d_model]
 
+
+    def gate_output(self, x_q: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        """z [batch, pos, head, d_head] times its gate sigmoid(W_G · x_q), a number in (0, 1) per dimension."""
+        gate = self.hook_out_gate(torch.sigmoid(self.W_G(x_q)).view(z.shape))
+        return z * gate
 
     def angles_for(self, length: int) -> torch.Tensor:
         """The angle table of a sequence `length` tokens long: longrope's long one past its original context."""
@@ -293,7 +307,11 @@ class Block(PerLayerParts):
         dims = ("batch", "pos", "d_model")
         self.hook_resid_pre = HookPoint(dims)
         self.ln1 = Norm(cfg)
-        self.attn = Attention(cfg, causal=causal, layer=layer)
+        self.is_deltanet = cfg.is_deltanet(layer)
+        if self.is_deltanet:  # Qwen3.5: a gated DeltaNet layer mixes the tokens instead of attention
+            self.deltanet = GatedDeltaNet(cfg, layer)
+        else:
+            self.attn = Attention(cfg, causal=causal, layer=layer)
         self.post_norms = cfg.post_norms
         if cfg.post_norms:  # Gemma: each sub-layer's output is normalized again before it joins the stream
             self.ln1_post = Norm(cfg)
@@ -334,7 +352,11 @@ class Block(PerLayerParts):
         per_layer_input: Gemma 4's K/V of earlier layers and this layer's per-layer input [batch, pos, P]."""
         self_kv, cross_kv = cache if cache is not None else (None, None)
         resid_pre = self.hook_resid_pre(x)  # [batch, pos, d_model]
-        if self.pre_norm:
+        if self.is_deltanet:
+            real = None if allowed is None else allowed[:, 0].diagonal(start, -2, -1)  # [batch|1, pos]: not padding
+            mixed = self.deltanet(self.ln1(resid_pre), None if real is None or bool(real.all()) else real, self_kv)
+            x = self.hook_resid_mid(resid_pre + self.hook_attn_out(mixed))
+        elif self.pre_norm:
             normed = self.ln1(resid_pre)
             attn_out = self.attn(normed, normed, allowed, self_kv, start, shared)
             attn_out = self.hook_attn_out(self.ln1_post(attn_out) if self.post_norms else attn_out)

@@ -318,7 +318,7 @@ class Transformer(nn.Module):
                 groups["positional"] += param.numel()
             elif "W_E" in leaf or "W_token_type" in leaf:
                 groups["embedding"] += param.numel()
-            elif "attn" in leaf or "cross_attn" in leaf:
+            elif "attn" in leaf or "cross_attn" in leaf or "deltanet" in leaf:  # the token mixers (Qwen3.5's too)
                 groups["attention"] += param.numel()
             elif "mlp" in leaf:
                 groups["mlp"] += param.numel()

@@ -68,8 +68,13 @@ class Experiment(Endpoint[RequestT]):
     # the model families its plan refuses with a 422 (the page shows `<name>_refused` instead of asking)
     refuses: tuple[Family, ...] = ()
     aliases: tuple[str, ...] = ()  # the panel's older names, still opened by old links (/lab?panel=<alias>)
+    # its numbers are exact on a hybrid model (Qwen3.5: gated DeltaNet layers, gated attention output): it runs the
+    # model's own forward pass only. Else its plan refuses such a model by name (refuse_hybrid)
+    hybrid: bool = False
 
     def __post_init__(self) -> None:
+        if not self.hybrid:
+            object.__setattr__(self, "plan", refusing_hybrid(self.name, self.plan))
         # its route is its name in kebab-case under /api/lab (kv_cache -> /api/lab/kv-cache), in the lab's group
         object.__setattr__(self, "route", self.route or "/api/lab/" + self.name.replace("_", "-"))
         object.__setattr__(self, "tag", self.tag or "lab")
@@ -78,6 +83,29 @@ class Experiment(Endpoint[RequestT]):
         """Its entry in GET /api/lab/experiments."""
         return {"name": self.name, "path": self.route, "method": self.method, "summary": self.summary,
                 "refuses": list(self.refuses), "aliases": list(self.aliases)}
+
+
+def refusing_hybrid(name: str, plan: Any) -> Any:
+    """`plan`, after a 422 for a hybrid model (model.config.TransformerConfig.hybrid): the experiment redoes
+    attention's math, or reads attention patterns, in every layer, which a gated DeltaNet layer does not have."""
+
+    def checked(context: Context, request: Any) -> Build:
+        cfg = context.resolved.cfg if context.resolved is not None else None
+        if cfg is not None and cfg.hybrid:
+            deltanet = [i for i in range(cfg.n_layers) if cfg.is_deltanet(i)]
+            attention = [i for i in range(cfg.n_layers) if not cfg.is_deltanet(i)]
+            layers = ", ".join(map(str, deltanet))
+            raise errors.not_in_model(
+                f"The {name} experiment recomputes attention (its patterns, or its math outside the forward pass) "
+                f"layer by layer, as plain softmax attention. This model is a hybrid: layers {layers} are gated "
+                "DeltaNet layers (a state matrix updated token by token, no attention pattern) and its attention "
+                "layers multiply their output by a gate. The experiment does not implement either, so it is refused "
+                "rather than answered with numbers that are not the model's."
+            ).with_details("deltanet_model", experiment=name, deltanet_layers=layers,
+                           attention_layers=", ".join(map(str, attention)))
+        return plan(context, request)
+
+    return checked
 
 
 class ExperimentOut(BaseModel):

@@ -63,6 +63,6 @@ def plan(context: Context, request: EmbeddingPersistenceLabRequest) -> Build:
 
 EXPERIMENT = Experiment(
     name="embedding_persistence", method="POST", request=EmbeddingPersistenceLabRequest,
-    response=EmbeddingPersistenceLabOut, plan=plan,
+    response=EmbeddingPersistenceLabOut, plan=plan, hybrid=True,
     summary=summary_of(__doc__),
 )

@@ -121,6 +121,6 @@ def plan(context: Context, request: GenerationTreeLabRequest) -> Build:
 
 EXPERIMENT = Experiment(
     name="generation_tree", method="POST", request=GenerationTreeLabRequest, response=GenerationTreeLabOut,
-    plan=plan, refuses=("encoder",),
+    plan=plan, refuses=("encoder",), hybrid=True,
     summary=summary_of(__doc__),
 )

@@ -45,6 +45,12 @@ class KVShapeRow(BaseModel):
         "Only for a model with a window on some layers (Gemma's local layers): how many keep just the window; "
         "`cached_positions` is then what each other layer keeps."))
     local_positions: int | None = Field(None, description="What each local layer keeps: min(positions, window).")
+    deltanet_layers: int | None = Field(None, description=(
+        "Only for a hybrid (Qwen3.5): its gated DeltaNet layers, which keep no K and V (`layers` counts the "
+        "attention layers only)."))
+    state_bytes: int | None = Field(None, description=(
+        "Only for a hybrid: the DeltaNet layers' fixed states (heads · d_value · d_key, and the convolution's last "
+        "inputs) for the batch, the same at every context; included in total_bytes."))
 
 
 class KVModelRows(BaseModel):
@@ -90,6 +96,6 @@ def plan(context: Context, query: KVCacheSizeQuery) -> Build:
 
 EXPERIMENT = Experiment(
     name="kv_cache_size", method="GET", request=KVCacheSizeQuery, response=KVCacheSizeLabOut,
-    plan=plan, aliases=("kvcache", "kv_cache"), uses="every_model",
+    plan=plan, aliases=("kvcache", "kv_cache"), uses="every_model", hybrid=True,
     summary=summary_of(__doc__),
 )

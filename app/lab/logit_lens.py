@@ -65,6 +65,6 @@ def plan(context: Context, request: LogitLensLabRequest) -> Build:
 
 EXPERIMENT = Experiment(
     name="logit_lens", method="POST", request=LogitLensLabRequest, response=LogitLensLabOut,
-    plan=plan, refuses=("encoder",), aliases=("lens",),
+    plan=plan, refuses=("encoder",), aliases=("lens",), hybrid=True,
     summary=summary_of(__doc__),
 )

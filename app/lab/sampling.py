@@ -81,6 +81,6 @@ def plan(context: Context, request: SamplingLabRequest) -> Build:
 
 EXPERIMENT = Experiment(
     name="sampling", method="POST", request=SamplingLabRequest, response=SamplingLabOut,
-    plan=plan, refuses=("encoder",),
+    plan=plan, refuses=("encoder",), hybrid=True,
     summary=summary_of(__doc__),
 )

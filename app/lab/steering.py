@@ -125,6 +125,6 @@ def plan(context: Context, request: SteeringLabRequest) -> Build:
 
 EXPERIMENT = Experiment(
     name="steering", method="POST", request=SteeringLabRequest, response=SteeringLabOut,
-    plan=plan, refuses=("encoder", "encoder-decoder"),
+    plan=plan, refuses=("encoder", "encoder-decoder"), hybrid=True,
     summary=summary_of(__doc__),
 )

@@ -65,6 +65,18 @@ const STAGE_VARS = {
   n_experts: (info) => info.config.n_experts ?? "",
   n_experts_used: (info) => info.config.n_experts_used ?? "",
   expert_d_mlp: (info) => info.config.expert_d_mlp ?? info.config.d_mlp ?? "",
+  // Qwen3.5: the gated DeltaNet layers (model/deltanet.py), their heads and widths, and the attention layers
+  deltanet_layers: (info) => (info.config.deltanet_layers ?? []).join(", "),
+  attention_layers: (info) => [...Array(info.n_layers).keys()].filter((i) => !(info.config.deltanet_layers ?? []).includes(i)).join(", "),
+  dn_key_heads: (info) => info.config.deltanet_key_heads ?? "",
+  dn_heads: (info) => info.config.deltanet_value_heads ?? "",
+  dn_group: (info) => (info.config.deltanet_value_heads ?? 0) / (info.config.deltanet_key_heads ?? 1),
+  dn_d_key: (info) => info.config.deltanet_key_dim ?? "",
+  dn_d_value: (info) => info.config.deltanet_value_dim ?? "",
+  dn_conv: (info) => info.config.deltanet_conv ?? "",
+  dn_conv_back: (info) => (info.config.deltanet_conv ?? 1) - 1,
+  dn_state_numbers: (info) => (info.config.deltanet_value_heads ?? 0) * (info.config.deltanet_value_dim ?? 0) * (info.config.deltanet_key_dim ?? 0),
+  kv_per_token: (info) => 2 * info.n_kv_heads * info.d_head,
 };
 
 /** Whether a layer's FFN is a mixture of experts (model/config.py: is_moe). */

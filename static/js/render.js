@@ -168,6 +168,8 @@ function renderModelInfo(ctx) {
       }),
     }),
   ];
+  // Qwen3.5: which layers are gated DeltaNet and which attention, and what each keeps per sequence
+  if (cfg.deltanet_layers) lines.push(h("p", { class: "config-line hybrid-line", text: t("hybrid_line", ctx.vars) }));
   // the API's description is English; a model's meta may carry its Chinese one
   const description = state.lang === "zh" && info.meta && info.meta.description_zh ? info.meta.description_zh : info.description;
   if (description) lines.push(h("p", { class: "description", text: description }));

@@ -31,7 +31,7 @@ def check(model: Transformer) -> list[dict[str, Any]]:
     for row in described:
         assert row["dims"] == [d for d in model.hook_points[row["name"]].dims if d != "batch"]
         cross = row["site"] == "cross_attn"
-        norm = row["site"] not in (None, "attn", "cross_attn", "mlp")
+        norm = row["site"] not in (None, "attn", "cross_attn", "deltanet", "mlp")
         stage = f"{row['site']}.{row['hook']}" if norm else row["hook"]
         assert stage_name(stage, row["layer"], stack=row["stack"], cross=cross) == row["name"]  # its place is true
         assert row["kind"] == STEP_KINDS.get(row["step"])
@@ -72,13 +72,14 @@ def _families() -> dict[str, Callable[[Path], Transformer]]:
     from tests.checkpoints.test_hf_parity import _ours, tiny_bert
     from tests.checkpoints.test_phi_family import tiny_phi3
     from tests.checkpoints.test_qwen3_moe import tiny_moe
+    from tests.checkpoints.test_qwen35 import tiny_qwen35
     from tests.checkpoints.test_smollm3 import tiny_smollm3
 
     return {
         "llama": _hf(lambda: tiny_hf("llama")), "qwen2": _hf(lambda: tiny_hf("qwen2")),
         "qwen3": _hf(lambda: tiny_hf("qwen3")), "gemma2": _hf(lambda: tiny_gemma("gemma2")),
         "gemma3": _hf(lambda: tiny_gemma("gemma3")), "phi3": _hf(lambda: tiny_phi3(0.75)),
-        "gpt2": _hf(tiny_gpt2), "bert": lambda _: _ours(tiny_bert()),
+        "qwen35": _hf(tiny_qwen35), "gpt2": _hf(tiny_gpt2), "bert": lambda _: _ours(tiny_bert()),
         "smollm3": _hf(tiny_smollm3), "qwen3_moe": _hf(lambda: tiny_moe(mlp_only_layers=[1])),
         # an encoder-decoder with every option its stacks can take: Post-LN, RoPE and q/k norm in both attentions
         "encoder-decoder": lambda _: Transformer(TransformerConfig(
@@ -87,8 +88,8 @@ def _families() -> dict[str, Callable[[Path], Transformer]]:
     }
 
 
-FAMILIES = ["llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "gpt2", "bert", "encoder-decoder", "smollm3",
-            "qwen3_moe"]
+FAMILIES = ["llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "qwen35", "gpt2", "bert", "encoder-decoder",
+            "smollm3", "qwen3_moe"]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -97,8 +98,8 @@ def test_one_model_of_each_family_is_described(family: str, tmp_path: Path) -> N
     described = check(_families()[family](tmp_path))
     hooks = {(row["site"], row["hook"]) for row in described}
     expected = {"qwen3": ("attn", "norm_q"), "gemma2": (None, "logits_raw"), "gemma3": ("ln2_post", "normalized"),
-                "bert": (None, "token_type_embed"), "encoder-decoder": ("cross_attn", "norm_q"),
-                "qwen3_moe": ("mlp", "expert_weights")}
+                "bert": (None, "token_type_embed"), "qwen35": ("deltanet", "state"),
+                "encoder-decoder": ("cross_attn", "norm_q"), "qwen3_moe": ("mlp", "expert_weights")}
     if family in expected:  # the family's own stages are there, described
         assert expected[family] in hooks
     by_layer = {(row["layer"], row["hook"]) for row in described}

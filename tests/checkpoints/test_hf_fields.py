@@ -9,6 +9,7 @@ The seven configs that were silently wrong before come first.
 
 from __future__ import annotations
 
+import copy
 from functools import cache
 from typing import Any
 
@@ -54,6 +55,18 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     # Qwen3-MoE: 4 experts of 32, 2 chosen per token
     "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", LLAMA_BASE | {
         "head_dim": 16, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32}),
+    # Qwen3.5: a full-attention layer, then a gated DeltaNet layer (key heads of 8, value heads of 12, a kernel of 3)
+    "qwen3_5_text": ("Qwen3_5TextConfig", "Qwen3_5ForCausalLM", LLAMA_BASE | {
+        "head_dim": 16, "linear_key_head_dim": 8, "linear_value_head_dim": 12, "linear_num_key_heads": 2,
+        "linear_num_value_heads": 4, "linear_conv_kernel_dim": 3,
+        "layer_types": ["full_attention", "linear_attention"]}),
+    # Qwen3.5 as published: that text model inside Qwen3_5ForConditionalGeneration (a one-block vision tower)
+    "qwen3_5": ("Qwen3_5Config", "Qwen3_5ForConditionalGeneration", {"text_config": LLAMA_BASE | {
+        "head_dim": 16, "linear_key_head_dim": 8, "linear_value_head_dim": 12, "linear_num_key_heads": 2,
+        "linear_num_value_heads": 4, "linear_conv_kernel_dim": 3,
+        "layer_types": ["full_attention", "linear_attention"]}, "vision_config": {
+        "depth": 1, "hidden_size": 32, "num_heads": 2, "intermediate_size": 32, "out_hidden_size": 64,
+        "patch_size": 4, "temporal_patch_size": 2, "spatial_merge_size": 2}}),
     "bert": ("BertConfig", "BertModel", dict(
         vocab_size=99, hidden_size=48, num_hidden_layers=2, num_attention_heads=4, intermediate_size=80,
         max_position_embeddings=64,
@@ -125,6 +138,12 @@ READ_VALUES |= {
     "sliding_window_pattern": [{"sliding_window_pattern": 1}, {"sliding_window_pattern": 2}],
     "_sliding_window_pattern": [{"_sliding_window_pattern": 2}],
     "norm_epsilon": [{"norm_epsilon": 1e-2}], "use_bias": [{"use_bias": False}, {"use_bias": True}],  # StarCoder2
+    # Qwen3.5's DeltaNet layers
+    "linear_conv_kernel_dim": [{"linear_conv_kernel_dim": 2}], "linear_key_head_dim": [{"linear_key_head_dim": 12}],
+    "linear_value_head_dim": [{"linear_value_head_dim": 20}], "linear_num_key_heads": [{"linear_num_key_heads": 1}],
+    "linear_num_value_heads": [{"linear_num_value_heads": 6, "linear_num_key_heads": 3}],
+    "full_attention_interval": [{"full_attention_interval": 2, "layer_types": None}],
+    "text_config": [{}],
 }
 READ_VALUES |= {  # SmolLM3's NoPE layers, Qwen3-MoE's experts
     "no_rope_layers": [{"no_rope_layers": [0, 1]}, {"no_rope_layers": [1, 1]}],
@@ -149,6 +168,9 @@ FAMILY_READ_VALUES |= {
        for family in ("gemma2", "gemma3_text")},
     **{(family, "sliding_window"): [{"sliding_window": 5}, {"sliding_window": 40}]
        for family in ("gemma2", "gemma3_text")},
+    # (every layer linear: transformers' own cache fails on it, use_cache or not)
+    ("qwen3_5_text", "layer_types"): [{"layer_types": ["linear_attention", "full_attention"]}],
+    ("qwen3_5_text", "hidden_act"): [{"hidden_act": "silu"}],
     ("gemma3_text", "rope_parameters"): [{"rope_parameters": {
         "full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 77.0},
         "sliding_attention": {"rope_type": "default", "rope_theta": 33.0}}}],
@@ -201,6 +223,10 @@ INERT_VALUES: dict[str, Any] = {
     "residual_dropout": 0.3, "embedding_dropout": 0.3,
     "classifier_dropout": 0.3, "cache_implementation": "static", "hidden_act": "relu",
     "router_aux_loss_coef": 0.5, "output_router_logits": True, "sliding_window": 3,  # Qwen3-MoE
+    # Qwen3.5: its multi-token-prediction head and state dtype; the wrapper's vision side
+    "mtp_num_hidden_layers": 1, "mtp_use_dedicated_embeddings": True, "mamba_ssm_dtype": "float16",
+    "vision_config": {"depth": 2, "hidden_size": 32, "num_heads": 2, "intermediate_size": 32, "out_hidden_size": 64},
+    "image_token_id": 7, "video_token_id": 8, "vision_start_token_id": 9, "vision_end_token_id": 10,
 }
 REFUSED_VALUES: dict[str, Any] = {
     "is_encoder_decoder": True, "is_decoder": True, "add_cross_attention": True, "tie_encoder_decoder": True,
@@ -212,13 +238,23 @@ REFUSED_VALUES: dict[str, Any] = {
     # Gemma 4: the mixture-of-experts block (26B-A4B) and bidirectional attention are not implemented
     "enable_moe_block": True, "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 16,
     "use_bidirectional_attention": "all",
+    "hidden_act": "gelu",  # Qwen3.5: its DeltaNet layers' activations are silu only
+    "attn_output_gate": False, "mlp_only_layers": [1],
 }
+
+
+def vocab_of(family: str) -> int:
+    """The family's vocabulary size (a wrapper's is its text_config's)."""
+    base = FAMILIES[family][2]
+    return int(base.get("vocab_size") or base["text_config"]["vocab_size"])
 
 
 def _hf_model(family: str, changes: dict[str, Any]) -> torch.nn.Module:
     config_class, model_class, base = FAMILIES[family]
     torch.manual_seed(0)
-    config = getattr(transformers, config_class)(**(base | changes))
+    # a copy: some configs write into what they are given (Qwen3.5 adds partial_rotary_factor to rope_parameters),
+    # and the values are shared by every family's test
+    config = getattr(transformers, config_class)(**copy.deepcopy(base | changes))
     kwargs = {"add_pooling_layer": False} if family == "bert" else {}
     model = getattr(transformers, model_class)(config, **kwargs).eval()
     with torch.no_grad():  # biases start at zero: make them count
@@ -257,7 +293,7 @@ def _ours(hf: torch.nn.Module, written: dict[str, Any]) -> Transformer:
 def assert_parity(family: str, changes: dict[str, Any], drop: tuple[str, ...] = ()) -> TransformerConfig:
     hf = _hf_model(family, changes)
     ours = _ours(hf, _written_config(hf, changes, drop))
-    toks = torch.randint(0, FAMILIES[family][2]["vocab_size"], (1, 20), generator=torch.Generator().manual_seed(1))
+    toks = torch.randint(0, vocab_of(family), (1, 20), generator=torch.Generator().manual_seed(1))
     with torch.inference_mode():
         expected, got = _output(hf, family, toks), ours(toks)
     assert (got - expected).abs().max().item() <= TOL, (family, changes)
@@ -301,7 +337,7 @@ def test_per_layer_windows_reach_the_model() -> None:
 def test_every_inert_field_changes_nothing(family: str, field: str) -> None:
     """transformers computes the same with the field set, and so do we (our config does not change)."""
     changes = {field: INERT_VALUES[field]}
-    toks = torch.randint(0, FAMILIES[family][2]["vocab_size"], (1, 20), generator=torch.Generator().manual_seed(1))
+    toks = torch.randint(0, vocab_of(family), (1, 20), generator=torch.Generator().manual_seed(1))
     plain_hf, plain_cfg = _plain(family)
     try:
         hf = _hf_model(family, changes)

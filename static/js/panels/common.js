@@ -26,7 +26,7 @@ export function dimLabels(n) {
 
 // n: how many columns; a pair axis has one per turned pair, and pair i turns dimension i with i + n
 export function dimTitle(t, dim, n) {
-  return { d_model: t("ax_dim"), d_head: t("ax_dhead"), d_mlp: t("ax_dmlp"), pair: t("ax_pair", { half: n }), expert: t("ax_expert") }[dim] || dim;
+  return { d_model: t("ax_dim"), d_head: t("ax_dhead"), d_mlp: t("ax_dmlp"), pair: t("ax_pair", { half: n }), expert: t("ax_expert"), head: t("head") }[dim] || dim;
 }
 
 /**

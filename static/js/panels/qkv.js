@@ -13,6 +13,7 @@ const DRAWS = {
   rot_q: ["rot_q", "rot_k"],
   z: ["pattern", "v_attended", "z"],
   k_shared: ["q", "k_shared", "v_shared"],
+  out_gate: ["z", "out_gate", "z_gated"], // Qwen3.5: the attention output's gate
 };
 
 // Gemma 4: a layer that shares an earlier layer's K and V has k_shared and v_shared (already normed and turned)
@@ -100,6 +101,10 @@ export default {
       drawTokenMatrix(board, "rq", ctx, stages[site.rot_q], { title: title("Q · RoPE", true), fixed: hq, className: "half" });
       drawTokenMatrix(board, "k", ctx, stages[kName], { title: title(normed ? "RMSNorm(K)" : "K", false), fixed: hkv, className: "half" });
       drawTokenMatrix(board, "rk", ctx, stages[hookName(site, "rot_k")], { title: title("K · RoPE", false), fixed: hkv, className: "half", note: gqaNote });
+    } else if (hook === "out_gate") { // Qwen3.5: z times its gate sigmoid(W_G · x), per head and dimension
+      drawTokenMatrix(board, "z", ctx, stages[site.z], { title: title("z", true), fixed: hq, className: "third" });
+      drawTokenMatrix(board, "g", ctx, stages[site.out_gate], { title: title("sigmoid(W_G·x)", true), fixed: hq, signed: false, className: "third" });
+      drawTokenMatrix(board, "zg", ctx, stages[site.z_gated], { title: title("z′ = z ⊙ gate", true), fixed: hq, className: "third" });
     } else {
       const pattern = stages[site.pattern];
       drawTokenMatrix(board, "a", ctx, pattern, {

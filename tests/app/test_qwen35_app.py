@@ -1,0 +1,106 @@
+"""The explorer and the lab on a Qwen3.5-shaped hybrid (gated DeltaNet layers 0 and 1, a gated attention layer 2):
+its DeltaNet stages are described and traced, an attention view of a DeltaNet layer is refused by name, and every
+lab experiment either answers (those that run the model's own forward pass only) or refuses the model by name —
+never a 500 (a number computed as plain attention would not be the model's)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.factory import create_app
+from app.lab import EXPERIMENTS
+from app.registry import Registry
+from app.tensors import decode_tensor
+from checkpoints import LoadedModel
+from model import Transformer, TransformerConfig
+from model.tokenizer import CharTokenizer
+from tests.app.conftest import error_of, make_settings, post
+
+HYBRID = {"pos_encoding": "rope", "norm": "rmsnorm", "activation": "swiglu", "bias": False, "n_kv_heads": 2,
+          "head_dim": 16, "rope_dims": 4, "qk_norm": True, "attn_output_gate": True, "deltanet_layers": (0, 1),
+          "deltanet_key_heads": 2, "deltanet_value_heads": 4, "deltanet_key_dim": 8, "deltanet_value_dim": 12,
+          "deltanet_conv": 3}
+TEXT = "the cat sat on the mat"
+
+
+def hybrid_model(tok: CharTokenizer) -> Transformer:
+    cfg = TransformerConfig(vocab_size=tok.vocab_size, d_model=32, n_layers=3, n_heads=4, n_ctx=64, seed=5,
+                            init_std=0.3, **HYBRID)
+    return Transformer(cfg).eval()
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    tok = CharTokenizer("abcdefghijklmnopqrstuvwxyz ", specials=("<s>",))
+    registry = Registry(default="hybrid")
+    registry.add("hybrid", LoadedModel(hybrid_model(tok), tok, {"description": "a tiny Qwen3.5-shaped hybrid",
+                                                                 "bos_token": "<s>", "eos_token": "<s>"}),
+                 source="test")
+    with TestClient(create_app(make_settings(tmp_path_factory.mktemp("qwen35")), registry)) as test_client:
+        yield test_client
+
+
+def test_the_deltanet_stages_are_described_and_traced(client: TestClient) -> None:
+    info = client.get("/api/models/hybrid").json()
+    stages = {s["name"]: s for s in info["stages"]}
+    state = stages["blocks.0.deltanet.hook_state"]
+    assert (state["site"], state["step"], state["kind"], state["main"]) == ("deltanet", "dn_state", "deltanet", True)
+    assert state["dims"] == ["head", "d_value", "d_key"]
+    assert stages["blocks.2.attn.hook_out_gate"]["step"] == "out_gate"
+    assert "blocks.0.attn.hook_pattern" not in stages and "blocks.2.attn.hook_pattern" in stages
+    out = post(client, "/api/trace", {"model": "hybrid", "text": TEXT, "encoding": "base64",
+                                      "stages": ["blocks.1.deltanet.*"]})
+    assert out.status_code == 200
+    traced = out.json()["stages"]
+    assert decode_tensor(traced["blocks.1.deltanet.hook_state"]).shape == (4, 12, 8)
+    n_tokens = len(out.json()["tokens"])
+    assert decode_tensor(traced["blocks.1.deltanet.hook_state_change"]).shape == (n_tokens, 4)
+
+
+def test_an_attention_view_of_a_deltanet_layer_is_refused_by_name(client: TestClient) -> None:
+    status, code, message = error_of(post(client, "/api/attention", {"model": "hybrid", "text": TEXT, "layer": 0}))
+    assert (status, code) == (422, "not_in_model") and "gated DeltaNet" in message and "are 2" in message
+    assert post(client, "/api/attention", {"model": "hybrid", "text": TEXT, "layer": 2}).status_code == 200
+    status, code, message = error_of(post(client, "/api/trace", {
+        "model": "hybrid", "text": TEXT, "stages": ["hook_logits"], "interventions": {"ablate_heads": [[1, 0]]}}))
+    assert (status, code) == (422, "invalid_intervention") and "layer 1 is a gated DeltaNet layer" in message
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS, ids=[e.name for e in EXPERIMENTS])
+def test_every_lab_experiment_answers_or_refuses_the_hybrid_by_name(client: TestClient, experiment: object) -> None:
+    path, method = experiment.route, experiment.method  # type: ignore[attr-defined]
+    body = {"model": "hybrid", "text": TEXT}
+    response = client.get(path, params={"model": "hybrid"}) if method == "GET" else post(client, path, body)
+    assert response.status_code != 500, response.text
+    if experiment.hybrid:  # type: ignore[attr-defined]
+        assert response.status_code in (200, 422), response.text
+    else:
+        status, code, message = error_of(response)
+        body_json = response.json()["error"]
+        if code == "not_in_model" and body_json.get("details", {}).get("reason") == "deltanet_model":
+            assert "layers 0, 1 are gated DeltaNet layers" in message
+        else:  # refused earlier for what the request lacks, or for the model's family (architecture)
+            assert status == 422, response.text
+
+
+@pytest.mark.parametrize("name", ["sampling", "generation_tree", "logit_lens", "embedding_persistence"])
+def test_the_experiments_that_only_run_the_forward_pass_answer(client: TestClient, name: str) -> None:
+    experiment = next(e for e in EXPERIMENTS if e.name == name)
+    assert experiment.hybrid
+    response = post(client, experiment.route, {"model": "hybrid", "text": TEXT})
+    assert response.status_code == 200, response.text
+
+
+def test_the_kv_cache_counts_the_fixed_state_beside_the_growing_cache(client: TestClient) -> None:
+    """Layer 2 caches K and V per token (2 · 2 K/V heads · 16 · 2 bytes); layers 0 and 1 keep a state of 4 heads of
+    12 × 8 and 2 convolution inputs of 2 · 2 · 8 + 4 · 12 channels, at any context."""
+    out = client.get("/api/lab/kv-cache-size", params={"context": 10, "dtype": "float16"}).json()
+    row = next(r for r in out["models"][0]["variants"] if r["kv_heads"] == 2)
+    state = 2 * (4 * 12 * 8 + 2 * (2 * 2 * 8 + 4 * 12)) * 2
+    assert (row["layers"], row["deltanet_layers"], row["state_bytes"]) == (1, 2, state)
+    assert row["bytes_per_token"] == 2 * 1 * 2 * 16 * 2 and row["total_bytes"] == 10 * row["bytes_per_token"] + state
+    longer = client.get("/api/lab/kv-cache-size", params={"context": 40, "dtype": "float16"}).json()
+    assert next(r for r in longer["models"][0]["variants"] if r["kv_heads"] == 2)["state_bytes"] == state
