@@ -1,0 +1,87 @@
+// A student's page (/class?code=): join with a nickname, then follow the teacher: the question asked now, the
+// answer sent (changeable until the reveal), and after the reveal the class's distribution and whether this
+// student's answer was right. The student's token is an HttpOnly cookie of this class's API path.
+
+import { LANG, api, chapterTitle, drawBars, follow, say, showMessage, t } from "./common.js";
+
+const $ = (id) => document.getElementById(id);
+let code = (new URLSearchParams(location.search).get("code") || "").toUpperCase();
+let shown = "";
+
+function render(view) {
+  $("join-form").hidden = true;
+  $("class-joined").hidden = false;
+  $("hello").textContent = t("class_hello", { nickname: view.nickname }); // text, never HTML
+  const asked = view.question ? `${view.chapter}/${view.question}` : "";
+  $("asked").textContent = view.question ? t("class_asked", { chapter: chapterTitle(view.chapter), question: view.question })
+    : t("class_wait");
+  $("answer-form").hidden = !view.question || view.revealed;
+  if (asked !== shown) $("answer").value = "";
+  shown = asked;
+  const mine = view.mine;
+  let line = "";
+  if (mine && view.revealed) {
+    const verdict = mine.correct === true ? t("class_correct") : mine.correct === false ? t("class_wrong") : "";
+    line = `${t("class_you_answered", { value: mine.value })}${verdict ? ` (${verdict})` : ""}`;
+  } else if (mine) line = t("class_sent", { value: mine.value });
+  $("mine").textContent = line;
+  $("answered").textContent = view.question ? t("class_answered", { answered: view.answered, students: view.students }) : "";
+  drawBars($("bars"), view.revealed ? view : { distribution: [], answered: 0 });
+  const link = $("open-chapter");
+  link.hidden = !view.chapter;
+  if (view.chapter) link.href = `/?chapter=${encodeURIComponent(view.chapter)}&lang=${LANG}`;
+}
+
+function ended() {
+  $("class-joined").hidden = true;
+  $("answer-form").hidden = true;
+  showMessage(t("class_ended"));
+}
+
+async function refresh() {
+  try { render(await api("GET", `/api/classes/${code}/me`)); return true; } catch (error) {
+    if (error.code === "unknown_class") { ended(); return false; }
+    if (error.code === "not_student") { $("join-form").hidden = false; return false; }
+    showMessage(say(error));
+    return true;
+  }
+}
+
+let last = null;
+function followClass() {
+  follow(`/api/classes/${code}/events?role=student`, {
+    onState: (view) => { // the class moved: this student's own view (their answer) is read again
+      const key = `${view.chapter}/${view.question}/${view.revealed}`;
+      if (key !== last) { last = key; refresh(); } else $("answered").textContent = view.question ? t("class_answered", { answered: view.answered, students: view.students }) : "";
+    },
+    onEnded: ended,
+    check: refresh,
+  });
+}
+
+async function boot() {
+  $("code-input").value = code;
+  $("join-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    showMessage("");
+    try {
+      const joined = await api("POST", `/api/classes/${encodeURIComponent($("code-input").value.replace(/\s/g, "").toUpperCase() || "-")}/students`,
+        { nickname: $("nickname").value });
+      code = joined.code;
+      history.replaceState(null, "", `/class?code=${code}&lang=${LANG}`);
+      if (await refresh()) followClass();
+    } catch (error) { showMessage(say(error)); }
+  });
+  $("answer-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      showMessage("");
+      const sent = await api("POST", `/api/classes/${code}/answers`, { value: $("answer").value });
+      $("mine").textContent = t("class_sent", { value: sent.value });
+    } catch (error) { showMessage(say(error)); }
+  });
+  if (code && await refresh()) followClass();
+  else if (!code) $("join-form").hidden = false;
+}
+
+boot();

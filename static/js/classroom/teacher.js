@@ -1,0 +1,95 @@
+// The teacher's page (/class/teach): start a class, show its code, join link and QR code on the projector,
+// ask a chapter's question, watch the count and the distribution of answers live (no names), reveal, download
+// the CSV, end. The teacher's key stays in an HttpOnly cookie; the teacher's link carries it in its #fragment
+// (never sent to a server by a browser), which this page trades for the cookie and then wipes from the address bar.
+
+import { CHAPTERS, LANG, api, chapterTitle, drawBars, follow, say, showMessage, t } from "./common.js";
+
+const $ = (id) => document.getElementById(id);
+let code = new URLSearchParams(location.search).get("code");
+let stop = null;
+let endArmed = false;
+
+function show(view) {
+  $("asked").textContent = view.question ? t("class_asked", { chapter: chapterTitle(view.chapter), question: view.question })
+    : t("class_no_question");
+  $("answered").textContent = t("class_answered", { answered: view.answered, students: view.students });
+  $("reveal").disabled = !view.question || view.revealed;
+  $("reveal").textContent = view.revealed ? t("class_revealed") : t("class_reveal");
+  drawBars($("bars"), view);
+}
+
+function ended() {
+  if (stop) stop();
+  $("class-running").hidden = true;
+  $("class-start").hidden = false;
+  showMessage(t("class_ended"));
+  history.replaceState(null, "", `/class/teach?lang=${LANG}`);
+  code = null;
+}
+
+async function open(view) {
+  code = view.code;
+  $("class-start").hidden = true;
+  $("class-running").hidden = false;
+  $("code").textContent = code;
+  $("join-url").textContent = t("class_join_at", { url: view.join_url });
+  $("qr").src = `/api/classes/${code}/qr.svg`;
+  $("csv").href = `/api/classes/${code}/answers.csv`;
+  if (view.teacher_link) $("teacher-link").textContent = view.teacher_link;
+  history.replaceState(null, "", `/class/teach?code=${code}&lang=${LANG}`); // the key never stays on screen
+  if (view.chapter) $("chapter").value = view.chapter;
+  if (view.question) $("question").value = view.question;
+  show(view);
+  stop = follow(`/api/classes/${code}/events?role=teacher`, {
+    onState: show,
+    onEnded: ended,
+    check: async () => {
+      try { show(await api("GET", `/api/classes/${code}`)); return true; } catch (error) {
+        if (error.code === "unknown_class") { ended(); return false; }
+        return true;
+      }
+    },
+  });
+}
+
+async function act(work) {
+  try { showMessage(""); await work(); } catch (error) { showMessage(say(error)); }
+}
+
+async function boot() {
+  for (const [index, chapter] of CHAPTERS.entries()) {
+    const option = document.createElement("option");
+    option.value = chapter.id;
+    option.textContent = `${index + 1}. ${chapter.title}`;
+    $("chapter").append(option);
+  }
+  $("start").addEventListener("click", () => act(async () => {
+    const started = await api("POST", "/api/classes", { lang: LANG });
+    await open({ ...(await api("GET", `/api/classes/${started.code}`)), teacher_link: started.teacher_link });
+  }));
+  $("step-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    act(async () => show(await api("POST", `/api/classes/${code}/step`, { chapter: $("chapter").value, question: $("question").value.trim() })));
+  });
+  $("reveal").addEventListener("click", () => act(async () => show(await api("POST", `/api/classes/${code}/reveal`))));
+  $("end").addEventListener("click", () => act(async () => {
+    if (!endArmed) { // a second click ends it: no dialog on a projector
+      endArmed = true;
+      $("end").textContent = t("class_end_confirm");
+      setTimeout(() => { endArmed = false; $("end").textContent = t("class_end"); }, 5000);
+      return;
+    }
+    await api("DELETE", `/api/classes/${code}`);
+    ended();
+  }));
+  if (!code) { $("class-start").hidden = false; return; }
+  const key = new URLSearchParams(location.hash.slice(1)).get("key");
+  await act(async () => {
+    if (key) await api("POST", `/api/classes/${code}/teacher`, undefined, { "X-Class-Key": key });
+    await open(await api("GET", `/api/classes/${code}`));
+  });
+  if ($("class-running").hidden) $("class-start").hidden = false;
+}
+
+boot();
