@@ -11,6 +11,7 @@ class ClassError(Exception):
     def __init__(self, status: int, code: str, message: str, **values: Any) -> None:
         super().__init__(message)
         self.status, self.code, self.message, self.values = status, code, message, values
+        self.counted = False  # a failed lookup counted against its client (service.Classroom.guarded)
 
 
 def unknown_class() -> ClassError:
