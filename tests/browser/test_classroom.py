@@ -62,10 +62,12 @@ def test_a_teacher_and_three_students(browser: Any, server: Any, lang: str, tmp_
             page.fill("#answer", value)
             page.click("#send")
             page.wait_for_function("() => document.getElementById('mine').textContent.length > 0")
-        teacher.wait_for_function(f"() => document.getElementById('answered').textContent.includes({WORDS[lang]['answered']!r})")
+        teacher.wait_for_function(f"() => document.getElementById('answered').textContent"
+                                  f".includes({WORDS[lang]['answered']!r})")
         labels = teacher.locator(".class-bar-label").all_inner_texts()
         assert labels == ["it", "street"], labels  # values and counts only, no names
-        assert "Ana" not in teacher.locator("#class-running").inner_text().replace(teacher.locator("#teacher-link").inner_text(), "")
+        projected = teacher.locator("#class-running").inner_text()
+        assert "Ana" not in projected.replace(teacher.locator("#teacher-link").inner_text(), "")
 
         teacher.click("#reveal")
         for page in students:
@@ -83,7 +85,8 @@ def test_a_teacher_and_three_students(browser: Any, server: Any, lang: str, tmp_
         teacher.click("#end")
         teacher.wait_for_selector("#class-start:not([hidden])")
         for page in students:
-            page.wait_for_function(f"() => document.getElementById('class-message').textContent.includes({WORDS[lang]['ended']!r})")
+            page.wait_for_function(f"() => document.getElementById('class-message').textContent"
+                                   f".includes({WORDS[lang]['ended']!r})")
         assert not errors, errors
     finally:
         for context in contexts:
