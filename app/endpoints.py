@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.answers import activations, attention, lesson_claims, models, positional, predict, trace
+from app.answers import activations, attention, lesson_claims, lesson_questions, models, positional, predict, trace
 from app.lab import EXPERIMENTS
 from app.pipeline import Endpoint
 
@@ -28,8 +28,9 @@ EXPLORER: tuple[Endpoint[Any], ...] = (
 
 # its request is made from a chapter (app/answers/lesson_claims.py: view_request), so its route is written out
 LESSON_CLAIMS = lesson_claims.LESSON_CLAIMS
+LESSON_QUESTIONS = lesson_questions.LESSON_QUESTIONS  # the same request, plus a question and an answer
 
 # every record: one name each (a name is its route's and its answers' first cache-key part)
-ENDPOINTS: tuple[Endpoint[Any], ...] = (*EXPLORER, LESSON_CLAIMS, *EXPERIMENTS)
+ENDPOINTS: tuple[Endpoint[Any], ...] = (*EXPLORER, LESSON_CLAIMS, LESSON_QUESTIONS, *EXPERIMENTS)
 
-__all__ = ["ENDPOINTS", "EXPLORER", "LESSON_CLAIMS"]
+__all__ = ["ENDPOINTS", "EXPLORER", "LESSON_CLAIMS", "LESSON_QUESTIONS"]

@@ -49,8 +49,8 @@ def error_response(status: int, code: str, message: str, headers: Mapping[str, s
 
 
 # ---------------------------------------------------------------- every error code the API answers with
-# 404 unknown_model, model_refused, unknown_chapter, chapter_model_missing · 413 body_too_large ·
-# 422 empty_text, text_too_long, out_of_range, unknown_stage,
+# 404 unknown_model, model_refused, unknown_chapter, unknown_question, chapter_model_missing · 413 body_too_large ·
+# 422 empty_text, text_too_long, out_of_range, unknown_stage, invalid_answer,
 # unknown_snapshot, invalid_config, model_too_large, response_too_large, not_in_model, conflicting_fields,
 # invalid_request, invalid_json, nonfinite,
 # invalid_intervention, not_generative, invalid_option, too_much_work, beyond_context · 503 busy, model_loading ·
@@ -71,6 +71,17 @@ def model_refused(name: str, reason: str) -> ApiError:
 def unknown_chapter(known: list[str]) -> ApiError:
     return ApiError(404, "unknown_chapter", f"There is no chapter with that name. Chapters: {', '.join(known)} "
                                            f"(or their numbers, 1 to {len(known)}).")
+
+
+def unknown_question(chapter: str, known: list[str]) -> ApiError:
+    return ApiError(404, "unknown_question", f"Chapter {chapter} has no question with that id. Its questions: "
+                                             f"{', '.join(known)}.").with_details("unknown_question", known=known)
+
+
+def invalid_answer(message: str, expected: str, options: list[Any]) -> ApiError:
+    """An answer of the wrong type for its question (lessons.questions.AnswerError), or one without a question."""
+    return ApiError(422, "invalid_answer", f"That answer does not fit the question: {message}.").with_details(
+        f"answer_{expected}", options=options)
 
 
 def chapter_model_missing(chapter: str, model: str) -> ApiError:

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from starlette.responses import Response
 
 from app import errors, process_tuning
-from app.answers import lesson_claims
+from app.answers import lesson_claims, lesson_questions
 from app.cache import LRU
 from app.compression import ApiJSONResponse
 from app.inference_pool import Engine
@@ -107,6 +107,14 @@ class Service:
         answered as every endpoint is."""
         request = lesson_claims.view_request(chapter_id, lang, self.registry.names(), screen)
         return await self.run(lesson_claims.LESSON_CLAIMS, request)
+
+    async def lesson_questions(self, chapter_id: str, lang: str, screen: dict[str, Any] | None = None,
+                               question: str | None = None, answer: str | None = None) -> Response:
+        """What a chapter asks the class to predict, answered on its view in `lang` or on the view on screen
+        (app/answers/lesson_questions.py); with `question` and `answer`, that answer checked."""
+        view = lesson_claims.view_request(chapter_id, lang, self.registry.names(), screen)
+        request = lesson_questions.questions_request(view, question, answer)
+        return await self.run(lesson_questions.LESSON_QUESTIONS, request)
 
     # ------------------------------------------------------------ every endpoint, one way
 

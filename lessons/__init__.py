@@ -15,9 +15,14 @@ analysis/ keeps the pure read-offs (analysis/words.py: where a word is among the
 what a lesson asks of them lives here. app/answers/lesson_claims.py only turns a traced run into a View and the
 measured claims into an answer.
 
-Questions (predict, then reveal; issue 42) go here too: a table of question kinds in lessons/questions.py, beside
-KINDS and shaped like it, each kind a function of a View that returns its right answer as a fact (a token
-position, a block, a sign, a number with its tolerance), measured with the same read-offs as the claims (the
-helpers of trace_claims.py and lab_claims.py, the words of view.py) and worded from static/text/ as the claims are;
-a chapter names its questions as data in chapters.json beside its claims.
+Questions (predict, then reveal; issue 42) live beside the claims and read the same numbers:
+
+    questions.py          QUESTION_KINDS, the one table of question kinds; asked() words a chapter's questions on
+                          a view; verdict() checks an answer against an asked question (no model, no state)
+    question_kinds.py     the kinds: each a function of a View returning its right answer as a fact (a token
+                          position, a block or "never", a choice, a number with its tolerance), or a QuestionError
+                          where the view gives it no well-defined answer
+    chapter_questions.py  a chapter's questions by id: questions_for(), question_for(), check()
+
+a chapter names its questions as data in chapters.json beside its claims (ids the same in every language).
 """

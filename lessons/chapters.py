@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lessons.claims import KINDS
 from lessons.languages import LANGS
+from lessons.questions import QUESTION_KINDS
 
 
 class ChapterView(BaseModel):
@@ -29,6 +30,8 @@ class ChapterView(BaseModel):
     layer: int = Field(ge=0)
     head: int = Field(ge=0)
     claims: list[dict[str, Any]] = Field(min_length=1)
+    # what the class predicts before the chart is shown (lessons/questions.py): {id, kind, **its words}
+    questions: list[dict[str, Any]] = Field(min_length=1)
 
     @property
     def arch(self) -> str:
@@ -67,6 +70,13 @@ def chapters() -> list[Chapter]:
             unknown = [c.get("kind") for c in view.claims if c.get("kind") not in KINDS]
             if unknown:
                 raise ValueError(f"chapter {chapter.id}: unknown claim kinds {unknown}")
+            unknown = [q.get("kind") for q in view.questions if q.get("kind") not in QUESTION_KINDS]
+            if unknown:
+                raise ValueError(f"chapter {chapter.id}: unknown question kinds {unknown}")
+        # a question's id names it in every language (a class of EN and ZH pages answers the same question)
+        ids = [[q.get("id") for q in chapter.in_lang(lang).questions] for lang in LANGS]
+        if any(i != ids[0] for i in ids) or len(set(ids[0])) != len(ids[0]) or None in ids[0]:
+            raise ValueError(f"chapter {chapter.id}: question ids must be unique and the same in every language")
     return plan.chapters
 
 
@@ -83,6 +93,7 @@ def for_page() -> list[dict[str, Any]]:
     fallback architecture."""
     return [
         {**c.model_dump(exclude=set(LANGS)),
-         **{lang: {**c.in_lang(lang).model_dump(exclude={"claims"}), "arch": c.in_lang(lang).arch} for lang in LANGS}}
+         **{lang: {**c.in_lang(lang).model_dump(exclude={"claims", "questions"}), "arch": c.in_lang(lang).arch}
+            for lang in LANGS}}
         for c in chapters()
     ]

@@ -60,6 +60,31 @@ class ClaimError(ValueError):
     """A claim that cannot be read on its view (a word not in the sentence, a stage the model lacks)."""
 
 
+AnswerType = str  # "token" (a position), "block" (a block, or "never"), "choice" (an option), "number"
+Answer = int | float | str
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question's right answer on one view, measured (lessons/question_kinds.py): what kind of answer it takes,
+    the options the page offers (token positions as drawn, blocks, choices; none for a number), the answer and
+    the answers that count as it (a character's byte tokens together), the tolerance of a number, the value the
+    reveal shows, and the facts its prompt and its one-line why are worded with."""
+
+    kind: str
+    answer_type: AnswerType
+    answer: Answer
+    measured: Answer
+    values: Values
+    options: tuple[dict[str, Any], ...] = ()
+    accepted: tuple[Answer, ...] = ()  # the answers that count as right (token, block, choice); () for a number
+    tolerance: float = 0.0  # a number's: right within answer ± tolerance
+
+
+class QuestionError(ClaimError):
+    """A question with no well-defined answer on its view (a near tie, a word or a token it lacks)."""
+
+
 def covering(tokens: Sequence[Token], text: str, word: str, occurrence: int = 1) -> list[int]:
     """Positions of the tokens that cover the `occurrence`-th `word` of `text` (analysis.words.covering), or a
     ClaimError naming the word."""

@@ -17,6 +17,7 @@ from app.pipeline import Build, Context, Endpoint, Run
 from app.schemas import LessonClaimsOut, LessonView
 from app.tokenizing import encode_text
 from lessons import chapters as lessons
+from lessons.chapters import Chapter
 from lessons.claims import measured
 from lessons.view import ClaimError, View
 
@@ -38,13 +39,13 @@ def view_request(chapter_id: str, lang: str, offered: list[str], screen: dict[st
     return LessonView.model_validate({**asked, "chapter": chapter.id, "lang": lang, "own": asked == own})
 
 
-def plan(context: Context, request: LessonView) -> Build:
-    resolved, lang = context.model, request.lang
+def checked(context: Context, request: LessonView) -> tuple[int, Chapter]:
+    """The chapter (its place on the path) and the view's layer and head checked against the model: 422 else."""
+    resolved = context.model
     found = lessons.find(request.chapter)
     if found is None:  # view_request found it
         raise errors.unknown_chapter([c.id for c in lessons.chapters()])
     number, chapter = found
-    view = chapter.in_lang(lang)
     cfg = resolved.cfg
     n_layers = cfg.decoder_layers if cfg.architecture == "encoder-decoder" else cfg.n_layers
     layer, head = request.layer, request.head
@@ -52,26 +53,44 @@ def plan(context: Context, request: LessonView) -> Build:
         opens = f"Chapter {chapter.id} opens" if request.own else "The view asked is"
         raise errors.not_in_model(f"{opens} layer {layer}, head {head}, which {resolved.name} does not have "
                                   f"({n_layers} layers of {cfg.n_heads} heads).")
-    loaded = resolved.loaded
+    return number, chapter
+
+
+def on_screen(run: Run, request: LessonView) -> View:
+    """The text's forward pass as a lessons.view.View: the stack on screen (an encoder-decoder's decoder, with its
+    source as cross-attention's keys), its layer and head, and what a kind may ask of the model."""
+    loaded = run.resolved.loaded if run.resolved is not None else None
+    if loaded is None:
+        raise RuntimeError("a lesson view is built from a text's run")
+    forward = run.trace()
+    enc_dec = forward.target_tokens is not None
+    return View(
+        model=loaded.model, trace=forward.trace, lang=request.lang, layer=request.layer, head=request.head,
+        stack="decoder" if enc_dec else None,
+        tokens=forward.target_tokens if enc_dec else forward.tokens,  # type: ignore[arg-type]
+        text=(request.target_text or "") if enc_dec else request.text,
+        source_tokens=forward.tokens if enc_dec else (), source_text=request.text if enc_dec else "",
+        piece=loaded.tokenizer.id_to_text, meta=loaded.meta,
+        encode=lambda text: encode_text(loaded, text))  # a second prompt (patching's corrupted one)
+
+
+def answered(number: int, chapter: Chapter, request: LessonView, model: str) -> dict[str, Any]:
+    """What a lesson answer says of its view: the chapter, its place, the language, model, text, layer and head."""
+    return {"chapter": chapter.id, "own": request.own, "number": number + 1, "lang": request.lang, "model": model,
+            "text": request.text, "target": request.target_text, "stage": chapter.stage, "layer": request.layer,
+            "head": request.head}
+
+
+def plan(context: Context, request: LessonView) -> Build:
+    number, chapter = checked(context, request)
+    view = chapter.in_lang(request.lang)
 
     def build(run: Run) -> dict[str, Any]:
-        forward = run.trace()
-        enc_dec = forward.target_tokens is not None
-        on_screen = View(
-            model=loaded.model, trace=forward.trace, lang=lang, layer=layer, head=head,
-            stack="decoder" if enc_dec else None,
-            tokens=forward.target_tokens if enc_dec else forward.tokens,  # type: ignore[arg-type]
-            text=(request.target_text or "") if enc_dec else request.text,
-            source_tokens=forward.tokens if enc_dec else (), source_text=request.text if enc_dec else "",
-            piece=loaded.tokenizer.id_to_text, meta=loaded.meta,
-            encode=lambda text: encode_text(loaded, text))  # a second prompt (patching's corrupted one)
         try:
-            claims = measured(on_screen, view.claims, own=request.own)
+            claims = measured(on_screen(run, request), view.claims, own=request.own)
         except ClaimError as error:
             raise errors.not_in_model(f"Chapter {chapter.id}: {error}.") from error
-        return {"chapter": chapter.id, "own": request.own, "number": number + 1, "lang": lang,
-                "model": resolved.name, "text": request.text, "target": request.target_text, "stage": chapter.stage,
-                "layer": layer, "head": head, "claims": claims}
+        return answered(number, chapter, request, context.model.name) | {"claims": claims}
 
     return build
 

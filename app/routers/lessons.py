@@ -1,4 +1,5 @@
-"""GET /api/lessons and /api/lessons/{chapter}/claims: the lesson path, and what each chapter shows, measured."""
+"""GET /api/lessons, /api/lessons/{chapter}/claims and /questions: the lesson path, what each chapter shows,
+measured, and what it asks the class to predict, answered on the numbers."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from app.endpoints import LESSON_CLAIMS
-from app.schemas import ERRORS, LessonClaimsOut
+from app.endpoints import LESSON_CLAIMS, LESSON_QUESTIONS
+from app.schemas import ERRORS, LessonClaimsOut, LessonQuestionsOut
 from app.service import ServiceDep
 from lessons.languages import Lang
 
@@ -34,3 +35,20 @@ async def chapter_claims(
 ) -> Any:
     return await service.lesson_claims(chapter, lang, {"text": text, "target_text": target, "model": model,
                                                        "layer": layer, "head": head})
+
+
+# the same view parameters as the claims', plus one question's id and an answer to check
+@router.get("/lessons/{chapter}/questions", response_model=LessonQuestionsOut, responses={404: ERRORS[404]},
+            name=LESSON_QUESTIONS.name, description=LESSON_QUESTIONS.summary)
+async def chapter_questions(
+    chapter: str, service: ServiceDep, lang: Annotated[Lang, Query()] = "en",
+    text: Annotated[str | None, Query(description="The sentence on screen (omitted: the chapter's).")] = None,
+    target: Annotated[str | None, Query(description="An encoder-decoder's target on screen.")] = None,
+    model: Annotated[str | None, Query(description="The model on screen (omitted: the chapter's).")] = None,
+    layer: Annotated[int | None, Query(ge=0, description="The layer on screen (omitted: the chapter's).")] = None,
+    head: Annotated[int | None, Query(ge=0, description="The head on screen (omitted: the chapter's).")] = None,
+    question: Annotated[str | None, Query(max_length=64, description="One question's id (omitted: all).")] = None,
+    answer: Annotated[str | None, Query(max_length=64, description="An answer to `question`, to check.")] = None,
+) -> Any:
+    return await service.lesson_questions(chapter, lang, {"text": text, "target_text": target, "model": model,
+                                                          "layer": layer, "head": head}, question, answer)

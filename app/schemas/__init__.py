@@ -10,7 +10,7 @@
     activations  POST /api/activations
     predict      POST /api/predict
     positional   the positional-encoding kinds and GET /api/positional-encoding
-    lessons      GET /api/lessons/{chapter}/claims
+    lessons      GET /api/lessons/{chapter}/claims and /questions
 
 Every name is importable from `app.schemas` itself; app/lab/<name>.py holds each lab experiment's own models.
 
@@ -34,7 +34,15 @@ from app.schemas.inputs import (
     NoInput,
     TextInput,
 )
-from app.schemas.lessons import ClaimOut, LessonClaimsOut, LessonView
+from app.schemas.lessons import (
+    ClaimOut,
+    LessonClaimsOut,
+    LessonQuestionsOut,
+    LessonQuestionsView,
+    LessonView,
+    QuestionOut,
+    VerdictOut,
+)
 from app.schemas.models import HealthOut, LoadingModel, ModelInfo, RefusedModel, StageInfo, WeightInfo
 from app.schemas.outputs import ERRORS, ErrorBody, ErrorOut, TensorOut, TokenOut, VocabToken
 from app.schemas.positional import PositionalKindOut, PositionalOut, PositionalQuery, PosKind, ShownPosKind
@@ -45,6 +53,10 @@ __all__ = [
     "ClaimOut",
     "LessonClaimsOut",
     "LessonView",
+    "LessonQuestionsOut",
+    "LessonQuestionsView",
+    "QuestionOut",
+    "VerdictOut",
     "ActivationsOut",
     "ActivationsRequest",
     "AttentionOut",
