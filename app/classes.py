@@ -15,9 +15,10 @@ from fastapi import Depends, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from sqlalchemy.exc import OperationalError
 
-from app.class_questions import LessonQuestions
+from app.class_questions import LessonQuestions, asked_question
 from app.errors import ApiError
 from app.qr_code import qr_svg
+from app.service import Service
 from app.settings import Settings
 from classroom import database
 from classroom.errors import ClassError
@@ -106,9 +107,14 @@ class ClassSessions:
                                           self._secret(request, TEACHER_COOKIE))
         return {**view, **self._links(request, view["code"])}
 
-    def step(self, request: Request, code: str, chapter: str, question: str) -> dict[str, Any]:
-        return dict(self._call(request, self.classroom.step, code, self._secret(request, TEACHER_COOKIE),
-                               chapter, question))
+    async def step(self, request: Request, code: str, chapter: str, question: str, service: Service) -> dict[str, Any]:
+        """The teacher asks a chapter's question: measured by the lessons on the chapter's view in the class's
+        language (a forward pass, in the inference pool), then stored with the class, which every page follows."""
+        key = self._secret(request, TEACHER_COOKIE)
+        lang = await asyncio.to_thread(self._call, request, self.classroom.lang_of, code, key)
+        asked = await asked_question(service, chapter, lang, question)
+        return dict(await asyncio.to_thread(self._call, request, self.classroom.step, code, key, chapter, question,
+                                            asked))
 
     def reveal(self, request: Request, code: str) -> dict[str, Any]:
         return dict(self._call(request, self.classroom.reveal, code, self._secret(request, TEACHER_COOKIE)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, DateTime, ForeignKey, Integer, String, UniqueConstraint
+from sqlalchemy import Boolean, DateTime, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 # lengths the rules (classroom/rules.py) hold every value to before it is stored
@@ -30,6 +30,9 @@ class ClassRow(Base):
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
     chapter: Mapped[str | None] = mapped_column(String(NAME_MAX), nullable=True)
     question: Mapped[str | None] = mapped_column(String(NAME_MAX), nullable=True)
+    # the question asked, as the lessons measured it when the teacher asked (JSON: prompt, options, answer,
+    # accepted, tolerance, measured, why): answers are checked on it, with no model (migration 0002)
+    asked: Mapped[str | None] = mapped_column(Text, nullable=True)
     revealed: Mapped[bool] = mapped_column(Boolean, default=False)
     version: Mapped[int] = mapped_column(Integer, default=0)
 

@@ -12,6 +12,7 @@ import contextlib
 import csv
 import hmac
 import io
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -41,13 +42,17 @@ class Limits:
 
 
 class Questions(Protocol):
-    """The lessons' questions, as the class needs them (app/ hands in the one the questions module offers)."""
+    """How an answer is checked against the question asked (app/ hands in the lessons' verdict)."""
 
-    def exists(self, chapter: str, question: str) -> bool: ...
-
-    def check(self, chapter: str, question: str, value: str, lang: str) -> bool | None:
-        """Whether `value` is the right answer; None when the questions cannot check it (stored unchecked)."""
+    def check(self, asked: dict[str, Any], value: str) -> tuple[str, bool | None]:
+        """The answer as stored (normalized) and whether it is right (None: cannot be checked); a ClassError
+        (422) for an answer the question does not take."""
         ...
+
+
+# what a page sees of the question asked: before the reveal no answer; after it, the answer and why
+QUESTION_FIELDS = ("id", "kind", "answer_type", "prompt", "options", "tolerance")
+REVEALED_FIELDS = ("answer", "accepted", "measured", "why")
 
 
 @dataclass(frozen=True)
@@ -155,14 +160,18 @@ class Classroom:
         with self.session() as db:
             return self._teacher(db, code, key).code
 
-    def step(self, code: str, key: str | None, chapter: str, question: str) -> dict[str, Any]:
+    def lang_of(self, code: str, key: str | None) -> str:
+        """The class's language, for its teacher only (the question is asked in it)."""
+        with self.session() as db:
+            return self._teacher(db, code, key).lang
+
+    def step(self, code: str, key: str | None, chapter: str, question: str, asked: dict[str, Any]) -> dict[str, Any]:
+        """Move the class to a question, as the lessons asked it (`asked`, measured by the caller)."""
         chapter, question = rules.name_from(chapter, "chapter"), rules.name_from(question, "question")
-        if not self.questions.exists(chapter, question):
-            raise errors.ClassError(404, "unknown_question", "This chapter has no question with that id.",
-                                    field="question")
         with self.session.begin() as db:
             row = self._teacher(db, code, key, lock=True)
             row.chapter, row.question, row.revealed = chapter, question, False
+            row.asked = json.dumps(asked, ensure_ascii=False)
             self._bump(db, row)
         return self.teacher_view(code, key)
 
@@ -229,13 +238,13 @@ class Classroom:
 
     def answer(self, code: str, token: str | None, value: str) -> dict[str, Any]:
         value = rules.answer_from(value)
-        with self.session() as db:  # what is asked now, read before the check (which may take a while)
+        with self.session() as db:  # what is asked now, read before the check
             row = self._class(db, code)
             self._student(db, row, token)
-            chapter, question, lang = row.chapter, row.question, row.lang
-        if chapter is None or question is None:
+            chapter, question, asked = row.chapter, row.question, row.asked
+        if chapter is None or question is None or asked is None:
             raise errors.ClassError(409, "no_question", "Your teacher has not asked a question yet; wait for it.")
-        correct = self.questions.check(chapter, question, value, lang)
+        value, correct = self.questions.check(json.loads(asked), value)
         with self.session.begin() as db:
             row = self._class(db, code, lock=True)
             student = self._student(db, row, token)
@@ -301,8 +310,11 @@ class Classroom:
                                    AnswerRow.question == row.question)
                             .group_by(AnswerRow.value, AnswerRow.correct)
                             .order_by(func.count().desc(), AnswerRow.value)).all()
+        asked = json.loads(row.asked) if row.asked else None
+        shown = QUESTION_FIELDS + (REVEALED_FIELDS if row.revealed else ())
         view: dict[str, Any] = {
             "code": row.code, "lang": row.lang, "chapter": row.chapter, "question": row.question,
+            "asked": {k: asked.get(k) for k in shown} if asked else None,
             "revealed": row.revealed, "version": row.version, "students": students,
             "answered": sum(n for _, _, n in counts), "expires_at": utc(row.expires_at).isoformat(),
         }

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from app.classes import ClassesDep
 from app.schemas import ErrorOut
+from app.service import ServiceDep
 from lessons.languages import Lang
 
 router = APIRouter(prefix="/api/classes", tags=["classes"])
@@ -60,9 +61,11 @@ def teacher_view(code: str, request: Request, classes: ClassesDep) -> dict[str, 
 
 
 @router.post("/{code}/step", responses=CLASS_ERRORS)
-def step_class(code: str, body: StepIn, request: Request, classes: ClassesDep) -> dict[str, Any]:
-    """Move the class to a chapter's question: every student's page follows."""
-    return classes.step(request, code, body.chapter, body.question)
+async def step_class(code: str, body: StepIn, request: Request, classes: ClassesDep,
+                     service: ServiceDep) -> dict[str, Any]:
+    """Move the class to a chapter's question (GET /api/lessons/{chapter}/questions), asked on the chapter's view
+    in the class's language: every student's page follows."""
+    return await classes.step(request, code, body.chapter, body.question, service)
 
 
 @router.post("/{code}/reveal", responses=CLASS_ERRORS)

@@ -4,12 +4,25 @@ cookies), in English and in Chinese: join, follow the teacher's question live, a
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def class_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The browser tests' server with the shipped models too: chapter "scale" is measured on tiny-gpt."""
+    from tests.browser.models import ServerThread
+    from tests.conftest import free_port
+
+    srv = ServerThread(free_port(), tmp_path_factory.mktemp("classroom"), extra_models=True).start()
+    yield srv
+    srv.stop()
 
 ANSWERS = {"Ana": "it", "Bo": "it", "<Ana>": None, "Ana ": "street"}  # "<Ana>" is refused; "Ana " becomes "Ana (2)"
 WORDS = {"en": {"answered": "3 of 3 answered", "ended": "The class has ended"},
@@ -24,7 +37,11 @@ def watch(page: Any, errors: list[str]) -> Any:
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_a_teacher_and_three_students(browser: Any, server: Any, lang: str, tmp_path: Path) -> None:
+def test_a_teacher_and_three_students(browser: Any, class_server: Any, lang: str) -> None:
+    server = class_server
+    lesson = httpx.get(f"{server.url}/api/lessons/scale/questions?lang={lang}&question=unscaled_peak").json()
+    right = lesson["questions"][0]["answer"]  # "up" or "down", measured on the chapter's view in this language
+    wrong = "down" if right == "up" else "up"
     errors: list[str] = []
     contexts = [browser.new_context(viewport={"width": 1280, "height": 720}, accept_downloads=True) for _ in range(4)]
     try:
@@ -44,6 +61,7 @@ def test_a_teacher_and_three_students(browser: Any, server: Any, lang: str, tmp_
             if nickname == "Ana ":  # a nickname with markup is refused with a message in the page's language
                 page.fill("#nickname", "<b>Ana</b>")
                 page.click("#join")
+                page.wait_for_selector("#class-message:not([hidden])")
                 assert "<" in page.locator("#class-message").inner_text()
             page.fill("#nickname", nickname)
             page.click("#join")
@@ -51,29 +69,35 @@ def test_a_teacher_and_three_students(browser: Any, server: Any, lang: str, tmp_
             students.append(page)
         assert "Ana (2)" in students[2].locator("#hello").inner_text()
 
-        teacher.select_option("#chapter", "qkv")
-        teacher.fill("#question", "q1")
-        teacher.click("#step-form button[type=submit]")
-        for page in students:  # every page follows, live
-            page.wait_for_selector("#answer-form:not([hidden])")
-            assert "q1" in page.locator("#asked").inner_text()
+        teacher.select_option("#chapter", "scale")
+        teacher.wait_for_selector("#question option[value=unscaled_peak]", state="attached")
+        teacher.click("#ask")
+        teacher.wait_for_function("() => document.querySelector('#prompt .class-prompt')")
+        prompt = lesson["questions"][0]["prompt"]
+        assert teacher.locator("#prompt").inner_text().strip() == prompt
+        for page in students:  # every page follows, live, and shows the question's own prompt and options
+            page.wait_for_selector("#answer-form:not([hidden]) .class-choice")
+            assert page.locator("#prompt").inner_text().strip() == prompt
 
-        for page, value in zip(students, ["it", "it", "street"], strict=True):
-            page.fill("#answer", value)
-            page.click("#send")
-            page.wait_for_function("() => document.getElementById('mine').textContent.length > 0")
+        for page, value in zip(students, [right, right, wrong], strict=True):
+            page.click(f".class-choice[data-value={value}]")
+            page.wait_for_selector(".class-choice.chosen")
         teacher.wait_for_function(f"() => document.getElementById('answered').textContent"
                                   f".includes({WORDS[lang]['answered']!r})")
         labels = teacher.locator(".class-bar-label").all_inner_texts()
-        assert labels == ["it", "street"], labels  # values and counts only, no names
+        options = {o["value"]: o["label"] for o in lesson["questions"][0]["options"]}
+        assert labels == [options[right], options[wrong]], labels  # values and counts only, no names
         projected = teacher.locator("#class-running").inner_text()
         assert "Ana" not in projected.replace(teacher.locator("#teacher-link").inner_text(), "")
 
         teacher.click("#reveal")
-        for page in students:
-            page.wait_for_selector(".class-bar")
-            assert page.locator(".class-bar-label").all_inner_texts() == ["it", "street"]
+        verdicts = {"en": ("(right)", "(wrong)"), "zh": ("(对)", "(错)")}[lang]
+        for page, verdict in zip(students, [verdicts[0], verdicts[0], verdicts[1]], strict=True):
+            page.wait_for_selector(".class-bar.right")
+            assert page.locator(".class-bar-label").all_inner_texts() == [options[right], options[wrong]]
             assert page.locator("#answer-form").is_hidden()
+            assert page.locator("#mine").inner_text().endswith(verdict)  # checked on the lesson's numbers
+            assert lesson["questions"][0]["why"] in page.locator("#prompt").inner_text()
 
         with teacher.expect_download() as download:
             teacher.click("#csv")

@@ -13,14 +13,21 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 
+from app.catalogue import add_directory
 from app.factory import create_app
 from tests.app.conftest import make_registry, make_settings
 
 TABLES = ("classes", "students", "answers")
 
 
+WEIGHTS = Path(__file__).resolve().parents[2] / "model" / "weights"
+STEP = {"chapter": "scale", "question": "unscaled_peak"}  # on tiny-gpt: "without ÷√d_k, up or down?"
+
+
 def make_app(tmp: Path, url: str) -> Any:
-    return create_app(make_settings(tmp, database_url=url, prefault_mb=0, workers=1), make_registry())
+    registry = make_registry()
+    add_directory(registry, "tiny-gpt", WEIGHTS / "tiny-gpt", source="weights")  # the chapter's own model
+    return create_app(make_settings(tmp, database_url=url, prefault_mb=0, workers=1), registry)
 
 
 @pytest.fixture()
@@ -66,21 +73,21 @@ def test_hostile_clients_change_nothing(app: Any, database_url: str) -> None:
     teacher, code, key = start(app)
     other_teacher, other_code, other_key = start(app, "other-teacher")
     student, token = join(app, code, "Ana", "ana")
-    assert teacher.post(f"/api/classes/{code}/step", json={"chapter": "qkv", "question": "q1"}).status_code == 200
-    assert student.post(f"/api/classes/{code}/answers", json={"value": "it"}).status_code == 200
+    assert teacher.post(f"/api/classes/{code}/step", json=STEP).status_code == 200
+    assert student.post(f"/api/classes/{code}/answers", json={"value": "up"}).status_code == 200
     before = rows(database_url)
 
     # a student on every teacher route: 403, with or without the student's own cookie
     for method, path in [("POST", "reveal"), ("GET", "answers.csv"), ("DELETE", ""), ("GET", ""), ("GET", "qr.svg"),
                          ("POST", "step")]:
         response = student.request(method, f"/api/classes/{code}/{path}".rstrip("/"),
-                                   json={"chapter": "qkv", "question": "q2"} if path == "step" else None)
+                                   json=STEP if path == "step" else None)
         error_of(response, 403, "not_teacher")
     # another class's teacher key, and a teacher key on another class's routes
     error_of(other_teacher.post(f"/api/classes/{code}/reveal", headers={"X-Class-Key": other_key}), 403, "not_teacher")
     error_of(teacher.post(f"/api/classes/{other_code}/reveal", headers={"X-Class-Key": key}), 403, "not_teacher")
     # a student's token used on another class
-    error_of(client(app, "x").post(f"/api/classes/{other_code}/answers", json={"value": "it"},
+    error_of(client(app, "x").post(f"/api/classes/{other_code}/answers", json={"value": "up"},
                                    headers={"X-Class-Key": token}), 403, "not_student")
     # nicknames: 10,000 characters, markup
     long = error_of(client(app, "n1").post(f"/api/classes/{code}/students", json={"nickname": "x" * 10_000}),
@@ -88,8 +95,11 @@ def test_hostile_clients_change_nothing(app: Any, database_url: str) -> None:
     assert long["details"] == {"reason": "nickname_too_long", "limit": 24, "length": 10_000}
     error_of(client(app, "n2").post(f"/api/classes/{code}/students", json={"nickname": "<img src=x onerror=1>"}),
              422, "nickname_characters")
-    # an answer of 10,000 characters
+    # an answer of 10,000 characters, one the question does not take, a question the chapter has not
     error_of(student.post(f"/api/classes/{code}/answers", json={"value": "x" * 10_000}), 422, "answer_too_long")
+    error_of(student.post(f"/api/classes/{code}/answers", json={"value": "sideways"}), 422, "invalid_answer")
+    error_of(teacher.post(f"/api/classes/{code}/step", json={"chapter": "scale", "question": "nope"}), 404,
+             "unknown_question")
     # unknown codes, then the guesser is stopped on every route
     guesser = client(app, "guesser")
     for guess in ["ZZZZZZ", "AAAAAA", "A-B-C-", "x" * 2000, "BCDEFG", "HJKMNP", "QRSTUV", "WXYZ23", "456789",
@@ -145,18 +155,25 @@ def test_two_replicas_share_one_class(database_url: str, tmp_path: Path) -> None
     with TestClient(one), TestClient(two):
         teacher, code, key = start(one)
         student, _ = join(two, code, "Ana", "ana")
-        assert teacher.post(f"/api/classes/{code}/step", json={"chapter": "qkv", "question": "q1"}).status_code == 200
+        assert teacher.post(f"/api/classes/{code}/step", json=STEP).status_code == 200
         with teacher.stream("GET", f"/api/classes/{code}/events?role=teacher") as stream:
             assert stream.headers["content-type"].startswith("text/event-stream")
             seen = events(stream)
             name, first = next(seen)
             assert (name, first["students"], first["answered"]) == ("state", 1, 0)
-            assert student.post(f"/api/classes/{code}/answers", json={"value": "it"}).status_code == 200
+            assert student.post(f"/api/classes/{code}/answers", json={"value": "down"}).status_code == 200
             name, after = next(seen)
-            assert after["answered"] == 1 and after["distribution"][0]["value"] == "it"
+            assert after["answered"] == 1 and after["distribution"][0]["value"] == "down"
+        # checked on the lesson's own numbers: the verdict is the lessons' endpoint's, not the page's
+        lesson = teacher.get("/api/lessons/scale/questions?lang=en&question=unscaled_peak&answer=down").json()
+        assert student.get(f"/api/classes/{code}/me").json()["mine"]["correct"] is None  # not before the reveal
+        assert teacher.post(f"/api/classes/{code}/reveal").status_code == 200
+        mine = student.get(f"/api/classes/{code}/me").json()
+        assert mine["mine"]["correct"] is lesson["verdict"]["correct"]
+        assert mine["asked"]["answer"] == lesson["questions"][0]["answer"] in ("up", "down")
         with student.stream("GET", f"/api/classes/{code}/events") as stream:
             seen = events(stream)
             name, view = next(seen)
-            assert name == "state" and "distribution" not in view  # no distribution before the reveal
+            assert name == "state" and view["revealed"] and view["distribution"][0]["value"] == "down"
             assert teacher.delete(f"/api/classes/{code}").status_code == 204
             assert next(seen)[0] == "ended"

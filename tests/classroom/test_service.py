@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select
@@ -17,13 +18,20 @@ from classroom.service import Classroom, Limits
 
 
 class Questions:
-    """Chapter "c" has questions "q1" and "q2"; the right answer of each is "it"."""
+    """Every question's right answer is its `answer`; "?" is an answer no question takes."""
 
-    def exists(self, chapter: str, question: str) -> bool:
-        return chapter == "c" and question in ("q1", "q2")
+    def check(self, asked: dict[str, Any], value: str) -> tuple[str, bool | None]:
+        if value == "?":
+            raise ClassError(422, "invalid_answer", "not an answer")
+        return value, value == asked["answer"]
 
-    def check(self, chapter: str, question: str, value: str, lang: str) -> bool | None:
-        return value == "it"
+
+ASKED = {"id": "q1", "kind": "k", "answer_type": "token", "prompt": "Which?", "options": [], "tolerance": 0,
+         "answer": "it", "accepted": ["it"], "measured": "it", "why": "because"}
+
+
+def step(room: Classroom, code: str, key: str | None, question: str = "q1") -> dict[str, Any]:
+    return room.step(code, key, "c", question, {**ASKED, "id": question})
 
 
 class Clock:
@@ -69,9 +77,11 @@ def test_a_whole_class(room: Classroom) -> None:
     bo = room.join("c", started.code, "Bo")
     assert (ana.nickname, ana2.nickname, bo.nickname) == ("Ana", "Ana (2)", "Bo")
     refused("no_question", room.answer, started.code, ana.token, "it")
-    refused("unknown_question", room.step, started.code, started.teacher_key, "c", "q9")
-    view = room.step(started.code, started.teacher_key, "c", "q1")
+    refused("invalid_question", room.step, started.code, started.teacher_key, "c", "q 9", ASKED)
+    view = step(room, started.code, started.teacher_key)
     assert (view["chapter"], view["question"], view["students"], view["answered"]) == ("c", "q1", 3, 0)
+    assert view["asked"]["prompt"] == "Which?" and "answer" not in view["asked"]  # not before the reveal
+    refused("invalid_answer", room.answer, started.code, ana.token, "?")
     room.answer(started.code, ana.token, "the")
     room.answer(started.code, ana.token, "it")  # changed before the reveal: still one answer
     room.answer(started.code, ana2.token, "it")
@@ -85,6 +95,7 @@ def test_a_whole_class(room: Classroom) -> None:
     room.reveal(started.code, started.teacher_key)
     student = room.student_view(started.code, bo.token)
     assert student["mine"] == {"value": "street", "correct": False}
+    assert (student["asked"]["answer"], student["asked"]["why"]) == ("it", "because")
     assert [(b["value"], b["correct"]) for b in student["distribution"]] == [("it", True), ("street", False)]
     refused("already_revealed", room.answer, started.code, bo.token, "it")
     lines = room.answers_csv(started.code, started.teacher_key).splitlines()
@@ -109,7 +120,7 @@ def test_secrets_are_stored_hashed(room: Classroom) -> None:
 def test_who_may_do_what(room: Classroom) -> None:
     one, other = room.start("t", "en"), room.start("t", "en")
     student = room.join("a", one.code, "Ana")
-    room.step(one.code, one.teacher_key, "c", "q1")
+    step(room, one.code, one.teacher_key)
     before = counts(room)
     refused("not_teacher", room.reveal, one.code, student.token)  # a student's token is no teacher key
     refused("not_teacher", room.reveal, one.code, other.teacher_key)  # nor is another class's key
@@ -124,9 +135,9 @@ def test_limits(room: Classroom, clock: Clock) -> None:
     tokens = [room.join(f"c{i}", started.code, f"S{i}").token for i in range(5)]
     refused("too_many_students", room.join, "c9", started.code, "S9")
     for question in ("q1", "q2"):
-        room.step(started.code, started.teacher_key, "c", question)
+        step(room, started.code, started.teacher_key, question)
         room.answer(started.code, tokens[0], "it")
-    room.step(started.code, started.teacher_key, "c", "q1")  # the same question again: changing is no new answer
+    step(room, started.code, started.teacher_key)  # the same question again: changing it is no new answer
     room.answer(started.code, tokens[0], "x")
     assert counts(room)[2] == 2
     room.start("t", "en"), room.start("t", "en")
@@ -163,7 +174,7 @@ def test_sixty_answers_at_once_are_all_stored(room: Classroom) -> None:
     room.limits = Limits(students=100, answers=10, classes=3, ttl_s=3600)
     room.join_attempts.limit = 100
     tokens = [room.join(f"c{i}", started.code, f"S{i}").token for i in range(60)]
-    room.step(started.code, started.teacher_key, "c", "q1")
+    step(room, started.code, started.teacher_key)
     barrier, failures = threading.Barrier(60), []
 
     def answer(token: str, i: int) -> None:

@@ -93,12 +93,35 @@ export function follow(path, { onState, onEnded, check }) {
   return () => source && source.close();
 }
 
+/** An answer as the question shows it: a token position as its token, a choice or block by its label. */
+export function answerLabel(asked, value) {
+  const option = asked && (asked.options || []).find((o) => String(o.value) === String(value));
+  if (!option) return String(value);
+  return asked.answer_type === "token" ? `${option.label.replace(/ /g, "␣")} (#${option.value})` : String(option.label);
+}
+
+/** The question asked (its prompt), and after the reveal the measured answer and the one line on why. */
+export function drawQuestion(box, view) {
+  box.replaceChildren();
+  if (!view.asked) return;
+  const prompt = document.createElement("p");
+  prompt.className = "class-prompt";
+  prompt.textContent = view.asked.prompt;
+  box.append(prompt);
+  if (view.revealed && view.asked.why) {
+    const why = document.createElement("p");
+    why.className = "class-why";
+    why.textContent = `${t("class_right_answer", { answer: answerLabel(view.asked, view.asked.answer) })} ${view.asked.why}`;
+    box.append(why);
+  }
+}
+
 /** The distribution as bars: each answer's share, its count, and after the reveal whether it is right. */
 export function drawBars(box, view) {
   box.replaceChildren();
   const bars = view.distribution || [];
   const total = Math.max(1, view.answered);
-  const rows = [...bars.map((b) => ({ label: b.value, count: b.count, correct: b.correct }))];
+  const rows = [...bars.map((b) => ({ label: answerLabel(view.asked, b.value), count: b.count, correct: b.correct }))];
   if (view.other) rows.push({ label: t("class_other"), count: view.other, correct: null });
   for (const row of rows) {
     const line = document.createElement("div");

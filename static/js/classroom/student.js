@@ -2,28 +2,58 @@
 // answer sent (changeable until the reveal), and after the reveal the class's distribution and whether this
 // student's answer was right. The student's token is an HttpOnly cookie of this class's API path.
 
-import { LANG, api, chapterTitle, drawBars, follow, say, showMessage, t } from "./common.js";
+import { LANG, answerLabel, api, chapterTitle, drawBars, drawQuestion, follow, say, showMessage, t } from "./common.js";
 
 const $ = (id) => document.getElementById(id);
 let code = (new URLSearchParams(location.search).get("code") || "").toUpperCase();
 let shown = "";
+let question = null;
+
+/** A question with options (tokens, blocks, choices) is answered by a click; a number is typed. */
+function drawChoices(asked) {
+  const box = $("choices");
+  box.replaceChildren();
+  const options = (asked && asked.options) || [];
+  $("answer-field").hidden = options.length > 0;
+  $("send").hidden = options.length > 0;
+  for (const option of options) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "class-choice";
+    button.dataset.value = String(option.value);
+    button.textContent = answerLabel(asked, option.value); // text, never HTML
+    button.addEventListener("click", () => send(String(option.value)));
+    box.append(button);
+  }
+}
+
+async function send(value) {
+  try {
+    showMessage("");
+    const sent = await api("POST", `/api/classes/${code}/answers`, { value });
+    $("mine").textContent = t("class_sent", { value: answerLabel(question, sent.value) });
+    for (const button of $("choices").children) button.classList.toggle("chosen", button.dataset.value === sent.value);
+  } catch (error) { showMessage(say(error)); }
+}
 
 function render(view) {
   $("join-form").hidden = true;
   $("class-joined").hidden = false;
   $("hello").textContent = t("class_hello", { nickname: view.nickname }); // text, never HTML
   const asked = view.question ? `${view.chapter}/${view.question}` : "";
-  $("asked").textContent = view.question ? t("class_asked", { chapter: chapterTitle(view.chapter), question: view.question })
-    : t("class_wait");
-  $("answer-form").hidden = !view.question || view.revealed;
-  if (asked !== shown) $("answer").value = "";
+  $("asked").textContent = view.question ? chapterTitle(view.chapter) : t("class_wait");
+  drawQuestion($("prompt"), view);
+  $("answer-form").hidden = !view.asked || view.revealed;
+  if (asked !== shown) { $("answer").value = ""; drawChoices(view.asked); }
   shown = asked;
+  question = view.asked;
   const mine = view.mine;
   let line = "";
   if (mine && view.revealed) {
     const verdict = mine.correct === true ? t("class_correct") : mine.correct === false ? t("class_wrong") : "";
-    line = `${t("class_you_answered", { value: mine.value })}${verdict ? ` (${verdict})` : ""}`;
-  } else if (mine) line = t("class_sent", { value: mine.value });
+    line = `${t("class_you_answered", { value: answerLabel(view.asked, mine.value) })}${verdict ? ` (${verdict})` : ""}`;
+  } else if (mine) line = t("class_sent", { value: answerLabel(view.asked, mine.value) });
+  for (const button of $("choices").children) button.classList.toggle("chosen", !!mine && button.dataset.value === String(mine.value));
   $("mine").textContent = line;
   $("answered").textContent = view.question ? t("class_answered", { answered: view.answered, students: view.students }) : "";
   drawBars($("bars"), view.revealed ? view : { distribution: [], answered: 0 });
@@ -72,13 +102,9 @@ async function boot() {
       if (await refresh()) followClass();
     } catch (error) { showMessage(say(error)); }
   });
-  $("answer-form").addEventListener("submit", async (event) => {
+  $("answer-form").addEventListener("submit", (event) => {
     event.preventDefault();
-    try {
-      showMessage("");
-      const sent = await api("POST", `/api/classes/${code}/answers`, { value: $("answer").value });
-      $("mine").textContent = t("class_sent", { value: sent.value });
-    } catch (error) { showMessage(say(error)); }
+    send($("answer").value);
   });
   if (code && await refresh()) followClass();
   else if (!code) $("join-form").hidden = false;

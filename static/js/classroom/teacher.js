@@ -3,7 +3,7 @@
 // the CSV, end. The teacher's key stays in an HttpOnly cookie; the teacher's link carries it in its #fragment
 // (never sent to a server by a browser), which this page trades for the cookie and then wipes from the address bar.
 
-import { CHAPTERS, LANG, api, chapterTitle, drawBars, follow, say, showMessage, t } from "./common.js";
+import { CHAPTERS, LANG, api, chapterTitle, drawBars, drawQuestion, follow, say, showMessage, t } from "./common.js";
 
 const $ = (id) => document.getElementById(id);
 let code = new URLSearchParams(location.search).get("code");
@@ -11,9 +11,9 @@ let stop = null;
 let endArmed = false;
 
 function show(view) {
-  $("asked").textContent = view.question ? t("class_asked", { chapter: chapterTitle(view.chapter), question: view.question })
-    : t("class_no_question");
+  $("asked").textContent = view.question ? chapterTitle(view.chapter) : t("class_no_question");
   $("answered").textContent = t("class_answered", { answered: view.answered, students: view.students });
+  drawQuestion($("prompt"), view);
   $("reveal").disabled = !view.question || view.revealed;
   $("reveal").textContent = view.revealed ? t("class_revealed") : t("class_reveal");
   drawBars($("bars"), view);
@@ -38,8 +38,7 @@ async function open(view) {
   $("csv").href = `/api/classes/${code}/answers.csv`;
   if (view.teacher_link) $("teacher-link").textContent = view.teacher_link;
   history.replaceState(null, "", `/class/teach?code=${code}&lang=${LANG}`); // the key never stays on screen
-  if (view.chapter) $("chapter").value = view.chapter;
-  if (view.question) $("question").value = view.question;
+  if (view.chapter) { $("chapter").value = view.chapter; await listQuestions(view.question); }
   show(view);
   stop = follow(`/api/classes/${code}/events?role=teacher`, {
     onState: show,
@@ -53,6 +52,24 @@ async function open(view) {
   });
 }
 
+/** The chapter's questions, as the lessons ask them on its view in the class's language. */
+async function listQuestions(selected) {
+  const select = $("question");
+  select.replaceChildren();
+  $("ask").disabled = true;
+  const chapter = $("chapter").value;
+  const data = await api("GET", `/api/lessons/${encodeURIComponent(chapter)}/questions?lang=${LANG}`);
+  if ($("chapter").value !== chapter) return; // the teacher picked another chapter meanwhile
+  for (const question of data.questions) {
+    const option = document.createElement("option");
+    option.value = question.id;
+    option.textContent = question.prompt.length > 90 ? `${question.prompt.slice(0, 88)}…` : question.prompt;
+    select.append(option);
+  }
+  if (selected) select.value = selected;
+  $("ask").disabled = !data.questions.length;
+}
+
 async function act(work) {
   try { showMessage(""); await work(); } catch (error) { showMessage(say(error)); }
 }
@@ -64,13 +81,15 @@ async function boot() {
     option.textContent = `${index + 1}. ${chapter.title}`;
     $("chapter").append(option);
   }
+  $("chapter").addEventListener("change", () => act(() => listQuestions()));
   $("start").addEventListener("click", () => act(async () => {
     const started = await api("POST", "/api/classes", { lang: LANG });
     await open({ ...(await api("GET", `/api/classes/${started.code}`)), teacher_link: started.teacher_link });
+    await listQuestions();
   }));
   $("step-form").addEventListener("submit", (event) => {
     event.preventDefault();
-    act(async () => show(await api("POST", `/api/classes/${code}/step`, { chapter: $("chapter").value, question: $("question").value.trim() })));
+    act(async () => show(await api("POST", `/api/classes/${code}/step`, { chapter: $("chapter").value, question: $("question").value })));
   });
   $("reveal").addEventListener("click", () => act(async () => show(await api("POST", `/api/classes/${code}/reveal`))));
   $("end").addEventListener("click", () => act(async () => {
