@@ -48,8 +48,9 @@ def database_down() -> ApiError:
 
 
 class ClassSessions:
-    def __init__(self, classroom: Classroom, streams: int) -> None:
+    def __init__(self, classroom: Classroom, streams: int, lessons: Service) -> None:
         self.classroom = classroom
+        self.lessons = lessons  # the explorer's service: a question asked is measured as the lessons endpoint does
         # a class's streams: its students' and a few teacher screens; the process's: the settings'
         self.watcher = Watcher(classroom.versions, per_class=classroom.limits.students + 8, per_process=streams)
 
@@ -107,12 +108,12 @@ class ClassSessions:
                                           self._secret(request, TEACHER_COOKIE))
         return {**view, **self._links(request, view["code"])}
 
-    async def step(self, request: Request, code: str, chapter: str, question: str, service: Service) -> dict[str, Any]:
+    async def step(self, request: Request, code: str, chapter: str, question: str) -> dict[str, Any]:
         """The teacher asks a chapter's question: measured by the lessons on the chapter's view in the class's
         language (a forward pass, in the inference pool), then stored with the class, which every page follows."""
         key = self._secret(request, TEACHER_COOKIE)
         lang = await asyncio.to_thread(self._call, request, self.classroom.lang_of, code, key)
-        asked = await asked_question(service, chapter, lang, question)
+        asked = await asked_question(self.lessons, chapter, lang, question)
         return dict(await asyncio.to_thread(self._call, request, self.classroom.step, code, key, chapter, question,
                                             asked))
 

@@ -57,7 +57,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         await asyncio.get_running_loop().run_in_executor(service.engine.pool, service.prepare)
         # the class sessions' database, migrated before the first request (classroom/database.py)
         classroom = await asyncio.to_thread(open_classroom, settings)
-        app.state.classes = ClassSessions(classroom, settings.class_streams)
+        app.state.classes = ClassSessions(classroom, settings.class_streams, service)
         # lazy models (minilm) load in the background: startup stays fast, first use does not wait long. A thread
         # of its own, not an inference worker: a class that starts with the server gets both workers at once
         warming = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warm-up")

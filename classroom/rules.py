@@ -18,7 +18,7 @@ CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # 31 characters: no 0, 1, I, 
 KEY_BYTES = 24  # 192 bits (the issue asks at least 128)
 # characters a nickname may not hold: markup and CSV formulas are refused outright, though the pages render
 # every nickname as text anyway (textContent) and the CSV quotes every cell
-REFUSED_IN_NICKNAME = set("<>&\"'`=\\{}")
+REFUSED_IN_NICKNAME = set("<>&\"'`=\\")
 
 
 def new_code() -> str:
@@ -51,7 +51,8 @@ def nickname_from(text: str) -> str:
                                                    f"{len(name)}.", limit=NICKNAME_MAX, length=len(name))
     if any(c in REFUSED_IN_NICKNAME or unicodedata.category(c)[0] == "C" for c in name):
         raise ClassError(422, "nickname_characters", "A nickname may hold letters, digits, spaces and simple "
-                                                     "punctuation, but not < > & \" ' ` = \\ { }.")
+                                                     "punctuation, but no markup or formula characters "
+                                                     "(< > & \" ' ` = \\).")
     return name
 
 

@@ -1,6 +1,7 @@
 """A class session (issue 42): the teacher starts a class, students join with a nickname, the teacher moves the
 class to a question and reveals it, everyone's page follows live. Each handler: parse -> one call of
-app.classes.ClassSessions -> respond. Teacher routes need the class's teacher key (cookie or X-Class-Key)."""
+app.classes.ClassSessions (the class service) -> respond. Teacher routes need the class's teacher key (cookie or
+X-Class-Key)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from pydantic import BaseModel, Field
 
 from app.classes import ClassesDep
 from app.schemas import ErrorOut
-from app.service import ServiceDep
 from lessons.languages import Lang
 
 router = APIRouter(prefix="/api/classes", tags=["classes"])
@@ -43,75 +43,74 @@ class AnswerIn(BaseModel):
 
 
 @router.post("", status_code=201, responses=CLASS_ERRORS)
-def start_class(body: StartIn, request: Request, classes: ClassesDep) -> Response:
+def start_class(body: StartIn, request: Request, service: ClassesDep) -> Response:
     """Start a class: its code, the join link, and the teacher's key (also set as the teacher's cookie)."""
-    return classes.start(request, body.lang)
+    return service.start(request, body.lang)
 
 
 @router.post("/{code}/teacher", responses=CLASS_ERRORS)
-def claim_class(code: str, request: Request, classes: ClassesDep) -> Response:
+def claim_class(code: str, request: Request, service: ClassesDep) -> Response:
     """The teacher's link opened on another screen: the key (X-Class-Key) becomes this browser's cookie."""
-    return classes.claim(request, code)
+    return service.claim(request, code)
 
 
 @router.get("/{code}", responses=CLASS_ERRORS)
-def teacher_view(code: str, request: Request, classes: ClassesDep) -> dict[str, Any]:
+def teacher_view(code: str, request: Request, service: ClassesDep) -> dict[str, Any]:
     """The teacher's view: where the class is, how many answered, the distribution of answers (no names)."""
-    return classes.teacher_view(request, code)
+    return service.teacher_view(request, code)
 
 
 @router.post("/{code}/step", responses=CLASS_ERRORS)
-async def step_class(code: str, body: StepIn, request: Request, classes: ClassesDep,
-                     service: ServiceDep) -> dict[str, Any]:
+async def step_class(code: str, body: StepIn, request: Request, service: ClassesDep) -> dict[str, Any]:
     """Move the class to a chapter's question (GET /api/lessons/{chapter}/questions), asked on the chapter's view
     in the class's language: every student's page follows."""
-    return await classes.step(request, code, body.chapter, body.question, service)
+    return await service.step(request, code, body.chapter, body.question)
 
 
 @router.post("/{code}/reveal", responses=CLASS_ERRORS)
-def reveal_answer(code: str, request: Request, classes: ClassesDep) -> dict[str, Any]:
+def reveal_answer(code: str, request: Request, service: ClassesDep) -> dict[str, Any]:
     """Reveal the question's answer and the class's distribution on every page."""
-    return classes.reveal(request, code)
+    return service.reveal(request, code)
 
 
 @router.get("/{code}/answers.csv", responses=CLASS_ERRORS, response_class=Response)
-def answers_csv(code: str, request: Request, classes: ClassesDep) -> Response:
+def answers_csv(code: str, request: Request, service: ClassesDep) -> Response:
     """Every answer of the class with its student's nickname, as CSV (the teacher's copy)."""
-    return classes.answers_csv(request, code)
+    return service.answers_csv(request, code)
 
 
 @router.get("/{code}/qr.svg", responses=CLASS_ERRORS, response_class=Response)
-def join_qr(code: str, request: Request, classes: ClassesDep) -> Response:
+def join_qr(code: str, request: Request, service: ClassesDep) -> Response:
     """The join link as a QR code (SVG, drawn on this server) for the projector."""
-    return classes.qr(request, code)
+    return service.qr(request, code)
 
 
 @router.delete("/{code}", status_code=204, responses=CLASS_ERRORS, response_class=Response)
-def end_class(code: str, request: Request, classes: ClassesDep) -> Response:
+def end_class(code: str, request: Request, service: ClassesDep) -> Response:
     """End the class: its students and answers are deleted."""
-    return classes.end(request, code)
+    return service.end(request, code)
 
 
 @router.post("/{code}/students", status_code=201, responses=CLASS_ERRORS)
-def join_class(code: str, body: JoinIn, request: Request, classes: ClassesDep) -> Response:
+def join_class(code: str, body: JoinIn, request: Request, service: ClassesDep) -> Response:
     """Join a class with a nickname only: the student's token comes back (and as the student's cookie)."""
-    return classes.join(request, code, body.nickname)
+    return service.join(request, code, body.nickname)
 
 
 @router.get("/{code}/me", responses=CLASS_ERRORS)
-def student_view(code: str, request: Request, classes: ClassesDep) -> dict[str, Any]:
+def student_view(code: str, request: Request, service: ClassesDep) -> dict[str, Any]:
     """A student's view: the question asked now, their own answer, and after the reveal the distribution."""
-    return classes.student_view(request, code)
+    return service.student_view(request, code)
 
 
 @router.post("/{code}/answers", responses=CLASS_ERRORS)
-def answer_question(code: str, body: AnswerIn, request: Request, classes: ClassesDep) -> dict[str, Any]:
+def answer_question(code: str, body: AnswerIn, request: Request, service: ClassesDep) -> dict[str, Any]:
     """Answer the question asked now (again, to change it, until the reveal); stored before this returns."""
-    return classes.answer(request, code, body.value)
+    return service.answer(request, code, body.value)
 
 
 @router.get("/{code}/events", responses=CLASS_ERRORS, response_class=StreamingResponse)
-async def class_events(code: str, request: Request, classes: ClassesDep,
+async def class_events(code: str, request: Request, service: ClassesDep,
                        role: Literal["student", "teacher"] = "student") -> StreamingResponse:
     """Server-sent events (text/event-stream): `state` whenever the class changes, `ended` when it ends."""
-    return await classes.events(request, code, role == "teacher")
+    return await service.events(request, code, role == "teacher")

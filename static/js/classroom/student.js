@@ -5,9 +5,8 @@
 import { LANG, answerLabel, api, chapterTitle, drawBars, drawQuestion, follow, say, showMessage, t } from "./common.js";
 
 const $ = (id) => document.getElementById(id);
-let code = (new URLSearchParams(location.search).get("code") || "").toUpperCase();
-let shown = "";
-let question = null;
+// the page's one mutable state: the class, the question on screen (and its key), the last live state's key
+const state = { code: (new URLSearchParams(location.search).get("code") || "").toUpperCase(), shown: "", question: null, last: null };
 
 /** A question with options (tokens, blocks, choices) is answered by a click; a number is typed. */
 function drawChoices(asked) {
@@ -30,8 +29,8 @@ function drawChoices(asked) {
 async function send(value) {
   try {
     showMessage("");
-    const sent = await api("POST", `/api/classes/${code}/answers`, { value });
-    $("mine").textContent = t("class_sent", { value: answerLabel(question, sent.value) });
+    const sent = await api("POST", `/api/classes/${state.code}/answers`, { value });
+    $("mine").textContent = t("class_sent", { value: answerLabel(state.question, sent.value) });
     for (const button of $("choices").children) button.classList.toggle("chosen", button.dataset.value === sent.value);
   } catch (error) { showMessage(say(error)); }
 }
@@ -44,9 +43,9 @@ function render(view) {
   $("asked").textContent = view.question ? chapterTitle(view.chapter) : t("class_wait");
   drawQuestion($("prompt"), view);
   $("answer-form").hidden = !view.asked || view.revealed;
-  if (asked !== shown) { $("answer").value = ""; drawChoices(view.asked); }
-  shown = asked;
-  question = view.asked;
+  if (asked !== state.shown) { $("answer").value = ""; drawChoices(view.asked); }
+  state.shown = asked;
+  state.question = view.asked;
   const mine = view.mine;
   let line = "";
   if (mine && view.revealed) {
@@ -69,7 +68,7 @@ function ended() {
 }
 
 async function refresh() {
-  try { render(await api("GET", `/api/classes/${code}/me`)); return true; } catch (error) {
+  try { render(await api("GET", `/api/classes/${state.code}/me`)); return true; } catch (error) {
     if (error.code === "unknown_class") { ended(); return false; }
     if (error.code === "not_student") { $("join-form").hidden = false; return false; }
     showMessage(say(error));
@@ -77,12 +76,11 @@ async function refresh() {
   }
 }
 
-let last = null;
 function followClass() {
-  follow(`/api/classes/${code}/events?role=student`, {
+  follow(`/api/classes/${state.code}/events?role=student`, {
     onState: (view) => { // the class moved: this student's own view (their answer) is read again
       const key = `${view.chapter}/${view.question}/${view.revealed}`;
-      if (key !== last) { last = key; refresh(); } else $("answered").textContent = view.question ? t("class_answered", { answered: view.answered, students: view.students }) : "";
+      if (key !== state.last) { state.last = key; refresh(); } else $("answered").textContent = view.question ? t("class_answered", { answered: view.answered, students: view.students }) : "";
     },
     onEnded: ended,
     check: refresh,
@@ -90,15 +88,15 @@ function followClass() {
 }
 
 async function boot() {
-  $("code-input").value = code;
+  $("code-input").value = state.code;
   $("join-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     showMessage("");
     try {
       const joined = await api("POST", `/api/classes/${encodeURIComponent($("code-input").value.replace(/\s/g, "").toUpperCase() || "-")}/students`,
         { nickname: $("nickname").value });
-      code = joined.code;
-      history.replaceState(null, "", `/class?code=${code}&lang=${LANG}`);
+      state.code = joined.code;
+      history.replaceState(null, "", `/class?code=${state.code}&lang=${LANG}`);
       if (await refresh()) followClass();
     } catch (error) { showMessage(say(error)); }
   });
@@ -106,8 +104,8 @@ async function boot() {
     event.preventDefault();
     send($("answer").value);
   });
-  if (code && await refresh()) followClass();
-  else if (!code) $("join-form").hidden = false;
+  if (state.code && await refresh()) followClass();
+  else if (!state.code) $("join-form").hidden = false;
 }
 
 boot();

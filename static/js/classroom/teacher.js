@@ -6,9 +6,8 @@
 import { CHAPTERS, LANG, api, chapterTitle, drawBars, drawQuestion, follow, say, showMessage, t } from "./common.js";
 
 const $ = (id) => document.getElementById(id);
-let code = new URLSearchParams(location.search).get("code");
-let stop = null;
-let endArmed = false;
+// the page's one mutable state: the class on screen, how to stop following it, an armed End button
+const state = { code: new URLSearchParams(location.search).get("code"), stop: null, endArmed: false };
 
 function show(view) {
   $("asked").textContent = view.question ? chapterTitle(view.chapter) : t("class_no_question");
@@ -20,31 +19,31 @@ function show(view) {
 }
 
 function ended() {
-  if (stop) stop();
+  if (state.stop) state.stop();
   $("class-running").hidden = true;
   $("class-start").hidden = false;
   showMessage(t("class_ended"));
   history.replaceState(null, "", `/class/teach?lang=${LANG}`);
-  code = null;
+  state.code = null;
 }
 
 async function open(view) {
-  code = view.code;
+  state.code = view.code;
   $("class-start").hidden = true;
   $("class-running").hidden = false;
-  $("code").textContent = code;
+  $("code").textContent = state.code;
   $("join-url").textContent = t("class_join_at", { url: view.join_url });
-  $("qr").src = `/api/classes/${code}/qr.svg`;
-  $("csv").href = `/api/classes/${code}/answers.csv`;
+  $("qr").src = `/api/classes/${state.code}/qr.svg`;
+  $("csv").href = `/api/classes/${state.code}/answers.csv`;
   if (view.teacher_link) $("teacher-link").textContent = view.teacher_link;
-  history.replaceState(null, "", `/class/teach?code=${code}&lang=${LANG}`); // the key never stays on screen
+  history.replaceState(null, "", `/class/teach?code=${state.code}&lang=${LANG}`); // the key never stays on screen
   if (view.chapter) { $("chapter").value = view.chapter; await listQuestions(view.question); }
   show(view);
-  stop = follow(`/api/classes/${code}/events?role=teacher`, {
+  state.stop = follow(`/api/classes/${state.code}/events?role=teacher`, {
     onState: show,
     onEnded: ended,
     check: async () => {
-      try { show(await api("GET", `/api/classes/${code}`)); return true; } catch (error) {
+      try { show(await api("GET", `/api/classes/${state.code}`)); return true; } catch (error) {
         if (error.code === "unknown_class") { ended(); return false; }
         return true;
       }
@@ -89,24 +88,24 @@ async function boot() {
   }));
   $("step-form").addEventListener("submit", (event) => {
     event.preventDefault();
-    act(async () => show(await api("POST", `/api/classes/${code}/step`, { chapter: $("chapter").value, question: $("question").value })));
+    act(async () => show(await api("POST", `/api/classes/${state.code}/step`, { chapter: $("chapter").value, question: $("question").value })));
   });
-  $("reveal").addEventListener("click", () => act(async () => show(await api("POST", `/api/classes/${code}/reveal`))));
+  $("reveal").addEventListener("click", () => act(async () => show(await api("POST", `/api/classes/${state.code}/reveal`))));
   $("end").addEventListener("click", () => act(async () => {
-    if (!endArmed) { // a second click ends it: no dialog on a projector
-      endArmed = true;
+    if (!state.endArmed) { // a second click ends it: no dialog on a projector
+      state.endArmed = true;
       $("end").textContent = t("class_end_confirm");
-      setTimeout(() => { endArmed = false; $("end").textContent = t("class_end"); }, 5000);
+      setTimeout(() => { state.endArmed = false; $("end").textContent = t("class_end"); }, 5000);
       return;
     }
-    await api("DELETE", `/api/classes/${code}`);
+    await api("DELETE", `/api/classes/${state.code}`);
     ended();
   }));
-  if (!code) { $("class-start").hidden = false; return; }
+  if (!state.code) { $("class-start").hidden = false; return; }
   const key = new URLSearchParams(location.hash.slice(1)).get("key");
   await act(async () => {
-    if (key) await api("POST", `/api/classes/${code}/teacher`, undefined, { "X-Class-Key": key });
-    await open(await api("GET", `/api/classes/${code}`));
+    if (key) await api("POST", `/api/classes/${state.code}/teacher`, undefined, { "X-Class-Key": key });
+    await open(await api("GET", `/api/classes/${state.code}`));
   });
   if ($("class-running").hidden) $("class-start").hidden = false;
 }
