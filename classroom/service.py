@@ -219,10 +219,10 @@ class Classroom:
         if wait:
             raise errors.too_many_attempts(wait)
         self.join_attempts.count(client)
-        name = rules.nickname_from(nickname)
         token = rules.new_secret()
         with self.guarded(client), self.session.begin() as db:
-            row = self._class(db, code, lock=True)
+            row = self._class(db, code, lock=True)  # the class first: a wrong code is told before a bad nickname
+            name = rules.nickname_from(nickname)
             taken = set(db.scalars(select(StudentRow.nickname).where(StudentRow.class_id == row.id)))
             if len(taken) >= self.limits.students:
                 raise errors.too_many("students", self.limits.students)
@@ -237,11 +237,11 @@ class Classroom:
         return Joined(found, shown, token)
 
     def answer(self, code: str, token: str | None, value: str) -> dict[str, Any]:
-        value = rules.answer_from(value)
         with self.session() as db:  # what is asked now, read before the check
             row = self._class(db, code)
-            self._student(db, row, token)
+            self._student(db, row, token)  # who asks first: a stranger learns nothing about the answer's rules
             chapter, question, asked = row.chapter, row.question, row.asked
+        value = rules.answer_from(value)
         if chapter is None or question is None or asked is None:
             raise errors.ClassError(409, "no_question", "Your teacher has not asked a question yet; wait for it.")
         value, correct = self.questions.check(json.loads(asked), value)

@@ -85,7 +85,8 @@ def join_qr(code: str, request: Request, service: ClassesDep) -> Response:
     return service.qr(request, code)
 
 
-@router.delete("/{code}", status_code=204, responses=CLASS_ERRORS, response_class=Response)
+# POST /end, not DELETE on the class's path: one method per path, so a 405 lists exactly the methods it has
+@router.post("/{code}/end", status_code=204, responses=CLASS_ERRORS, response_class=Response)
 def end_class(code: str, request: Request, service: ClassesDep) -> Response:
     """End the class: its students and answers are deleted."""
     return service.end(request, code)

@@ -78,7 +78,7 @@ def test_hostile_clients_change_nothing(app: Any, database_url: str) -> None:
     before = rows(database_url)
 
     # a student on every teacher route: 403, with or without the student's own cookie
-    for method, path in [("POST", "reveal"), ("GET", "answers.csv"), ("DELETE", ""), ("GET", ""), ("GET", "qr.svg"),
+    for method, path in [("POST", "reveal"), ("GET", "answers.csv"), ("POST", "end"), ("GET", ""), ("GET", "qr.svg"),
                          ("POST", "step")]:
         response = student.request(method, f"/api/classes/{code}/{path}".rstrip("/"),
                                    json=STEP if path == "step" else None)
@@ -175,5 +175,5 @@ def test_two_replicas_share_one_class(database_url: str, tmp_path: Path) -> None
             seen = events(stream)
             name, view = next(seen)
             assert name == "state" and view["revealed"] and view["distribution"][0]["value"] == "down"
-            assert teacher.delete(f"/api/classes/{code}").status_code == 204
+            assert teacher.post(f"/api/classes/{code}/end").status_code == 204
             assert next(seen)[0] == "ended"

@@ -98,7 +98,7 @@ async function boot() {
       setTimeout(() => { state.endArmed = false; $("end").textContent = t("class_end"); }, 5000);
       return;
     }
-    await api("DELETE", `/api/classes/${state.code}`);
+    await api("POST", `/api/classes/${state.code}/end`);
     ended();
   }));
   if (!state.code) { $("class-start").hidden = false; return; }
