@@ -48,14 +48,18 @@ def make_engine(url: str) -> Engine:
 
         @event.listens_for(engine, "begin")
         def _begin(connection: Any) -> None:
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            # a reader (sessions(engine, write=False)) begins deferred: it takes no lock, and WAL lets it read
+            # while a writer writes; every other transaction takes the write lock at once
+            connection.exec_driver_sql(f"BEGIN {connection.get_execution_options().get('sqlite_begin', 'IMMEDIATE')}")
 
         return engine
     return create_engine(url, pool_size=10, max_overflow=30, pool_pre_ping=True)
 
 
-def sessions(engine: Engine) -> sessionmaker[Session]:
-    return sessionmaker(engine, expire_on_commit=False)
+def sessions(engine: Engine, write: bool = True) -> sessionmaker[Session]:
+    """Sessions for writing (SQLite: BEGIN IMMEDIATE) or for reading only (BEGIN DEFERRED; PostgreSQL: the same)."""
+    bind = engine if write else engine.execution_options(sqlite_begin="DEFERRED")
+    return sessionmaker(bind, expire_on_commit=False)
 
 
 def upgrade(engine: Engine) -> None:

@@ -82,7 +82,8 @@ class Classroom:
     def __init__(self, engine: Engine, questions: Questions, limits: Limits | None = None,
                  clock: Callable[[], datetime] = utc_now) -> None:
         self.engine, self.questions, self.limits, self.clock = engine, questions, limits or Limits(), clock
-        self.session = sessions(engine)
+        self.session = sessions(engine)  # .begin(): a write; reads use self.read (no write lock)
+        self.read = sessions(engine, write=False)
         window = self.limits.window_s
         self.join_attempts = SlidingWindow(self.limits.joins, window)
         self.failed_codes = SlidingWindow(self.limits.failed_codes, window)
@@ -157,12 +158,12 @@ class Classroom:
 
     def check_teacher(self, code: str, key: str | None) -> str:
         """The class's code when `key` is its teacher's (a live stream checks once, then polls the version)."""
-        with self.session() as db:
+        with self.read() as db:
             return self._teacher(db, code, key).code
 
     def lang_of(self, code: str, key: str | None) -> str:
         """The class's language, for its teacher only (the question is asked in it)."""
-        with self.session() as db:
+        with self.read() as db:
             return self._teacher(db, code, key).lang
 
     def step(self, code: str, key: str | None, chapter: str, question: str, asked: dict[str, Any]) -> dict[str, Any]:
@@ -193,7 +194,7 @@ class Classroom:
             db.delete(row)
 
     def answers_csv(self, code: str, key: str | None) -> str:
-        with self.session() as db:
+        with self.read() as db:
             row = self._teacher(db, code, key)
             rows = db.execute(select(StudentRow.nickname, AnswerRow.chapter, AnswerRow.question, AnswerRow.value,
                                      AnswerRow.correct, AnswerRow.answered_at)
@@ -209,7 +210,7 @@ class Classroom:
         return out.getvalue()
 
     def teacher_view(self, code: str, key: str | None) -> dict[str, Any]:
-        with self.session() as db:
+        with self.read() as db:
             return self._view(db, self._teacher(db, code, key), teacher=True)
 
     # ------------------------------------------------------------ a student
@@ -237,22 +238,15 @@ class Classroom:
         return Joined(found, shown, token)
 
     def answer(self, code: str, token: str | None, value: str) -> dict[str, Any]:
-        with self.session() as db:  # what is asked now, read before the check
-            row = self._class(db, code)
-            self._student(db, row, token)  # who asks first: a stranger learns nothing about the answer's rules
-            chapter, question, asked = row.chapter, row.question, row.asked
-        value = rules.answer_from(value)
-        if chapter is None or question is None or asked is None:
-            raise errors.ClassError(409, "no_question", "Your teacher has not asked a question yet; wait for it.")
-        value, correct = self.questions.check(json.loads(asked), value)
-        with self.session.begin() as db:
+        with self.session.begin() as db:  # one transaction: the check needs no model (the question is stored)
             row = self._class(db, code, lock=True)
-            student = self._student(db, row, token)
-            if (row.chapter, row.question) != (chapter, question):
-                raise errors.ClassError(409, "question_moved", "Your teacher moved on to another question; answer "
-                                                               "the one on screen now.")
+            student = self._student(db, row, token)  # who asks first: a stranger learns nothing of the rules
+            chapter, question = row.chapter, row.question
+            if chapter is None or question is None or row.asked is None:
+                raise errors.ClassError(409, "no_question", "Your teacher has not asked a question yet; wait for it.")
             if row.revealed:
                 raise errors.ClassError(409, "already_revealed", "The answer was revealed: this question is closed.")
+            value, correct = self.questions.check(json.loads(row.asked), rules.answer_from(value))
             mine = db.scalars(select(AnswerRow).where(AnswerRow.student_id == student.id,
                                                       AnswerRow.chapter == chapter,
                                                       AnswerRow.question == question)).first()
@@ -268,7 +262,7 @@ class Classroom:
         return {"chapter": chapter, "question": question, "value": value}
 
     def student_view(self, code: str, token: str | None) -> dict[str, Any]:
-        with self.session() as db:
+        with self.read() as db:
             row = self._class(db, code)
             student = self._student(db, row, token)
             view = self._view(db, row, teacher=False)
@@ -281,7 +275,7 @@ class Classroom:
         return view
 
     def check_student(self, code: str, token: str | None) -> str:
-        with self.session() as db:
+        with self.read() as db:
             row = self._class(db, code)
             self._student(db, row, token)
             return row.code
@@ -292,7 +286,7 @@ class Classroom:
         """The version of each running class named (an ended or expired one is missing): what live streams poll."""
         if not codes:
             return {}
-        with self.session() as db:
+        with self.read() as db:
             found = db.execute(select(ClassRow.code, ClassRow.version)
                                .where(ClassRow.code.in_(codes), ClassRow.expires_at > self.clock())).all()
         return {code: version for code, version in found}
@@ -300,7 +294,7 @@ class Classroom:
     def live_view(self, code: str, teacher: bool) -> dict[str, Any]:
         """A stream's event: the same for every student of a class (their own answer they read with
         student_view), and the teacher's with the distribution before the reveal too."""
-        with self.session() as db:
+        with self.read() as db:
             return self._view(db, self._class(db, code), teacher)
 
     def _view(self, db: Session, row: ClassRow, teacher: bool) -> dict[str, Any]:
