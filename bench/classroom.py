@@ -179,7 +179,8 @@ def main() -> None:
         print(f"stored: {stored} answered, {rows} CSV rows (goal: {args.students})")
 
         print("\n== SIGKILL in the middle of a question")
-        assert teacher.post(f"/api/classes/{code}/step", json={"chapter": "qkv", "question": "q_numbers"}).status_code == 200
+        moved = teacher.post(f"/api/classes/{code}/step", json={"chapter": "qkv", "question": "q_numbers"})
+        assert moved.status_code == 200, moved.text
         pages = [Stream(f"{base}/api/classes/{code}/events", {"X-Class-Key": t}) for t in tokens[:5]]
         for page in pages:
             page.start()
