@@ -9,7 +9,6 @@ a thread per poll. Streams are bounded per class and per process (`Watcher.open`
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -26,7 +25,9 @@ class Watcher:
         self.versions, self.per_class, self.per_process = versions, per_class, per_process
         self.watching: dict[str, int] = {}  # code -> streams open in this process
         self.seen: dict[str, int] = {}  # code -> last version read (-1: ended)
-        self.changed = asyncio.Condition()
+        # code -> one Event per open stream, set when the class's version moves (an Event, not a Condition:
+        # asyncio.wait_for on Condition.wait can leave the lock released after a time-out, Python 3.11)
+        self.wakers: dict[str, set[asyncio.Event]] = {}
         # (code, teacher) -> the version and the view read for it: one query per change for all of a class's pages
         self.views: dict[tuple[str, bool], tuple[int | None, asyncio.Future[dict[str, Any]]]] = {}
         self.task: asyncio.Task[None] | None = None
@@ -47,6 +48,7 @@ class Watcher:
         else:
             self.watching.pop(code, None)
             self.seen.pop(code, None)
+            self.wakers.pop(code, None)
             self.views.pop((code, True), None)
             self.views.pop((code, False), None)
 
@@ -58,14 +60,12 @@ class Watcher:
             except Exception:  # the database restarting: the streams keep their last state and we try again
                 found = None
             if found is not None:
-                moved = False
                 for code in codes:
                     version = found.get(code, -1)
-                    moved |= self.seen.get(code) != version
-                    self.seen[code] = version
-                if moved:
-                    async with self.changed:
-                        self.changed.notify_all()
+                    if self.seen.get(code) != version:
+                        self.seen[code] = version
+                        for waker in self.wakers.get(code, ()):
+                            waker.set()
             await asyncio.sleep(POLL_S)
 
     async def _view(self, code: str, teacher: bool, version: int | None,
@@ -80,6 +80,8 @@ class Watcher:
         """Server-sent events: `retry`, the class's view now (a reconnect resumes from the state, not a log of
         events), then a view each time the version moves, a heartbeat comment when nothing does, and an `ended`
         event when the class ends or expires. The caller has open()ed `code`; this closes it."""
+        waker = asyncio.Event()
+        self.wakers.setdefault(code, set()).add(waker)
         try:
             yield f"retry: {RETRY_MS}\n\n".encode()
             sent = None
@@ -96,12 +98,13 @@ class Watcher:
                         return
                     sent = version if version is not None else data["version"]
                     yield _event("state", data)
-                async with self.changed:
-                    with contextlib.suppress(asyncio.TimeoutError):
-                        await asyncio.wait_for(self.changed.wait(), HEARTBEAT_S)
-                        continue
-                yield b": heartbeat\n\n"
+                try:
+                    await asyncio.wait_for(waker.wait(), HEARTBEAT_S)
+                    waker.clear()
+                except asyncio.TimeoutError:
+                    yield b": heartbeat\n\n"
         finally:
+            self.wakers.get(code, set()).discard(waker)
             self.close(code)
 
 
