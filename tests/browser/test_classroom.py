@@ -51,7 +51,8 @@ def test_a_teacher_and_three_students(browser: Any, class_server: Any, lang: str
         teacher.wait_for_function("() => document.getElementById('code').textContent.length === 6")
         code = teacher.locator("#code").inner_text()
         assert re.fullmatch(r"[2-9A-HJKMNP-Z]{6}", code), code
-        assert teacher.locator("#qr").evaluate("img => img.complete && img.naturalWidth > 0")
+        teacher.wait_for_function("() => { const img = document.getElementById('qr'); "
+                                  "return img.complete && img.naturalWidth > 0; }")  # the QR code drawn
         assert "#key=" not in teacher.url  # the key is no longer on screen
 
         students = []
