@@ -51,7 +51,9 @@ WORKDIR /srv/transformer-explorer
 COPY . ./
 # Editable, so the app finds templates/, static/ and model/weights/ beside its code; compiled once, since the
 # running app may not write here.
-RUN pip install -e . && rm -rf deploy && python -m compileall -q .
+# data/: the class database (SQLite, classroom/), the one folder the server writes: sticky and open to all, so
+# the server's user writes its file there while the app beside it stays root's (TE_DATABASE_URL: PostgreSQL instead)
+RUN pip install -e . && rm -rf deploy && python -m compileall -q . && mkdir -m 1777 data
 
 FROM ${BASE_IMAGE}
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
@@ -63,6 +65,8 @@ WORKDIR /srv/transformer-explorer
 # hadolint ignore=DL3059
 RUN useradd --create-home --uid 10001 explorer
 USER 10001
+# the classes live on a volume: a restarted or rebuilt container keeps them (until each expires, a day after it starts)
+VOLUME ["/srv/transformer-explorer/data"]
 
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s \

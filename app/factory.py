@@ -18,13 +18,14 @@ from fastapi.middleware.gzip import GZipMiddleware
 
 from app import process_tuning
 from app.catalogue import build_registry
+from app.classes import ClassSessions, open_classroom
 from app.compression import GZIP_LEVEL, GZIP_MIN_BYTES, ApiJSONResponse
 from app.errors import install_error_handlers
 from app.http_guard import STATE_KEY as CONNECTION_LIMITS
 from app.http_guard import ConnectionLimits
 from app.middleware import AccessLogMiddleware, BodyLimitMiddleware, HeadAsGetMiddleware, SecurityHeadersMiddleware
 from app.registry import Registry
-from app.routers import docs, explorer, health, lab, lessons, pages
+from app.routers import classes, docs, explorer, health, lab, lessons, pages
 from app.service import Service
 from app.settings import Settings
 
@@ -54,6 +55,9 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         # yet (the uncached first views that followed measured 1.56-1.68x a plain forward, against 1.90-2.01x
         # when another thread did it; bench/api_latency.py)
         await asyncio.get_running_loop().run_in_executor(service.engine.pool, service.prepare)
+        # the class sessions' database, migrated before the first request (classroom/database.py)
+        classroom = await asyncio.to_thread(open_classroom, settings)
+        app.state.classes = ClassSessions(classroom, settings.class_streams, service)
         # lazy models (minilm) load in the background: startup stays fast, first use does not wait long. A thread
         # of its own, not an inference worker: a class that starts with the server gets both workers at once
         warming = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warm-up")
@@ -65,6 +69,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         warm.cancel()
         warming.shutdown(wait=False, cancel_futures=True)
         service.shutdown()
+        classroom.engine.dispose()
 
     app = FastAPI(
         title="Transformer Explorer API",
@@ -79,7 +84,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
     )
     app.state.settings = settings
     install_error_handlers(app)
-    for module in (health, explorer, lab, lessons, docs, pages):
+    for module in (health, explorer, lab, lessons, classes, docs, pages):
         app.include_router(module.router)
 
     # added last = outermost: the body limit runs before anything reads or parses the body

@@ -14,7 +14,8 @@ from typing import Any
 
 from app.settings import Settings
 
-LOG_LEVEL_VARIABLE = "TE_LOG_LEVEL"  # hands `serve --log-level` to each of several server processes
+LOG_LEVEL_VARIABLE = "TE_LOG_LEVEL"
+GRACEFUL_SHUTDOWN_S = 10  # hands `serve --log-level` to each of several server processes
 
 
 def serve(settings: Settings, log_level: str, processes: int = 1) -> int:
@@ -50,7 +51,10 @@ def server_options(settings: Settings, log_level: str) -> dict[str, Any]:
 
     return {"host": settings.host, "port": settings.port, "log_level": log_level, "http": GuardedHttpProtocol,
             "access_log": False, "proxy_headers": settings.forwarded_allow_ips is not None,
-            "forwarded_allow_ips": settings.forwarded_allow_ips}
+            "forwarded_allow_ips": settings.forwarded_allow_ips,
+            # a class's live event streams never end by themselves: on shutdown they are cut after this long (the
+            # pages' EventSource reconnects), where uvicorn would otherwise wait for them forever
+            "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN_S}
 
 
 def app_from_environment() -> Any:

@@ -67,6 +67,16 @@ class Settings(BaseSettings):
     # nobody can write any "address" they like into the log
     forwarded_allow_ips: str | None = None
 
+    # a class session (issue 42, classroom/): SQLite in data_dir unless database_url names a database
+    # (TE_DATABASE_URL=postgresql://user:password@host/db, read with psycopg 3; replicas share it)
+    data_dir: Path = Path("data")
+    database_url: str | None = None
+    class_max_students: int = Field(default=100, ge=1, le=10_000)
+    class_max_answers: int = Field(default=200, ge=1, le=10_000)  # questions one student may answer in a class
+    max_classes: int = Field(default=50, ge=1, le=100_000)  # classes running at once
+    class_ttl_s: int = Field(default=24 * 3600, ge=60, le=7 * 24 * 3600)  # then the class and its answers go
+    class_streams: int = Field(default=500, ge=1, le=100_000)  # live pages one server process follows
+
     @model_validator(mode="after")
     def share_the_cores(self) -> Settings:
         if self.torch_threads is None:

@@ -7,6 +7,7 @@ optimization/ the one train loop                  -> model (below lab and traini
 lab/          one module per experiment           -> model, analysis, checkpoints, optimization
 training/     what makes weights                  -> model, analysis, checkpoints, optimization
 lessons/      the chapters, claim kinds, wording  -> model, analysis, checkpoints, optimization, lab
+classroom/    a class session's database           -> nothing of the project (the questions' check is handed in)
 app/          the web service                     -> all of the above but training
 static_site/  the lessons as a recorded static site -> all of the above but training
 transformer_explorer/  the command line (and, later, the Python API) -> everything
@@ -23,8 +24,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("model", "analysis", "checkpoints", "optimization", "lab", "training", "lessons", "app", "static_site",
-            "transformer_explorer")
+PACKAGES = ("model", "analysis", "checkpoints", "optimization", "lab", "training", "lessons", "classroom", "app",
+            "static_site", "transformer_explorer")
 MAY_IMPORT: dict[str, set[str]] = {
     "model": {"model"},
     "analysis": {"model", "analysis"},
@@ -33,8 +34,10 @@ MAY_IMPORT: dict[str, set[str]] = {
     "lab": {"model", "analysis", "checkpoints", "optimization", "lab"},
     "training": {"model", "analysis", "checkpoints", "optimization", "training"},
     "lessons": {"model", "analysis", "checkpoints", "optimization", "lab", "lessons"},
-    "app": {"model", "analysis", "checkpoints", "optimization", "lab", "lessons", "app"},
-    "static_site": {"model", "analysis", "checkpoints", "optimization", "lab", "lessons", "app", "static_site"},
+    "classroom": {"classroom"},
+    "app": {"model", "analysis", "checkpoints", "optimization", "lab", "lessons", "classroom", "app"},
+    "static_site": {"model", "analysis", "checkpoints", "optimization", "lab", "lessons", "classroom", "app",
+                    "static_site"},
     "transformer_explorer": set(PACKAGES),
 }
 FORBIDDEN_IN_MODEL = ("torch.optim", "fastapi", "starlette", "safetensors", "gguf")  # no training, web or file format

@@ -1,4 +1,4 @@
-"""`transformer-explorer [serve|train|heads|export-site] ...` (serve is the default), also
+"""`transformer-explorer [serve|train|heads|export-site|db] ...` (serve is the default), also
 `python -m transformer_explorer`.
 
 The command line sits above the packages it starts: app (serve), training (train, heads) and static_site
@@ -117,8 +117,28 @@ def export_site(args: argparse.Namespace) -> int:
     return export_with_settings(Path(args.dir), settings_from(args))
 
 
+def database(argv: Sequence[str]) -> int:
+    """`transformer-explorer db upgrade`: the class database (TE_DATABASE_URL, else SQLite in TE_DATA_DIR) migrated
+    to the newest; the server also does it when it starts."""
+    parser = argparse.ArgumentParser(prog="transformer-explorer db", description=(database.__doc__ or "").strip())
+    parser.add_argument("action", choices=["upgrade", "current"])
+    args = parser.parse_args(list(argv))
+    from classroom import database as db  # lazily: only this command needs it before the server starts
+
+    settings = Settings()
+    url = db.database_url(settings.database_url, settings.data_dir)
+    engine = db.make_engine(url)
+    if args.action == "upgrade":
+        db.upgrade(engine)
+    print(f"{engine.url.render_as_string(hide_password=True)}: revision {db.current_revision(engine) or 'none'}")
+    engine.dispose()
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "db":
+        return database(argv[1:])
     if argv and argv[0] == "train":
         return train(argv[1:])
     if argv and argv[0] == "heads":

@@ -13,6 +13,7 @@ import mimetypes
 import re
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
@@ -112,6 +113,36 @@ def lab(request: Request) -> Response:
         **LIVE,
     }
     return _secured(templates.TemplateResponse(request, "lab.html", context))
+
+
+@lru_cache(maxsize=len(LANGS))
+def _class_data(lang: str) -> dict[str, Any]:
+    """What a class page's script says (the class_* words of static/text/<lang>.json) and the chapters it names."""
+    ui = json.loads((STATIC_DIR / "text" / f"{lang}.json").read_text(encoding="utf-8"))["ui"]
+    words = {key: value for key, value in ui.items() if key.startswith("class_") or key == "lang_toggle"}
+    listed = [{"id": c.id, "title": ui[f"lesson.{c.id}.title"]} for c in chapters.chapters()]
+    return {"lang": lang, "words": words, "chapters": listed}
+
+
+def _class_page(request: Request, role: str) -> Response:
+    lang = _page_lang(request)
+    data = _class_data(lang)
+    say = data["words"].__getitem__  # a missing word fails the page, never shows blank
+    context = {**PAGE_CONTEXT, "role": role, "html_lang": "zh-CN" if lang == "zh" else lang, "data": data,
+               "other_lang": "zh" if lang == "en" else "en", "say": say}
+    return _secured(templates.TemplateResponse(request, "classroom.html", context))
+
+
+@router.get("/class", response_class=HTMLResponse, include_in_schema=False)
+def class_student(request: Request) -> Response:
+    """A student's page of a class (?code=): join with a nickname, then answer what the teacher asks."""
+    return _class_page(request, "student")
+
+
+@router.get("/class/teach", response_class=HTMLResponse, include_in_schema=False)
+def class_teacher(request: Request) -> Response:
+    """The teacher's page: start a class, show its code and QR code, ask, watch the answers come, reveal."""
+    return _class_page(request, "teacher")
 
 
 @lru_cache(maxsize=1)

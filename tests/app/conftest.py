@@ -62,7 +62,8 @@ def tiny_models() -> dict[str, LoadedModel]:
 
 def make_settings(tmp: Path, **changes: object) -> Settings:
     base: dict[str, object] = {"load_minilm": False, "load_smollm2": False, "weights_dir": tmp / "no-weights",
-                               "default_model": "gpt", "workers": 2, "queue_size": 8, "max_tokens": 48}
+                               "default_model": "gpt", "workers": 2, "queue_size": 8, "max_tokens": 48,
+                               "data_dir": tmp / "data"}
     return Settings(**{**base, **changes})
 
 

@@ -180,7 +180,7 @@ class ServerThread:
         from app.settings import Settings
 
         settings = Settings(load_minilm=False, weights_dir=tmp / "no-weights", default_model="gpt", workers=2,
-                            queue_size=16, max_tokens=96, port=port)
+                            queue_size=16, max_tokens=96, port=port, data_dir=tmp / "data")
         registry = Registry(default="gpt")
         for name, loaded in tiny_models().items():
             registry.add(name, loaded, source="test")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -43,7 +44,9 @@ class LiveServer:
 
 
 def shipped_app(**changes: object) -> FastAPI:
-    base = {"load_minilm": False, "load_smollm2": False, "workers": 2, "queue_size": 64}
+    # the class database in a folder of its own (not the checkout's data/), new for every app
+    base = {"load_minilm": False, "load_smollm2": False, "workers": 2, "queue_size": 64,
+            "data_dir": Path(tempfile.mkdtemp(prefix="te-contract-"))}
     settings = Settings(**{**base, **changes})  # type: ignore[arg-type]
     return create_app(settings, build_registry(settings))
 
