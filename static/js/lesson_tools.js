@@ -68,6 +68,8 @@ export async function openShareCard(t) {
     code,
     h("p", { class: "share-link" }, h("a", { href: link, text: link })),
     ...notes,
+    // a class that answers this chapter's questions together (the teacher's page, /class/teach; needs the server)
+    ...(SITE ? [] : [h("p", { class: "share-note share-class" }, h("a", { href: `/class/teach?lang=${encodeURIComponent(state.lang)}`, text: t("share_class") }))]),
     h("p", { class: "share-actions" }, close),
   );
   if (!dialog.open) dialog.showModal();
@@ -81,12 +83,15 @@ const PRINT_WIDTH = 700;
 export function watchPrintWidth() {
   const panel = document.getElementById("panel");
   if (!panel || typeof MutationObserver === "undefined") return;
+  // one rule in a sheet of its own: the pages put no CSS on their elements
+  const printSheet = new CSSStyleSheet();
+  document.adoptedStyleSheets = [...document.adoptedStyleSheets, printSheet];
   let pending = false;
   const fit = () => {
     pending = false;
     const widths = [...panel.querySelectorAll(".js-plotly-plot")].map((p) => (p._fullLayout && p._fullLayout.width) || 0);
     const wide = Math.max(0, ...widths);
-    document.documentElement.style.setProperty("--print-zoom", String(wide > PRINT_WIDTH ? PRINT_WIDTH / wide : 1));
+    printSheet.replaceSync(`:root { --print-zoom: ${wide > PRINT_WIDTH ? PRINT_WIDTH / wide : 1}; }`);
   };
   new MutationObserver(() => {
     if (!pending) (pending = true), requestAnimationFrame(fit);

@@ -8,6 +8,7 @@ import { loadTexts } from "./shared/i18n.js";
 import { h, tokenChips } from "./shared/dom.js";
 import { plotlyReady } from "./shared/plotly_loader.js";
 import { tokenLabels } from "./shared/plot.js";
+import { describedStage } from "./shared/stage_names.js";
 import { Board } from "./board.js";
 import { drawGrid, drawTokenMatrix } from "./panels/common.js";
 import logits from "./panels/logits.js";
@@ -44,8 +45,8 @@ function drawStage(board, texts, view, name) {
   const { answer } = view;
   const tensor = decodeStages(answer)[name];
   const ctx = stageContext(texts, view, answer.tokens, name);
-  const layer = (/^blocks\.(\d+)\./.exec(name) || [])[1];
-  if (tensor.has("head") && tensor.has("q_pos") && tensor.has("k_pos")) return drawHeads(board, ctx, tensor, null, name, layer === undefined ? null : Number(layer));
+  const layer = describedStage(ctx.info, name)?.layer ?? null; // the server's description of the stage, never its name parsed
+  if (tensor.has("head") && tensor.has("q_pos") && tensor.has("k_pos")) return drawHeads(board, ctx, tensor, null, name, layer);
   if (tensor.dims.length < 2) return board.block("tokens", h("div", {}, h("h3", { text: name }), tokenChips(answer.tokens)));
   const fixed = Object.fromEntries(tensor.dims.slice(1, -1).map((dim) => [dim, 0]));
   const at = Object.keys(fixed).map((dim) => `${dim} 0`).join(", ");

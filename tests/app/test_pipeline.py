@@ -16,7 +16,9 @@ from app.schemas import TraceRequest
 from tests.app.conftest import error_of, post
 
 # the routes that list what the server offers, written out: no model, no record
-CATALOGUE = {("GET", "/api/health"), ("GET", "/api/lessons"), ("GET", "/api/lab/experiments")}
+# routes that run no model: listings, and a chapter's share card (its link and QR code)
+CATALOGUE = {("GET", "/api/health"), ("GET", "/api/lessons"), ("GET", "/api/lab/experiments"),
+             ("GET", "/api/lessons/{chapter}/share")}
 TOO_LONG = {"model": "no-such-model", "text": "a" * 513}
 
 

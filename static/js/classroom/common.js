@@ -2,6 +2,8 @@
 // class API with its errors in the page's language, the live stream that reconnects by itself, and the
 // distribution bars (values and counts only: no names are ever on a shared screen).
 
+import { send } from "../shared/api.js";
+
 const DATA = JSON.parse(document.getElementById("class-data").textContent);
 export const CHAPTERS = DATA.chapters;
 export const LANG = DATA.lang;
@@ -48,11 +50,7 @@ export function showMessage(text) {
 export async function api(method, path, body, headers = {}) {
   let response;
   try {
-    response = await fetch(path, {
-      method, credentials: "same-origin",
-      headers: body === undefined ? headers : { "Content-Type": "application/json", ...headers },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
+    response = await send(method, path, body, headers);
   } catch (_) {
     throw new ClassError(0, "network", "network");
   }
@@ -131,12 +129,11 @@ export function drawBars(box, view) {
     const label = document.createElement("span");
     label.className = "class-bar-label";
     label.textContent = row.label; // text, never HTML
-    const track = document.createElement("span");
+    const track = document.createElement("progress"); // the bar's length is its value: no inline style
     track.className = "class-bar-track";
-    const fill = document.createElement("span");
-    fill.className = "class-bar-fill";
-    fill.style.width = `${(100 * row.count) / total}%`;
-    track.append(fill);
+    track.max = total;
+    track.value = row.count;
+    track.textContent = `${row.count} / ${total}`;
     const count = document.createElement("span");
     count.className = "class-bar-count";
     count.textContent = String(row.count);

@@ -2,6 +2,7 @@
 // answer sent (changeable until the reveal), and after the reveal the class's distribution and whether this
 // student's answer was right. The student's token is an HttpOnly cookie of this class's API path.
 
+import { replaceAddress } from "../shared/page.js";
 import { LANG, answerLabel, api, chapterTitle, drawBars, drawQuestion, follow, say, showMessage, t } from "./common.js";
 
 const $ = (id) => document.getElementById(id);
@@ -96,7 +97,7 @@ async function boot() {
       const joined = await api("POST", `/api/classes/${encodeURIComponent($("code-input").value.replace(/\s/g, "").toUpperCase() || "-")}/students`,
         { nickname: $("nickname").value });
       state.code = joined.code;
-      history.replaceState(null, "", `/class?code=${state.code}&lang=${LANG}`);
+      replaceAddress(`/class?code=${state.code}&lang=${LANG}`);
       if (await refresh()) followClass();
     } catch (error) { showMessage(say(error)); }
   });

@@ -3,6 +3,7 @@
 // the CSV, end. The teacher's key stays in an HttpOnly cookie; the teacher's link carries it in its #fragment
 // (never sent to a server by a browser), which this page trades for the cookie and then wipes from the address bar.
 
+import { replaceAddress } from "../shared/page.js";
 import { CHAPTERS, LANG, api, chapterTitle, drawBars, drawQuestion, follow, say, showMessage, t } from "./common.js";
 
 const $ = (id) => document.getElementById(id);
@@ -23,7 +24,7 @@ function ended() {
   $("class-running").hidden = true;
   $("class-start").hidden = false;
   showMessage(t("class_ended"));
-  history.replaceState(null, "", `/class/teach?lang=${LANG}`);
+  replaceAddress(`/class/teach?lang=${LANG}`);
   state.code = null;
 }
 
@@ -36,7 +37,7 @@ async function open(view) {
   $("qr").src = `/api/classes/${state.code}/qr.svg`;
   $("csv").href = `/api/classes/${state.code}/answers.csv`;
   if (view.teacher_link) $("teacher-link").textContent = view.teacher_link;
-  history.replaceState(null, "", `/class/teach?code=${state.code}&lang=${LANG}`); // the key never stays on screen
+  replaceAddress(`/class/teach?code=${state.code}&lang=${LANG}`); // the key never stays on screen
   if (view.chapter) { $("chapter").value = view.chapter; await listQuestions(view.question); }
   show(view);
   state.stop = follow(`/api/classes/${state.code}/events?role=teacher`, {

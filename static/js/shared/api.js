@@ -76,6 +76,16 @@ export async function request(method, url, body, attempt = 0) {
 }
 
 /** GET/POST with a cache: the same request is fetched once (failures are not kept). */
+/** One request as it is, uncached and without retries, answered as its Response: the class pages' (a key header,
+ *  the class's cookies, a 204) — every fetch of the pages is made in this module. */
+export function send(method, url, body, headers = {}) {
+  return fetch(url, {
+    method, credentials: "same-origin",
+    headers: body === undefined ? headers : { "Content-Type": "application/json", ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}
+
 export function cached(method, url, body) {
   const key = requestKey(method, url, body);
   if (cache.has(key)) return cache.get(key);

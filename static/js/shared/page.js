@@ -59,6 +59,11 @@ export function urlOf(fields, s) {
   return `${location.pathname}?${p}`;
 }
 
+/** Put `url` in the address bar without a new history entry: the class pages keep a code there, never a key. */
+export function replaceAddress(url) {
+  history.replaceState(null, "", url);
+}
+
 export function setBusy(busy) {
   document.body.classList.toggle("busy", busy);
 }
