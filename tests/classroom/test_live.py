@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -50,7 +51,9 @@ def test_a_stream_follows_the_version_row(monkeypatch: pytest.MonkeyPatch) -> No
         assert watcher.watching == {}
         return got
 
-    got = asyncio.run(run())
+    # a loop of its own in a thread of its own: a test earlier in the suite may leave this thread's loop running
+    with ThreadPoolExecutor(1) as thread:
+        got = thread.submit(asyncio.run, run()).result(timeout=60)
     assert got[0] == b"retry: 1000\n\n"
     assert got[1].startswith(b"event: state\n") and json.loads(got[1].split(b"data: ")[1]) == {"version": 1}
     assert got[2] == got[3] == b": heartbeat\n\n"
