@@ -60,6 +60,11 @@ class HookPoint(nn.Module):
             trace.record(self.name, self.dims, x)
         return x
 
+    # Called directly, not through nn.Module.__call__: nothing is ever attached to a hook point (the trace is a
+    # context variable), and a forward pass crosses ~25 of them per layer, where torch's module dispatch cost
+    # about 1.5 us each (~1 % of SmolLM2's forward).
+    __call__ = forward
+
     def extra_repr(self) -> str:
         return f"dims={list(self.dims)}"
 

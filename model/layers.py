@@ -20,7 +20,7 @@ from model.hooks import HookPoint
 from model.kv_cache import LayerKV
 from model.moe import MoE
 from model.per_layer_inputs import PerLayerParts
-from model.positional import BiasKind, EmbeddingKind, RotaryKind
+from model.positional import BiasKind, EmbeddingKind, RotaryKind, rope_waves
 
 
 class Embed(nn.Module):
@@ -236,26 +236,29 @@ class Attention(nn.Module):
                     # layer) would change, so the caller starts again without the cache (model/generate.py does)
                     raise ValueError(f"longrope turns a sequence longer than {self.long_from} tokens by its long "
                                      "factors at every position: decode it again from the start, not from a cache")
-                factor = cfg.rope_attention_factor
-                q = self.hook_rot_q(self.rotary.rotate(q, table[start : start + q_len], factor))
-                k = self.hook_rot_k(self.rotary.rotate(k, table[start : start + new], factor))
+                factor, q_angles = cfg.rope_attention_factor, table[start : start + q_len]
+                waves = rope_waves(q_angles) if new == q_len else None  # self-attention: q and k share positions
+                q = self.hook_rot_q(self.rotary.rotate(q, q_angles, factor, waves))
+                k = self.hook_rot_k(self.rotary.rotate(k, table[start : start + new], factor, waves))
             if cache is not None:
                 k, v = cache.extend(k, v)  # every position so far: [batch, k_pos, kv_head, d_head]
             if shared is not None:
                 shared[self.layer] = (k, v)
         k_len = k.shape[1]
-        # 2) each query head reads its group's key/value head (GQA); a no-op for MHA
+        # 2) each query head reads its group's key/value head (GQA; group 1 for MHA): the group's query heads
+        # are stacked as one taller matrix, so K and V are read in place rather than copied once per head
         group = cfg.n_heads // kv_heads
-        if group > 1:
-            k = k.repeat_interleave(group, dim=2)  # [batch, pos, head, d_head]
-            v = v.repeat_interleave(group, dim=2)
         if self.fused and self.score_bias is None and self.softcap is None:
-            q_, k_, v_ = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # [batch, head, pos, d_head]
+            k_, v_ = k.repeat_interleave(group, dim=2), v.repeat_interleave(group, dim=2)  # [batch, pos, head, d_head]
+            q_, k_, v_ = q.transpose(1, 2), k_.transpose(1, 2), v_.transpose(1, 2)  # [batch, head, pos, d_head]
             z = F.scaled_dot_product_attention(q_, k_, v_, attn_mask=allowed, scale=1 / self.scale).transpose(1, 2)
             z = self.gate_output(x_q, z) if self.output_gate else z
             return self.W_O(z.reshape(batch, q_len, cfg.n_heads * d_head))
+        # [batch, kv_head, (head, q_pos), d_head]: a group's heads one under the other
+        q_grouped = q.transpose(1, 2).reshape(batch, kv_heads, group * q_len, d_head)
         # 3) score every query against every key
-        scores_raw = self.hook_scores_raw(torch.einsum("bqhd,bkhd->bhqk", q, k))  # [batch, head, q_pos, k_pos]
+        scores_raw = (q_grouped @ k.permute(0, 2, 3, 1)).view(batch, cfg.n_heads, q_len, k_len)
+        scores_raw = self.hook_scores_raw(scores_raw)  # [batch, head, q_pos, k_pos]
         scores_scaled = scores_raw / self.scale
         if self.score_bias is not None:
             # the rows of queries start .. start + q_len - 1 (all of them without a cache)
@@ -275,7 +278,9 @@ class Attention(nn.Module):
             pattern = pattern.masked_fill(~allowed.any(dim=-1, keepdim=True), 0.0)
         pattern = self.hook_pattern(pattern)
         # 5) weighted sum of values, then mix the heads
-        z = self.hook_z(torch.einsum("bhqk,bkhd->bqhd", pattern, v))  # [batch, pos, head, d_head]
+        # [batch, kv_head, (head, q_pos), d_head], then back to one row per head
+        z = pattern.reshape(batch, kv_heads, group * q_len, k_len) @ v.transpose(1, 2)
+        z = self.hook_z(z.view(batch, cfg.n_heads, q_len, d_head).transpose(1, 2))  # [batch, pos, head, d_head]
         if self.output_gate:
             z = self.hook_z_gated(self.gate_output(x_q, z))
         return self.W_O(z.reshape(batch, q_len, cfg.n_heads * d_head))  # [batch, pos, d_model]

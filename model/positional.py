@@ -148,7 +148,8 @@ class RotaryKind(PositionalKind):
         angles = self.angles(n_pos, d_head, base, dtype)
         return angles if factors is None else angles / torch.tensor(factors, dtype=dtype)
 
-    def rotate(self, x: torch.Tensor, angles: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+    def rotate(self, x: torch.Tensor, angles: torch.Tensor, scale: float = 1.0,
+               waves: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
         """Each pair of x turned by its angle.  x: [batch, pos, head, d_head]; angles: [pos, rotary_dims/2]
 
         Partial rotary (Phi-3, Phi-4-mini): angles for fewer pairs than d_head/2 turn only the first
@@ -158,8 +159,8 @@ class RotaryKind(PositionalKind):
         """
         turned = 2 * angles.shape[-1]
         if turned == x.shape[-1] and scale == 1.0:
-            return apply_rope(x, angles)
-        rotated = apply_rope(x[..., :turned], angles) * scale
+            return apply_rope(x, angles, waves)
+        rotated = apply_rope(x[..., :turned], angles, waves) * scale
         return torch.cat((rotated, x[..., turned:]), dim=-1)
 
     def show(self, sizes: Sizes, model_table: torch.Tensor | None = None) -> Shown:
@@ -334,10 +335,17 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((-x2, x1), dim=-1)
 
 
-def apply_rope(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
-    """Rotate each pair of x by its angle.  x: [batch, pos, head, d_head]; angles: [pos, d_head/2]"""
-    cos = torch.cat((angles.cos(), angles.cos()), dim=-1)[None, :, None, :]  # [1, pos, 1, d_head]
-    sin = torch.cat((angles.sin(), angles.sin()), dim=-1)[None, :, None, :]
+def rope_waves(angles: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of each pair's angle, repeated for both halves.  angles: [pos, pairs] -> 2 × [1, pos, 1, 2·pairs]"""
+    cos, sin = angles.cos(), angles.sin()
+    return torch.cat((cos, cos), dim=-1)[None, :, None, :], torch.cat((sin, sin), dim=-1)[None, :, None, :]
+
+
+def apply_rope(x: torch.Tensor, angles: torch.Tensor,
+               waves: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+    """Rotate each pair of x by its angle.  x: [batch, pos, head, d_head]; angles: [pos, d_head/2]
+    (waves: rope_waves(angles), when the caller turns q and k at the same positions and computes them once)"""
+    cos, sin = waves if waves is not None else rope_waves(angles)
     return x * cos + rotate_half(x) * sin
 
 
