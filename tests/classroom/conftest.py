@@ -3,6 +3,7 @@ tests/classroom/postgres.py; skipped with a message elsewhere, installed in CI b
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,8 @@ from tests.classroom import postgres
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     why = postgres.missing()
+    if why and os.environ.get(postgres.REQUIRED):  # CI (.ci/run): the PostgreSQL tests must run, never skip
+        pytest.fail(f"{postgres.REQUIRED} is set, but {why}")
     if why:
         pytest.skip(why)
     with postgres.cluster() as url:

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+REQUIRED = "REQUIRE_POSTGRES"  # set (.ci/run does): a test needing PostgreSQL fails where it would skip
+
 
 def binaries() -> Path | None:
     found = shutil.which("pg_ctl")
