@@ -269,7 +269,8 @@ class Attention(nn.Module):
         if self.softcap is not None:
             scores_scaled = self.hook_scores_capped(soft_cap(scores_scaled, self.softcap))
         # 4) hide what this query may not see, then normalise each row
-        attn_scores = scores_scaled if allowed is None else scores_scaled.masked_fill(~allowed, float("-inf"))
+        # where() rather than masked_fill(~allowed): one pass over the scores instead of a copy and a fill
+        attn_scores = scores_scaled if allowed is None else torch.where(allowed, scores_scaled, float("-inf"))
         attn_scores = self.hook_attn_scores(attn_scores)
         pattern = torch.softmax(attn_scores, dim=-1)  # [batch, head, q_pos, k_pos]
         if allowed is not None:
