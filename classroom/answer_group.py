@@ -15,7 +15,7 @@ import json
 from datetime import datetime
 from typing import Any, Protocol
 
-from sqlalchemy import Connection, Row, bindparam, func, insert, select, update
+from sqlalchemy import Connection, bindparam, func, insert, select, update
 
 from classroom import errors, rules
 from classroom.models import AnswerRow, ClassRow, StudentRow
@@ -88,8 +88,9 @@ def _one_class(db: Connection, code: str, answers: list[tuple[int, str | None, s
         db.execute(update(ClassRow).where(ClassRow.id == row.id).values(version=ClassRow.version + 1))
 
 
-def _students(db: Connection, row: Row[Any], hashes: set[str]) -> dict[str, tuple[int, int | None, int]]:
-    """token hash -> (student id, their answer to the question asked or None, how many answers they gave)."""
+def _students(db: Connection, row: Any, hashes: set[str]) -> dict[str, tuple[int, int | None, int]]:
+    """`row`: the class (id, chapter, question). Per token hash: (student id, their answer to the question
+    asked or None, how many answers they gave in all)."""
     if not hashes:
         return {}
     mine = (select(AnswerRow.id).where(AnswerRow.student_id == StudentRow.id, AnswerRow.chapter == row.chapter,

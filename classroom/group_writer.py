@@ -84,7 +84,7 @@ class GroupWriter:
                 return
             group[0].done.set_exception(error)
             return
-        for job, outcome in zip(group, outcomes):
+        for job, outcome in zip(group, outcomes, strict=True):
             if isinstance(outcome, BaseException):
                 job.done.set_exception(outcome)
             else:

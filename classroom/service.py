@@ -23,8 +23,8 @@ from sqlalchemy.orm import Session
 
 from classroom import answer_group, errors, rules
 from classroom.database import sessions
-from classroom.models import AnswerRow, ClassRow, StudentRow
 from classroom.group_writer import GroupWriter
+from classroom.models import AnswerRow, ClassRow, StudentRow
 from classroom.rate_limit import FAILED_CODE, JOIN, START, Attempts
 
 DISTRIBUTION_BARS = 12  # the most answers a chart shows by value; the rest are counted together as `other`
