@@ -9,7 +9,9 @@ requests hand their answer to one thread and wait; it takes everything queued, a
 committed before its 200 is sent. While a group commits, the next one queues.
 
 A refusal (ClassError) belongs to its own request and changes nothing of the others'. Any other failure rolls
-the group back and its requests are retried one by one, so one request's fault is never another's error.
+the group back and its requests are retried one by one, so one request's fault is never another's error, except
+a failure of the database itself (`fails_all`: unreachable, or locked past its busy timeout), which every
+request of the group is told at once: retried one by one, each would wait out the same timeout again.
 The thread starts on the first answer and ends after IDLE_S without one (a test's Classroom leaves no thread).
 """
 
@@ -40,8 +42,8 @@ Apply = Callable[[list[tuple[Any, ...]]], list[Any]]
 
 
 class GroupWriter:
-    def __init__(self, apply: Apply, name: str) -> None:
-        self.apply, self.name = apply, name
+    def __init__(self, apply: Apply, name: str, fails_all: tuple[type[BaseException], ...] = ()) -> None:
+        self.apply, self.name, self.fails_all = apply, name, fails_all
         self.jobs: queue.SimpleQueue[Job] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._running = False
@@ -78,11 +80,12 @@ class GroupWriter:
         try:
             outcomes = self.apply([job.args for job in group])
         except BaseException as error:  # noqa: BLE001 - rolled back: each request is tried alone, or told
-            if len(group) > 1:
+            if len(group) > 1 and not isinstance(error, self.fails_all):
                 for job in group:
                     self._write([job])
                 return
-            group[0].done.set_exception(error)
+            for job in group:
+                job.done.set_exception(error)
             return
         for job, outcome in zip(group, outcomes, strict=True):
             if isinstance(outcome, BaseException):

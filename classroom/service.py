@@ -19,6 +19,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol
 
 from sqlalchemy import Engine, delete, func, select, update
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from classroom import answer_group, errors, rules
@@ -87,7 +88,7 @@ class Classroom:
         self.read = sessions(engine, write=False)
         self.attempts = Attempts(engine, self.limits.window_s)  # in the database: every replica counts the same
         # answers come in bursts (a class answering at once): one thread commits them in groups (group_writer.py)
-        self.answers = GroupWriter(self._write_answers, "class-answers")
+        self.answers = GroupWriter(self._write_answers, "class-answers", fails_all=(OperationalError,))
 
     # ------------------------------------------------------------ finding a class and its caller
 

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 from sqlalchemy import func, select
+from sqlalchemy.exc import OperationalError
 
 from classroom import database
 from classroom.errors import ClassError
-from classroom.group_writer import Job
+from classroom.group_writer import GroupWriter, Job
 from classroom.models import AnswerRow, AttemptRow
 from classroom.service import Classroom, Limits
 from tests.classroom.test_service import Clock, Questions, refused, step
@@ -141,3 +142,16 @@ def test_one_request_in_a_group_fails_alone(rooms: tuple[Classroom, Classroom]) 
                                                                          "unknown_class", "ok", "ok"]
     assert isinstance(jobs[4].done.exception(), RuntimeError) and jobs[5].done.result()["value"] == "the"
     assert a.teacher_view(started.code, started.teacher_key)["answered"] == 2
+
+
+def test_a_database_failure_is_told_to_the_whole_group_at_once() -> None:
+    calls: list[int] = []
+
+    def unreachable(group: list[tuple[Any, ...]]) -> list[Any]:
+        calls.append(len(group))
+        raise OperationalError("BEGIN", {}, Exception("database is locked"))
+
+    writer = GroupWriter(unreachable, "test", fails_all=(OperationalError,))
+    jobs = [Job(("ABCDEF", "token", str(i))) for i in range(5)]
+    writer._write(jobs)
+    assert calls == [5] and all(isinstance(job.done.exception(), OperationalError) for job in jobs)
