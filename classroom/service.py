@@ -1,5 +1,5 @@
 """Every action of a class session, each one transaction that is committed before it returns (so an answer is on
-disk before its 200 is sent). The web layer parses, calls one method here and responds.
+disk before its 200 is sent; answers arriving together share one, group_writer.py). The web layer parses, calls one method here and responds.
 
 Who may do what is decided here, from the secret each caller holds: the teacher's key (start) for step, reveal,
 CSV and end; a student's token (join) for answering and for their own answers. Nobody is named to anyone but the
