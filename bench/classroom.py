@@ -237,11 +237,12 @@ def burst(server: Server, students: int, round_: int) -> float:
     teacher.call("POST", f"/api/classes/{code}/end", headers={"X-Class-Key": key})
     teacher.close()
     p95 = percentile(latencies, 0.95)
-    lag = "never" if seen is None or not ok else f"{(seen - max(ok)) * 1000:.0f} ms"
+    # after the last 200 as this client read it: a view that came first (a few ms) shows as negative
+    lag = "never" if seen is None or not ok else f"{(seen - max(ok)) * 1000:+.0f} ms"
     others = sorted(set(statuses) - {200})
     print(f"{server.label:>8} round {round_}: {statuses.count(200)} x 200{f' (others: {others})' if others else ''}, "
           f"p50 {statistics.median(latencies):.0f} ms, p95 {p95:.0f} ms, max {max(latencies):.0f} ms; "
-          f"server CPU {cpu * 1000 / students:.1f} ms/answer; teacher's view +{lag}; stored {stored}/{students}; "
+          f"server CPU {cpu * 1000 / students:.1f} ms/answer; teacher's view {lag}; stored {stored}/{students}; "
           f"{before}", flush=True)
     return p95
 
