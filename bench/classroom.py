@@ -209,6 +209,8 @@ def new_class(server: Server, students: int, question: tuple[str, str]) -> tuple
         student.close()
         assert status == 201, joined
         tokens.append(joined["token"])
+    teacher.close()
+    teacher = Client(server.port)  # a new connection: the joins may outlast the server's keep-alive (5 s)
     status, asked = teacher.call("POST", f"/api/classes/{code}/step", {"chapter": question[0], "question": question[1]},
                                  {"X-Class-Key": key})
     assert status == 200, asked
