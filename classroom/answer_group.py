@@ -26,18 +26,21 @@ class Questions(Protocol):
 
 
 def write(db: Connection, group: list[tuple[Any, ...]], questions: Questions, max_answers: int,
-          now: datetime) -> list[Any]:
-    """Each (code, token, value) of `group` stored, or refused: per request, its result or its ClassError."""
+          now: datetime, blocked: dict[str, int] | None = None) -> list[Any]:
+    """Each (code, token, value, client) of `group` stored, or refused: per request, its result or its
+    ClassError. `blocked`: client -> seconds to wait, for clients that named too many unknown codes."""
     outcomes: list[Any] = [None] * len(group)
     by_class: dict[str, list[int]] = {}
-    for i, (code, _token, _value) in enumerate(group):
+    for i, (code, _token, _value, client) in enumerate(group):
         found = rules.code_from(code)
-        if found is None:
+        if blocked and client in blocked:  # before any lookup, as service.Classroom.guarded does
+            outcomes[i] = errors.too_many_attempts(blocked[client])
+        elif found is None:
             outcomes[i] = errors.unknown_class()  # one error each: each request counts its own failed code
         else:
             by_class.setdefault(found, []).append(i)
     for code in sorted(by_class):  # every process locks classes in the same order: two replicas never deadlock
-        _one_class(db, code, [(i, *group[i][1:]) for i in by_class[code]], outcomes, questions, max_answers, now)
+        _one_class(db, code, [(i, *group[i][1:3]) for i in by_class[code]], outcomes, questions, max_answers, now)
     return outcomes
 
 

@@ -46,14 +46,30 @@ class Attempts:
         with self.engine.begin() as db:
             self._add(db, kind, client[:CLIENT_MAX], now)
 
+    def waits(self, db: Connection, kind: str, clients: set[str], limit: int, now: datetime) -> dict[str, int]:
+        """The clients among `clients` that must wait, with their seconds: one query for many (a group of
+        answers, in its own transaction)."""
+        if not clients:
+            return {}
+        seen: dict[str, list[datetime]] = {}
+        for client, at in db.execute(select(AttemptRow.client, AttemptRow.at)
+                                     .where(AttemptRow.kind == kind,
+                                            AttemptRow.client.in_({c[:CLIENT_MAX] for c in clients}),
+                                            AttemptRow.at > now - timedelta(seconds=self.window_s))):
+            seen.setdefault(client, []).append(at)
+        waits = {client: self._wait_for(sorted(times, reverse=True)[limit - 1], now)
+                 for client, times in seen.items() if len(times) >= limit}
+        return {client: waits[client[:CLIENT_MAX]] for client in clients if client[:CLIENT_MAX] in waits}
+
     def _wait(self, db: Connection, kind: str, client: str, limit: int, now: datetime) -> int:
         # the limit-th most recent attempt in the window: while it is in the window, the client waits for it to leave
         edge = db.scalar(select(AttemptRow.at)
                          .where(AttemptRow.kind == kind, AttemptRow.client == client,
                                 AttemptRow.at > now - timedelta(seconds=self.window_s))
                          .order_by(AttemptRow.at.desc()).offset(limit - 1).limit(1))
-        if edge is None:
-            return 0
+        return 0 if edge is None else self._wait_for(edge, now)
+
+    def _wait_for(self, edge: datetime, now: datetime) -> int:
         edge = edge if edge.tzinfo else edge.replace(tzinfo=timezone.utc)  # SQLite gives back naive UTC
         return int((edge - now).total_seconds() + self.window_s) + 1
 

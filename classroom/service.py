@@ -1,5 +1,6 @@
 """Every action of a class session, each one transaction that is committed before it returns (so an answer is on
-disk before its 200 is sent; answers arriving together share one, group_writer.py). The web layer parses, calls one method here and responds.
+disk before its 200 is sent; answers arriving together share one, group_writer.py). The web layer parses, calls
+one method here and responds.
 
 Who may do what is decided here, from the secret each caller holds: the teacher's key (start) for step, reveal,
 CSV and end; a student's token (join) for answering and for their own answers. Nobody is named to anyone but the
@@ -93,11 +94,12 @@ class Classroom:
     # ------------------------------------------------------------ finding a class and its caller
 
     @contextlib.contextmanager
-    def guarded(self, client: str) -> Iterator[None]:
+    def guarded(self, client: str, check: bool = True) -> Iterator[None]:
         """Around every request that names a class: a client whose codes named no running class
         `failed_codes` times in the window is refused before its next lookup, on every route, so no route
-        tells a guesser which codes exist faster than joining would."""
-        wait = self.attempts.wait_s(FAILED_CODE, client, self.limits.failed_codes, self.clock())
+        tells a guesser which codes exist faster than joining would. `check=False`: the action checks it
+        itself (answer(): one query for its whole group, in the group's transaction)."""
+        wait = self.attempts.wait_s(FAILED_CODE, client, self.limits.failed_codes, self.clock()) if check else 0
         if wait:
             raise errors.too_many_attempts(wait)
         try:
@@ -236,15 +238,19 @@ class Classroom:
             found = row.code
         return Joined(found, shown, token)
 
-    def answer(self, code: str, token: str | None, value: str) -> dict[str, Any]:
+    def answer(self, code: str, token: str | None, value: str, client: str | None = None) -> dict[str, Any]:
         """Store the student's answer to the question asked (or change it, until the reveal): queued with the
-        answers arriving meanwhile, and returned once their transaction is committed (group_writer.py)."""
-        stored: dict[str, Any] = self.answers.submit(code, token, value)
+        answers arriving meanwhile, and returned once their transaction is committed (group_writer.py).
+        `client`: refused first if it named too many unknown codes (what guarded() checks for other routes)."""
+        stored: dict[str, Any] = self.answers.submit(code, token, value, client)
         return stored
 
     def _write_answers(self, group: list[tuple[Any, ...]]) -> list[Any]:
+        now = self.clock()
         with self.engine.begin() as db:  # SQLite: BEGIN IMMEDIATE (database.py); the check needs no model
-            return answer_group.write(db, group, self.questions, self.limits.answers, self.clock())
+            clients = {client for *_, client in group if client is not None}
+            blocked = self.attempts.waits(db, FAILED_CODE, clients, self.limits.failed_codes, now)
+            return answer_group.write(db, group, self.questions, self.limits.answers, now, blocked)
 
     def student_view(self, code: str, token: str | None) -> dict[str, Any]:
         with self.read() as db:

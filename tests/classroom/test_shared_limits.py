@@ -130,11 +130,16 @@ def test_one_request_in_a_group_fails_alone(rooms: tuple[Classroom, Classroom]) 
     started = a.start("t", "en")
     tokens = [a.join(f"c{i}", started.code, f"S{i}").token for i in range(4)]
     step(a, started.code, started.teacher_key)
-    group = [(started.code, tokens[0], "it"), (started.code, "not a token", "it"), (started.code, tokens[1], "?"),
-             ("ZZZZZZ", tokens[0], "it"), (started.code, tokens[2], "boom"), (started.code, tokens[3], "the")]
+    for guess in ("ZZZZZZ", "22222X", "33333X"):  # a client that named 3 unknown codes (the limit) is refused
+        with pytest.raises(ClassError), a.guarded("guesser"):
+            a.teacher_view(guess, "key")
+    group = [(started.code, tokens[0], "it", "c0"), (started.code, "not a token", "it", "x"),
+             (started.code, tokens[1], "?", None), ("ZZZZZZ", tokens[0], "it", "c0"),
+             (started.code, tokens[2], "boom", None), (started.code, tokens[3], "the", "c3")]
     # one transaction: refusals beside stored answers, each request told its own
-    outcomes = a._write_answers(group[:4])
-    assert [getattr(o, "code", "ok") for o in outcomes] == ["ok", "not_student", "invalid_answer", "unknown_class"]
+    outcomes = a._write_answers([*group[:4], (started.code, tokens[3], "it", "guesser")])
+    assert [getattr(o, "code", "ok") for o in outcomes] == ["ok", "not_student", "invalid_answer", "unknown_class",
+                                                            "too_many_attempts"]
     # an error that is no refusal rolls the group back; each request is then written alone
     jobs = [Job(args) for args in group]
     a.answers._write(jobs)
@@ -152,6 +157,6 @@ def test_a_database_failure_is_told_to_the_whole_group_at_once() -> None:
         raise OperationalError("BEGIN", {}, Exception("database is locked"))
 
     writer = GroupWriter(unreachable, "test", fails_all=(OperationalError,))
-    jobs = [Job(("ABCDEF", "token", str(i))) for i in range(5)]
+    jobs = [Job(("ABCDEF", "token", str(i), None)) for i in range(5)]
     writer._write(jobs)
     assert calls == [5] and all(isinstance(job.done.exception(), OperationalError) for job in jobs)
