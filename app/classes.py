@@ -64,9 +64,11 @@ class ClassSessions:
     def _secret(request: Request, cookie: str) -> str | None:
         return request.headers.get(KEY_HEADER) or request.cookies.get(cookie)
 
-    def _call(self, request: Request, action: Any, *args: Any) -> Any:
+    def _call(self, request: Request, action: Any, *args: Any, guard: bool = True) -> Any:
+        """`guard=False`: the action checks the client's failed codes itself (an answer, in its group's
+        transaction); a failed code is counted here all the same."""
         try:
-            with self.classroom.guarded(self._client(request)):
+            with self.classroom.guarded(self._client(request), check=guard):
                 return action(*args)
         except ClassError as error:
             raise class_error(error) from None
@@ -148,7 +150,8 @@ class ClassSessions:
         return response
 
     def answer(self, request: Request, code: str, value: str) -> dict[str, Any]:
-        return dict(self._call(request, self.classroom.answer, code, self._secret(request, STUDENT_COOKIE), value))
+        return dict(self._call(request, self.classroom.answer, code, self._secret(request, STUDENT_COOKIE), value,
+                               self._client(request), guard=False))
 
     def student_view(self, request: Request, code: str) -> dict[str, Any]:
         return dict(self._call(request, self.classroom.student_view, code, self._secret(request, STUDENT_COOKIE)))

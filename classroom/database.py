@@ -3,6 +3,8 @@
 Every write takes the database's write lock at its start (SQLite: BEGIN IMMEDIATE; PostgreSQL: the class row
 FOR UPDATE in service.py), so two requests, or two server replicas on one file, never read a count and then
 both write past a limit, and SQLite never fails a deferred transaction that lost the race to upgrade its lock.
+A burst of answers does not queue here, one writer each: group_writer.py commits them in groups, so SQLite's
+busy handler (which sleeps with back-off) is met only by other replicas' writers.
 """
 
 from __future__ import annotations

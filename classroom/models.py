@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, DateTime, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import Boolean, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 # lengths the rules (classroom/rules.py) hold every value to before it is stored
@@ -13,6 +13,7 @@ CODE_LENGTH = 6
 NICKNAME_MAX = 24
 VALUE_MAX = 64
 NAME_MAX = 64  # a chapter's or a question's id
+CLIENT_MAX = 64  # a client's address as the rate limits count it (IPv6 with a zone fits)
 
 
 class Base(DeclarativeBase):
@@ -60,3 +61,15 @@ class AnswerRow(Base):
     value: Mapped[str] = mapped_column(String(VALUE_MAX))
     correct: Mapped[bool | None] = mapped_column(Boolean, nullable=True)  # None: the questions could not check it
     answered_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class AttemptRow(Base):
+    """One attempt a rate limit counts (classroom/rate_limit.py): deleted once older than the window."""
+
+    __tablename__ = "attempts"
+    __table_args__ = (Index("ix_attempts_kind_client_at", "kind", "client", "at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))  # join, failed_code, start
+    client: Mapped[str] = mapped_column(String(CLIENT_MAX))
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)  # the index: pruning by age

@@ -1,7 +1,7 @@
 """What a client may send a class, and the secrets it is given: checked here, before anything is stored.
 
 A class code is 6 characters from 31 that cannot be misread (no 0/O, 1/I/L): 887 million codes, and joins are
-rate-limited per client (rate_limit.py), so guessing a running class is hopeless. A teacher's key and a
+rate-limited per client across replicas (rate_limit.py), so guessing a running class is hopeless. A teacher's key and a
 student's token are 192 random bits each (secrets.token_urlsafe(24)); only their SHA-256 is stored.
 """
 

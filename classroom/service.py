@@ -1,5 +1,6 @@
 """Every action of a class session, each one transaction that is committed before it returns (so an answer is on
-disk before its 200 is sent). The web layer parses, calls one method here and responds.
+disk before its 200 is sent; answers arriving together share one, group_writer.py). The web layer parses, calls
+one method here and responds.
 
 Who may do what is decided here, from the secret each caller holds: the teacher's key (start) for step, reveal,
 CSV and end; a student's token (join) for answering and for their own answers. Nobody is named to anyone but the
@@ -19,12 +20,14 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol
 
 from sqlalchemy import Engine, delete, func, select, update
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
-from classroom import errors, rules
+from classroom import answer_group, errors, rules
 from classroom.database import sessions
+from classroom.group_writer import GroupWriter
 from classroom.models import AnswerRow, ClassRow, StudentRow
-from classroom.rate_limit import SlidingWindow
+from classroom.rate_limit import FAILED_CODE, JOIN, START, Attempts
 
 DISTRIBUTION_BARS = 12  # the most answers a chart shows by value; the rest are counted together as `other`
 
@@ -84,19 +87,19 @@ class Classroom:
         self.engine, self.questions, self.limits, self.clock = engine, questions, limits or Limits(), clock
         self.session = sessions(engine)  # .begin(): a write; reads use self.read (no write lock)
         self.read = sessions(engine, write=False)
-        window = self.limits.window_s
-        self.join_attempts = SlidingWindow(self.limits.joins, window)
-        self.failed_codes = SlidingWindow(self.limits.failed_codes, window)
-        self.starts = SlidingWindow(self.limits.starts, window)
+        self.attempts = Attempts(engine, self.limits.window_s)  # in the database: every replica counts the same
+        # answers come in bursts (a class answering at once): one thread commits them in groups (group_writer.py)
+        self.answers = GroupWriter(self._write_answers, "class-answers", fails_all=(OperationalError,))
 
     # ------------------------------------------------------------ finding a class and its caller
 
     @contextlib.contextmanager
-    def guarded(self, client: str) -> Iterator[None]:
+    def guarded(self, client: str, check: bool = True) -> Iterator[None]:
         """Around every request that names a class: a client whose codes named no running class
         `failed_codes` times in the window is refused before its next lookup, on every route, so no route
-        tells a guesser which codes exist faster than joining would."""
-        wait = self.failed_codes.wait_s(client)
+        tells a guesser which codes exist faster than joining would. `check=False`: the action checks it
+        itself (answer(): one query for its whole group, in the group's transaction)."""
+        wait = self.attempts.wait_s(FAILED_CODE, client, self.limits.failed_codes, self.clock()) if check else 0
         if wait:
             raise errors.too_many_attempts(wait)
         try:
@@ -104,7 +107,7 @@ class Classroom:
         except errors.ClassError as error:
             if error.code == "unknown_class" and not error.counted:  # once, however many guards it passes
                 error.counted = True
-                self.failed_codes.count(client)
+                self.attempts.count(FAILED_CODE, client, self.clock())
             raise
 
     def _class(self, db: Session, code: str, lock: bool = False) -> ClassRow:
@@ -136,10 +139,9 @@ class Classroom:
     # ------------------------------------------------------------ the teacher
 
     def start(self, client: str, lang: str) -> Started:
-        wait = self.starts.wait_s(client)
+        wait = self.attempts.take(START, client, self.limits.starts, self.clock())
         if wait:
             raise errors.too_many_attempts(wait)
-        self.starts.count(client)
         now = self.clock()
         with self.session.begin() as db:
             db.execute(delete(ClassRow).where(ClassRow.expires_at <= now))  # expired classes go, with their data
@@ -216,10 +218,9 @@ class Classroom:
     # ------------------------------------------------------------ a student
 
     def join(self, client: str, code: str, nickname: str) -> Joined:
-        wait = self.join_attempts.wait_s(client)
+        wait = self.attempts.take(JOIN, client, self.limits.joins, self.clock())  # counted even if the join fails
         if wait:
             raise errors.too_many_attempts(wait)
-        self.join_attempts.count(client)
         token = rules.new_secret()
         with self.guarded(client), self.session.begin() as db:
             row = self._class(db, code, lock=True)  # the class first: a wrong code is told before a bad nickname
@@ -237,29 +238,19 @@ class Classroom:
             found = row.code
         return Joined(found, shown, token)
 
-    def answer(self, code: str, token: str | None, value: str) -> dict[str, Any]:
-        with self.session.begin() as db:  # one transaction: the check needs no model (the question is stored)
-            row = self._class(db, code, lock=True)
-            student = self._student(db, row, token)  # who asks first: a stranger learns nothing of the rules
-            chapter, question = row.chapter, row.question
-            if chapter is None or question is None or row.asked is None:
-                raise errors.ClassError(409, "no_question", "Your teacher has not asked a question yet; wait for it.")
-            if row.revealed:
-                raise errors.ClassError(409, "already_revealed", "The answer was revealed: this question is closed.")
-            value, correct = self.questions.check(json.loads(row.asked), rules.answer_from(value))
-            mine = db.scalars(select(AnswerRow).where(AnswerRow.student_id == student.id,
-                                                      AnswerRow.chapter == chapter,
-                                                      AnswerRow.question == question)).first()
-            if mine is None:
-                count = db.scalar(select(func.count()).where(AnswerRow.student_id == student.id)) or 0
-                if count >= self.limits.answers:
-                    raise errors.too_many("answers", self.limits.answers)
-                db.add(AnswerRow(class_id=row.id, student_id=student.id, chapter=chapter, question=question,
-                                 value=value, correct=correct, answered_at=self.clock()))
-            else:  # a student may change their mind until the reveal
-                mine.value, mine.correct, mine.answered_at = value, correct, self.clock()
-            self._bump(db, row)
-        return {"chapter": chapter, "question": question, "value": value}
+    def answer(self, code: str, token: str | None, value: str, client: str | None = None) -> dict[str, Any]:
+        """Store the student's answer to the question asked (or change it, until the reveal): queued with the
+        answers arriving meanwhile, and returned once their transaction is committed (group_writer.py).
+        `client`: refused first if it named too many unknown codes (what guarded() checks for other routes)."""
+        stored: dict[str, Any] = self.answers.submit(code, token, value, client)
+        return stored
+
+    def _write_answers(self, group: list[tuple[Any, ...]]) -> list[Any]:
+        now = self.clock()
+        with self.engine.begin() as db:  # SQLite: BEGIN IMMEDIATE (database.py); the check needs no model
+            clients = {client for *_, client in group if client is not None}
+            blocked = self.attempts.waits(db, FAILED_CODE, clients, self.limits.failed_codes, now)
+            return answer_group.write(db, group, self.questions, self.limits.answers, now, blocked)
 
     def student_view(self, code: str, token: str | None) -> dict[str, Any]:
         with self.read() as db:

@@ -33,6 +33,6 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
     engine = create_engine(url)
     with engine.begin() as connection:
-        connection.execute(text("DROP TABLE IF EXISTS answers, students, classes, alembic_version CASCADE"))
+        connection.execute(text("DROP TABLE IF EXISTS attempts, answers, students, classes, alembic_version CASCADE"))
     engine.dispose()
     return url

@@ -106,6 +106,7 @@ def test_hostile_clients_change_nothing(app: Any, database_url: str) -> None:
                   "22222A"]:
         error_of(guesser.post(f"/api/classes/{guess}/students", json={"nickname": "x"}), 404, "unknown_class")
     error_of(guesser.get(f"/api/classes/{code}/me"), 429, "too_many_attempts")
+    error_of(guesser.post(f"/api/classes/{code}/answers", json={"value": "up"}), 429, "too_many_attempts")  # in a group
     error_of(guesser.post(f"/api/classes/{code}/students", json={"nickname": "x"}), 429, "too_many_attempts")
     assert rows(database_url) == before
 

@@ -172,7 +172,6 @@ def test_hostile_nicknames_are_refused_and_change_nothing(room: Classroom) -> No
 def test_sixty_answers_at_once_are_all_stored(room: Classroom) -> None:
     started = room.start("t", "en")
     room.limits = Limits(students=100, answers=10, classes=3, ttl_s=3600)
-    room.join_attempts.limit = 100
     tokens = [room.join(f"c{i}", started.code, f"S{i}").token for i in range(60)]
     step(room, started.code, started.teacher_key)
     barrier, failures = threading.Barrier(60), []
