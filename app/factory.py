@@ -7,6 +7,7 @@ Run it with `transformer-explorer serve` or `python -m transformer_explorer`; te
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
@@ -63,6 +64,10 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         warming = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warm-up")
         warm = asyncio.get_running_loop().run_in_executor(warming, service.warm_up)
         log.info("models: %s (default %s)", ", ".join(service.registry.names()), service.registry.default)
+        # what start-up built (the models, torch's modules) lives as long as the server: moved out of the garbage
+        # collector's generations, the first full collections no longer scan it (one took 433 ms right after
+        # start-up, in the middle of a class's first burst of answers: bench/classroom.py)
+        gc.freeze()
         # the lifespan state reaches the server's connections (app.http_guard), which guard with these limits
         yield {CONNECTION_LIMITS: ConnectionLimits(settings.client_timeout_s, settings.max_head_bytes,
                                                    settings.max_body_bytes)}
