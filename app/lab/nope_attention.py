@@ -58,7 +58,7 @@ class NopeAttentionLabOut(StackTokensOut):
     n_heads: int
     nope_layers: list[int] = Field(description="Every layer of the model without positions.")
     rope_layers: list[int] = Field(description="Every attention layer with RoPE.")
-    query: int = Field(description="The probe's query: the last position.")
+    last_query: int = Field(description="The probe's query: the last position.")
     key: int = Field(description="The probe's key position.")
     nope: NopeLayerOut
     rope: NopeLayerOut
@@ -122,7 +122,7 @@ def plan(context: Context, request: NopeAttentionLabRequest) -> Build:
             raise errors.out_of_range("Position", request.key, n)
         found = nope_attention(resolved.model, forward.trace, nope_layer, rope_layer, request.head, request.key)
         return {"model": resolved.name, "tokens": tokens_out(forward.tokens), "stack": None, "head": request.head,
-                "n_heads": resolved.cfg.n_heads, "nope_layers": nope, "rope_layers": rope, "query": found.query,
+                "n_heads": resolved.cfg.n_heads, "nope_layers": nope, "rope_layers": rope, "last_query": found.query,
                 "key": found.key, "nope": layer_out(found.layers[0]), "rope": layer_out(found.layers[1])}
 
     return build

@@ -42,7 +42,7 @@ def test_the_nope_layer_beside_the_rope_layer_below_it(client: TestClient) -> No
     assert response.status_code == 200, response.text
     out = response.json()
     n = len(out["tokens"])
-    assert (out["nope_layers"], out["rope_layers"], out["query"]) == ([1, 3], [0, 2], n - 1)
+    assert (out["nope_layers"], out["rope_layers"], out["last_query"]) == ([1, 3], [0, 2], n - 1)
     nope, rope = out["nope"], out["rope"]
     assert (nope["layer"], nope["positions"], rope["layer"], rope["positions"]) == (1, False, 0, True)
     assert nope["moved_spread"] <= 1e-6 * max(map(abs, nope["moved"]))

@@ -44,8 +44,8 @@ export default {
     const sides = [["nope", data.nope], ["rope", data.rope]];
     const moved = (d) => d.moved;
     const vars = {
-      nope: data.nope.layer, rope: data.rope.layer, head: data.head, query: data.query, key: data.key,
-      query_token: word[data.query], key_token: word[data.key], distance: data.nope.real_distance,
+      nope: data.nope.layer, rope: data.rope.layer, head: data.head, query: data.last_query, key: data.key,
+      query_token: word[data.last_query], key_token: word[data.key], distance: data.nope.real_distance,
       nope_score: fmt(data.nope.moved[0], 4), nope_spread: data.nope.moved_spread.toExponential(1),
       rope_min: fmt(Math.min(...moved(data.rope)), 4), rope_max: fmt(Math.max(...moved(data.rope)), 4),
       real_diff: Math.max(data.nope.real_diff, data.rope.real_diff).toExponential(1),
@@ -70,7 +70,7 @@ export default {
     draw(board.card("nope-distance", { title: say("nope_attention_distance_title", vars), className: "half", note: say("nope_attention_distance_note", vars) }),
       sides.map(([side, d]) => line(side, d, d.by_distance, distances)),
       lineLayout(say("nope_attention_distance"), say("nope_attention_mean_weight"), { yaxis: { rangemode: "tozero" } }), "nope_attention_by_distance");
-    const steps = range(data.query + 1).map(([i]) => i);
+    const steps = range(data.last_query + 1).map(([i]) => i);
     const real = sides.map(([side, d]) => ({
       x: [d.real_distance], y: [d.moved[d.real_distance]], mode: "markers", name: say("nope_attention_real", vars),
       marker: { color: COLORS[side], size: 13, symbol: "circle-open", line: { width: 2 } }, showlegend: side === "nope",
