@@ -17,6 +17,7 @@ traced one (checked: `real_diff`), so the probe is the model's own arithmetic, n
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
@@ -51,7 +52,7 @@ class NopeAttention:
     layers: tuple[LayerView, LayerView]  # the NoPE layer, then the RoPE layer
 
 
-def unturned(trace: dict[str, torch.Tensor], name: str, layer: int, normed: bool) -> torch.Tensor:
+def unturned(trace: Mapping[str, torch.Tensor], name: str, layer: int, normed: bool) -> torch.Tensor:
     """The layer's q or k as it enters the rotation (after Qwen3's per-head norm when the model has it), or as a
     NoPE layer scores it.  [pos, head, d_head]"""
     return trace[stage_name(f"norm_{name}" if normed else name, layer)][0]
@@ -66,7 +67,7 @@ def turned(attn: Attention, x: torch.Tensor, positions: torch.Tensor) -> torch.T
     return rows[0, :, 0]  # [n, d_head]
 
 
-def layer_view(model: Transformer, trace: dict[str, torch.Tensor], layer: int, head: int, key: int | None
+def layer_view(model: Transformer, trace: Mapping[str, torch.Tensor], layer: int, head: int, key: int | None
                ) -> tuple[LayerView, int]:
     """`layer`'s view of head `head`; the probe key `key` (None: the key the last query weights most here)."""
     attn = model.attention(AttentionLayer(None, layer, False))
@@ -98,7 +99,7 @@ def layer_view(model: Transformer, trace: dict[str, torch.Tensor], layer: int, h
 
 
 @torch.inference_mode()
-def nope_attention(model: Transformer, trace: dict[str, torch.Tensor], nope_layer: int, rope_layer: int, head: int,
+def nope_attention(model: Transformer, trace: Mapping[str, torch.Tensor], nope_layer: int, rope_layer: int, head: int,
                    key: int | None = None) -> NopeAttention:
     """Head `head` of NoPE layer `nope_layer` beside RoPE layer `rope_layer`; the probe key is `key` (None: the key
     the NoPE layer's last query weights most), the same position in both."""
