@@ -2,8 +2,9 @@
 written by transformers (Gemma4ForCausalLM, SmolLM3ForCausalLM) as Hugging Face directories and opened as a user's
 directory is. Each view draws real numbers (finite, not all zero; the NoPE layer's probe flat, the RoPE layer's not)
 with no console error; a model without NoPE layers gets the lab's refusal, named, in the page's language.
+Cached decoding on a Qwen3.5-shaped hybrid draws its DeltaNet state's work beside the attention's.
 Screenshots at 1280×720 go to test-artifacts/ (docs/images/gemma4-per-layer-inputs.*.png and
-docs/images/lab/nope_attention.*.png are copies)."""
+docs/images/lab/nope_attention.*.png are copies, the latter of nope_attention_curves.*.png)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,17 @@ def write_models(tmp: Path) -> dict[str, Path]:
     return out
 
 
+def hybrid() -> Any:
+    """A tiny Qwen3.5-shaped hybrid (tests/app/test_qwen35_app.py): DeltaNet layers 0 and 1, gated attention 2."""
+    from checkpoints import LoadedModel
+    from model.tokenizer import CharTokenizer
+    from tests.app.test_qwen35_app import hybrid_model
+
+    tok = CharTokenizer("abcdefghijklmnopqrstuvwxyz ,", specials=("<s>",))
+    return LoadedModel(hybrid_model(tok), tok, {"description": "a tiny Qwen3.5-shaped hybrid", "bos_token": "<s>",
+                                                "eos_token": "<s>"})
+
+
 @pytest.fixture(scope="module")
 def new_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from app.catalogue import add_directory
@@ -57,6 +69,7 @@ def new_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     srv = ServerThread(free_port(), tmp)
     for name, directory in write_models(tmp / "weights").items():
         add_directory(srv.registry, name, directory, source="test")
+    srv.registry.add("qwen35", hybrid(), source="test")
     srv.start()
     yield srv
     srv.stop()
@@ -123,8 +136,34 @@ def test_the_nope_layer_beside_the_rope_layer_in_the_lab(watched: Any, new_serve
     assert ("NoPE 层 3" if lang == "zh" else "NoPE layer 3") in shown and "第" not in shown
     page.evaluate("document.querySelector('#panel-nope_attention [data-key=\"nope-nope\"]').scrollIntoView()")
     screenshot(page, artifacts / f"nope_attention.{lang}.png")
+    page.evaluate("document.querySelector('#panel-nope_attention [data-key=\"nope-distance\"]').scrollIntoView()")
+    screenshot(page, artifacts / f"nope_attention_curves.{lang}.png")
     choose_model(page, "gpt")  # no NoPE layer: refused by name, without asking
     refusal = section.locator(".lab-refused")
     assert refusal.count() == 1 and "gpt" in refusal.inner_text()
     assert ("NoPE" in refusal.inner_text()) and section.locator(".plot .main-svg").count() == 0
+    assert watched.errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_cached_decoding_draws_a_hybrids_fixed_state_work(watched: Any, new_server: Any, artifacts: Path,
+                                                          lang: str) -> None:
+    page = watched.page
+    page.set_default_timeout(60000)
+    open_lab(page, new_server.url, model="qwen35", text=LAB_TEXTS["en"], lang=lang, panel="cached_decoding",
+             **{"cached_decoding.steps": "4"})
+    section = page.locator("#panel-cached_decoding")
+    assert section.locator(".lab-error, .lab-refused").count() == 0, section.inner_text()[:300]
+    assert section.locator(".chart-card .plot").count() == 3
+    real_numbers(plotted(page, "#panel-cached_decoding"))
+    with_cache, without = page.evaluate(
+        """() => document.querySelector('#panel-cached_decoding [data-key="gen-state"] .plot').data.map(t => t.y)""")
+    steps = [b - a for a, b in zip(with_cache, with_cache[1:], strict=False)]
+    assert len(set(steps)) == 1 and without[-1] > with_cache[-1]  # the same work for every new token
+    shown = section.inner_text()
+    assert not BAD.search(shown), shown[:300]
+    assert "DeltaNet" in shown
+    page.evaluate("document.querySelector('#panel-cached_decoding [data-key=\"gen-bytes\"]').scrollIntoView()")
+    screenshot(page, artifacts / f"cached_decoding_hybrid.{lang}.png")
     assert watched.errors == []
