@@ -244,18 +244,23 @@ def model_caches(models: list[tuple[str, TransformerConfig]], *, context: int | 
 # ---------------------------------------------------------------- work saved
 
 
+def attention_layer_count(cfg: TransformerConfig) -> int:
+    """The decoding stack's softmax-attention layers: a hybrid's gated DeltaNet layers score nothing."""
+    layers = cfg.decoder_layers if cfg.architecture == "encoder-decoder" else cfg.n_layers
+    return layers - len(cfg.deltanet_layers or ())
+
+
 def recomputed_score_cells(cfg: TransformerConfig, prompt_len: int, new_tokens: int) -> int:
     """Attention scores computed decoding without a cache: every step re-scores the whole sequence.
 
-    Step t (sequence length n_t) costs n_t² cells per head per layer; a cache makes it n_t.
+    Step t (sequence length n_t) costs n_t² cells per head per attention layer; a cache makes it n_t.
     """
-    layers = cfg.decoder_layers if cfg.architecture == "encoder-decoder" else cfg.n_layers
     lengths = range(prompt_len, prompt_len + new_tokens)
-    return sum(n * n for n in lengths) * cfg.n_heads * layers
+    return sum(n * n for n in lengths) * cfg.n_heads * attention_layer_count(cfg)
 
 
 def cached_score_cells(cfg: TransformerConfig, prompt_len: int, new_tokens: int) -> int:
     """The same decoding with a cache: the prompt once (prompt_len²), then one query row per step."""
-    layers = cfg.decoder_layers if cfg.architecture == "encoder-decoder" else cfg.n_layers
+    layers = attention_layer_count(cfg)
     later = range(prompt_len + 1, prompt_len + new_tokens)
     return (prompt_len * prompt_len + sum(later)) * cfg.n_heads * layers

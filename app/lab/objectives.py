@@ -121,5 +121,8 @@ def plan(context: Context, request: ObjectivesLabRequest) -> Build:
 EXPERIMENT = Experiment(
     name="objectives", method="POST", request=ObjectivesLabRequest,
     response=ObjectivesLabOut, plan=plan, refuses=("encoder", "encoder-decoder"),
+    # exact on a hybrid: the losses are the forward pass's logits, N counts every weight (DeltaNet's with the
+    # attention's), and the generation counts are positions read, whatever mixes the tokens
+    hybrid=True,
     summary=summary_of(__doc__),
 )

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+import torch
 from fastapi.testclient import TestClient
 
 from app.factory import create_app
@@ -86,7 +87,8 @@ def test_every_lab_experiment_answers_or_refuses_the_hybrid_by_name(client: Test
             assert status == 422, response.text
 
 
-@pytest.mark.parametrize("name", ["sampling", "generation_tree", "logit_lens", "embedding_persistence"])
+@pytest.mark.parametrize("name", ["sampling", "generation_tree", "logit_lens", "embedding_persistence", "objectives",
+                                  "cached_decoding"])
 def test_the_experiments_that_only_run_the_forward_pass_answer(client: TestClient, name: str) -> None:
     experiment = next(e for e in EXPERIMENTS if e.name == name)
     assert experiment.hybrid
@@ -104,3 +106,31 @@ def test_the_kv_cache_counts_the_fixed_state_beside_the_growing_cache(client: Te
     assert row["bytes_per_token"] == 2 * 1 * 2 * 16 * 2 and row["total_bytes"] == 10 * row["bytes_per_token"] + state
     longer = client.get("/api/lab/kv-cache-size", params={"context": 40, "dtype": "float16"}).json()
     assert next(r for r in longer["models"][0]["variants"] if r["kv_heads"] == 2)["state_bytes"] == state
+
+
+def test_cached_decoding_caches_the_deltanet_state_and_counts_its_fixed_work(client: TestClient) -> None:
+    """Layers 0 and 1 keep a state (4 heads of 12 × 8) and 2 convolution inputs (2 · 2 · 8 + 4 · 12 channels), in
+    float32; each token costs them 2 · 4 · 3 · 8 · 12 state cells at any position; every step equals the full pass."""
+    response = post(client, "/api/lab/cached-decoding", {"model": "hybrid", "text": TEXT, "max_new_tokens": 3})
+    assert response.status_code == 200, response.text
+    out = response.json()
+    state = 2 * (4 * 12 * 8 + 2 * (2 * 2 * 8 + 4 * 12)) * 4
+    assert (out["layers"], out["deltanet_layers"], out["state_bytes"]) == (1, 2, state)
+    assert out["state_cells_per_token"] == 2 * 4 * 3 * 8 * 12 and (out["d_key"], out["d_value"]) == (8, 12)
+    for step in out["steps"]:
+        assert step["max_diff"] < 1e-4 and step["cache_bytes"] == step["formula_bytes"]
+        assert step["state_cells"] == out["state_cells_per_token"] * step["cache_positions"]
+
+
+def test_objectives_reads_the_hybrids_own_losses_and_counts_its_deltanet_weights(client: TestClient) -> None:
+    """The losses are the cross-entropy of the model's own logits (the same seeded weights, run here); N counts the
+    DeltaNet layers' weights with the attention's."""
+    out = post(client, "/api/lab/objectives", {"model": "hybrid", "text": TEXT}).json()
+    model = hybrid_model(CharTokenizer("abcdefghijklmnopqrstuvwxyz ", specials=("<s>",)))
+    ids = torch.tensor([[t["id"] for t in out["tokens"]]])
+    with torch.inference_mode():
+        want = torch.nn.functional.cross_entropy(model(ids)[0, :-1], ids[0, 1:], reduction="none")
+    assert torch.allclose(torch.tensor(out["causal"]["losses"]), want, atol=1e-4)
+    deltanet = sum(p.numel() for name, p in model.named_parameters() if ".deltanet." in name)
+    attention = sum(p.numel() for name, p in model.named_parameters() if ".attn." in name)
+    assert out["compute"]["attention"] == deltanet + attention and deltanet > 0

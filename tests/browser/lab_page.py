@@ -22,6 +22,9 @@ SMALL = {"complexity.longest": "512", "norm_placement.layers": "4", "norm_placem
          "activation_patching.corrupted": "The capital of Sweden is"}
 VARIANT = {"compare.variant": "set", "compare.setting": "n_heads", "compare.value": "2"}
 FAMILY_MODELS = {"decoder": "gpt", "encoder": "bert", "encoder-decoder": "translator"}  # tests/browser/models.py
+# panels refused on every model of FAMILY_MODELS for a kind of layer none of them has (the panel says so without
+# asking): nope_attention needs NoPE layers (tests/browser/test_gemma4_nope_views.py opens it on a SmolLM3-shaped model)
+LACKING = {"nope_attention"}
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 def lab_texts(lang: str) -> dict[str, str]:

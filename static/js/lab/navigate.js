@@ -1,7 +1,7 @@
 // The lab's go(patch): the page loop of shared/page.js with what the lab loads. Only the panel on
 // screen loads (answers are cached by request, so coming back to a panel costs no round trip); a
 // panel that fails shows why in its own place, and the rest of the page stays. A panel whose
-// experiment refuses the model's family shows that instead of asking.
+// experiment refuses the model's family (or whose module refuses what the model lacks) shows that instead of asking.
 
 import { ApiError, api } from "../shared/api.js";
 import { LANGS, loadTexts } from "../shared/i18n.js";
@@ -27,11 +27,13 @@ async function prepare(next) {
   if (!next.text || !next.text.trim()) throw new ApiError(0, "empty_client", "");
   next.tokens = (await api.tokenize({ model: next.model, text: next.text })).tokens;
   const experiment = experimentOf(next.panel);
-  if (experiment && experiment.refuses.includes(next.info.architecture)) {
+  const panel = panelModule(next.panel);
+  // refused by the model's family (the experiment's declaration), or by what the model lacks (the panel's
+  // refuses(info): a NoPE view on a model without NoPE layers), said without asking
+  if (experiment && (experiment.refuses.includes(next.info.architecture) || (panel.refuses && panel.refuses(next.info)))) {
     next.data = { refused: next.info.architecture };
     return;
   }
-  const panel = panelModule(next.panel);
   showWorking(next); // a long experiment (ablation on SmolLM2) says in its own panel what it is running
   const [data] = await Promise.all([
     Promise.resolve().then(() => panel.load(panelContext(next, next.panel))).then((value) => ({ value }), (error) => ({ error })),

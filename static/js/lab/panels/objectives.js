@@ -78,6 +78,8 @@ export default {
       xaxis: { type: "category", tickangle: -40, automargin: true }, yaxis: { type: "category", automargin: true, autorange: "reversed" } }, "objectives_positions");
 
     const rows = OBJECTIVES.map((name) => data.signals.find((r) => r.objective === name));
+    // a hybrid (Qwen3.5): the token mixers' count holds its gated DeltaNet layers too (model.parameter_counts)
+    if ((ctx.info.config.deltanet_layers || []).length) vars.attn = say("objectives_attn_deltanet", { attn: vars.attn });
     draw(board.card("obj-signals", { title: say("objectives_signals_title"), className: "half", note: say("objectives_signals_note", vars) }), [
       { type: "bar", x: OBJECTIVES.map((name) => say(`objectives_${name}`)), y: rows.map((r) => r.signals), name: say("objectives_signals"),
         text: rows.map((r) => say("objectives_per_gflop", { v: perGflop(r.signals_per_gflop) })), textposition: "outside", cliponaxis: false },
