@@ -9,7 +9,13 @@ Only the chosen experts run, and each only on the tokens that chose it, so a mod
 used computes about 8/128 of its expert weights per token. Stored weights (model/stored_weights.py) make that hold
 for memory too: an expert's matrices are dequantized only when some token is routed to it.
 
-Qwen3-MoE has no shared expert (an FFN every token goes through, beside the routed ones): none is implemented.
+Qwen3.5-MoE adds a shared expert (cfg.shared_expert_d_mlp): a gated FFN of its own width that every token goes
+through, beside its chosen experts, its output scaled per token by a gate of its own:
+
+    shared_gate = sigmoid(W_shared_gate · x)                  one number per token, from 0 to 1
+    out        += shared_gate · W_out_s · (act(W_gate_s · x) ⊙ W_in_s · x)
+
+Qwen3-MoE has none.
 """
 
 from __future__ import annotations
@@ -34,12 +40,13 @@ def activate(name: str, h: torch.Tensor) -> torch.Tensor:
 class Expert(nn.Module):
     """One expert: a gated FFN of its own, W_out · (act(W_gate · x) ⊙ W_in · x), no biases."""
 
-    def __init__(self, cfg: TransformerConfig) -> None:
+    def __init__(self, cfg: TransformerConfig, width: int | None = None) -> None:
         super().__init__()
+        width = cfg.expert_width if width is None else width  # the shared expert's is its own
         self.act = GATED_ACTIVATIONS[cfg.activation]
-        self.W_gate = nn.Linear(cfg.d_model, cfg.expert_width, bias=False)
-        self.W_in = nn.Linear(cfg.d_model, cfg.expert_width, bias=False)
-        self.W_out = nn.Linear(cfg.expert_width, cfg.d_model, bias=False)
+        self.W_gate = nn.Linear(cfg.d_model, width, bias=False)
+        self.W_in = nn.Linear(cfg.d_model, width, bias=False)
+        self.W_out = nn.Linear(width, cfg.d_model, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: [n, d_model], the tokens routed here -> [n, d_model]."""
@@ -52,7 +59,8 @@ class MoE(nn.Module):
     Stages: `router_logits` (W_router · x), `router_probs` (their softmax over the experts), `expert_weights`
     (each token's weight on every expert: the chosen ones' probabilities, renormalised with expert_norm_topk,
     0 for the experts not chosen). An edit of expert_weights changes the routing: an expert runs on exactly the
-    tokens that give it a weight other than 0.
+    tokens that give it a weight other than 0. With a shared expert (Qwen3.5-MoE) also `shared_gate` (its
+    sigmoid gate, one number per token) and `shared_out` (its output times that gate, added to the routed sum).
     """
 
     def __init__(self, cfg: TransformerConfig) -> None:
@@ -65,6 +73,12 @@ class MoE(nn.Module):
         self.hook_router_logits = HookPoint(dims)
         self.hook_router_probs = HookPoint(dims)
         self.hook_expert_weights = HookPoint(dims)
+        self.shared_expert: Expert | None = None
+        if cfg.shared_expert_d_mlp is not None:  # Qwen3.5-MoE: an expert every token uses, gated per token
+            self.shared_expert = Expert(cfg, cfg.shared_expert_d_mlp)
+            self.W_shared_gate = nn.Linear(cfg.d_model, 1, bias=False)
+            self.hook_shared_gate = HookPoint(("batch", "pos"))
+            self.hook_shared_out = HookPoint(("batch", "pos", "d_model"))
 
     def routing(self, x: torch.Tensor) -> torch.Tensor:
         """x: [batch, pos, d_model] -> each token's weight on each expert [batch, pos, expert] (0: not chosen)."""
@@ -84,4 +98,8 @@ class MoE(nn.Module):
             tokens = (weights[:, expert] != 0).nonzero()[:, 0]  # [n]
             part = self.experts[expert](flat[tokens]) * weights[tokens, expert, None]  # [n, d_model]
             out = out.index_add(0, tokens, part)
-        return out.view_as(x)
+        out = out.view_as(x)
+        if self.shared_expert is not None:
+            gate = self.hook_shared_gate(torch.sigmoid(self.W_shared_gate(x))[..., 0])  # [batch, pos]
+            out = out + self.hook_shared_out(self.shared_expert(x) * gate[..., None])  # [batch, pos, d_model]
+        return out
