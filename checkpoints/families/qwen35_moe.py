@@ -23,9 +23,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import checkpoints.families.qwen35 as qwen35
 from checkpoints.base import CheckpointError, ConfigFields, StateDict
 from checkpoints.experts import expert_shapes
-from checkpoints.families import qwen35
 from checkpoints.families.qwen3_moe import gguf_moe_fields
 from checkpoints.families.records import HfFamily
 from checkpoints.gguf_read import GgufRead, shown
