@@ -11,9 +11,12 @@ with their own RoPE base, one global layer every few) and what Gemma 4 adds:
     scalar      each layer's output times a learned scalar;  logits soft-capped (final_logit_softcapping)
 
 Norm weights are the gains themselves (Gemma4RMSNorm multiplies by w, not 1 + w). The mixture-of-experts block
-(enable_moe_block: Gemma 4 26B-A4B) is refused by name. Hugging Face `gemma4_text` (Gemma4ForCausalLM); GGUF
-`gemma4` as llama.cpp's converter writes it (per-layer K/V heads and FFN widths as arrays, the global head size in
-attention.key_length, the local one in attention.key_length_swa).
+(enable_moe_block: Gemma 4 26B-A4B) runs beside each layer's FFN (model/moe.py FfnBesideExperts): num_experts of
+moe_intermediate_size, top_k_experts chosen, renormalised and scaled per expert; its router reads the stream through
+an RMSNorm without gain, times router.scale / √hidden_size. From GGUF files it is refused by name.
+Hugging Face `gemma4_text` (Gemma4ForCausalLM); GGUF `gemma4` as llama.cpp's converter writes it (per-layer K/V
+heads and FFN widths as arrays, the global head size in attention.key_length, the local one in
+attention.key_length_swa).
 """
 
 from __future__ import annotations
@@ -40,11 +43,11 @@ HF_FIELDS = GENERIC_FIELDS | ConfigFields(
         "rope_parameters", "sliding_window", "layer_types", "final_logit_softcapping", "vocab_size_per_layer_input",
         "hidden_size_per_layer_input", "attention_k_eq_v", "num_kv_shared_layers", "use_double_wide_mlp",
         "global_head_dim", "num_global_key_value_heads", "per_layer_config",
+        "enable_moe_block", "num_experts", "top_k_experts", "moe_intermediate_size",
     }),
     inert=frozenset({"attention_dropout"}),
     # not implemented, accepted at the value that leaves them out: the MoE block (26B-A4B), biases, an encoder
-    defaults={"enable_moe_block": False, "num_experts": None, "top_k_experts": None, "moe_intermediate_size": None,
-              "attention_bias": False, "use_bidirectional_attention": None},
+    defaults={"attention_bias": False, "use_bidirectional_attention": None},
 )
 
 
@@ -153,8 +156,46 @@ def convert_hf(hf_config: dict[str, Any], state: StateDict) -> tuple[Transformer
         head_dim_global=global_dim if local else None, kv_heads_global=global_kv if local else None,
         kv_source=sources, k_eq_v=bool(hf_config.get("attention_k_eq_v", False)), v_norm=True,
         mlp_widths=widths if len(set(widths)) > 1 else None, per_layer_input=per_layer, layer_scalar=True,
+        **moe_block(hf_config, loader),
     )
     return cfg, hf_weights(cfg, state)
+
+
+def moe_block(hf_config: dict[str, Any], loader: str) -> dict[str, Any]:
+    """enable_moe_block: experts beside the FFN in every layer (num_experts, top_k_experts, moe_intermediate_size
+    read only with it, as transformers does)."""
+    if not hf_config.get("enable_moe_block"):
+        return {}
+    fields = {name: hf_config.get(name) for name in MOE[1:]}
+    for name, value in fields.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise refuse(loader, name, value, "a mixture-of-experts block needs a whole number >= 1")
+    return {"n_experts": fields["num_experts"], "n_experts_used": fields["top_k_experts"],
+            "expert_d_mlp": fields["moe_intermediate_size"], "expert_norm_topk": True, "experts_beside_mlp": True}
+
+
+# Gemma 4's MoE block, Hugging Face names -> ours (model/moe.py FfnBesideExperts)
+MOE_NAMES = {"router.proj.weight": "W_router.weight", "router.scale": "router_scale",
+             "router.per_expert_scale": "per_expert_scale", "post_feedforward_layernorm_1.weight": "norm_dense_w",
+             "pre_feedforward_layernorm_2.weight": "norm_experts_in_w",
+             "post_feedforward_layernorm_2.weight": "norm_experts_out_w"}
+
+
+def hf_moe_weights(cfg: TransformerConfig, state: StateDict, layer: int) -> StateDict:
+    """One layer's router, its scales, the three norms and the experts (gate_up_proj: gate rows, then up rows)."""
+    hf, ours = f"layers.{layer}.", f"stack.blocks.{layer}.mlp."
+    out = {ours + name: take(state, hf + hf_name) for hf_name, name in MOE_NAMES.items()}
+    n, width, d = cfg.n_experts, cfg.expert_width, cfg.d_model
+    gate_up, down = take(state, hf + "experts.gate_up_proj"), take(state, hf + "experts.down_proj")
+    for name, tensor, shape in (("gate_up_proj", gate_up, (n, 2 * width, d)), ("down_proj", down, (n, d, width))):
+        if tuple(tensor.shape) != shape:
+            raise CheckpointError(f"weight {hf}experts.{name} has shape {list(tensor.shape)}, but num_experts {n}, "
+                                  f"moe_intermediate_size {width} and hidden_size {d} make it {list(shape)}")
+    for expert in range(n):
+        out |= {f"{ours}experts.{expert}.W_gate.weight": gate_up[expert, :width],
+                f"{ours}experts.{expert}.W_in.weight": gate_up[expert, width:],
+                f"{ours}experts.{expert}.W_out.weight": down[expert]}
+    return out
 
 
 def hf_weights(cfg: TransformerConfig, state: StateDict) -> StateDict:
@@ -184,6 +225,8 @@ def hf_weights(cfg: TransformerConfig, state: StateDict) -> StateDict:
         for hf_name, ours in own.items():
             hf_name += "" if hf_name.endswith((".weight", "layer_scalar")) else ".weight"
             out[f"stack.blocks.{layer}.{ours}"] = take(state, f"layers.{layer}.{hf_name}")
+        if cfg.experts_beside_mlp:
+            out |= hf_moe_weights(cfg, state, layer)
     if not cfg.tied_embeddings:
         out["W_U.weight"] = take(state, "lm_head.weight")
     return out

@@ -146,6 +146,7 @@ export function stageChoices(s, step, at) {
     moe: isMoe(cfg, at.layer ?? 0),
     renorm: Boolean(cfg.expert_norm_topk),
     shared: isMoe(cfg, at.layer ?? 0) && cfg.shared_expert_d_mlp != null,
+    beside: isMoe(cfg, at.layer ?? 0) && Boolean(cfg.experts_beside_mlp), // Gemma 4's MoE block
   };
 }
 

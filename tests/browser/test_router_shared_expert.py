@@ -43,5 +43,6 @@ def test_the_router_step_draws_the_shared_expert(moe_server: Any, watched: Watch
     assert bars == len(TEXT) + 1, bars  # one bar per token: the start token and one per character
     assert "W_shared_gate" in page.inner_text("#formula") and "24" in page.inner_text("#formula")
     assert words in page.inner_text("#explain")
-    assert ("shared expert (24 wide)" if lang == "en" else "共享专家（宽 24）") in page.inner_text("body")  # config line
+    # the model's config line names the shared expert too
+    assert ("shared expert (24 wide)" if lang == "en" else "共享专家（宽 24）") in page.inner_text("body")
     assert watched.errors == [] and watched.dialogs == []

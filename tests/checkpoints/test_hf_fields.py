@@ -188,6 +188,7 @@ FAMILY_READ_VALUES |= {
 }
 # Gemma 4: 4 layers (local, global, local, global) where the last two share K/V
 G4_SHARED = {"num_hidden_layers": 4, "layer_types": ["sliding_attention", "full_attention"] * 2}
+G4_MOE = {"enable_moe_block": True, "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 16}  # its MoE block
 G4_PROPORTIONAL = {"rope_type": "proportional", "partial_rotary_factor": 0.5, "rope_theta": 77.0}
 READ_VALUES |= {  # read by Gemma 4 only
     "vocab_size_per_layer_input": [{"vocab_size_per_layer_input": 101}],
@@ -196,7 +197,8 @@ READ_VALUES |= {  # read by Gemma 4 only
     "num_global_key_value_heads": [{"attention_k_eq_v": True, "num_global_key_value_heads": 4}],
     "num_kv_shared_layers": [G4_SHARED | {"num_kv_shared_layers": 2}],
     "use_double_wide_mlp": [G4_SHARED | {"num_kv_shared_layers": 2, "use_double_wide_mlp": True}],
-    "global_head_dim": [{"global_head_dim": 16}, {"global_head_dim": 64}],
+    "global_head_dim": [{"global_head_dim": 16}, {"global_head_dim": 64}], "enable_moe_block": [G4_MOE],
+    "top_k_experts": [G4_MOE],
     "per_layer_config": [{}],  # as transformers writes config.json: the global layers' head_dim there
 }
 FAMILY_READ_VALUES |= {("gemma4_text", field): values for field, values in {
@@ -208,6 +210,7 @@ FAMILY_READ_VALUES |= {("gemma4_text", field): values for field, values in {
     "layer_types": [{"layer_types": ["full_attention", "full_attention"]},
                     {"layer_types": ["sliding_attention", "full_attention"]}],
     "sliding_window": [{"sliding_window": 5}, {"sliding_window": 40}],
+    "num_experts": [G4_MOE], "moe_intermediate_size": [G4_MOE],
 }.items()}
 DROP: dict[str, tuple[str, ...]] = {"max_window_layers": ("layer_types",), "rope_theta": ("rope_parameters",)}
 # a non-default value for each inert field
@@ -247,13 +250,10 @@ REFUSED_VALUES: dict[str, Any] = {
     "rope_interleaved": True, "use_sliding_window": True,  # Qwen3-MoE's window is refused
     # fields of Phi-4-mini's own code that transformers' Phi-3 does not read: only their plain values load
     "attention_bias": True, "mlp_bias": True, "lm_head_bias": True, "full_attn_mod": 2, "interpolate_factor": 4,
-    # Gemma 4: the mixture-of-experts block (26B-A4B) and bidirectional attention are not implemented
-    "enable_moe_block": True, "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 16,
-    "use_bidirectional_attention": "all",
+    "use_bidirectional_attention": "all",  # Gemma 4: bidirectional attention is not implemented
     "hidden_act": "gelu",  # Qwen3.5: its DeltaNet layers' activations are silu only
     "attn_output_gate": False, "mlp_only_layers": [1],
-    # Qwen3.5-MoE: transformers places experts in every layer and renormalises their weights, whatever these say
-    "decoder_sparse_step": 2, "norm_topk_prob": False,
+    "decoder_sparse_step": 2, "norm_topk_prob": False,  # Qwen3.5-MoE: experts in every layer, renormalised
 }
 
 
