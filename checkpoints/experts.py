@@ -41,24 +41,33 @@ def hf_experts(state: StateDict, hf: str, ours: str, cfg: TransformerConfig) -> 
     (mlp.experts.E.gate_proj.weight, ...) or fused as transformers 5 holds them in memory
     (mlp.experts.gate_up_proj [expert, 2·d_expert, d_model], gate rows first; mlp.experts.down_proj)."""
     out: StateDict = {ours + "mlp.W_router.weight": take(state, hf + "mlp.gate.weight")}
-    n, width, d = cfg.n_experts, cfg.expert_width, cfg.d_model
+    n = cfg.n_experts
     fused = hf + "mlp.experts.gate_up_proj"
     if fused in state:
         gate_up, down = state[fused], take(state, hf + "mlp.experts.down_proj")
-        for name, tensor, shape in ((fused, gate_up, (n, 2 * width, d)), ("down_proj", down, (n, d, width))):
-            if tuple(tensor.shape) != shape:
-                raise CheckpointError(f"weight {name!r} has shape {list(tensor.shape)}, but num_experts {n}, "
-                                      f"moe_intermediate_size {width} and hidden_size {d} make it {list(shape)}")
-        for expert in range(n):
-            mlp = f"{ours}mlp.experts.{expert}."
-            out[mlp + "W_gate.weight"] = gate_up[expert, :width]
-            out[mlp + "W_in.weight"] = gate_up[expert, width:]
-            out[mlp + "W_out.weight"] = down[expert]
-        return out
+        return out | split_fused(gate_up, down, cfg, ours + "mlp.", hf + "mlp.experts.")
     for expert in range(n):
         for hf_name, our_name in EXPERT_PROJECTIONS.items():
             out[f"{ours}mlp.experts.{expert}.{our_name}.weight"] = take(
                 state, f"{hf}mlp.experts.{expert}.{hf_name}.weight")
+    return out
+
+
+def split_fused(gate_up: torch.Tensor, down: torch.Tensor, cfg: TransformerConfig, ours: str,
+                hf: str) -> StateDict:
+    """transformers' fused experts (gate_up_proj [expert, 2·width, d_model], gate rows first; down_proj
+    [expert, d_model, width]) -> ours (ours: "stack.blocks.3.mlp."), each shape checked; a weight kept in its
+    file's precision stays stored, one expert's slice each."""
+    n, width, d = cfg.n_experts, cfg.expert_width, cfg.d_model
+    for name, tensor, shape in (("gate_up_proj", gate_up, (n, 2 * width, d)), ("down_proj", down, (n, d, width))):
+        if tuple(tensor.shape) != shape:
+            raise CheckpointError(f"weight {hf}{name!r} has shape {list(tensor.shape)}, but {n} experts of width "
+                                  f"{width} (moe_intermediate_size) and hidden_size {d} make it {list(shape)}")
+    out: StateDict = {}
+    for expert, (both, back) in enumerate(zip(per_expert(gate_up), per_expert(down), strict=True)):
+        gate, up = both.split(width)  # [2·width, d_model]: gate rows, then up rows
+        out |= {f"{ours}experts.{expert}.W_gate.weight": gate, f"{ours}experts.{expert}.W_in.weight": up,
+                f"{ours}experts.{expert}.W_out.weight": back}
     return out
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from checkpoints.base import CheckpointError, ConfigFields, StateDict
+from checkpoints.experts import split_fused
 from checkpoints.families.gemma2 import GGUF_KEYS
 from checkpoints.families.records import GgufFamily, HfFamily
 from checkpoints.gguf_read import GgufRead, shown
@@ -185,17 +186,8 @@ def hf_moe_weights(cfg: TransformerConfig, state: StateDict, layer: int) -> Stat
     """One layer's router, its scales, the three norms and the experts (gate_up_proj: gate rows, then up rows)."""
     hf, ours = f"layers.{layer}.", f"stack.blocks.{layer}.mlp."
     out = {ours + name: take(state, hf + hf_name) for hf_name, name in MOE_NAMES.items()}
-    n, width, d = cfg.n_experts, cfg.expert_width, cfg.d_model
     gate_up, down = take(state, hf + "experts.gate_up_proj"), take(state, hf + "experts.down_proj")
-    for name, tensor, shape in (("gate_up_proj", gate_up, (n, 2 * width, d)), ("down_proj", down, (n, d, width))):
-        if tuple(tensor.shape) != shape:
-            raise CheckpointError(f"weight {hf}experts.{name} has shape {list(tensor.shape)}, but num_experts {n}, "
-                                  f"moe_intermediate_size {width} and hidden_size {d} make it {list(shape)}")
-    for expert in range(n):
-        out |= {f"{ours}experts.{expert}.W_gate.weight": gate_up[expert, :width],
-                f"{ours}experts.{expert}.W_in.weight": gate_up[expert, width:],
-                f"{ours}experts.{expert}.W_out.weight": down[expert]}
-    return out
+    return out | split_fused(gate_up, down, cfg, ours, hf + "experts.")
 
 
 def hf_weights(cfg: TransformerConfig, state: StateDict) -> StateDict:

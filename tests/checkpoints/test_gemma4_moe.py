@@ -99,3 +99,28 @@ def test_sizes_not_implemented_are_refused_by_name(change: dict[str, Any], named
     hf = tiny_gemma4_moe()
     with pytest.raises(CheckpointError, match=named):
         convert_hf(hf.config.to_dict() | change, dict(hf.state_dict()))
+
+
+def test_cached_decoding_equals_the_full_pass(tmp_path: Path) -> None:
+    """Each new token routed alone, with the cache, continues as a full pass."""
+    from model.generate import generate
+
+    save_hf_directory(tiny_gemma4_moe(), tmp_path)
+    model = load_checkpoint(tmp_path).model
+    prompt = tokens(model.cfg.vocab_size)[0, :40].tolist()
+    cached = generate(model, prompt, max_new_tokens=8, use_cache=True)
+    assert len(cached) == 8 and cached == generate(model, prompt, max_new_tokens=8, use_cache=False)
+
+
+def test_kept_in_float16_the_experts_stay_stored_and_give_the_same_numbers(tmp_path: Path) -> None:
+    from checkpoints.file_precision import load_policy
+    from model.stored_weights import StoredWeight
+
+    save_hf_directory(tiny_gemma4_moe().to(torch.float16), tmp_path)
+    eager = load_checkpoint(tmp_path).model
+    with load_policy(float32_budget=0):
+        stored = load_checkpoint(tmp_path).model
+    assert isinstance(stored.stack.blocks[0].mlp.experts[3].W_gate.weight, StoredWeight)
+    toks = tokens(eager.cfg.vocab_size)
+    with torch.inference_mode():
+        torch.testing.assert_close(stored(toks), eager(toks), rtol=1e-6, atol=1e-6)
