@@ -3,8 +3,8 @@ the experts run beside each layer's FFN, their router reading the residual strea
 scales of its own, each chosen weight times its expert's scale, the FFN's and the experts' outputs each normed and
 added. On test_gemma4.py's tiny random model (6 layers: local and global, shared K/V, per-layer inputs, layer
 scalars) with 8 experts of 32, 2 chosen, in every layer: next-token log-probs equal transformers' within 1e-4 over
-100 positions, the same top token everywhere, routing that sends different positions to different experts; from
-GGUF files the block stays refused by name."""
+100 positions, the same top token everywhere, routing that sends different positions to different experts, from a
+directory and from GGUF files (F32, F16, Q8_0) as llama.cpp's converter writes them."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ import torch
 from checkpoints import CheckpointError, build_model, load_checkpoint
 from checkpoints.hf import convert_hf
 from lab.reproduced import refusal
+from tests.checkpoints.gguf_files import gguf
 from tests.checkpoints.test_families import compare, save_hf_directory, tokens
-from tests.checkpoints.test_gemma4 import tiny_gemma4
+from tests.checkpoints.test_gemma4 import tiny_gemma4, write_gemma4_gguf
 
 TOL = 1e-4
 EXPERTS, USED, WIDTH = 8, 2, 32
@@ -124,3 +125,17 @@ def test_kept_in_float16_the_experts_stay_stored_and_give_the_same_numbers(tmp_p
     toks = tokens(eager.cfg.vocab_size)
     with torch.inference_mode():
         torch.testing.assert_close(stored(toks), eager(toks), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("qtype", ["F32", "F16", "Q8_0"])
+def test_gemma4_moe_gguf_matches_transformers_on_the_same_weights(tmp_path: Path, qtype: str) -> None:
+    hf = tiny_gemma4_moe()
+    path = tmp_path / f"gemma4-moe-{qtype}.gguf"
+    reference_state = write_gemma4_gguf(path, hf, gguf.GGMLQuantizationType[qtype])
+    reference = tiny_gemma4_moe()
+    reference.load_state_dict(reference_state)  # transformers' model with the weights as the file holds them
+    loaded = load_checkpoint(path)
+    cfg = loaded.model.cfg
+    assert cfg.experts_beside_mlp and (cfg.n_experts, cfg.n_experts_used, cfg.expert_width) == (EXPERTS, USED, WIDTH)
+    assert loaded.meta["tensor_types"].get(qtype)
+    assert compare(loaded.model, reference.eval(), tokens(cfg.vocab_size)) <= TOL
