@@ -139,3 +139,21 @@ def test_gemma4_moe_gguf_matches_transformers_on_the_same_weights(tmp_path: Path
     assert cfg.experts_beside_mlp and (cfg.n_experts, cfg.n_experts_used, cfg.expert_width) == (EXPERTS, USED, WIDTH)
     assert loaded.meta["tensor_types"].get(qtype)
     assert compare(loaded.model, reference.eval(), tokens(cfg.vocab_size)) <= TOL
+
+
+def test_stored_gguf_experts_are_slices_of_the_file(tmp_path: Path) -> None:
+    """Over the float32 budget each expert's gate and up rows stay a memory-mapped slice of ffn_gate_up_exps, and
+    the pass gives the float32 numbers."""
+    from checkpoints.file_precision import load_policy
+    from model.stored_weights import PartSource, StoredWeight
+
+    path = tmp_path / "gemma4-moe.gguf"
+    write_gemma4_gguf(path, tiny_gemma4_moe(), gguf.GGMLQuantizationType.Q8_0)
+    eager = load_checkpoint(path).model
+    with load_policy(float32_budget=0):
+        stored = load_checkpoint(path).model
+    weight = stored.stack.blocks[0].mlp.experts[3].W_in.weight
+    assert isinstance(weight, StoredWeight) and isinstance(weight.source, PartSource) and weight.shape == (WIDTH, 64)
+    toks = tokens(eager.cfg.vocab_size)
+    with torch.inference_mode():
+        torch.testing.assert_close(stored(toks), eager(toks), rtol=1e-6, atol=1e-6)
