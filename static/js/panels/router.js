@@ -89,8 +89,10 @@ export default {
     const used = ctx.cfg.n_experts_used;
     drawTokenMatrix(board, "probs", ctx, stages[site.router_probs], {
       title: t("router_probs_title", { layer: ctx.layer }), signed: false, className: "half" });
-    drawTokenMatrix(board, "weights", ctx, stages[site.expert_weights], {
-      title: t("router_weights_title", { used }), signed: false, className: "half" });
+    const weights = stages[site.expert_weights]; // Gemma 4: times each expert's own scale, so possibly above 1
+    const top = Math.max(1, ...weights.matrix("pos", "expert").flat().filter((w) => w !== null));
+    drawTokenMatrix(board, "weights", ctx, weights, {
+      title: t("router_weights_title", { used }), signed: false, className: "half", zmax: top });
     if (site.shared_gate) drawShared(board, ctx, stages); // Qwen3.5-MoE: the expert every token goes through
     drawLayers(board, ctx, stages);
   },
