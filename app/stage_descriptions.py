@@ -106,6 +106,8 @@ ROWS: tuple[Row, ...] = (
     # a mixture of experts (model/moe.py) in place of the FFN's pre/gate/up/post: the router's step
     Row("router_logits", "router", False, "router"), Row("router_probs", "router", True, "router"),
     Row("expert_weights", "router", False, "router"),
+    # Qwen3.5-MoE's shared expert, drawn beside the routed ones: its gate per token, its gated output
+    Row("shared_gate", "router", False, "router"), Row("shared_out", "router", False, "router"),
     Row("pre", "ffn_in", True, "ffn"), Row("gate", "ffn_in", False, "ffn"), Row("up", "ffn_in", False, "ffn"),
     Row("post", "ffn_act", True, "ffn"),
     *_norm("ln2_post", "post_norm", main=False),

@@ -27,6 +27,9 @@ def not_reproduced(cfg: TransformerConfig) -> list[str]:
         out.append("the RMSNorm on each head's v")
     if cfg.layer_scalar:
         out.append("the learned scalar each layer's output is multiplied by")
+    if cfg.experts_beside_mlp:
+        out.append(f"the mixture of experts beside each FFN ({cfg.n_experts} experts, {cfg.n_experts_used} chosen, "
+                   "its router reading the stream through a norm and scales of its own)")
     return out
 
 

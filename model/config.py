@@ -38,7 +38,8 @@ OPTIONAL_FIELDS.update({"head_dim_global": None, "kv_heads_global": None, "kv_so
                         "v_norm": False, "mlp_widths": None, "per_layer_input": None, "layer_scalar": False})
 # SmolLM3's layers without positions, and a mixture of experts (Qwen3-MoE): optional in the same way
 OPTIONAL_FIELDS.update({"nope_layers": None, "n_experts": 0, "n_experts_used": 0, "expert_d_mlp": None,
-                        "moe_layers": None, "expert_norm_topk": False})
+                        "moe_layers": None, "expert_norm_topk": False, "shared_expert_d_mlp": None,
+                        "experts_beside_mlp": False})
 # Qwen3.5: gated DeltaNet layers (model/deltanet.py) between full-attention layers whose output is gated
 OPTIONAL_FIELDS.update({"deltanet_layers": None, "deltanet_key_heads": None, "deltanet_value_heads": None,
                         "deltanet_key_dim": None, "deltanet_value_dim": None, "deltanet_conv": None,
@@ -115,6 +116,11 @@ class TransformerConfig:
     expert_d_mlp: int | None = None
     moe_layers: tuple[int, ...] | None = None
     expert_norm_topk: bool = False
+    # Qwen3.5-MoE's shared expert: a gated FFN this wide that every token goes through beside its chosen experts,
+    # its output times sigmoid(W_shared_gate · x); None -> none
+    shared_expert_d_mlp: int | None = None
+    # Gemma 4's MoE block: the experts run beside each layer's FFN (model/moe.py FfnBesideExperts), not instead of it
+    experts_beside_mlp: bool = False
     # Qwen3.5's hybrid: these layers are gated DeltaNet (linear attention with a matrix state, model/deltanet.py),
     # the others attention; their key / value heads, widths and causal convolution's kernel; None -> none
     deltanet_layers: tuple[int, ...] | None = None

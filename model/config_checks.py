@@ -64,18 +64,22 @@ def check_layer_kinds(cfg: Any, fail: Any) -> None:
         fail("n_experts and n_experts_used must be at least 0")
     if cfg.n_experts == 0:
         if cfg.n_experts_used or cfg.expert_d_mlp is not None or cfg.moe_layers is not None \
-                or cfg.expert_norm_topk:
-            fail("n_experts_used, expert_d_mlp, moe_layers and expert_norm_topk need n_experts > 0")
+                or cfg.expert_norm_topk or cfg.shared_expert_d_mlp is not None or cfg.experts_beside_mlp:
+            fail("n_experts_used, expert_d_mlp, moe_layers, expert_norm_topk, shared_expert_d_mlp and "
+                 "experts_beside_mlp need n_experts > 0")
         return
     if not 1 <= cfg.n_experts_used <= cfg.n_experts:
         fail(f"n_experts_used must be from 1 to n_experts = {cfg.n_experts}, got {cfg.n_experts_used}")
-    if cfg.expert_d_mlp is not None and cfg.expert_d_mlp < 1:
-        fail(f"expert_d_mlp must be at least 1, got {cfg.expert_d_mlp}")
+    for field in ("expert_d_mlp", "shared_expert_d_mlp"):
+        if getattr(cfg, field) is not None and getattr(cfg, field) < 1:
+            fail(f"{field} must be at least 1, got {getattr(cfg, field)}")
     if not cfg.gated:
         fail("experts are gated FFNs: activation must be one of swiglu, geglu, geglu_tanh, reglu, "
              f"got {cfg.activation!r}")
     if cfg.architecture == "encoder-decoder":
         fail("a mixture of experts needs a model of one stack")
+    if cfg.experts_beside_mlp and (not cfg.post_norms or cfg.norm != "rmsnorm" or cfg.shared_expert_d_mlp is not None):
+        fail("experts_beside_mlp (Gemma 4's MoE block) needs post_norms and RMSNorm, and no shared expert")
 
 
 DELTANET_SIZES = ("deltanet_key_heads", "deltanet_value_heads", "deltanet_key_dim", "deltanet_value_dim",

@@ -18,7 +18,7 @@ from model.ffn import MLP  # the FFN, in its own module (imported from here by t
 from model.head_math import rms_per_head, soft_cap
 from model.hooks import HookPoint
 from model.kv_cache import LayerKV
-from model.moe import MoE
+from model.moe import FfnBesideExperts, MoE
 from model.per_layer_inputs import PerLayerParts
 from model.positional import BiasKind, EmbeddingKind, RotaryKind, rope_waves
 
@@ -336,7 +336,10 @@ class Block(PerLayerParts):
             self.hook_resid_cross = HookPoint(dims)
         self.ln2 = Norm(cfg)
         # a mixture of experts (model/moe.py) in the layers the config names, else one FFN
-        self.mlp: MLP | MoE = MoE(cfg) if cfg.is_moe(layer) else MLP(cfg, layer)
+        # (Gemma 4: the FFN and a mixture of experts side by side, FfnBesideExperts, reading the stream too)
+        self.experts_beside = cfg.experts_beside_mlp and cfg.is_moe(layer)
+        self.mlp: MLP | MoE = FfnBesideExperts(cfg, layer) if self.experts_beside else MoE(cfg) if cfg.is_moe(
+            layer) else MLP(cfg, layer)
         self.hook_mlp_out = HookPoint(dims)
         self.per_layer = self.add_per_layer(cfg, Norm)  # Gemma 4: per-layer input and layer scalar (or nothing)
         if not self.pre_norm:
@@ -381,7 +384,7 @@ class Block(PerLayerParts):
                 cross_out = self.hook_cross_attn_out(self.cross_attn(x, memory, memory_allowed, cross_kv))
                 x = self.hook_resid_cross(self.ln_cross(self.hook_resid_cross_unnormed(x + cross_out)))
         if self.pre_norm:
-            mlp_out = self.mlp(self.ln2(x))
+            mlp_out = self.mlp(self.ln2(x), x) if self.experts_beside else self.mlp(self.ln2(x))
             mlp_out = self.hook_mlp_out(self.ln2_post(mlp_out) if self.post_norms else mlp_out)
             x = x + mlp_out
             return self.hook_resid_post(self.finish_block(x, per_layer_input) if self.per_layer else x)

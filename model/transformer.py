@@ -18,7 +18,7 @@ from model.edits import Interventions
 from model.hooks import AttentionLayer, HookPoint, NamesFilter, Trace, select_names
 from model.kv_cache import KVCache
 from model.layers import Attention, Block, Embed, Norm, soft_cap
-from model.moe import MoE
+from model.moe import FfnBesideExperts, MoE
 from model.per_layer_inputs import PerLayerInputs, refuse_resume
 from model.stored_weights import shapes_only
 
@@ -330,7 +330,7 @@ class Transformer(nn.Module):
         if self.cfg.n_experts:  # a mixture of experts: what one token's pass uses, its chosen experts only
             groups["active"] = groups["total"] - sum(
                 (len(moe.experts) - moe.top_k) * sum(p.numel() for p in moe.experts[0].parameters())
-                for moe in self.modules() if isinstance(moe, MoE))
+                for moe in self.modules() if isinstance(moe, (MoE, FfnBesideExperts)))
         return groups
 
 

@@ -23,6 +23,8 @@ from checkpoints.families import (
     qwen3,
     qwen3_moe,
     qwen35,
+    qwen35_moe,
+    qwen35_moe_vl,
     qwen35_vl,
     smollm3,
     starcoder2,
@@ -32,7 +34,7 @@ from checkpoints.families.records import GgufFamily, HfFamily
 # in the order the loaders list them in their refusals
 FAMILIES: dict[str, ModuleType] = {module.__name__.rsplit(".", 1)[1]: module for module in (
     llama, mistral, qwen2, qwen3, qwen35, qwen35_vl, gpt2, gemma2, gemma3, gemma4, phi3, bert, starcoder2, smollm3,
-    qwen3_moe)}
+    qwen3_moe, qwen35_moe, qwen35_moe_vl)}
 HF_FAMILIES: dict[str, HfFamily] = {m.HF.model_type: m.HF for m in FAMILIES.values() if hasattr(m, "HF")}
 GGUF_FAMILIES: dict[str, GgufFamily] = {m.GGUF.arch: m.GGUF for m in FAMILIES.values() if hasattr(m, "GGUF")}
 

@@ -11,9 +11,14 @@ with their own RoPE base, one global layer every few) and what Gemma 4 adds:
     scalar      each layer's output times a learned scalar;  logits soft-capped (final_logit_softcapping)
 
 Norm weights are the gains themselves (Gemma4RMSNorm multiplies by w, not 1 + w). The mixture-of-experts block
-(enable_moe_block: Gemma 4 26B-A4B) is refused by name. Hugging Face `gemma4_text` (Gemma4ForCausalLM); GGUF
-`gemma4` as llama.cpp's converter writes it (per-layer K/V heads and FFN widths as arrays, the global head size in
-attention.key_length, the local one in attention.key_length_swa).
+(enable_moe_block: Gemma 4 26B-A4B) runs beside each layer's FFN (model/moe.py FfnBesideExperts): num_experts of
+moe_intermediate_size, top_k_experts chosen, renormalised and scaled per expert; its router reads the stream through
+an RMSNorm without gain, times router.scale / √hidden_size. In GGUF files (expert_count above 0) every layer has it:
+ffn_gate_inp (.weight, and .scale: router.scale), ffn_gate_up_exps, ffn_down_exps (.scale: per_expert_scale),
+pre_ffw_norm_2, post_ffw_norm_1, post_ffw_norm_2, as llama.cpp's gemma4 graph reads them.
+Hugging Face `gemma4_text` (Gemma4ForCausalLM); GGUF `gemma4` as llama.cpp's converter writes it (per-layer K/V
+heads and FFN widths as arrays, the global head size in attention.key_length, the local one in
+attention.key_length_swa).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from checkpoints.base import CheckpointError, ConfigFields, StateDict
+from checkpoints.experts import split_fused
 from checkpoints.families.gemma2 import GGUF_KEYS
 from checkpoints.families.records import GgufFamily, HfFamily
 from checkpoints.gguf_read import GgufRead, shown
@@ -40,11 +46,11 @@ HF_FIELDS = GENERIC_FIELDS | ConfigFields(
         "rope_parameters", "sliding_window", "layer_types", "final_logit_softcapping", "vocab_size_per_layer_input",
         "hidden_size_per_layer_input", "attention_k_eq_v", "num_kv_shared_layers", "use_double_wide_mlp",
         "global_head_dim", "num_global_key_value_heads", "per_layer_config",
+        "enable_moe_block", "num_experts", "top_k_experts", "moe_intermediate_size",
     }),
     inert=frozenset({"attention_dropout"}),
     # not implemented, accepted at the value that leaves them out: the MoE block (26B-A4B), biases, an encoder
-    defaults={"enable_moe_block": False, "num_experts": None, "top_k_experts": None, "moe_intermediate_size": None,
-              "attention_bias": False, "use_bidirectional_attention": None},
+    defaults={"attention_bias": False, "use_bidirectional_attention": None},
 )
 
 
@@ -153,8 +159,37 @@ def convert_hf(hf_config: dict[str, Any], state: StateDict) -> tuple[Transformer
         head_dim_global=global_dim if local else None, kv_heads_global=global_kv if local else None,
         kv_source=sources, k_eq_v=bool(hf_config.get("attention_k_eq_v", False)), v_norm=True,
         mlp_widths=widths if len(set(widths)) > 1 else None, per_layer_input=per_layer, layer_scalar=True,
+        **moe_block(hf_config, loader),
     )
     return cfg, hf_weights(cfg, state)
+
+
+def moe_block(hf_config: dict[str, Any], loader: str) -> dict[str, Any]:
+    """enable_moe_block: experts beside the FFN in every layer (num_experts, top_k_experts, moe_intermediate_size
+    read only with it, as transformers does)."""
+    if not hf_config.get("enable_moe_block"):
+        return {}
+    fields = {name: hf_config.get(name) for name in MOE[1:]}
+    for name, value in fields.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise refuse(loader, name, value, "a mixture-of-experts block needs a whole number >= 1")
+    return {"n_experts": fields["num_experts"], "n_experts_used": fields["top_k_experts"],
+            "expert_d_mlp": fields["moe_intermediate_size"], "expert_norm_topk": True, "experts_beside_mlp": True}
+
+
+# Gemma 4's MoE block, Hugging Face names -> ours (model/moe.py FfnBesideExperts)
+MOE_NAMES = {"router.proj.weight": "W_router.weight", "router.scale": "router_scale",
+             "router.per_expert_scale": "per_expert_scale", "post_feedforward_layernorm_1.weight": "norm_dense_w",
+             "pre_feedforward_layernorm_2.weight": "norm_experts_in_w",
+             "post_feedforward_layernorm_2.weight": "norm_experts_out_w"}
+
+
+def hf_moe_weights(cfg: TransformerConfig, state: StateDict, layer: int) -> StateDict:
+    """One layer's router, its scales, the three norms and the experts (gate_up_proj: gate rows, then up rows)."""
+    hf, ours = f"layers.{layer}.", f"stack.blocks.{layer}.mlp."
+    out = {ours + name: take(state, hf + hf_name) for hf_name, name in MOE_NAMES.items()}
+    gate_up, down = take(state, hf + "experts.gate_up_proj"), take(state, hf + "experts.down_proj")
+    return out | split_fused(gate_up, down, cfg, ours, hf + "experts.")
 
 
 def hf_weights(cfg: TransformerConfig, state: StateDict) -> StateDict:
@@ -184,6 +219,8 @@ def hf_weights(cfg: TransformerConfig, state: StateDict) -> StateDict:
         for hf_name, ours in own.items():
             hf_name += "" if hf_name.endswith((".weight", "layer_scalar")) else ".weight"
             out[f"stack.blocks.{layer}.{ours}"] = take(state, f"layers.{layer}.{hf_name}")
+        if cfg.experts_beside_mlp:
+            out |= hf_moe_weights(cfg, state, layer)
     if not cfg.tied_embeddings:
         out["W_U.weight"] = take(state, "lm_head.weight")
     return out
@@ -250,8 +287,22 @@ def gguf_config(read: GgufRead) -> TransformerConfig:
         scale_embeddings=True, head_dim_global=head_global, kv_heads_global=min(kv_global),
         kv_source=sources, k_eq_v=no_v == {True}, v_norm=True,
         mlp_widths=tuple(widths) if len(set(widths)) > 1 else None, per_layer_input=per_layer,
-        layer_scalar=f"blk.{n_layers - 1}.layer_output_scale.weight" in read.tensor_names,
+        layer_scalar=f"blk.{n_layers - 1}.layer_output_scale.weight" in read.tensor_names, **gguf_moe_block(read),
     )
+
+
+def gguf_moe_block(read: GgufRead) -> dict[str, Any]:
+    """expert_count experts beside the FFN of every layer (llama.cpp: renormalised softmax weights, each times its
+    expert's scale ffn_down_exps.scale)."""
+    if not int(read.number("expert_count", 0.0)):
+        for key in ("expert_used_count", "expert_feed_forward_length"):  # experts described, but none counted
+            if read.metadata.get(read.prefix + key):
+                raise CheckpointError(f"{read.prefix}{key} = {shown(read.get(key))} (mixture of experts) without "
+                                      f"{read.prefix}expert_count is not implemented")
+        return {}
+    return {"n_experts": int(read.number("expert_count")), "n_experts_used": int(read.number("expert_used_count")),
+            "expert_d_mlp": int(read.number("expert_feed_forward_length")), "expert_norm_topk": True,
+            "experts_beside_mlp": True}
 
 
 def layer_shapes(cfg: TransformerConfig, layer: int) -> Shapes:
@@ -264,7 +315,17 @@ def layer_shapes(cfg: TransformerConfig, layer: int) -> Shapes:
             "attn_k_norm.weight": ((d_head,), why), "ffn_gate.weight": ((mlp, d), why),
             "ffn_up.weight": ((mlp, d), why), "ffn_down.weight": ((d, mlp), why),
             "inp_gate.weight": ((pli, d), why), "proj.weight": ((d, pli), why), "post_norm.weight": ((d,), why),
-            "layer_output_scale.weight": ((1,), why)}
+            "layer_output_scale.weight": ((1,), why)} | moe_shapes(cfg)
+
+
+def moe_shapes(cfg: TransformerConfig) -> Shapes:
+    """The MoE block's tensors (torch order), as expert_count, expert_feed_forward_length and the width fix them."""
+    n, width, d = cfg.n_experts, cfg.expert_width, cfg.d_model
+    why = f"expert_count {n}, expert_feed_forward_length {width}, embedding_length {d}"
+    return {"ffn_gate_inp.weight": ((n, d), why), "ffn_gate_inp.scale": ((d,), why),
+            "ffn_gate_up_exps.weight": ((n, 2 * width, d), why), "ffn_down_exps.weight": ((n, d, width), why),
+            "ffn_down_exps.scale": ((n,), why), **{f"{norm}.weight": ((d,), why) for norm in GGUF_MOE_NORMS}
+            } if cfg.experts_beside_mlp else {}
 
 
 def gguf_shapes(cfg: TransformerConfig, shapes: Shapes) -> Shapes:
@@ -294,12 +355,32 @@ def convert_gguf(cfg: TransformerConfig, source: ModelTensors) -> StateDict:
             names["layer_output_scale"] = "layer_scalar"
         for gguf_name, ours in names.items():
             out[f"stack.blocks.{layer}.{ours}"] = source.get(f"blk.{layer}.{gguf_name}.weight")
+        if cfg.experts_beside_mlp:
+            out |= gguf_moe_weights(cfg, source, layer)
     source.shapes = outside
     return out | outside_blocks(cfg, source, (ROPE_FREQS,))
+
+
+# the MoE block's norms, GGUF names -> ours (model/moe.py FfnBesideExperts)
+GGUF_MOE_NORMS = {"post_ffw_norm_1": "norm_dense_w", "pre_ffw_norm_2": "norm_experts_in_w",
+                  "post_ffw_norm_2": "norm_experts_out_w"}
+
+
+def gguf_moe_weights(cfg: TransformerConfig, source: ModelTensors, layer: int) -> StateDict:
+    """One layer's router (ffn_gate_inp and its scale), per-expert scales, norms and experts (split per expert, gate
+    rows first; a stored expert stays stored)."""
+    blk, ours = f"blk.{layer}.", f"stack.blocks.{layer}.mlp."
+    out = {ours + "W_router.weight": source.get(blk + "ffn_gate_inp.weight"),
+           ours + "router_scale": source.get(blk + "ffn_gate_inp.scale"),
+           ours + "per_expert_scale": source.get(blk + "ffn_down_exps.scale")}
+    out |= {ours + name: source.get(f"{blk}{norm}.weight") for norm, name in GGUF_MOE_NORMS.items()}
+    gate_up, down = source.get(blk + "ffn_gate_up_exps.weight"), source.get(blk + "ffn_down_exps.weight")
+    return out | split_fused(gate_up, down, cfg, ours, blk)
 
 
 HF = HfFamily("gemma4_text", HF_FIELDS, convert_hf)
 GGUF = GgufFamily("gemma4", GGUF_KEYS | {
     "rope.freq_base_swa", "attention.key_length", "attention.value_length", "attention.key_length_swa",
     "attention.value_length_swa", "rope.dimension_count", "rope.dimension_count_swa", "attention.shared_kv_layers",
-    "embedding_length_per_layer_input", "final_logit_softcapping"}, gguf_config, convert_gguf, gguf_shapes)
+    "embedding_length_per_layer_input", "final_logit_softcapping", "expert_count", "expert_used_count",
+    "expert_feed_forward_length"}, gguf_config, convert_gguf, gguf_shapes)

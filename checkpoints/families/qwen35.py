@@ -18,11 +18,13 @@ v channels and ssm_out's columns: undone here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from checkpoints.base import CheckpointError, ConfigFields, StateDict
+from checkpoints.experts import gguf_experts, gguf_shared_expert, hf_experts, hf_shared_expert
 from checkpoints.families.records import GgufFamily, HfFamily
 from checkpoints.gguf_read import GgufRead, shown
 from checkpoints.gguf_tensors import ModelTensors, Shapes, outside_blocks
@@ -65,8 +67,15 @@ def layer_kinds(hf_config: dict[str, Any], loader: str, n_layers: int) -> list[s
     return kinds
 
 
-def convert_hf(hf_config: dict[str, Any], state: StateDict) -> tuple[TransformerConfig, StateDict]:
-    """A Qwen3.5 text directory (Qwen3_5ForCausalLM): its config and weights."""
+# Qwen3.5-MoE (checkpoints/families/qwen35_moe.py): the config fields of its experts, from config.json or the GGUF
+# metadata; with them every layer's FFN is a mixture of experts with a shared expert
+HfMoe = Callable[[dict[str, Any], str], dict[str, Any]]
+GgufMoe = Callable[[GgufRead], dict[str, Any]]
+
+
+def convert_hf(hf_config: dict[str, Any], state: StateDict,
+               moe: HfMoe | None = None) -> tuple[TransformerConfig, StateDict]:
+    """A Qwen3.5 text directory (Qwen3_5ForCausalLM; with `moe`, Qwen3_5MoeForCausalLM): its config and weights."""
     loader = loader_name(str(hf_config.get("model_type")))
     state = strip_prefix(state, ("model.",))
     d_model, n_heads, n_layers = hf_config["hidden_size"], hf_config["num_attention_heads"], \
@@ -82,7 +91,8 @@ def convert_hf(hf_config: dict[str, Any], state: StateDict) -> tuple[Transformer
     cfg = TransformerConfig(
         architecture="decoder", vocab_size=hf_config["vocab_size"], d_model=d_model, n_layers=n_layers,
         n_heads=n_heads, n_kv_heads=hf_config.get("num_key_value_heads") or n_heads,
-        head_dim=None if head_dim * n_heads == d_model else head_dim, d_mlp=hf_config["intermediate_size"],
+        head_dim=None if head_dim * n_heads == d_model else head_dim,
+        d_mlp=hf_config["intermediate_size"] if moe is None else None, **(moe(hf_config, loader) if moe else {}),
         n_ctx=min(int(hf_config.get("max_position_embeddings", 4096)), 4096), pos_encoding="rope", **fields,
         norm="rmsnorm", norm_placement="pre", norm_eps=hf_config.get("rms_norm_eps", 1e-6), qk_norm=True,
         activation="swiglu", bias=False, qkv_bias=bias,
@@ -124,8 +134,11 @@ def convert_hf(hf_config: dict[str, Any], state: StateDict) -> tuple[Transformer
                 out |= {ours + "attn.W_Q.bias": query_bias, ours + "attn.W_G.bias": gate_bias} | {
                     ours + f"attn.{name}.bias": take(state, f"{at}{hf_name}.bias")
                     for hf_name, name in (("k_proj", "W_K"), ("v_proj", "W_V"), ("o_proj", "W_O"))}
-        for hf_name, name in (("gate_proj", "W_gate"), ("up_proj", "W_in"), ("down_proj", "W_out")):
-            out[ours + f"mlp.{name}.weight"] = take(state, f"{hf}mlp.{hf_name}.weight")
+        if cfg.is_moe(layer):  # Qwen3.5-MoE: the router, its experts and the shared expert
+            out |= hf_experts(state, hf, ours, cfg) | hf_shared_expert(state, hf, ours)
+        else:
+            out |= {ours + f"mlp.{name}.weight": take(state, f"{hf}mlp.{hf_name}.weight") for hf_name, name in (
+                ("gate_proj", "W_gate"), ("up_proj", "W_in"), ("down_proj", "W_out"))}
         # Qwen3.5's RMSNorm multiplies by 1 + w: we hold the gain itself
         out[ours + "ln1.w"] = 1.0 + take(state, hf + "input_layernorm.weight").float()
         out[ours + "ln2.w"] = 1.0 + take(state, hf + "post_attention_layernorm.weight").float()
@@ -157,7 +170,7 @@ GGUF_KEYS = frozenset({
 })
 
 
-def gguf_config(read: GgufRead) -> TransformerConfig:
+def gguf_config(read: GgufRead, moe: GgufMoe | None = None) -> TransformerConfig:
     """A qwen35 file as llama.cpp runs it: full attention every full_attention_interval-th layer (llama.cpp's
     hparams: layer i is recurrent unless (i + 1) % interval == 0), the others gated DeltaNet, whose sizes are the
     ssm keys (group_count key heads of state_size, time_step_rank value heads, inner_size = their total width)."""
@@ -185,7 +198,8 @@ def gguf_config(read: GgufRead) -> TransformerConfig:
                               "a Qwen3.5 model without gated DeltaNet layers is not implemented")
     common["head_dim"] = head_size if head_size * common["n_heads"] != common["d_model"] else None
     return TransformerConfig(
-        **common, d_mlp=int(read.number("feed_forward_length")), pos_encoding="rope",
+        **common, d_mlp=int(read.number("feed_forward_length")) if moe is None else None,
+        **(moe(read) if moe else {}), pos_encoding="rope",
         rope_base=read.number("rope.freq_base", 10000.0), rope_dims=None if rope_dims == head_size else rope_dims,
         norm="rmsnorm", norm_eps=read.number("attention.layer_norm_rms_epsilon"), qk_norm=True,
         activation="swiglu", bias=False, deltanet_layers=deltanet, deltanet_key_heads=key_heads,
@@ -268,10 +282,13 @@ def convert_gguf(cfg: TransformerConfig, source: ModelTensors) -> StateDict:
                     ours + "attn.W_O.weight": source.get(blk + "attn_output.weight"),
                     ours + "attn.q_norm_w": source.get(blk + "attn_q_norm.weight"),
                     ours + "attn.k_norm_w": source.get(blk + "attn_k_norm.weight")}
-        out |= {ours + "mlp.W_gate.weight": source.get(blk + "ffn_gate.weight"),
-                ours + "mlp.W_in.weight": source.get(blk + "ffn_up.weight"),
-                ours + "mlp.W_out.weight": source.get(blk + "ffn_down.weight"),
-                ours + "ln1.w": source.get(blk + "attn_norm.weight"),
+        if cfg.is_moe(layer):  # qwen35moe: the router, its experts and the shared expert
+            out |= gguf_experts(source, blk, ours, cfg) | gguf_shared_expert(source, blk, ours)
+        else:
+            out |= {ours + "mlp.W_gate.weight": source.get(blk + "ffn_gate.weight"),
+                    ours + "mlp.W_in.weight": source.get(blk + "ffn_up.weight"),
+                    ours + "mlp.W_out.weight": source.get(blk + "ffn_down.weight")}
+        out |= {ours + "ln1.w": source.get(blk + "attn_norm.weight"),
                 ours + "ln2.w": source.get(blk + "post_attention_norm.weight")}
     return out | outside_blocks(cfg, source, ())
 

@@ -7,11 +7,11 @@ model's. The multi-token-prediction head (mtp.*) is not part of the next-token l
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from checkpoints.base import CheckpointError, ConfigFields, StateDict, refuse_unimplemented
 from checkpoints.families.qwen35 import HF as TEXT_MODEL
-from checkpoints.families.qwen35 import convert_hf as convert_text
 from checkpoints.families.records import HfFamily
 from checkpoints.hf_common import GENERIC_FIELDS, loader_name
 from model.config import TransformerConfig
@@ -25,20 +25,25 @@ HF_FIELDS = GENERIC_FIELDS | ConfigFields(
 )
 
 
-def convert_hf(hf_config: dict[str, Any], state: StateDict) -> tuple[TransformerConfig, StateDict]:
-    """The wrapper's text model: text_config (its every field checked as qwen3_5_text's are) and its weights."""
-    loader = loader_name(str(hf_config.get("model_type")))
-    text = hf_config.get("text_config")
-    if not isinstance(text, dict):
-        raise CheckpointError(f"{loader}: config field text_config = {text!r} is not a text model's config")
-    text = {**text, "model_type": TEXT_MODEL.model_type}
-    if "tie_word_embeddings" in hf_config:  # the wrapper's own setting is what transformers ties by
-        text["tie_word_embeddings"] = hf_config["tie_word_embeddings"]
-    refuse_unimplemented(text, TEXT_MODEL.fields, f"{loader} (text_config)")
-    inner = "model.language_model."
-    text_state = {("model." + name[len(inner):] if name.startswith(inner) else name): tensor
-                  for name, tensor in state.items() if name.startswith(inner) or name == "lm_head.weight"}
-    return convert_text(text, text_state)
+def text_model(text_family: HfFamily) -> Callable[[dict[str, Any], StateDict], tuple[TransformerConfig, StateDict]]:
+    """The converter of a wrapper around `text_family` (Qwen3.5's, or Qwen3.5-MoE's in qwen35_moe_vl.py)."""
+
+    def convert_hf(hf_config: dict[str, Any], state: StateDict) -> tuple[TransformerConfig, StateDict]:
+        """The wrapper's text model: text_config (its every field checked as the text family's are), its weights."""
+        loader = loader_name(str(hf_config.get("model_type")))
+        text = hf_config.get("text_config")
+        if not isinstance(text, dict):
+            raise CheckpointError(f"{loader}: config field text_config = {text!r} is not a text model's config")
+        text = {**text, "model_type": text_family.model_type}
+        if "tie_word_embeddings" in hf_config:  # the wrapper's own setting is what transformers ties by
+            text["tie_word_embeddings"] = hf_config["tie_word_embeddings"]
+        refuse_unimplemented(text, text_family.fields, f"{loader} (text_config)")
+        inner = "model.language_model."
+        text_state = {("model." + name[len(inner):] if name.startswith(inner) else name): tensor
+                      for name, tensor in state.items() if name.startswith(inner) or name == "lm_head.weight"}
+        return text_family.convert(text, text_state)
+
+    return convert_hf
 
 
-HF = HfFamily("qwen3_5", HF_FIELDS, convert_hf)
+HF = HfFamily("qwen3_5", HF_FIELDS, text_model(TEXT_MODEL))

@@ -11,7 +11,8 @@ writes it) of moe_intermediate_size each. No shared expert (Qwen3-MoE has none).
 GGUF `qwen3moe`: expert_count, expert_used_count, expert_feed_forward_length; every layer's FFN a mixture of
 experts (ffn_gate_inp, ffn_gate_exps, ffn_up_exps, ffn_down_exps); llama.cpp always renormalises the chosen
 weights (norm_topk_prob), and gates with a softmax.
-Qwen3.5-MoE (`qwen3_5_moe`, GGUF `qwen35moe`) adds gated DeltaNet layers and a shared expert: not implemented here.
+Qwen3.5-MoE (`qwen3_5_moe`, GGUF `qwen35moe`), with gated DeltaNet layers and a shared expert, has records of its own
+(checkpoints/families/qwen35_moe.py).
 """
 
 from __future__ import annotations

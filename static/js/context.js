@@ -65,6 +65,7 @@ const STAGE_VARS = {
   n_experts: (info) => info.config.n_experts ?? "",
   n_experts_used: (info) => info.config.n_experts_used ?? "",
   expert_d_mlp: (info) => info.config.expert_d_mlp ?? info.config.d_mlp ?? "",
+  shared_d_mlp: (info) => info.config.shared_expert_d_mlp ?? "", // Qwen3.5-MoE's shared expert
   // Qwen3.5: the gated DeltaNet layers (model/deltanet.py), their heads and widths, and the attention layers
   deltanet_layers: (info) => (info.config.deltanet_layers ?? []).join(", "),
   attention_layers: (info) => [...Array(info.n_layers).keys()].filter((i) => !(info.config.deltanet_layers ?? []).includes(i)).join(", "),
@@ -144,6 +145,8 @@ export function stageChoices(s, step, at) {
     nope: Boolean(cfg.nope_layers && cfg.nope_layers.length),
     moe: isMoe(cfg, at.layer ?? 0),
     renorm: Boolean(cfg.expert_norm_topk),
+    shared: isMoe(cfg, at.layer ?? 0) && cfg.shared_expert_d_mlp != null,
+    beside: isMoe(cfg, at.layer ?? 0) && Boolean(cfg.experts_beside_mlp), // Gemma 4's MoE block
   };
 }
 

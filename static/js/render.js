@@ -162,7 +162,8 @@ function renderModelInfo(ctx) {
         norm: `${cfg.norm === "rmsnorm" ? "RMSNorm" : "LayerNorm"}${cfg.qk_norm ? t("cfg_qk_norm") : ""}`,
         placement: cfg.norm_placement === "post" ? t("post_norm") : t("pre_norm"),
         activation: `${GLU_NAMES[cfg.activation] ?? FN_NAMES[cfg.activation] ?? cfg.activation}${ // SwiGLU, not swiglu
-          cfg.n_experts ? t("cfg_experts", { n_experts: cfg.n_experts, n_experts_used: cfg.n_experts_used }) : ""}`,
+          cfg.n_experts ? t("cfg_experts", { n_experts: cfg.n_experts, n_experts_used: cfg.n_experts_used }) : ""}${
+          cfg.shared_expert_d_mlp ? t("cfg_shared_expert", { shared_d_mlp: cfg.shared_expert_d_mlp }) : ""}`,
         pos: `${t(`pos_name_${cfg.pos_encoding}`)}${cfg.rope_freq_factors ? t("cfg_rope_scaled") : ""}${
           cfg.nope_layers ? t("cfg_nope", { nope_layers: cfg.nope_layers.join(", ") }) : ""}`,
       }),

@@ -8,8 +8,9 @@
 // ropeScaled (RoPE slowed pair by pair: Llama 3.1's scaling, or linear), queryScale (scores ÷ √ of a number other
 // than d_head: Gemma), logitCap (soft-capped logits: Gemma 2), localGlobal (local and global layers: Gemma),
 // vNorm (each head's v normed too: Gemma 4), ropeProportional (Gemma 4's global layers turn only some pairs),
-// nope (layers without positions: SmolLM3), moe (this layer's FFN a mixture of experts) and renorm (its chosen
-// weights divided by their sum: Qwen3-MoE).
+// nope (layers without positions: SmolLM3), moe (this layer's FFN a mixture of experts), renorm (its chosen
+// weights divided by their sum: Qwen3-MoE), shared (a shared expert beside the routed ones: Qwen3.5-MoE) and beside
+// (the experts beside the FFN: Gemma 4's MoE block).
 
 export const STAGE_FIELDS = ["title", "short", "formula", "explain"];
 
@@ -108,11 +109,14 @@ const CHOICES = {
       return [...when(gated(m), "ffn_act.formula.gated"), `ffn_act.formula.${ACTIVATIONS.includes(fn) ? fn : "other"}`];
     },
   },
-  ffn_out: { formula: (m) => [m.moe ? "ffn_out.formula.moe" : gated(m) ? `ffn_out.formula.gated_${ffnBias(m)}` : `ffn_out.formula.${ffnBias(m)}`] },
-  // a mixture of experts (Qwen3-MoE): the chosen weights divided by their sum, or not
+  ffn_out: { formula: (m) => [m.beside ? "ffn_out.formula.moe_beside" : m.moe ? (m.shared ? "ffn_out.formula.moe_shared" : "ffn_out.formula.moe") : gated(m) ? `ffn_out.formula.gated_${ffnBias(m)}` : `ffn_out.formula.${ffnBias(m)}`] },
+  // a mixture of experts (Qwen3-MoE): the chosen weights divided by their sum, or not; a shared expert or none
+  // Gemma 4: experts beside the FFN, a router of its own (its norm and scales)
   router: {
-    formula: (m) => [m.renorm ? "router.formula.renorm" : "router.formula"],
-    explain: (m) => ["router.explain", m.renorm ? "router.explain.renorm" : "router.explain.raw"],
+    formula: (m) => (m.beside ? ["router.formula.beside"]
+      : [m.renorm ? "router.formula.renorm" : "router.formula", ...when(m.shared, "router.formula.shared")]),
+    explain: (m) => (m.beside ? ["router.explain.beside"] : ["router.explain", m.renorm ? "router.explain.renorm"
+      : "router.explain.raw", m.shared ? "router.explain.shared" : "router.explain.no_shared"]),
   },
   resid_post: {
     formula: byPlacement("resid_post", "formula"),

@@ -241,8 +241,9 @@ function paramsSheet(t) {
   const moeLayers = cfg.n_experts ? (cfg.moe_layers ?? [...Array(info.n_layers).keys()]).length : 0;
   const active = info.parameters && info.parameters.active !== undefined
     ? [h("p", { class: "sheet-note params-active", text: t("params_active", {
-      used: cfg.n_experts_used, experts: cfg.n_experts, moe_layers: moeLayers, active: count(info.parameters.active), total: count(total) }) })]
-    : []; // a mixture of experts: what one token's pass uses (model.transformer.parameter_counts)
+      used: cfg.n_experts_used, experts: cfg.n_experts, moe_layers: moeLayers, active: count(info.parameters.active), total: count(total) }) }),
+    ...(cfg.shared_expert_d_mlp != null ? [h("p", { class: "sheet-note params-active", text: t("params_active_shared", { shared_d_mlp: cfg.shared_expert_d_mlp }) })] : [])]
+    : []; // a mixture of experts: what one token's pass uses (model.transformer.parameter_counts), the shared expert too
   return [
     h("h3", { text: t("params_title", { total: count(total) }) }),
     table([t("param_component"), t("param_count"), t("param_share")], comps, "params-components"),

@@ -6,6 +6,7 @@ never a 500 (a number computed as plain attention would not be the model's)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import torch
@@ -27,9 +28,14 @@ HYBRID = {"pos_encoding": "rope", "norm": "rmsnorm", "activation": "swiglu", "bi
 TEXT = "the cat sat on the mat"
 
 
-def hybrid_model(tok: CharTokenizer) -> Transformer:
+# Qwen3.5-MoE: the same hybrid with 4 experts of 16 (2 chosen) and a shared expert of 24 in every layer
+EXPERTS = {"n_experts": 4, "n_experts_used": 2, "expert_d_mlp": 16, "expert_norm_topk": True,
+           "shared_expert_d_mlp": 24}
+
+
+def hybrid_model(tok: CharTokenizer, **experts: Any) -> Transformer:
     cfg = TransformerConfig(vocab_size=tok.vocab_size, d_model=32, n_layers=3, n_heads=4, n_ctx=64, seed=5,
-                            init_std=0.3, **HYBRID)
+                            init_std=0.3, **HYBRID, **experts)
     return Transformer(cfg).eval()
 
 
@@ -40,6 +46,8 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     registry.add("hybrid", LoadedModel(hybrid_model(tok), tok, {"description": "a tiny Qwen3.5-shaped hybrid",
                                                                  "bos_token": "<s>", "eos_token": "<s>"}),
                  source="test")
+    registry.add("hybrid_moe", LoadedModel(hybrid_model(tok, **EXPERTS), tok, {
+        "description": "a tiny Qwen3.5-MoE-shaped hybrid", "bos_token": "<s>", "eos_token": "<s>"}), source="test")
     with TestClient(create_app(make_settings(tmp_path_factory.mktemp("qwen35")), registry)) as test_client:
         yield test_client
 
@@ -70,11 +78,13 @@ def test_an_attention_view_of_a_deltanet_layer_is_refused_by_name(client: TestCl
     assert (status, code) == (422, "invalid_intervention") and "layer 1 is a gated DeltaNet layer" in message
 
 
+@pytest.mark.parametrize("model", ["hybrid", "hybrid_moe"])
 @pytest.mark.parametrize("experiment", EXPERIMENTS, ids=[e.name for e in EXPERIMENTS])
-def test_every_lab_experiment_answers_or_refuses_the_hybrid_by_name(client: TestClient, experiment: object) -> None:
+def test_every_lab_experiment_answers_or_refuses_the_hybrid_by_name(client: TestClient, experiment: object,
+                                                                    model: str) -> None:
     path, method = experiment.route, experiment.method  # type: ignore[attr-defined]
-    body = {"model": "hybrid", "text": TEXT}
-    response = client.get(path, params={"model": "hybrid"}) if method == "GET" else post(client, path, body)
+    body = {"model": model, "text": TEXT}
+    response = client.get(path, params={"model": model}) if method == "GET" else post(client, path, body)
     assert response.status_code != 500, response.text
     if experiment.hybrid:  # type: ignore[attr-defined]
         assert response.status_code in (200, 422), response.text
@@ -87,13 +97,31 @@ def test_every_lab_experiment_answers_or_refuses_the_hybrid_by_name(client: Test
             assert status == 422, response.text
 
 
+@pytest.mark.parametrize("model", ["hybrid", "hybrid_moe"])
 @pytest.mark.parametrize("name", ["sampling", "generation_tree", "logit_lens", "embedding_persistence", "objectives",
                                   "cached_decoding"])
-def test_the_experiments_that_only_run_the_forward_pass_answer(client: TestClient, name: str) -> None:
+def test_the_experiments_that_only_run_the_forward_pass_answer(client: TestClient, name: str, model: str) -> None:
     experiment = next(e for e in EXPERIMENTS if e.name == name)
     assert experiment.hybrid
-    response = post(client, experiment.route, {"model": "hybrid", "text": TEXT})
+    response = post(client, experiment.route, {"model": model, "text": TEXT})
     assert response.status_code == 200, response.text
+
+
+def test_the_shared_expert_is_described_traced_and_counted_active(client: TestClient) -> None:
+    """Qwen3.5-MoE: the shared expert's gate and gated output are stages of the router step; the gate is one number
+    per token in (0, 1); the parameter sheet counts the shared expert as active (only unchosen experts are not)."""
+    info = client.get("/api/models/hybrid_moe").json()
+    stages = {s["name"]: s for s in info["stages"]}
+    gate, out = stages["blocks.0.mlp.hook_shared_gate"], stages["blocks.0.mlp.hook_shared_out"]
+    assert (gate["step"], gate["kind"], gate["main"], gate["dims"]) == ("router", "router", False, ["pos"])
+    assert (out["step"], out["dims"]) == ("router", ["pos", "d_model"])
+    traced = post(client, "/api/trace", {"model": "hybrid_moe", "text": TEXT, "encoding": "base64",
+                                         "stages": ["blocks.2.mlp.hook_shared_gate"]}).json()
+    values = decode_tensor(traced["stages"]["blocks.2.mlp.hook_shared_gate"])
+    assert values.shape == (len(traced["tokens"]),) and ((values > 0) & (values < 1)).all()
+    expert = 3 * 32 * 16
+    params = info["parameters"]
+    assert params["active"] == params["total"] - 3 * (4 - 2) * expert
 
 
 def test_the_kv_cache_counts_the_fixed_state_beside_the_growing_cache(client: TestClient) -> None:

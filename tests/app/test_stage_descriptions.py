@@ -69,10 +69,12 @@ def _hf(builder: Callable[[], Any]) -> Callable[[Path], Transformer]:
 def _families() -> dict[str, Callable[[Path], Transformer]]:
     from tests.checkpoints.gguf_files import tiny_gpt2, tiny_hf
     from tests.checkpoints.test_gemma import tiny_gemma
+    from tests.checkpoints.test_gemma4_moe import tiny_gemma4_moe
     from tests.checkpoints.test_hf_parity import _ours, tiny_bert
     from tests.checkpoints.test_phi_family import tiny_phi3
     from tests.checkpoints.test_qwen3_moe import tiny_moe
     from tests.checkpoints.test_qwen35 import tiny_qwen35
+    from tests.checkpoints.test_qwen35_moe import tiny_qwen35_moe
     from tests.checkpoints.test_smollm3 import tiny_smollm3
 
     return {
@@ -81,6 +83,7 @@ def _families() -> dict[str, Callable[[Path], Transformer]]:
         "gemma3": _hf(lambda: tiny_gemma("gemma3")), "phi3": _hf(lambda: tiny_phi3(0.75)),
         "qwen35": _hf(tiny_qwen35), "gpt2": _hf(tiny_gpt2), "bert": lambda _: _ours(tiny_bert()),
         "smollm3": _hf(tiny_smollm3), "qwen3_moe": _hf(lambda: tiny_moe(mlp_only_layers=[1])),
+        "qwen35_moe": _hf(tiny_qwen35_moe), "gemma4_moe": _hf(tiny_gemma4_moe),
         # an encoder-decoder with every option its stacks can take: Post-LN, RoPE and q/k norm in both attentions
         "encoder-decoder": lambda _: Transformer(TransformerConfig(
             architecture="encoder-decoder", vocab_size=50, d_model=16, n_layers=2, n_decoder_layers=1, n_heads=2,
@@ -89,7 +92,7 @@ def _families() -> dict[str, Callable[[Path], Transformer]]:
 
 
 FAMILIES = ["llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "qwen35", "gpt2", "bert", "encoder-decoder",
-            "smollm3", "qwen3_moe"]
+            "smollm3", "qwen3_moe", "qwen35_moe", "gemma4_moe"]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -99,7 +102,8 @@ def test_one_model_of_each_family_is_described(family: str, tmp_path: Path) -> N
     hooks = {(row["site"], row["hook"]) for row in described}
     expected = {"qwen3": ("attn", "norm_q"), "gemma2": (None, "logits_raw"), "gemma3": ("ln2_post", "normalized"),
                 "bert": (None, "token_type_embed"), "qwen35": ("deltanet", "state"),
-                "encoder-decoder": ("cross_attn", "norm_q"), "qwen3_moe": ("mlp", "expert_weights")}
+                "encoder-decoder": ("cross_attn", "norm_q"), "qwen3_moe": ("mlp", "expert_weights"),
+                "qwen35_moe": ("mlp", "shared_gate"), "gemma4_moe": ("mlp", "router_probs")}
     if family in expected:  # the family's own stages are there, described
         assert expected[family] in hooks
     by_layer = {(row["layer"], row["hook"]) for row in described}

@@ -33,6 +33,13 @@ LLAMA_BASE = dict(
 )
 # a window shorter than the 20-token test sentence and a query scale other than 1/√head_dim, so both count
 GEMMA_BASE = LLAMA_BASE | {"head_dim": 16, "sliding_window": 6, "query_pre_attn_scalar": 24}
+QWEN35_MOE = {k: v for k, v in LLAMA_BASE.items() if k != "intermediate_size"} | {
+    "head_dim": 16, "linear_key_head_dim": 8, "linear_value_head_dim": 12, "linear_num_key_heads": 2,
+    "linear_num_value_heads": 4, "linear_conv_kernel_dim": 3, "layer_types": ["full_attention", "linear_attention"],
+    "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 24}
+TINY_VISION = {"depth": 1, "hidden_size": 32, "num_heads": 2, "intermediate_size": 32, "out_hidden_size": 64,
+               "patch_size": 4, "temporal_patch_size": 2, "spatial_merge_size": 2}
+QWEN35_MOE_VL = {"text_config": QWEN35_MOE, "vision_config": TINY_VISION}
 FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "gpt2": ("GPT2Config", "GPT2LMHeadModel", dict(vocab_size=97, n_positions=64, n_embd=48, n_layer=3, n_head=4)),
     "llama": ("LlamaConfig", "LlamaForCausalLM", LLAMA_BASE),
@@ -64,9 +71,10 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "qwen3_5": ("Qwen3_5Config", "Qwen3_5ForConditionalGeneration", {"text_config": LLAMA_BASE | {
         "head_dim": 16, "linear_key_head_dim": 8, "linear_value_head_dim": 12, "linear_num_key_heads": 2,
         "linear_num_value_heads": 4, "linear_conv_kernel_dim": 3,
-        "layer_types": ["full_attention", "linear_attention"]}, "vision_config": {
-        "depth": 1, "hidden_size": 32, "num_heads": 2, "intermediate_size": 32, "out_hidden_size": 64,
-        "patch_size": 4, "temporal_patch_size": 2, "spatial_merge_size": 2}}),
+        "layer_types": ["full_attention", "linear_attention"]}, "vision_config": TINY_VISION}),
+    # Qwen3.5-MoE: Qwen3.5's hybrid with 4 experts of 32 (2 chosen) and a shared expert of 24 in every layer
+    "qwen3_5_moe_text": ("Qwen3_5MoeTextConfig", "Qwen3_5MoeForCausalLM", QWEN35_MOE),
+    "qwen3_5_moe": ("Qwen3_5MoeConfig", "Qwen3_5MoeForConditionalGeneration", QWEN35_MOE_VL),
     "bert": ("BertConfig", "BertModel", dict(
         vocab_size=99, hidden_size=48, num_hidden_layers=2, num_attention_heads=4, intermediate_size=80,
         max_position_embeddings=64,
@@ -153,6 +161,7 @@ READ_VALUES |= {  # SmolLM3's NoPE layers, Qwen3-MoE's experts
     "moe_intermediate_size": [{"moe_intermediate_size": 24}], "decoder_sparse_step": [{"decoder_sparse_step": 2}],
     "mlp_only_layers": [{"mlp_only_layers": [0]}, {"mlp_only_layers": [0, 1]}],
     "norm_topk_prob": [{"norm_topk_prob": True}],
+    "shared_expert_intermediate_size": [{"shared_expert_intermediate_size": 40}],  # Qwen3.5-MoE's shared expert
 }
 # SmolLM3's window: on the layers layer_types names (by default its NoPE layers), with use_sliding_window
 FAMILY_READ_VALUES |= {
@@ -171,12 +180,15 @@ FAMILY_READ_VALUES |= {
     # (every layer linear: transformers' own cache fails on it, use_cache or not)
     ("qwen3_5_text", "layer_types"): [{"layer_types": ["linear_attention", "full_attention"]}],
     ("qwen3_5_text", "hidden_act"): [{"hidden_act": "silu"}],
+    ("qwen3_5_moe_text", "layer_types"): [{"layer_types": ["linear_attention", "full_attention"]}],
+    ("qwen3_5_moe_text", "hidden_act"): [{"hidden_act": "silu"}],
     ("gemma3_text", "rope_parameters"): [{"rope_parameters": {
         "full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 77.0},
         "sliding_attention": {"rope_type": "default", "rope_theta": 33.0}}}],
 }
 # Gemma 4: 4 layers (local, global, local, global) where the last two share K/V
 G4_SHARED = {"num_hidden_layers": 4, "layer_types": ["sliding_attention", "full_attention"] * 2}
+G4_MOE = {"enable_moe_block": True, "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 16}  # its MoE block
 G4_PROPORTIONAL = {"rope_type": "proportional", "partial_rotary_factor": 0.5, "rope_theta": 77.0}
 READ_VALUES |= {  # read by Gemma 4 only
     "vocab_size_per_layer_input": [{"vocab_size_per_layer_input": 101}],
@@ -185,7 +197,8 @@ READ_VALUES |= {  # read by Gemma 4 only
     "num_global_key_value_heads": [{"attention_k_eq_v": True, "num_global_key_value_heads": 4}],
     "num_kv_shared_layers": [G4_SHARED | {"num_kv_shared_layers": 2}],
     "use_double_wide_mlp": [G4_SHARED | {"num_kv_shared_layers": 2, "use_double_wide_mlp": True}],
-    "global_head_dim": [{"global_head_dim": 16}, {"global_head_dim": 64}],
+    "global_head_dim": [{"global_head_dim": 16}, {"global_head_dim": 64}], "enable_moe_block": [G4_MOE],
+    "top_k_experts": [G4_MOE],
     "per_layer_config": [{}],  # as transformers writes config.json: the global layers' head_dim there
 }
 FAMILY_READ_VALUES |= {("gemma4_text", field): values for field, values in {
@@ -197,6 +210,7 @@ FAMILY_READ_VALUES |= {("gemma4_text", field): values for field, values in {
     "layer_types": [{"layer_types": ["full_attention", "full_attention"]},
                     {"layer_types": ["sliding_attention", "full_attention"]}],
     "sliding_window": [{"sliding_window": 5}, {"sliding_window": 40}],
+    "num_experts": [G4_MOE], "moe_intermediate_size": [G4_MOE],
 }.items()}
 DROP: dict[str, tuple[str, ...]] = {"max_window_layers": ("layer_types",), "rope_theta": ("rope_parameters",)}
 # a non-default value for each inert field
@@ -227,6 +241,7 @@ INERT_VALUES: dict[str, Any] = {
     "mtp_num_hidden_layers": 1, "mtp_use_dedicated_embeddings": True, "mamba_ssm_dtype": "float16",
     "vision_config": {"depth": 2, "hidden_size": 32, "num_heads": 2, "intermediate_size": 32, "out_hidden_size": 64},
     "image_token_id": 7, "video_token_id": 8, "vision_start_token_id": 9, "vision_end_token_id": 10,
+    "intermediate_size": 40,  # Qwen3.5-MoE: the dense FFN's width, which none of its layers has
 }
 REFUSED_VALUES: dict[str, Any] = {
     "is_encoder_decoder": True, "is_decoder": True, "add_cross_attention": True, "tie_encoder_decoder": True,
@@ -235,11 +250,10 @@ REFUSED_VALUES: dict[str, Any] = {
     "rope_interleaved": True, "use_sliding_window": True,  # Qwen3-MoE's window is refused
     # fields of Phi-4-mini's own code that transformers' Phi-3 does not read: only their plain values load
     "attention_bias": True, "mlp_bias": True, "lm_head_bias": True, "full_attn_mod": 2, "interpolate_factor": 4,
-    # Gemma 4: the mixture-of-experts block (26B-A4B) and bidirectional attention are not implemented
-    "enable_moe_block": True, "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 16,
-    "use_bidirectional_attention": "all",
+    "use_bidirectional_attention": "all",  # Gemma 4: bidirectional attention is not implemented
     "hidden_act": "gelu",  # Qwen3.5: its DeltaNet layers' activations are silu only
     "attn_output_gate": False, "mlp_only_layers": [1],
+    "decoder_sparse_step": 2, "norm_topk_prob": False,  # Qwen3.5-MoE: experts in every layer, renormalised
 }
 
 

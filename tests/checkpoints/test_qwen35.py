@@ -128,20 +128,33 @@ def tiled(x: torch.Tensor, key_heads: int, heads: int, dim: int = 0, back: bool 
     return per.transpose(0, 1).reshape(moved.shape).movedim(0, dim)
 
 
+# Qwen3.5-MoE's FFN (tests/checkpoints/test_qwen35_moe.py), as llama.cpp's Qwen3_5MoeTextModel converter names it
+MOE_NAMES = {"mlp.gate": "ffn_gate_inp", "mlp.experts.down_proj": "ffn_down_exps",
+             "mlp.shared_expert.gate_proj": "ffn_gate_shexp", "mlp.shared_expert.up_proj": "ffn_up_shexp",
+             "mlp.shared_expert.down_proj": "ffn_down_shexp", "mlp.shared_expert_gate": "ffn_gate_inp_shexp"}
+
+
 def write_qwen35_gguf(path: Path, hf: torch.nn.Module, qtype: Any, extra: dict[str, Any] | None = None,
-                      kv_per_layer: list[int] | None = None) -> dict[str, torch.Tensor]:
+                      kv_per_layer: list[int] | None = None, arch: str = "qwen35",
+                      merged_experts: bool = False) -> dict[str, torch.Tensor]:
     """hf as llama.cpp's Qwen3_5TextModel converter writes it (zero-centred norms + 1, ssm_a = −exp(A_log), dt_bias as
-    ssm_dt.bias, the convolution squeezed, value heads tiled); 2-D weights in qtype, the convolution F32. Returns
-    transformers' state dict as the file holds it (dequantized, the reorder undone by the test's own inverse)."""
+    ssm_dt.bias, the convolution squeezed, value heads tiled); weights of 2 dimensions or more in qtype, the
+    convolution F32. arch "qwen35moe": Qwen3_5MoeTextModel's, the experts as 3-D tensors (gate and up apart, or
+    merged), the shared expert's and its gate's own. Returns transformers' state dict as the file holds it
+    (dequantized, the reorder undone by the test's own inverse)."""
     cfg = hf.config
     key_heads, heads, d_v = cfg.linear_num_key_heads, cfg.linear_num_value_heads, cfg.linear_value_head_dim
     key_width = key_heads * cfg.linear_key_head_dim
-    writer = gguf.GGUFWriter(str(path), "qwen35")
+    writer = gguf.GGUFWriter(str(path), arch)
     tokens_, merges, types = byte_level_vocab()
-    arch = "qwen35"
-    metadata: dict[str, Any] = {
+    moe = {} if arch == "qwen35" else {
+        f"{arch}.expert_count": cfg.num_experts, f"{arch}.expert_used_count": cfg.num_experts_per_tok,
+        f"{arch}.expert_feed_forward_length": cfg.moe_intermediate_size,
+        f"{arch}.expert_shared_feed_forward_length": cfg.shared_expert_intermediate_size}
+    metadata: dict[str, Any] = {**moe,
         f"{arch}.block_count": cfg.num_hidden_layers, f"{arch}.context_length": cfg.max_position_embeddings,
-        f"{arch}.embedding_length": cfg.hidden_size, f"{arch}.feed_forward_length": cfg.intermediate_size,
+        f"{arch}.embedding_length": cfg.hidden_size,
+        f"{arch}.feed_forward_length": None if moe else cfg.intermediate_size,
         f"{arch}.attention.head_count": cfg.num_attention_heads,
         f"{arch}.attention.head_count_kv": cfg.num_key_value_heads,
         f"{arch}.attention.key_length": cfg.head_dim, f"{arch}.attention.value_length": cfg.head_dim,
@@ -165,8 +178,26 @@ def write_qwen35_gguf(path: Path, hf: torch.nn.Module, qtype: Any, extra: dict[s
     writer.add_token_types(types)
     writer.add_token_merges(merges)
     reference: dict[str, torch.Tensor] = {}
+
+    def add(name: str, data: torch.Tensor) -> torch.Tensor:
+        array = data.numpy()
+        kind = qtype if array.ndim >= 2 and "ssm_conv1d" not in name else gguf.GGMLQuantizationType.F32
+        stored = gguf.quants.quantize(array, kind)
+        writer.add_tensor(name, stored, raw_dtype=kind)
+        return torch.from_numpy(np.array(gguf.quants.dequantize(stored, kind), dtype=np.float32)).reshape(array.shape)
+
     for hf_name, tensor in hf.state_dict().items():
         data = tensor.detach().float()
+        if hf_name.endswith("mlp.experts.gate_up_proj"):  # [expert, 2·width, d_model]: gate rows, then up rows
+            blk, width = f"blk.{hf_name.split('.')[2]}.", data.shape[1] // 2
+            reference[hf_name] = add(blk + "ffn_gate_up_exps.weight", data) if merged_experts else torch.cat(
+                [add(blk + "ffn_gate_exps.weight", data[:, :width]), add(blk + "ffn_up_exps.weight", data[:, width:])],
+                dim=1)
+            continue
+        moe_name = next((v for k, v in MOE_NAMES.items() if hf_name.split(".", 3)[-1] in (k, k + ".weight")), None)
+        if moe_name is not None:
+            reference[hf_name] = add(f"blk.{hf_name.split('.')[2]}.{moe_name}.weight", data)
+            continue
         if hf_name == "model.embed_tokens.weight":
             name = "token_embd.weight"
         elif hf_name == "model.norm.weight":
@@ -190,12 +221,7 @@ def write_qwen35_gguf(path: Path, hf: torch.nn.Module, qtype: Any, extra: dict[s
             data = tiled(data, key_heads, heads)
         elif "ssm_out" in name:
             data = tiled(data, key_heads, heads, dim=1)
-        array = data.numpy()
-        kind = qtype if array.ndim == 2 and "ssm_conv1d" not in name else gguf.GGMLQuantizationType.F32
-        stored = gguf.quants.quantize(array, kind)
-        writer.add_tensor(name, stored, raw_dtype=kind)
-        back = torch.from_numpy(np.array(gguf.quants.dequantize(stored, kind), dtype=np.float32)).reshape(array.shape)
-        reference[hf_name] = untransformed(back, name, key_heads, heads, key_width, tensor.shape)
+        reference[hf_name] = untransformed(add(name, data), name, key_heads, heads, key_width, tensor.shape)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

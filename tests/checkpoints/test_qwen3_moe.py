@@ -201,10 +201,14 @@ def test_fields_refused_by_name(change: dict[str, Any], named: str) -> None:
         convert_hf(hf.config.to_dict() | change, dict(hf.state_dict()))
 
 
-def test_qwen3_5_moe_is_refused_by_name() -> None:
-    """Qwen3.5-MoE adds gated DeltaNet layers and a shared expert: not this loader's (refused by its model_type)."""
-    with pytest.raises(CheckpointError, match="unsupported architecture 'qwen3_5_moe'"):
-        convert_hf({"model_type": "qwen3_5_moe"}, {})
+def test_qwen3_5_moe_has_records_of_its_own() -> None:
+    """Qwen3.5-MoE adds gated DeltaNet layers and a shared expert: its names are read by its own records
+    (checkpoints/families/qwen35_moe.py, qwen35_moe_vl.py; parity in tests/checkpoints/test_qwen35_moe.py), not by
+    Qwen3-MoE's, whose records have no shared expert."""
+    from checkpoints.families import GGUF_FAMILIES, HF_FAMILIES, qwen3_moe, qwen35_moe, qwen35_moe_vl
+
+    assert HF_FAMILIES["qwen3_5_moe_text"] is qwen35_moe.HF and HF_FAMILIES["qwen3_5_moe"] is qwen35_moe_vl.HF
+    assert GGUF_FAMILIES["qwen35moe"] is qwen35_moe.GGUF and qwen3_moe.GGUF.arch == "qwen3moe"
 
 
 @pytest.mark.parametrize("qtype", ["F16", "Q8_0"])

@@ -29,6 +29,9 @@ MODELS: dict[str, dict[str, Any]] = {
     # Qwen3-MoE: 6 experts of 16, 2 chosen and renormalised, layer 1 a plain FFN
     "moe": {"qk_norm": True, "n_experts": 6, "n_experts_used": 2, "expert_d_mlp": 16, "moe_layers": (0, 2),
             "expert_norm_topk": True},
+    # the same with Qwen3.5-MoE's shared expert (24 wide) beside the routed ones: its part is in the traced output
+    "moe_shared": {"qk_norm": True, "n_experts": 6, "n_experts_used": 2, "expert_d_mlp": 16, "moe_layers": (0, 2),
+                   "expert_norm_topk": True, "shared_expert_d_mlp": 24},
 }
 TOKENS = torch.arange(3, 15)[None]  # [1, 12]
 

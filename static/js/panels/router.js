@@ -1,5 +1,6 @@
 // Stage: a mixture of experts' router (model/moe.py): each token's probability for every expert, the experts it is
-// sent to with their weights, and which experts each token used in every layer that has a router.
+// sent to with their weights, and which experts each token used in every layer that has a router; with a shared
+// expert (Qwen3.5-MoE) also its gate per token and its gated output, beside the routed experts.
 
 import { categoryAxis, draw, fitMargins, rawLabels, rowsHeight, tokenLabels } from "../shared/plot.js";
 import { badge, drawTokenMatrix, fetchStages } from "./common.js";
@@ -50,10 +51,36 @@ function drawLayers(board, ctx, stages) {
   }, `${ctx.fname}_experts_by_layer`);
 }
 
+/** The shared expert's gate, one bar per token (0: left out, 1: added whole), and its gated output. */
+function drawShared(board, ctx, stages) {
+  const { t } = ctx;
+  const site = ctx.names.site;
+  const gate = stages[site.shared_gate].vector("pos");
+  const y = tokenLabels(ctx.tokens).slice(0, gate.length);
+  const plot = board.card("shared", {
+    title: t("router_shared_title", { layer: ctx.layer }),
+    badges: [badge(ctx, "shared_gate", stages[site.shared_gate])],
+    exportData: () => ({ rows: rawLabels(ctx.tokens).slice(0, gate.length), gate }),
+    filename: `${ctx.fname}_shared_gate`,
+    note: t("router_shared_note"),
+    className: "half",
+  });
+  draw(plot, [{ type: "bar", orientation: "h", y, x: gate, marker: { color: "#d9822b" },
+    hovertemplate: `%{y}<br>${t("ax_shared_gate")} = %{x:.3f}<extra></extra>` }], {
+    height: rowsHeight(gate.length),
+    margin: fitMargins(plot, { y, x: ["0", "1"] }),
+    xaxis: { title: { text: t("ax_shared_gate") }, range: [0, 1] },
+    yaxis: categoryAxis(t("ax_token"), { autorange: "reversed" }),
+  }, `${ctx.fname}_shared_gate`);
+  drawTokenMatrix(board, "shared_out", ctx, stages[site.shared_out], {
+    title: t("router_shared_out_title"), className: "half" });
+}
+
 export default {
   async load(ctx) {
     const site = ctx.names.site; // this layer's router stages, by hook
-    const names = [site.router_probs, site.expert_weights, ...routedLayers(ctx).map((l) => l.name)];
+    const names = [site.router_probs, site.expert_weights, site.shared_gate, site.shared_out,
+      ...routedLayers(ctx).map((l) => l.name)];
     return fetchStages(ctx, [...new Set(names.filter(Boolean))]);
   },
   draw(board, stages, ctx) {
@@ -62,8 +89,11 @@ export default {
     const used = ctx.cfg.n_experts_used;
     drawTokenMatrix(board, "probs", ctx, stages[site.router_probs], {
       title: t("router_probs_title", { layer: ctx.layer }), signed: false, className: "half" });
-    drawTokenMatrix(board, "weights", ctx, stages[site.expert_weights], {
-      title: t("router_weights_title", { used }), signed: false, className: "half" });
+    const weights = stages[site.expert_weights]; // Gemma 4: times each expert's own scale, so possibly above 1
+    const top = Math.max(1, ...weights.matrix("pos", "expert").flat().filter((w) => w !== null));
+    drawTokenMatrix(board, "weights", ctx, weights, {
+      title: t("router_weights_title", { used }), signed: false, className: "half", zmax: top });
+    if (site.shared_gate) drawShared(board, ctx, stages); // Qwen3.5-MoE: the expert every token goes through
     drawLayers(board, ctx, stages);
   },
 };

@@ -1,0 +1,69 @@
+"""The router step of a Qwen3.5-MoE-shaped model (gated DeltaNet layers, experts and a shared expert in every layer):
+the page draws the shared expert's gate per token beside the routed experts, and its gated output, and the step's
+formula and explanation name the shared expert and its width, in English and in Chinese; and of a Gemma-4-shaped
+model whose experts run beside the FFN, whose texts say so. No script error."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser.conftest import Watched
+from tests.browser.helpers import open_page
+
+TEXT = "the cat sat on the mat"
+
+
+@pytest.fixture(scope="module")
+def moe_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from checkpoints import LoadedModel
+    from model import Transformer, TransformerConfig
+    from model.tokenizer import CharTokenizer
+    from tests.app.test_qwen35_app import EXPERTS, hybrid_model
+    from tests.browser.models import ServerThread
+    from tests.conftest import free_port
+
+    srv = ServerThread(free_port(), Path(tmp_path_factory.mktemp("moe")))
+    tok = CharTokenizer("abcdefghijklmnopqrstuvwxyz ", specials=("<s>",))
+    srv.registry.add("hybrid_moe", LoadedModel(hybrid_model(tok, **EXPERTS), tok, {
+        "description": "a tiny Qwen3.5-MoE-shaped hybrid", "bos_token": "<s>", "eos_token": "<s>"}), source="test")
+    gemma = TransformerConfig(  # Gemma 4's MoE block: experts beside each FFN, norms after each sub-layer
+        vocab_size=tok.vocab_size, d_model=32, n_layers=2, n_heads=4, n_ctx=64, seed=5, init_std=0.3,
+        pos_encoding="rope", norm="rmsnorm", activation="geglu_tanh", bias=False, post_norms=True, n_experts=4,
+        n_experts_used=2, expert_d_mlp=16, expert_norm_topk=True, experts_beside_mlp=True)
+    srv.registry.add("gemma_moe", LoadedModel(Transformer(gemma).eval(), tok, {
+        "description": "a tiny Gemma-4-MoE-shaped model", "bos_token": "<s>", "eos_token": "<s>"}), source="test")
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+@pytest.mark.parametrize(("lang", "words"), [("en", "shared expert"), ("zh", "共享专家")])
+def test_the_router_step_draws_the_shared_expert(moe_server: Any, watched: Watched, lang: str, words: str) -> None:
+    page = watched.page
+    open_page(page, moe_server.url, model="hybrid_moe", text=TEXT, stage="router", layer=1, lang=lang)
+    keys = page.eval_on_selector_all("#panel .chart-card", "els => els.map(e => e.dataset.key)")
+    assert keys[:4] == ["probs", "weights", "shared", "shared_out"] and "layers" in keys, keys
+    bars = page.eval_on_selector_all('#panel .chart-card[data-key="shared"] .plot .bars path', "els => els.length")
+    assert bars == len(TEXT) + 1, bars  # one bar per token: the start token and one per character
+    assert "W_shared_gate" in page.inner_text("#formula") and "24" in page.inner_text("#formula")
+    assert words in page.inner_text("#explain")
+    # the model's config line names the shared expert too
+    assert ("shared expert (24 wide)" if lang == "en" else "共享专家（宽 24）") in page.inner_text("body")
+    assert watched.errors == [] and watched.dialogs == []
+
+
+@pytest.mark.parametrize(("lang", "words"), [("en", "beside the FFN"), ("zh", "和前馈网络并排运行")])
+def test_the_router_step_of_experts_beside_the_ffn(moe_server: Any, watched: Watched, lang: str, words: str) -> None:
+    page = watched.page
+    open_page(page, moe_server.url, model="gemma_moe", text=TEXT, stage="router", layer=1, lang=lang)
+    keys = page.eval_on_selector_all("#panel .chart-card", "els => els.map(e => e.dataset.key)")
+    assert keys[:2] == ["probs", "weights"] and "shared" not in keys, keys
+    assert "router_scale" not in page.inner_text("#formula") and "√d_model" in page.inner_text("#formula")
+    assert words in page.inner_text("#explain")
+    open_page(page, moe_server.url, model="gemma_moe", text=TEXT, stage="ffn_in", layer=1, lang=lang)  # FFN too
+    assert page.eval_on_selector_all("#panel .chart-card", "els => els.length") > 0
+    assert watched.errors == [] and watched.dialogs == []
