@@ -96,9 +96,10 @@ def _entries(model: Transformer, trace_scores: dict[str, dict[str, torch.Tensor]
 
 
 def _self_patterns(model: Transformer) -> list[str]:
-    """Every self-attention layer's pattern, in every stack (cross-attention reads another text)."""
+    """Every self-attention layer's pattern, in every stack (cross-attention reads another text); a hybrid's
+    DeltaNet layers have no pattern (no token-to-token weights: a state), so they are not scored."""
     return [stage_name("pattern", layer, stack=stack) for stack in stacks(model.cfg)
-            for layer in range(len(model.stack_named(stack).blocks))]
+            for layer in range(len(model.stack_named(stack).blocks)) if not model.cfg.is_deltanet(layer)]
 
 
 @torch.no_grad()
