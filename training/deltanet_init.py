@@ -3,8 +3,10 @@
 Transformer._init_weights draws every weight but the norm gains named `.w` from N(0, init_std): right for the
 projections, wrong for what is not a projection. A gain near 0 (the gated norm's norm_w, attention's q_norm_w and
 k_norm_w) silences its layer, and A_log, dt_bias near 0 give every head the same decay. So, after the model is
-built: the gains at 1, dt_bias at 1, A_log = log(A) with A uniform in [1, 16] (transformers' Qwen3_5GatedDeltaNet:
-heads that forget at different rates) and each convolution filter uniform in ±1/√kernel (torch's Conv1d default).
+built: the gains at 1, dt_bias at 1 (as transformers' Qwen3_5GatedDeltaNet), A_log = log(A) with A uniform in
+[1, 16] (heads that forget at different rates; transformers draws A from [0.01, 16], which also starts a few heads
+that keep nearly all of S: tiny-deltanet was trained from [1, 16], where every head starts keeping at most
+exp(−softplus(1)) ≈ 27 % of S per token) and each convolution filter uniform in ±1/√kernel (torch's Conv1d default).
 """
 
 from __future__ import annotations

@@ -110,7 +110,7 @@ export default {
 };
 
 /** The real gated DeltaNet head beside the toy: S after the last token, and per token how much S changed (with
- * the share kept, exp(g), and the write strength β). */
+ * the share kept, exp(g), the write strength β and, on its own axis, the size of the read-out ‖S_t q_t‖). */
 function drawRealHead(board, dn, say, sep) {
   const last = dn.change.length - 1;
   const vars = {
@@ -132,5 +132,9 @@ function drawRealHead(board, dn, say, sep) {
     line(dn.change, "linear_attention_dn_change", LINEAR),
     line(dn.kept, "linear_attention_dn_kept", SOFTMAX, "dot"),
     line(dn.beta, "linear_attention_dn_beta", "#2e8540", "dash"),
-  ], lineLayout(say("linear_attention_dn_token"), say("linear_attention_dn_share"), { xaxis: { type: "category", tickfont: { size: 10 } }, yaxis: { rangemode: "tozero" } }), "linear_attention_dn_change");
+    { ...line(dn.read_norm, "linear_attention_dn_read", "#7a3e9d", "dashdot"), yaxis: "y2" }, // ‖S_t q_t‖: what the head reads out
+  ], {
+    ...lineLayout(say("linear_attention_dn_token"), say("linear_attention_dn_share"), { xaxis: { type: "category", tickfont: { size: 10 } }, yaxis: { rangemode: "tozero" } }),
+    yaxis2: { title: { text: say("linear_attention_dn_read") }, overlaying: "y", side: "right", rangemode: "tozero", showgrid: false, automargin: true, color: "#7a3e9d" },
+  }, "linear_attention_dn_change");
 }
