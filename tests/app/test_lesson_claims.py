@@ -298,3 +298,18 @@ def test_the_residual_sum_is_shown_on_the_charts_token(shipped: TestClient) -> N
     assert len(before) == len(attn) == len(after) == 4
     assert [b + a for b, a in zip(before, attn, strict=True)] == pytest.approx(after, abs=2e-3)  # printed to 3 decimals
     assert values["before"] in claim["line"] and values["after"] in claim["line"]
+
+
+def test_chapter_one_on_a_deltanet_layer_says_what_it_cannot_read(shipped: TestClient) -> None:
+    """The chapter's live link opens tiny-deltanet's layer 2 (a DeltaNet layer, no attention pattern): the chart's
+    claims and the question are marked as not on that view rather than refused; the lab claim stays the lesson's."""
+    view = {"lang": "en", "text": "The animal didn't cross the street because it was too tired",
+            "model": "tiny-deltanet", "layer": 2, "head": 2}
+    claims = shipped.get("/api/lessons/why/claims", params=view)
+    assert claims.status_code == 200, claims.text
+    assert [c["on_view"] for c in claims.json()["claims"]] == [False, False, False, False]
+    assert claims.json()["claims"][3]["panel"] == "linear_attention"
+    questions = shipped.get("/api/lessons/why/questions", params=view)
+    assert questions.status_code == 200, questions.text
+    (question,) = questions.json()["questions"]
+    assert not question["defined"] and "blocks.2.attn.hook_pattern" in question["reason"]
