@@ -18,6 +18,7 @@ from app import errors
 from app.lab.common import AttentionHeadInput, Experiment, HeadOut, refuse_unreproduced, rounded, summary_of
 from app.pipeline import Build, Context, Run
 from app.request_checks import attention_layer
+from app.resolve import Resolved
 from app.schemas import Encoding, TensorOut, TokenOut
 from app.schemas.fields import Int
 from app.tensors import encode_tensor
@@ -32,7 +33,8 @@ class LinearAttentionLabRequest(AttentionHeadInput):
     ]})
 
     encoding: Encoding = Field("list", description="'base64': the two outputs at full precision.")
-    dn_layer: Int = Field(0, ge=0, le=1024, description="The real DeltaNet head's layer (of tiny-deltanet).")
+    dn_layer: Int = Field(0, ge=0, le=1024,
+                          description="The real DeltaNet head's layer: the hybrid's, else tiny-deltanet's.")
     dn_head: Int = Field(0, ge=0, le=1024, description="The real DeltaNet head: a value head of that layer.")
 
 
@@ -48,7 +50,7 @@ class MemoryOut(BaseModel):
 
 
 class DeltaNetHeadOut(BaseModel):
-    model: str = Field(description="The hybrid it runs: the shipped tiny-deltanet (Qwen3.5's shape).")
+    model: str = Field(description="The hybrid it runs: the model asked when it is one, else tiny-deltanet.")
     tokens: list[TokenOut] = Field(description="The text as that model reads it (its start token first).")
     layer: int
     head: int = Field(description="A value head of that DeltaNet layer.")
@@ -93,22 +95,26 @@ class LinearAttentionLabOut(HeadOut):
     deltanet: DeltaNetHeadOut = Field(description="A real gated DeltaNet head on the same text, beside the toy.")
 
 
-def real_deltanet(text: str, layer: int, head: int) -> Callable[[], dict[str, Any]]:
-    """The shipped hybrid's DeltaNet head on the text (lab/deltanet_head.py), checked now (422 for a layer or head it
-    does not have, or a text past its context), computed and serialized when the returned function is called."""
-    loaded = shipped_hybrid()
-    tokens = text_tokens(loaded, text)
-    if len(tokens) > loaded.model.cfg.n_ctx:
+def real_deltanet(resolved: Resolved, text: str, layer: int, head: int) -> Callable[[Run], dict[str, Any]]:
+    """A real DeltaNet head on the text (lab/deltanet_head.py): the model on screen's when it is a hybrid (its own
+    tokens), else the shipped tiny-deltanet's (the text read with its tokenizer). Checked now (422 for a layer or
+    head the model does not have, or a text past tiny-deltanet's context); computed when the build calls it."""
+    own = resolved.cfg.hybrid
+    loaded = resolved.loaded if own else shipped_hybrid()
+    name = resolved.name if own else str(loaded.meta.get("name"))
+    tokens = None if own else text_tokens(loaded, text)
+    if tokens is not None and len(tokens) > loaded.model.cfg.n_ctx:
         raise errors.too_many_tokens("text", len(tokens), loaded.model.cfg.n_ctx)
     try:
         check_head(loaded.model, layer, head)
     except NotDeltaNet as error:
-        raise errors.not_in_model(f"The real DeltaNet head ({loaded.meta.get('name')}): {error}.") from error
+        raise errors.not_in_model(f"The real DeltaNet head ({name}): {error}.") from error
 
-    def measured() -> dict[str, Any]:
-        real = deltanet_head(loaded.model, [t.id for t in tokens], layer, head)
+    def measured(run: Run) -> dict[str, Any]:
+        read = tokens if tokens is not None else list(run.trace().tokens or [])
+        real = deltanet_head(loaded.model, [t.id for t in read], layer, head)
         return {
-            "model": str(loaded.meta.get("name")), "tokens": tokens_out(tokens), "layer": real.layer,
+            "model": name, "tokens": tokens_out(read), "layer": real.layer,
             "head": real.head, "key_head": real.key_head, "d_key": real.d_key, "d_value": real.d_value,
             "state": [rounded(row) for row in real.state.tolist()], "change": rounded(real.change.tolist()),
             "kept": rounded(real.kept.tolist()), "beta": rounded(real.beta.tolist()),
@@ -126,7 +132,7 @@ def plan(context: Context, request: LinearAttentionLabRequest) -> Build:
     cfg = resolved.cfg
     refuse_unreproduced(resolved, "The linear-attention comparison")
     stack = attention_layer(resolved, request.layer, request.stack, request.cross, [request.head]).stack
-    real = real_deltanet(request.text, request.dn_layer, request.dn_head)
+    real = real_deltanet(resolved, request.text, request.dn_layer, request.dn_head)
 
     def build(run: Run) -> dict[str, Any]:
         forward = run.trace()
@@ -159,7 +165,7 @@ def plan(context: Context, request: LinearAttentionLabRequest) -> Build:
             "memory": {"d_k": mem.d_k, "d_v": mem.d_v, "n": mem.n, "state_numbers": mem.state,
                        "kv_cache_numbers": mem.kv_cache, "crossover_length": mem.crossover,
                        "lengths": list(lengths), "kv_cache_curve": mem.kv_cache_at(lengths)},
-            "deltanet": real(),
+            "deltanet": real(run),
         }
 
     return build
@@ -167,6 +173,6 @@ def plan(context: Context, request: LinearAttentionLabRequest) -> Build:
 
 EXPERIMENT = Experiment(
     name="linear_attention", method="POST", request=LinearAttentionLabRequest,
-    response=LinearAttentionLabOut, plan=plan, aliases=("linear",),
+    response=LinearAttentionLabOut, plan=plan, aliases=("linear",), hybrid=True,
     summary=summary_of(__doc__),
 )

@@ -1,7 +1,8 @@
 // Linear attention (φ = elu + 1) on one head's real q, k, v beside the model's softmax: both weight matrices,
 // each row's entropy and largest weight, how close the outputs are, and the state against the KV cache
 // (the linear_attention experiment); beside the toy, a real gated DeltaNet head (the shipped tiny-deltanet, Qwen3.5's
-// shape, trained) on the same text: its state matrix, how much each token changed it, and the KV cache it avoids.
+// shape, trained; or the model on screen when it is a hybrid) on the same text: its state matrix, how much each token
+// changed it, and the KV cache it avoids.
 
 import { h, tokenTexts } from "../../shared/dom.js";
 import { draw, fitMargins, heatmap, tokenLabels } from "../../shared/plot.js";
@@ -22,7 +23,7 @@ function notes(data, say, sep) {
 
 export default {
   // tiny-gpt's previous-token head: layer 1, head 0
-  // the real DeltaNet head: a layer and value head of tiny-deltanet (the server names its range in a 422)
+  // the real DeltaNet head: a layer and value head of the hybrid on screen, else of tiny-deltanet (a 422 names the range)
   fields: { layer: int(1, "lal", LAYERS), head: int(0, "lah", HEADS), dn_layer: int(0), dn_head: int(0) },
 
   load: (ctx) => ctx.ask(headBody(ctx, { dn_layer: ctx.v.dn_layer, dn_head: ctx.v.dn_head })),
