@@ -96,9 +96,16 @@ def _entries(model: Transformer, trace_scores: dict[str, dict[str, torch.Tensor]
 
 
 def _self_patterns(model: Transformer) -> list[str]:
-    """Every self-attention layer's pattern, in every stack (cross-attention reads another text)."""
+    """Every self-attention layer's pattern, in every stack (cross-attention reads another text); a hybrid's
+    DeltaNet layers have no pattern (no token-to-token weights: a state), so they are not scored."""
     return [stage_name("pattern", layer, stack=stack) for stack in stacks(model.cfg)
-            for layer in range(len(model.stack_named(stack).blocks))]
+            for layer in range(len(model.stack_named(stack).blocks)) if not model.cfg.is_deltanet(layer)]
+
+
+def _layer_of(name: str) -> int:
+    """The block a stage name is in (blocks.3.attn.hook_pattern -> 3): a hybrid's attention layers are not 0, 1, ..."""
+    parts = name.split(".")
+    return int(parts[parts.index("blocks") + 1])
 
 
 @torch.no_grad()
@@ -290,11 +297,11 @@ def coreference_scores(model: Transformer, rows: list[CoreferenceRows]) -> list[
     antecedent, other = coreference_weights(model, rows)  # [sentence, layer, head]
     contrast, alone = (antecedent - other).mean(0), antecedent.mean(0)  # [layer, head]
     results = []
-    for layer in range(contrast.shape[0]):
+    for row, layer in enumerate(_layer_of(n) for n in _self_patterns(model)):
         for head in range(contrast.shape[1]):
-            score = round(float(contrast[layer, head]), 4)
+            score = round(float(contrast[row, head]), 4)
             results.append({"layer": layer, "head": head, "probe": COREFERENCE,
-                            "scores": {COREFERENCE: score, "antecedent": round(float(alone[layer, head]), 4)},
+                            "scores": {COREFERENCE: score, "antecedent": round(float(alone[row, head]), 4)},
                             "label": COREFERENCE if score >= COREFERENCE_THRESHOLD else "mixed"})
     return results
 
@@ -316,7 +323,8 @@ def coreference_row_peaks(
     _, trace = model.run_with_trace(one_row(rows.ids, model.device), names=_self_patterns(model))
     model.train(was_training)
     peaks: dict[tuple[int, int], tuple[bool, float]] = {}
-    for layer, name in enumerate(_self_patterns(model)):
+    for name in _self_patterns(model):
+        layer = _layer_of(name)
         row = trace[name][0, :, rows.pronoun].float().cpu()  # [head, k_pos]
         per_character = torch.stack([row[:, g].sum(-1) for g in groups], dim=-1)  # [head, character]
         for head, top in enumerate(per_character.argmax(-1).tolist()):

@@ -39,6 +39,7 @@ KINDS: dict[str, Callable[..., Claim]] = {
     "patching_head": lab_claims.patching_head,
     "patching_handover": lab_claims.patching_handover,
     "fact_missing": lab_claims.fact_missing,
+    "deltanet_state": lab_claims.deltanet_state,
 }
 
 
@@ -49,6 +50,7 @@ PANELS: dict[str, str | None] = {kind: None for kind in KINDS} | {
     "top_next": "logit_lens", "lens_settles": "logit_lens", "fact_missing": "logit_lens",
     "softmax_gradient": "scaling", "flash_traffic_saves": "flash", "attribution_head": "logit_attribution",
     "patching_head": "activation_patching", "patching_handover": "activation_patching",
+    "deltanet_state": "linear_attention",
 }
 
 # kinds whose line states the claim rather than what was measured ("the probe measured this as the strongest

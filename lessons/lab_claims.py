@@ -17,6 +17,7 @@ import torch
 
 from lab import scaling
 from lab.activation_patching import Patch, default_answers, logit_diffs, normalised, patching_grids
+from lab.deltanet_head import SHIPPED_HYBRID, DeltaNetHead, NotDeltaNet, deltanet_head, shipped_hybrid, text_tokens
 from lab.flash import flash_traffic, standard_traffic
 from lab.logit_attribution import NotAdditive, logit_attribution
 from lessons.view import Claim, ClaimError, View, covering, shown_token
@@ -175,3 +176,39 @@ def fact_missing(view: View, text: str, answer: str, below: int = 10) -> Claim:
     return Claim("fact_missing", rank > below, {
         "text": text, "answer": answer, "rank": rank, "probability": round(float(probs[first]), 4),
         "top": view.piece(top), "top_probability": round(float(probs[top]), 4), "below": below})
+
+
+# ---------------------------------------------------------------- the RNN came back (issue 43)
+
+
+@lru_cache(maxsize=8)
+def _deltanet_head(model: Transformer, ids: tuple[int, ...], layer: int, head: int) -> DeltaNetHead:
+    try:
+        return deltanet_head(model, list(ids), layer, head)
+    except NotDeltaNet as error:
+        raise ClaimError(str(error)) from error
+
+
+def deltanet_state(view: View, layer: int, head: int, model: str = SHIPPED_HYBRID) -> Claim:
+    """A real gated DeltaNet head (the linear_attention panel's real head) on the view's sentence: its state S is a
+    d_value × d_key matrix of the same size after half the sentence's tokens as after all of them, while the
+    model's attention layer keeps K and V for every token (its cache grows by a fixed amount per token), and the
+    last token changed S (by more than 0, at most 2 of its size). On the view's own model when it is a hybrid, else
+    on `model`, the shipped hybrid, reading the sentence with its own tokenizer."""
+    if view.model.cfg.hybrid:
+        hybrid, ids, name = view.model, [t.id for t in view.tokens], str(view.meta.get("name") or "")
+    elif model == SHIPPED_HYBRID:
+        loaded = shipped_hybrid()
+        hybrid, ids, name = loaded.model, [t.id for t in text_tokens(loaded, view.text)], model
+    else:
+        raise ClaimError(f"deltanet_state reads the view's own hybrid or the shipped {SHIPPED_HYBRID}, not {model!r}")
+    real = _deltanet_head(hybrid, tuple(ids), layer, head)
+    change = real.last_change
+    fixed = real.half_state_shape == tuple(real.state.shape) and real.half_tokens < real.n_tokens
+    holds = fixed and real.kv_per_token > 0 and 0.0 < change <= 2.0
+    return Claim("deltanet_state", holds, {
+        "model": name, "layer": layer, "head": head, "d_value": real.d_value, "d_key": real.d_key,
+        "state_numbers": real.state_numbers, "tokens": real.n_tokens, "half": real.half_tokens,
+        "attn_layer": real.attention_layer if real.attention_layer is not None else -1,
+        "kv_per_token": real.kv_per_token, "kv_numbers": real.kv_numbers, "layer_state": real.layer_state_numbers,
+        "crossover": real.crossover or 0, "change_pct": round(100 * change)})

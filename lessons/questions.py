@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lessons import question_kinds
-from lessons.view import Answer, Question, QuestionError, View
+from lessons.view import Answer, ClaimError, Question, QuestionError, View
 from lessons.wording import shown, ui_words
 
 QUESTION_KINDS: dict[str, Callable[..., Question]] = {
@@ -98,7 +98,7 @@ def asked(view: View, questions: Iterable[Mapping[str, Any]], own: bool = True) 
     for spec in questions:
         try:
             question = ask(view, spec)
-        except QuestionError as error:
+        except ClaimError as error:  # a QuestionError, or a read-off the view lacks (a hybrid's DeltaNet layer)
             if own:
                 raise
             out.append({"id": spec["id"], "kind": spec.get("kind"), "answer_type": None, "prompt": "",

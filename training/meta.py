@@ -20,6 +20,17 @@ DESCRIPTION = (
     "from scratch on public-domain English novels (Austen, Chesterton) and Chinese stories (鲁迅)."
 )
 DESCRIPTION_ZH = "tiny-gpt：一个从零训练的小型仅解码器 Transformer，训练语料为公有领域的英文小说与鲁迅的中文小说。"
+# presets shipped under a name of their own: (name, English, Chinese)
+SHIPPED: dict[str, tuple[str, str, str]] = {
+    "tiny-deltanet": (
+        "tiny-deltanet",
+        "tiny-deltanet: a small hybrid in Qwen3.5's shape (three gated DeltaNet layers, whose state is a matrix, "
+        "then one gated full-attention layer) trained from scratch on the same public-domain English novels and "
+        "Chinese stories as tiny-gpt.",
+        "tiny-deltanet：一个 Qwen3.5 结构的小型混合模型（三个门控 DeltaNet 层，其状态是一个矩阵，再接一个带门控的"
+        "全注意力层），从零训练，语料与 tiny-gpt 相同：公有领域的英文小说与鲁迅的中文小说。",
+    ),
+}
 
 
 def device_name(device: str) -> str:
@@ -44,11 +55,14 @@ def language_model_meta(
     """The checkpoint meta of a `train` run: `evaluation` is evaluate() on the weights as shipped."""
     out: Path = args.out
     shipped_default = args.config in ("tiny-gpt", "tiny-gpt-v2")
+    name, description, description_zh = SHIPPED.get(args.config) or (
+        ("tiny-gpt", DESCRIPTION, DESCRIPTION_ZH) if shipped_default
+        else (out.name, f"trained with `transformer-explorer train` ({args.config})",
+              f"用 `transformer-explorer train` 训练（{args.config}）"))
     return {
-        "name": "tiny-gpt" if shipped_default else out.name,
-        "description": DESCRIPTION if shipped_default else f"trained with `transformer-explorer train` ({args.config})",
-        "description_zh": (DESCRIPTION_ZH if shipped_default
-                           else f"用 `transformer-explorer train` 训练（{args.config}）"),
+        "name": name,
+        "description": description,
+        "description_zh": description_zh,
         "language": ["en", "zh"],
         "bos_token": BOS,
         "eos_token": BOS,

@@ -42,6 +42,7 @@ from training.corpus import (
     validation_loss,
     validation_windows,
 )
+from training.deltanet_init import init_hybrid
 from training.language_modelling import Batcher, LanguageModelTask
 from training.meta import language_model_meta
 from training.options import add_arguments, resolve_config
@@ -116,7 +117,9 @@ class LanguageModelRun:
         }
         log("train tokens: " + ", ".join(f"{k} {len(v):,}" for k, v in streams.items()))
 
-        self.model = Transformer(cfg).to(self.device)
+        self.model = Transformer(cfg)
+        init_hybrid(self.model, args.seed)  # a hybrid's DeltaNet layers start as transformers starts them
+        self.model = self.model.to(self.device)
         self.model.train()
         self.optimizer = adamw(
             self.model,

@@ -4,10 +4,12 @@ of the outputs, the recurrent and quadratic forms' agreement, and the fixed stat
 
 POST /api/lab/linear-attention: one head's softmax attention beside linear attention (φ = elu + 1) on the same
 trained q, k, v (lab/linear_attention.py): both weight matrices, per-row entropy and max, the outputs' agreement,
-and the state against the KV cache."""
+and the state against the KV cache; beside it, a real gated DeltaNet head (Qwen3.5's linear attention, trained) on the
+same text: its state matrix, how much each token changed it, and the attention layer's KV cache."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -16,9 +18,12 @@ from app import errors
 from app.lab.common import AttentionHeadInput, Experiment, HeadOut, refuse_unreproduced, rounded, summary_of
 from app.pipeline import Build, Context, Run
 from app.request_checks import attention_layer
-from app.schemas import Encoding, TensorOut
+from app.resolve import Resolved
+from app.schemas import Encoding, TensorOut, TokenOut
+from app.schemas.fields import Int
 from app.tensors import encode_tensor
 from app.tokenizing import tokens_out
+from lab.deltanet_head import NotDeltaNet, check_head, deltanet_head, shipped_hybrid, text_tokens
 from lab.linear_attention import linear_attention_for_head
 
 
@@ -28,6 +33,9 @@ class LinearAttentionLabRequest(AttentionHeadInput):
     ]})
 
     encoding: Encoding = Field("list", description="'base64': the two outputs at full precision.")
+    dn_layer: Int = Field(0, ge=0, le=1024,
+                          description="The real DeltaNet head's layer: the hybrid's, else tiny-deltanet's.")
+    dn_head: Int = Field(0, ge=0, le=1024, description="The real DeltaNet head: a value head of that layer.")
 
 
 class MemoryOut(BaseModel):
@@ -39,6 +47,29 @@ class MemoryOut(BaseModel):
     crossover_length: int = Field(description="The smallest n with n·(d_k + d_v) > d_k·d_v + d_k (from the formulas).")
     lengths: list[int] = Field(description="n from 0 past this text and twice the crossover.")
     kv_cache_curve: list[int] = Field(description="The KV cache's numbers at each of `lengths`.")
+
+
+class DeltaNetHeadOut(BaseModel):
+    model: str = Field(description="The hybrid it runs: the model asked when it is one, else tiny-deltanet.")
+    tokens: list[TokenOut] = Field(description="The text as that model reads it (its start token first).")
+    layer: int
+    head: int = Field(description="A value head of that DeltaNet layer.")
+    key_head: int = Field(description="The key head it reads (value heads share key heads in groups).")
+    d_key: int
+    d_value: int
+    state: list[list[float]] = Field(description="[d_value, d_key] S after the last token.")
+    change: list[float] = Field(description="Per token: ‖S_t − S_(t−1)‖ / max(‖S_t‖, ‖S_(t−1)‖), 1 at the first.")
+    kept: list[float] = Field(description="Per token: exp(g_t), the share of S kept before the token writes.")
+    beta: list[float] = Field(description="Per token: β_t, how strongly the token writes.")
+    read_norm: list[float] = Field(description="Per token: ‖o_t‖, the size of what the head reads out, S_t q_t.")
+    state_numbers: int = Field(description="One head's state: d_value · d_key, at any length.")
+    layer_state_numbers: int = Field(description="The DeltaNet layer's state: every value head's S.")
+    half_tokens: int = Field(description="The text cut at half its tokens, run on its own.")
+    half_state_shape: list[int] = Field(description="S's shape after that half: the same as after the whole text.")
+    attention_layer: int | None = Field(description="The model's first full-attention layer.")
+    kv_per_token: int = Field(description="That layer's K and V numbers per token: 2 · K/V heads · d_head.")
+    kv_numbers: int = Field(description="That layer's KV cache for this text.")
+    crossover: int | None = Field(description="From this many tokens on, that cache outgrows the layer's state.")
 
 
 class LinearAttentionLabOut(HeadOut):
@@ -61,6 +92,39 @@ class LinearAttentionLabOut(HeadOut):
     max_diff_pattern: float = Field(description="max |softmax weights − the model's hook_pattern|.")
     max_diff_forms: float = Field(description="max |recurrent − quadratic| linear output.")
     memory: MemoryOut
+    deltanet: DeltaNetHeadOut = Field(description="A real gated DeltaNet head on the same text, beside the toy.")
+
+
+def real_deltanet(resolved: Resolved, text: str, layer: int, head: int) -> Callable[[Run], dict[str, Any]]:
+    """A real DeltaNet head on the text (lab/deltanet_head.py): the model on screen's when it is a hybrid (its own
+    tokens), else the shipped tiny-deltanet's (the text read with its tokenizer). Checked now (422 for a layer or
+    head the model does not have, or a text past tiny-deltanet's context); computed when the build calls it."""
+    own = resolved.cfg.hybrid
+    loaded = resolved.loaded if own else shipped_hybrid()
+    name = resolved.name if own else str(loaded.meta.get("name"))
+    tokens = None if own else text_tokens(loaded, text)
+    if tokens is not None and len(tokens) > loaded.model.cfg.n_ctx:
+        raise errors.too_many_tokens("text", len(tokens), loaded.model.cfg.n_ctx)
+    try:
+        check_head(loaded.model, layer, head)
+    except NotDeltaNet as error:
+        raise errors.not_in_model(f"The real DeltaNet head ({name}): {error}.") from error
+
+    def measured(run: Run) -> dict[str, Any]:
+        read = tokens if tokens is not None else list(run.trace().tokens or [])
+        real = deltanet_head(loaded.model, [t.id for t in read], layer, head)
+        return {
+            "model": name, "tokens": tokens_out(read), "layer": real.layer,
+            "head": real.head, "key_head": real.key_head, "d_key": real.d_key, "d_value": real.d_value,
+            "state": [rounded(row) for row in real.state.tolist()], "change": rounded(real.change.tolist()),
+            "kept": rounded(real.kept.tolist()), "beta": rounded(real.beta.tolist()),
+            "read_norm": rounded(real.read.norm(dim=-1).tolist()), "state_numbers": real.state_numbers,
+            "layer_state_numbers": real.layer_state_numbers, "half_tokens": real.half_tokens,
+            "half_state_shape": list(real.half_state_shape), "attention_layer": real.attention_layer,
+            "kv_per_token": real.kv_per_token, "kv_numbers": real.kv_numbers, "crossover": real.crossover,
+        }
+
+    return measured
 
 
 def plan(context: Context, request: LinearAttentionLabRequest) -> Build:
@@ -68,6 +132,7 @@ def plan(context: Context, request: LinearAttentionLabRequest) -> Build:
     cfg = resolved.cfg
     refuse_unreproduced(resolved, "The linear-attention comparison")
     stack = attention_layer(resolved, request.layer, request.stack, request.cross, [request.head]).stack
+    real = real_deltanet(resolved, request.text, request.dn_layer, request.dn_head)
 
     def build(run: Run) -> dict[str, Any]:
         forward = run.trace()
@@ -100,6 +165,7 @@ def plan(context: Context, request: LinearAttentionLabRequest) -> Build:
             "memory": {"d_k": mem.d_k, "d_v": mem.d_v, "n": mem.n, "state_numbers": mem.state,
                        "kv_cache_numbers": mem.kv_cache, "crossover_length": mem.crossover,
                        "lengths": list(lengths), "kv_cache_curve": mem.kv_cache_at(lengths)},
+            "deltanet": real(run),
         }
 
     return build
@@ -107,6 +173,6 @@ def plan(context: Context, request: LinearAttentionLabRequest) -> Build:
 
 EXPERIMENT = Experiment(
     name="linear_attention", method="POST", request=LinearAttentionLabRequest,
-    response=LinearAttentionLabOut, plan=plan, aliases=("linear",),
+    response=LinearAttentionLabOut, plan=plan, aliases=("linear",), hybrid=True,
     summary=summary_of(__doc__),
 )

@@ -33,6 +33,12 @@ const TRANSLATOR = { arch: "encoder-decoder", text: "en:2026", target: "two thou
 // a model by name (used when the server has it), and `fields`, the panel's own URL fields (lab/state.js:
 // `<panel>.<key>`), so the panel opens on the inputs the chapter's text describes
 export const CHAPTER_LINKS = {
+  why: [
+    // the RNN came back, with a matrix for a state: the explorer on a real DeltaNet layer's state S, and the lab's
+    // real head beside its toy, at the layer and head of the chapter's claim (deltanet_state, lessons/chapters.json)
+    { id: "state", go: { model: "tiny-deltanet", arch: "decoder", stage: "dn_state", layer: 2, head: 2, view: "head" } },
+    { id: "linear", lab: "linear_attention", fields: { "linear_attention.dn_layer": 2, "linear_attention.dn_head": 2 } },
+  ],
   qkv: [
     { id: "shapes", lab: "batch_shapes", arch: "decoder", model: "smollm2", text: ANIMAL, fields: { "batch_shapes.layer": 13, "batch_shapes.head": 8 } }, // the batch of 2, view by transpose
   ],

