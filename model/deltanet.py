@@ -138,28 +138,41 @@ def recurrence(state: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.T
     beta [batch, pos, head]. Returns (S after the last token, o [batch, pos, head, d_value], the change
     ‖S_t − S_{t−1}‖ / max(‖S_t‖, ‖S_{t−1}‖) [batch, pos, head]).
 
-    Each token passes over S three times (S k, the update, S q): the norms come from vectors alone, since
+    Each token passes over S three times: one product reads S_{t−1} k_t and S_{t−1} q_t together, then S is
+    scaled and written. The rest needs vectors alone, so it is computed for every token at once after the loop:
+    o_t = S_t q_t = c_t S_{t−1} q_t + w_t (k_t · q_t), and the norms from
     ‖a S + w kᵀ‖² = a²‖S‖² + 2a wᵀ(S k) + ‖w‖²‖k‖² (a = c_t for S_t, c_t − 1 for the change)."""
     batch, n_pos, heads, d_key = k.shape
     d_value = v.shape[-1]
+    # time first, so that each token's slice is one contiguous block
+    keys = k.transpose(0, 1).contiguous()  # [pos, batch, head, d_key]
+    both = torch.stack((k, q), dim=-1).transpose(0, 1).contiguous()  # [pos, batch, head, d_key, 2]: k_t and q_t
+    values, c, b = v.transpose(0, 1), kept.transpose(0, 1)[..., None], beta.transpose(0, 1)[..., None]
+    size2 = state.pow(2).sum((-2, -1))  # ‖S_0‖²  [batch, head]
     flat = state.view(batch * heads, d_value, d_key)
-    size2 = state.pow(2).sum((-2, -1))  # ‖S_{t−1}‖²  [batch, head]
-    reads, changes = [], []
+    read_before, corrections = [], []
     for t in range(n_pos):
-        k_t, c = k[:, t], kept[:, t]  # [batch, head, d_key], [batch, head]
-        held = (state @ k_t[..., None])[..., 0]  # S_{t−1} k_t  [batch, head, d_value]
-        w = beta[:, t, :, None] * (v[:, t] - c[..., None] * held)  # the correction it writes
+        k_t = keys[t]  # [batch, head, d_key]
+        seen = state @ both[t]  # S_{t−1} k_t and S_{t−1} q_t  [batch, head, d_value, 2]
+        w = torch.addcmul(values[t], c[t], seen[..., 0], value=-1.0).mul_(b[t])  # β_t (v_t − c_t S_{t−1} k_t)
         if torch.is_grad_enabled():  # autograd may need every S: out of place
-            state = state * c[..., None, None] + w[..., None] * k_t[:, :, None, :]
-            flat = state.view(batch * heads, d_value, d_key)
+            state = state * c[t][..., None] + w[..., None] * k_t[:, :, None, :]
         else:
-            state.mul_(c[..., None, None])
+            state.mul_(c[t][..., None])
             flat.baddbmm_(w.reshape(-1, d_value, 1), k_t.reshape(-1, 1, d_key))  # + w_t k_tᵀ
-        cross, outer = (w * held).sum(-1), w.pow(2).sum(-1) * k_t.pow(2).sum(-1)  # wᵀ S k, ‖w‖²‖k‖²
-        new2 = c * c * size2 + 2 * c * cross + outer
-        diff2 = (c - 1) ** 2 * size2 + 2 * (c - 1) * cross + outer
-        larger = torch.maximum(new2, size2).clamp_min(1e-30).sqrt()
-        changes.append(diff2.clamp_min(0).sqrt() / larger)  # [batch, head], from 0 to 2
-        reads.append((state @ q[:, t, :, :, None])[..., 0])  # o_t = S_t q_t  [batch, head, d_value]
-        size2 = new2
-    return state, torch.stack(reads, dim=1), torch.stack(changes, dim=1)
+        read_before.append(seen)
+        corrections.append(w)
+    seen, w = torch.stack(read_before), torch.stack(corrections)  # [pos, batch, head, d_value, (2)]
+    c = c[..., 0]  # [pos, batch, head]
+    read = c[..., None] * seen[..., 1] + w * (k * q).sum(-1).transpose(0, 1)[..., None]  # o_t = S_t q_t
+    cross, outer = (w * seen[..., 0]).sum(-1), w.pow(2).sum(-1) * keys.pow(2).sum(-1)  # wᵀ S k, ‖w‖²‖k‖²
+    added, kept2 = 2 * c * cross + outer, c * c
+    sizes = [size2]  # ‖S_0‖², then ‖S_t‖² one token after the other: [batch, head] each
+    for t in range(n_pos):
+        size2 = torch.addcmul(added[t], kept2[t], size2)
+        sizes.append(size2)
+    old2, new2 = torch.stack(sizes[:-1]), torch.stack(sizes[1:])  # ‖S_{t−1}‖², ‖S_t‖²  [pos, batch, head]
+    diff2 = (c - 1) ** 2 * old2 + 2 * (c - 1) * cross + outer
+    larger = torch.maximum(new2, old2).clamp_min(1e-30).sqrt()
+    change = diff2.clamp_min(0).sqrt() / larger  # from 0 to 2
+    return state, read.transpose(0, 1), change.transpose(0, 1)

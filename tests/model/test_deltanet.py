@@ -1,6 +1,7 @@
 """The gated DeltaNet layer's recurrent form (model/deltanet.py, one token after the other, as the equation reads)
 equals transformers' chunked form (64 tokens at a time) and its own recurrent reference, on inputs the test draws:
-150 tokens (three chunks), two value heads per key head."""
+150 tokens (three chunks), two value heads per key head; and its read-out and state change equal those computed on
+every state."""
 
 from __future__ import annotations
 
@@ -74,3 +75,30 @@ def test_with_autograd_on_the_layer_computes_the_same_and_has_gradients() -> Non
     slow = net(x)
     slow.sum().backward()
     assert (fast - slow.detach()).abs().max().item() < 1e-6 and net.A_log.grad is not None
+
+
+def test_the_read_out_and_the_change_equal_the_states_they_come_from() -> None:
+    """recurrence() reads o_t and the change from vectors (o_t = c_t S_{t−1}q_t + w_t k_t·q_t, the norms' expansion):
+    the same as S_t q_t and ‖S_t − S_{t−1}‖ / max(‖S_t‖, ‖S_{t−1}‖) computed on every state, from a state that is not
+    zero (decoding from a cache)."""
+    from model.deltanet import l2_normalize, recurrence
+
+    torch.manual_seed(3)
+    batch, n_pos, heads, d_key, d_value = 2, 9, 3, 8, 5
+    q, k = l2_normalize(torch.randn(batch, n_pos, heads, d_key)), l2_normalize(torch.randn(batch, n_pos, heads, d_key))
+    v, kept, beta = torch.randn(batch, n_pos, heads, d_value), torch.rand(batch, n_pos, heads), \
+        torch.rand(batch, n_pos, heads)
+    start = torch.randn(batch, heads, d_value, d_key)
+    with torch.inference_mode():
+        final, read, change = recurrence(start.clone(), q, k, v, kept, beta)
+    state, reads, changes = start.clone(), [], []
+    for t in range(n_pos):  # the equation as written, every state kept
+        c, k_t = kept[:, t, :, None, None], k[:, t, :, None, :]
+        new = c * state + beta[:, t, :, None, None] * (v[:, t, :, :, None] - c * state @ k_t.transpose(-1, -2)) * k_t
+        reads.append((new @ q[:, t, :, :, None])[..., 0])
+        sizes = torch.maximum(new.norm(dim=(-2, -1)), state.norm(dim=(-2, -1)))
+        changes.append((new - state).norm(dim=(-2, -1)) / sizes)
+        state = new
+    assert (final - state).abs().max() < 1e-5
+    assert (read - torch.stack(reads, dim=1)).abs().max() < 1e-5
+    assert (change - torch.stack(changes, dim=1)).abs().max() < 1e-4 and float(change.min()) > 0.01
