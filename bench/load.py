@@ -70,7 +70,8 @@ def rss_mb(pid: int) -> float:
 def start_server(port: int, processes: int, smollm2: bool = False) -> subprocess.Popen[bytes]:
     """`serve` on loopback (without minilm; without smollm2 unless asked: its background loading would be
     measured too)."""
-    command = [sys.executable, "-m", "app", "serve", "--port", str(port), "--no-minilm", "--log-level", "warning",
+    command = [sys.executable, "-m", "transformer_explorer", "serve",
+               "--port", str(port), "--no-minilm", "--log-level", "warning",
                "--processes", str(processes), *([] if smollm2 else ["--no-smollm2"])]
     server = subprocess.Popen(command, cwd=ROOT, start_new_session=True)
     deadline = time.monotonic() + 90

@@ -44,8 +44,8 @@ def cpu_seconds(pid: int) -> float:
 
 def main() -> None:
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "app", "serve", "--port", str(port), "--log-level", "warning"],
-                              cwd=ROOT, start_new_session=True)
+    command = [sys.executable, "-m", "transformer_explorer", "serve", "--port", str(port), "--log-level", "warning"]
+    server = subprocess.Popen(command, cwd=ROOT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
         with httpx.Client(base_url=url, timeout=120) as client:
