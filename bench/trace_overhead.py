@@ -32,6 +32,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app import process_tuning  # noqa: E402
+from app.settings import Settings  # noqa: E402
 from model import Transformer, TransformerConfig  # noqa: E402
 
 GOAL_SMOLLM2_TRACE = 1.10  # full trace / transformers' plain forward on the same weights (issue 22)
@@ -246,7 +247,11 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if not args.glibc_defaults:
-        print("allocator tuned to keep freed buffers:", process_tuning.keep_freed_memory())
+        # as the server tunes it (app/factory.py: keep_mb = the prefault setting), so that a trace's ~100 MB
+        # freed between runs is kept as the server keeps it rather than trimmed and faulted in again
+        keep_mb = Settings().prefault_mb
+        print(f"allocator tuned to keep freed buffers (up to {keep_mb} MB, as the server):",
+              process_tuning.keep_freed_memory(keep_mb))
     if args.only_hybrid:
         measure_hybrid(args.hybrid_tokens, args.repeats, args.hybrid_vocab)
         return
