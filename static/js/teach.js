@@ -47,11 +47,12 @@ export function renderLesson(t) {
       ),
     ),
     lessonBody(say("body")),
-    ...(c.id === "why" ? [recurrenceTable(t, state.tokens || [], state.info)] : []),
+    // chapter 1's table and its live links share the column beside its text, so the chart stays on the first screen
+    ...(c.id === "why" ? [h("div", { class: "lesson-side" }, recurrenceTable(t, state.tokens || [], state.info), ...liveLinks(t, c))] : []),
     h("p", { class: "lesson-look" }, h("strong", { text: `${t("look_at")} ` }), say("look"), ...labLink(t), ...otherModel(t, c), ...questionButtons(t, c)),
     ...questionResults(t, c),
     ...claimLines(t, c),
-    ...liveLinks(t, c),
+    ...(c.id === "why" ? [] : liveLinks(t, c)),
   );
   // a chapter just opened starts at its lesson bar, so the chart is on the first screen (1280×720)
   if (opened && !state.present) requestAnimationFrame(() => bar.scrollIntoView({ block: "start" })); // after the chart is drawn below
