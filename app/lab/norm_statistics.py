@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from app import errors
 from app.lab.common import Experiment, rounded, summary_of
 from app.pipeline import Build, Context, Run
-from app.request_checks import attention_layer
+from app.request_checks import check_layer, stack_of
 from app.resolve import Resolved
 from app.schemas import Int, Text, TextInput, TokenOut
 from app.tokenizing import encode_text, tokens_out
@@ -99,7 +99,7 @@ def plan(context: Context, request: NormStatisticsLabRequest) -> Build:
     resolved = context.model
     cfg = resolved.cfg
     check_plain_batch(resolved, request.chat)
-    attention_layer(resolved, request.layer, None)  # the layer exists (a 422 names the range)
+    check_layer(request.layer, stack_of(resolved, None)[1])  # the block exists (any kind: its norm reads the stream)
     other, swap = sentence_ids(resolved, request.other, "other"), sentence_ids(resolved, request.swap, "swap")
 
     def build(run: Run) -> dict[str, Any]:
@@ -134,6 +134,6 @@ def plan(context: Context, request: NormStatisticsLabRequest) -> Build:
 
 EXPERIMENT = Experiment(
     name="norm_statistics", method="POST", request=NormStatisticsLabRequest, response=NormStatisticsLabOut,
-    plan=plan, refuses=("encoder-decoder",),
+    plan=plan, refuses=("encoder-decoder",), hybrid=True,  # the model's own (padded) forward pass, read at a norm
     summary=summary_of(__doc__),
 )

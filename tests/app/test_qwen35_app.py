@@ -99,7 +99,7 @@ def test_every_lab_experiment_answers_or_refuses_the_hybrid_by_name(client: Test
 
 @pytest.mark.parametrize("model", ["hybrid", "hybrid_moe"])
 @pytest.mark.parametrize("name", ["sampling", "generation_tree", "logit_lens", "embedding_persistence", "objectives",
-                                  "cached_decoding"])
+                                  "cached_decoding", "norm_statistics"])
 def test_the_experiments_that_only_run_the_forward_pass_answer(client: TestClient, name: str, model: str) -> None:
     experiment = next(e for e in EXPERIMENTS if e.name == name)
     assert experiment.hybrid
