@@ -149,13 +149,7 @@ def write_gguf(path: Path, hf: torch.nn.Module, arch: str, qtype: Any, *, pre: s
         reference[hf_name] = back
     for name, (array, raw_dtype) in (add or {}).items():  # extra tensors, as stored (raw_dtype None: from the dtype)
         writer.add_tensor(name, array, raw_dtype=raw_dtype)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    if cfg.tie_word_embeddings:
-        reference["lm_head.weight"] = reference["model.embed_tokens.weight"]
-    return reference
+    return finish(writer, reference, cfg.tie_word_embeddings)
 
 
 def _value_type(value: Any) -> Any:
@@ -226,8 +220,16 @@ def write_gpt2_gguf(path: Path, hf: torch.nn.Module, qtype: Any) -> dict[str, to
         back = torch.from_numpy(np.array(gguf.quants.dequantize(stored, kind_q), dtype=np.float32))
         back = back.reshape(array.shape)
         reference[hf_name] = back.T.contiguous() if conv1d else back
+    return finish(writer, reference)
+
+
+def finish(writer: Any, reference: dict[str, torch.Tensor], tied: bool = False) -> dict[str, torch.Tensor]:
+    """Write the file (header, metadata, tensors) and close it; a model with tied embeddings reads its output
+    matrix from the token embeddings, so the reference holds them as lm_head too."""
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
+    if tied:
+        reference["lm_head.weight"] = reference["model.embed_tokens.weight"]
     return reference

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from checkpoints import CheckpointError, load_checkpoint
-from tests.checkpoints.gguf_files import _value_type, byte_level_vocab, gguf, transformers
+from tests.checkpoints.gguf_files import _value_type, byte_level_vocab, finish, gguf, transformers
 from tests.checkpoints.test_families import compare, save_hf_directory, tokens, transformers_gguf_reader
 
 TOL = 1e-4
@@ -108,10 +108,7 @@ def write_gemma_gguf(path: Path, hf: torch.nn.Module, arch: str, qtype: Any,
         array = data.numpy()
         kind_q = qtype if array.ndim == 2 else gguf.GGMLQuantizationType.F32
         writer.add_tensor(name, gguf.quants.quantize(array, kind_q), raw_dtype=kind_q)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    finish(writer, {})
 
 
 def gemma_gguf_reference(path: Path) -> torch.nn.Module:

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from checkpoints import CheckpointError, load_checkpoint
-from tests.checkpoints.gguf_files import _value_type, byte_level_vocab, gguf, transformers
+from tests.checkpoints.gguf_files import _value_type, byte_level_vocab, finish, gguf, transformers
 from tests.checkpoints.test_families import compare, save_hf_directory, tokens
 
 TOL = 1e-4
@@ -126,13 +126,7 @@ def write_gemma4_gguf(path: Path, hf: torch.nn.Module, qtype: Any,
     turned = int(global_dim * full["partial_rotary_factor"] / 2)
     freqs = np.array([1.0] * turned + [1e30] * (global_dim // 2 - turned), dtype=np.float32)
     writer.add_tensor("rope_freqs.weight", freqs, raw_dtype=gguf.GGMLQuantizationType.F32)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    if cfg.tie_word_embeddings:
-        reference["lm_head.weight"] = reference["model.embed_tokens.weight"]
-    return reference
+    return finish(writer, reference, cfg.tie_word_embeddings)
 
 
 def check_shapes(cfg: Any) -> None:

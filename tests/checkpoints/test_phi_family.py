@@ -14,7 +14,7 @@ import torch
 from checkpoints import load_checkpoint
 from checkpoints.base import CheckpointError
 from checkpoints.hf import convert_hf
-from tests.checkpoints.gguf_files import _value_type, byte_level_vocab, gguf, transformers
+from tests.checkpoints.gguf_files import _value_type, byte_level_vocab, finish, gguf, transformers
 from tests.checkpoints.test_families import save_hf_directory
 
 TOL = 1e-4
@@ -192,13 +192,7 @@ def write_phi3_gguf(path: Path, hf: Any, qtype: Any, extra: dict[str, Any] | Non
         for name, key in (("rope_factors_long.weight", "long_factor"), ("rope_factors_short.weight", "short_factor")):
             if name not in skip:
                 writer.add_tensor(name, np.array(rope[key], dtype=np.float32))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    if cfg.tie_word_embeddings:
-        reference["lm_head.weight"] = reference["model.embed_tokens.weight"]
-    return reference
+    return finish(writer, reference, cfg.tie_word_embeddings)
 
 
 CASES = [("F32", 1.0, False), ("F16", 0.75, True), ("Q8_0", 0.75, True), ("Q8_0", 1.0, False)]

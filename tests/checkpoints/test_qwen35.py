@@ -17,7 +17,7 @@ import torch
 
 from checkpoints import CheckpointError, load_checkpoint
 from model.generate import generate
-from tests.checkpoints.gguf_files import _value_type, byte_level_vocab, gguf, transformers
+from tests.checkpoints.gguf_files import _value_type, byte_level_vocab, finish, gguf, transformers
 from tests.checkpoints.test_families import compare, save_hf_directory, tokens
 
 TOL = 1e-4
@@ -222,11 +222,7 @@ def write_qwen35_gguf(path: Path, hf: torch.nn.Module, qtype: Any, extra: dict[s
         elif "ssm_out" in name:
             data = tiled(data, key_heads, heads, dim=1)
         reference[hf_name] = untransformed(add(name, data), name, key_heads, heads, key_width, tensor.shape)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return reference
+    return finish(writer, reference)
 
 
 def untransformed(back: torch.Tensor, name: str, key_heads: int, heads: int, key_width: int,

@@ -15,7 +15,7 @@ import torch
 from checkpoints import build_model, load_checkpoint
 from checkpoints.base import CheckpointError
 from checkpoints.hf import convert_hf
-from tests.checkpoints.gguf_files import _value_type, byte_level_vocab, gguf, gguf_name, transformers
+from tests.checkpoints.gguf_files import _value_type, byte_level_vocab, finish, gguf, gguf_name, transformers
 from tests.checkpoints.test_families import save_hf_directory
 
 TOL = 1e-4
@@ -152,13 +152,7 @@ def write_moe_gguf(path: Path, hf: Any, qtype: Any, extra: dict[str, Any] | None
             reference[hf_name] = add(f"blk.{hf_name.split('.')[2]}.ffn_gate_inp.weight", tensor)
         else:
             reference[hf_name] = add(gguf_name(hf_name), tensor)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    if cfg.tie_word_embeddings:
-        reference["lm_head.weight"] = reference["model.embed_tokens.weight"]
-    return reference
+    return finish(writer, reference, cfg.tie_word_embeddings)
 
 
 @pytest.mark.parametrize("qtype", ["F32", "F16", "Q8_0"])
