@@ -167,3 +167,15 @@ def test_cached_decoding_draws_a_hybrids_fixed_state_work(watched: Any, new_serv
     page.evaluate("document.querySelector('#panel-cached_decoding [data-key=\"gen-bytes\"]').scrollIntoView()")
     screenshot(page, artifacts / f"cached_decoding_hybrid.{lang}.png")
     assert watched.errors == []
+
+
+def test_head_panels_on_a_hybrid_offer_and_open_its_attention_layers_only(watched: Any, new_server: Any) -> None:
+    """The hybrid's layers 0 and 1 are gated DeltaNet layers (no heads): a head panel opened on it with the panel's
+    default layer (1) shows and asks for its attention layer 2, and offers no other."""
+    page = watched.page
+    open_lab(page, new_server.url, model="qwen35", text=LAB_TEXTS["en"], lang="en", panel="linear_attention")
+    select = "section[data-panel=linear_attention] select[data-field=layer]"
+    assert page.eval_on_selector_all(f"{select} option", "os => os.map(o => o.value)") == ["2"]
+    assert page.eval_on_selector(select, "s => s.value") == "2"
+    assert page.locator("#board-linear_attention .plot").count() > 0
+    assert watched.errors == []
