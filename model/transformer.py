@@ -245,9 +245,12 @@ class Transformer(nn.Module):
 
     def run_with_trace(
         self, tokens: torch.Tensor, names: NamesFilter = None, edits: Interventions | None = None,
-        **kwargs: torch.Tensor | None,
+        derive: bool = True, **kwargs: torch.Tensor | None,
     ) -> tuple[torch.Tensor, Trace]:
         """Forward pass under inference mode, recording the stages `names` selects (default: all).
+
+        `derive`: keep the stages that are a cheap step from other kept ones as recipes, computed when read
+        (model.hooks); False keeps every tensor (the tests compare the two).
 
         `edits` (model.edits) change this one call: the recorded stages and the output
         are those of the changed model.
@@ -259,7 +262,7 @@ class Transformer(nn.Module):
             score_dim = self.cfg.d_head if self.cfg.score_scale_dim is None else self.cfg.score_scale_dim
             hooks, needed = edits.hooks(self.trace_names, score_dim, self.cfg.scale_attn_by_layer)
             wanted = [n for n in self.trace_names if n in set(wanted) | needed]
-        with torch.inference_mode(), Trace(wanted, hooks) as trace:
+        with torch.inference_mode(), Trace(wanted, hooks, derive=derive) as trace:
             output = self(tokens, **kwargs)
         return output, trace
 
@@ -299,7 +302,7 @@ class Transformer(nn.Module):
         # names and shapes only: weights kept in file precision are not dequantized for it (model.stored_weights)
         with torch.inference_mode(), Trace(self.hook_points) as trace, shapes_only():
             self(probe, target_tokens=target)
-        return list(trace.tensors)
+        return list(trace)
 
     def trace_dims(self, name: str) -> tuple[str, ...]:
         return self.hook_points[name].dims
