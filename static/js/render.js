@@ -150,7 +150,11 @@ function renderModelInfo(ctx) {
   if (state.loading.length) watchLoading(select, t);
   const info = state.info;
   const cfg = info.config;
-  const arch = { decoder: "arch_decoder", encoder: "arch_encoder", "encoder-decoder": "arch_encdec" }[info.architecture];
+  // Qwen3.5: some layers are gated DeltaNet, not attention (a config may make them all DeltaNet)
+  const deltanet = (cfg.deltanet_layers ?? []).length;
+  const hybrid = deltanet > 0;
+  const decoder = !hybrid ? "arch_decoder" : deltanet < info.n_layers ? "arch_decoder_hybrid" : "arch_decoder_deltanet";
+  const arch = { decoder, encoder: "arch_encoder", "encoder-decoder": "arch_encdec" }[info.architecture];
   const kv = info.n_kv_heads === info.n_heads ? t("kv_mha") : info.n_kv_heads === 1 ? t("kv_mqa") : t("kv_gqa", { kv: info.n_kv_heads });
   const lines = [
     h("p", { class: "arch", text: t(arch) }),
@@ -169,8 +173,7 @@ function renderModelInfo(ctx) {
       }),
     }),
   ];
-  // Qwen3.5: which layers are gated DeltaNet and which attention, and what each keeps per sequence
-  if (cfg.deltanet_layers) lines.push(h("p", { class: "config-line hybrid-line", text: t("hybrid_line", ctx.vars) }));
+  if (hybrid) lines.push(h("p", { class: "config-line hybrid-line", text: hybridLine(t, info, ctx.vars) }));
   // the API's description is English; a model's meta may carry its Chinese one
   const description = state.lang === "zh" && info.meta && info.meta.description_zh ? info.meta.description_zh : info.description;
   if (description) lines.push(h("p", { class: "description", text: description }));
@@ -182,6 +185,19 @@ function renderModelInfo(ctx) {
   $("chat").checked = Boolean(state.chat);
   renderModelExamples(info);
   renderSnapshots(ctx);
+}
+
+/**
+ * Qwen3.5: which layers are gated DeltaNet and which attention, and what each keeps per sequence; each part
+ * singular or plural by its count of layers ("layer 3 is attention", "layers 0, 1, 2 are gated DeltaNet").
+ */
+function hybridLine(t, info, vars) {
+  const deltanet = info.config.deltanet_layers.length;
+  const form = (n) => (n === 0 ? "none" : n === 1 ? "one" : "other"); // the DeltaNet part is never "none"
+  return t("hybrid_line", {
+    deltanet_part: t(`hybrid_deltanet_${form(deltanet)}`, vars),
+    attention_part: t(`hybrid_attention_${form(info.n_layers - deltanet)}`, vars),
+  });
 }
 
 /** The slider's label for position `index` (the last position: the final weights). */

@@ -2,7 +2,8 @@
 written by transformers (Gemma4ForCausalLM, SmolLM3ForCausalLM) as Hugging Face directories and opened as a user's
 directory is. Each view draws real numbers (finite, not all zero; the NoPE layer's probe flat, the RoPE layer's not)
 with no console error; a model without NoPE layers gets the lab's refusal, named, in the page's language.
-Cached decoding on a Qwen3.5-shaped hybrid draws its DeltaNet state's work beside the attention's.
+Cached decoding on a Qwen3.5-shaped hybrid draws its DeltaNet state's work beside the attention's; the explorer's
+description of it names its layer kinds, "layer 2 is" / "layers 0, 1 are".
 Screenshots at 1280×720 go to test-artifacts/ (docs/images/gemma4-per-layer-inputs.*.png and
 docs/images/lab/nope_attention.*.png are copies, the latter of nope_attention_curves.*.png)."""
 
@@ -111,6 +112,37 @@ def test_gemma4_draws_its_per_layer_inputs_and_shared_kv(watched: Any, new_serve
         assert page.locator("#message:not([hidden])").count() == 0, page.inner_text("#message")
     page.evaluate("document.querySelector('#stage').scrollIntoView()")  # the step's title, formula and chart
     screenshot(page, artifacts / f"gemma4-per-layer-inputs.{lang}.png")
+    # the 39-token chart is taller than the screen; its colour bar stays at the plot's top, on the screen
+    bar, area = page.evaluate("""() => [".colorbar", ".nsewdrag"].map((part) => {
+        const box = document.querySelector(`#panel .plot ${part}`).getBoundingClientRect();
+        return [box.top, box.bottom]; })""")
+    assert area[1] > 720 and area[0] - 2 <= bar[0] and bar[1] <= min(area[1], 720), (bar, area)
+    assert watched.errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_hybrids_description_names_its_layer_kinds_in_agreement(watched: Any, new_server: Any, artifacts: Path,
+                                                                    lang: str) -> None:
+    """The hybrid's description says it is not all attention, and its one attention layer (2) is "layer 2 is", its
+    DeltaNet layers "layers 0, 1 are"; a plain decoder keeps the causal self-attention line."""
+    page = watched.page
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_page(page, new_server.url, model="qwen35", text="the cat sat", lang=lang)
+    arch, line = page.inner_text("#model-info p.arch"), page.inner_text("#model-info .hybrid-line")
+    assert not BAD.search(arch + line), (arch, line)
+    if lang == "en":
+        assert arch.startswith("Decoder-only hybrid") and "gated DeltaNet" in arch, arch
+        assert "layers 0, 1 are gated DeltaNet, each keeping" in line and "; layer 2 is attention" in line, line
+        assert "layers 2 are" not in line
+    else:
+        assert arch.startswith("仅解码器的混合结构") and "门控 DeltaNet" in arch, arch
+        assert "层 0, 1 是门控 DeltaNet，每层保存" in line and "；层 2 是带输出门控的注意力，每个 Token" in line, line
+        assert "第" not in line + arch and "每层每个" not in line
+    screenshot(page, artifacts / f"hybrid_model_info.{lang}.png")
+    open_page(page, new_server.url, model="gpt", text="the cat sat", lang=lang)
+    assert page.locator("#model-info .hybrid-line").count() == 0
+    assert ("causal self-attention" if lang == "en" else "因果自注意力") in page.inner_text("#model-info p.arch")
     assert watched.errors == []
 
 

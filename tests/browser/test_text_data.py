@@ -202,3 +202,30 @@ def test_the_kv_caption_compares_one_context() -> None:
         names = set(PLACEHOLDER.findall(note))
         assert "pos" in names and not {"l2_pos", "l3_pos"} & names, (lang, names)
         assert "kv_heads" not in note and "n_ctx" not in note, lang
+
+
+# a placeholder that may hold one layer or expert, then its verb: "the NoPE layers ({nope_layers}) skip", "layers
+# {attention_layers} are" read wrong for one ("layers 3 are attention")
+COUNTED = "deltanet_layers|attention_layers|nope_layers|local_layers|global_layers|n_experts|n_experts_used"
+COUNTED_VERB = re.compile(rf"\{{({COUNTED})\}}[),]*(?:\s[\w-]+){{0,3}}\s(are|were|skip|use)\b")
+
+
+def test_english_counts_agree_with_their_verbs(texts: dict[str, dict[str, Any]]) -> None:
+    """A sentence that names a model's layers or experts by a placeholder is worded for any count: either count-free
+    ("NoPE layers skip this step (in this model: 3)"), or in a singular and a plural key that render.js picks by the
+    count (hybrid_line's parts: "layer 2 is attention", "layers 0, 1 are gated DeltaNet")."""
+    assert COUNTED_VERB.search("the NoPE layers ({nope_layers}) skip this step")
+    assert COUNTED_VERB.search("the {n_experts_used} largest p are each token's weights")
+    assert not COUNTED_VERB.search("NoPE layers skip this step (in this model: {nope_layers}), and there q and k are")
+    en = texts["en"]
+    bad = [key for section in ("ui", "stages") for key, value in en[section].items()
+           if COUNTED_VERB.search(value) and not key.endswith("_other")]
+    assert bad == []
+    for part, names in (("deltanet", "deltanet_layers"), ("attention", "attention_layers")):
+        assert en["ui"][f"hybrid_{part}_one"].startswith(f"layer {{{names}}} is "), part
+        assert en["ui"][f"hybrid_{part}_other"].startswith(f"layers {{{names}}} are "), part
+        for lang in LANGS:  # Chinese has no plural, but counts from 0 as 层 3, never 第 3 层
+            assert texts[lang]["ui"][f"hybrid_{part}_one"], (lang, part)
+            assert "第" not in texts[lang]["ui"][f"hybrid_{part}_other"], (lang, part)
+    picked = set(re.findall(r"`hybrid_\w+_\$\{form\(", js("render.js")))  # the key by its count of layers
+    assert {"`hybrid_deltanet_${form(", "`hybrid_attention_${form("} <= picked, picked

@@ -3,7 +3,7 @@
 // piece of user text that reaches a chart passes through `safe()` first.
 
 import { h, tokenTexts } from "./dom.js";
-import { categories, isPresent, MIN_MAP, MIN_ROW, presentHeight, thinGrid, thinTicks } from "./screen_fit.js";
+import { categories, isPresent, MIN_MAP, MIN_ROW, pinnedBar, presentHeight, thinGrid, thinTicks } from "./screen_fit.js";
 
 /** Escape text for a Plotly label: &, <, > as entities; $ as &#36; so it never opens LaTeX. */
 export function safe(text) {
@@ -293,10 +293,12 @@ export function draw(el, traces, layout, filename) {
     const dtick = thinTicks(labelNeed(layout.xaxis, xs, "x"), ((el.clientWidth || 600) - margin.l - margin.r) / xs.length);
     if (dtick > 1) sized.xaxis = { ...layout.xaxis, dtick };
   }
-  // cell numbers the final size leaves no room for are dropped (hover still shows each value)
+  // cell numbers the final size leaves no room for are dropped (hover still shows each value); a tall plot's colour bar
+  // keeps to its top (pinnedBar)
   const fitted = layout.grid ? traces : traces.map((tr) => {
-    if (tr.type !== "heatmap" || !/^%\{z/.test(tr.texttemplate || "")) return tr;
-    const copy = { ...tr };
+    const pinned = pinnedBar(tr, height || 450, margin);
+    if (tr.type !== "heatmap" || !/^%\{z/.test(tr.texttemplate || "")) return pinned;
+    const copy = { ...pinned };
     fitCellText(el, copy, margin, height || 450);
     return copy;
   });

@@ -61,6 +61,21 @@ export function thinGrid(el, traces, layout, margin, height, need) {
   return out;
 }
 
+// ------------------------------------------------------------------ a tall chart's colour bar
+// A heatmap's colour bar spans its plot's height: on a chart of many token rows (39 tokens: a plot
+// ~850 px tall) it ran far below a 720 px screen, so the scale was never seen beside the rows shown
+// first (the Gemma 4 per-layer-input screenshot). Past BAR_MAX px it keeps BAR_MAX px, at the plot's top.
+
+export const BAR_MAX = 280;
+
+/** `trace` with its colour bar BAR_MAX px long at the top of the plot, where the plot area (`height` less `margin`'s
+ *  top and bottom) is taller; `trace` itself where the bar fits, is hidden, or has a length of its own. */
+export function pinnedBar(trace, height, margin) {
+  const own = trace.colorbar && (trace.colorbar.len !== undefined || trace.colorbar.y !== undefined);
+  if (trace.type !== "heatmap" || trace.showscale === false || own || height - margin.t - margin.b <= BAR_MAX) return trace;
+  return { ...trace, colorbar: { ...trace.colorbar, lenmode: "pixels", len: BAR_MAX, y: 1, yanchor: "top" } };
+}
+
 // ------------------------------------------------------------------ hidden (masked) cells
 // A cell the mask hides (−∞ before softmax, weight 0 after it) looks the same in every view: one grey,
 // no number (U13 of teaching review 3: grey "0" in one view, white "0.00" in another). The value trace
