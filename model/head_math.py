@@ -48,7 +48,7 @@ def masked(scores: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
 
 def blind_rows(allowed: torch.Tensor) -> torch.Tensor | None:
     """The queries that see no key at all (a padded query in a batch), [batch|1, 1, q_pos, 1], or None when every
-    query sees one (any causal mask without padding).
+    query sees one (any causal mask without padding). Shaped to broadcast over the mask's q_pos.
 
     Worked out once per mask and kept on it: a forward pass hands the same mask to every layer, and checking it in
     each cost an `any` and a fill per layer (~0.5 % of SmolLM2's forward)."""

@@ -1,0 +1,151 @@
+"""A trace that keeps derived stages as recipes (run_with_trace's default) reads exactly what one that keeps every
+tensor reads, for every architecture choice, with padding, a KV cache and edits; and it holds fewer bytes."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+from model import Transformer, TransformerConfig
+from model.edits import Interventions
+from model.kv_cache import KVCache
+
+BASE = dict(d_model=32, n_layers=2, n_heads=4, vocab_size=64, n_ctx=32, seed=1)
+GEMMA4 = dict(vocab_size=40, d_model=32, n_layers=6, n_heads=4, n_kv_heads=2, head_dim=8, n_ctx=64, seed=5,
+              init_std=0.3, pos_encoding="rope", norm="rmsnorm", activation="geglu_tanh", bias=False,
+              post_norms=True, qk_norm=True, score_scale_dim=1.0, scale_embeddings=True, sliding_window=3,
+              window_layers=(0, 2, 4), rope_base=1000.0, rope_base_local=50.0, head_dim_global=16,
+              kv_heads_global=1, kv_source=(0, 1, 2, 3, 2, 3), k_eq_v=True, v_norm=True,
+              mlp_widths=(64, 64, 64, 64, 128, 128), per_layer_input=8, layer_scalar=True, logit_softcap=3.0)
+CONFIGS = {
+    "gpt2": dict(pos_encoding="learned", activation="gelu_tanh"),
+    "llama-gqa": dict(pos_encoding="rope", norm="rmsnorm", activation="swiglu", n_kv_heads=2, bias=False),
+    "gemma2": dict(pos_encoding="rope", norm="rmsnorm", activation="geglu_tanh", post_norms=True, attn_softcap=5.0,
+                   logit_softcap=3.0, sliding_window=4, window_layers=(0,)),
+    "qwen3": dict(pos_encoding="rope", norm="rmsnorm", activation="swiglu", qk_norm=True, n_kv_heads=2),
+    "phi-partial-rotary": dict(pos_encoding="rope", norm="rmsnorm", activation="swiglu", rope_dims=4),
+    "alibi": dict(pos_encoding="alibi"),
+    "bert-post-ln": dict(architecture="encoder", norm_placement="post"),
+    "t5-like": dict(architecture="encoder-decoder", pos_encoding="sinusoidal", norm="rmsnorm"),
+    "qwen3.5-hybrid": dict(n_layers=4, pos_encoding="rope", norm="rmsnorm", activation="swiglu", n_kv_heads=2,
+                           qk_norm=True, attn_output_gate=True, rope_dims=4, deltanet_layers=(0, 1, 2),
+                           deltanet_key_heads=2, deltanet_value_heads=4, deltanet_key_dim=8, deltanet_value_dim=8,
+                           deltanet_conv=4),
+    "moe": dict(pos_encoding="rope", norm="rmsnorm", activation="swiglu", n_experts=4, n_experts_used=2,
+                expert_d_mlp=16, shared_expert_d_mlp=16),
+    "smollm3-nope": dict(n_layers=4, pos_encoding="rope", norm="rmsnorm", activation="swiglu", nope_layers=(3,)),
+    "gemma4": GEMMA4,
+}
+
+
+def make(name: str) -> Transformer:
+    config = CONFIGS[name]
+    settings = config if name == "gemma4" else {**BASE, **config}
+    return Transformer(TransformerConfig(**settings)).eval()  # type: ignore[arg-type]
+
+
+def tokens(model: Transformer, n: int = 11, batch: int = 1) -> torch.Tensor:
+    return torch.randint(0, model.cfg.vocab_size, (batch, n), generator=torch.Generator().manual_seed(0))
+
+
+def trace_both(model: Transformer, toks: torch.Tensor, **kwargs):  # type: ignore[no-untyped-def]
+    if model.cfg.architecture == "encoder-decoder":
+        kwargs.setdefault("target_tokens", toks[:, :5])
+    derived = model.run_with_trace(toks, **kwargs)
+    kept = model.run_with_trace(toks, derive=False, **kwargs)
+    return derived, kept
+
+
+def assert_same(derived, kept) -> None:  # type: ignore[no-untyped-def]
+    (out_a, a), (out_b, b) = derived, kept
+    torch.testing.assert_close(out_a, out_b, rtol=0, atol=1e-6)
+    assert list(a) == list(b)  # the same stages, in the same (execution) order
+    assert a.dims == b.dims
+    for name in b:
+        torch.testing.assert_close(a[name], b[name], rtol=0, atol=1e-6, equal_nan=True, msg=name)
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_derived_stages_read_what_kept_ones_hold(name: str) -> None:
+    model = make(name)
+    derived, kept = trace_both(model, tokens(model))
+    assert_same(derived, kept)
+    assert derived[1].recipes, "no stage of this model is derived"
+    assert derived[1].nbytes() < kept[1].nbytes()
+    assert not kept[1].recipes
+
+
+def test_derived_stages_with_padding_and_a_blind_query() -> None:
+    """A padded batch: a padded query of a bidirectional encoder sees no key at all (its pattern row is 0)."""
+    model = make("bert-post-ln")
+    toks = tokens(model, batch=2)
+    padding = torch.ones(2, 11, dtype=torch.long)
+    padding[1, 6:] = 0
+    derived, kept = trace_both(model, toks, padding_mask=padding)
+    assert_same(derived, kept)
+    pattern = derived[1]["blocks.0.attn.hook_pattern"]
+    assert float(pattern[1, :, :, 6:].abs().sum()) == 0  # no query looks at padding
+
+
+def test_a_padded_query_that_sees_nothing_attends_nowhere() -> None:
+    from model.head_math import blind_rows
+    from model.transformer import attention_allowed
+
+    padding = torch.tensor([[1, 1, 1], [0, 0, 0]])
+    allowed = attention_allowed(3, 3, causal=False, window=None, key_padding=padding, device=torch.device("cpu"))
+    assert allowed is not None
+    blind = blind_rows(allowed)
+    assert blind is not None and blind.shape[0] == 2 and blind.shape[-1] == 1  # broadcast over q_pos
+    assert blind[1].all() and not blind[0].any()
+    assert blind_rows(allowed) is blind  # worked out once per mask
+    causal = attention_allowed(4, 4, causal=True, window=None, key_padding=None, device=torch.device("cpu"))
+    assert causal is not None and blind_rows(causal) is None
+
+
+def test_an_edit_on_a_derived_stage_is_kept_as_edited() -> None:
+    model = make("llama-gqa")
+    toks = tokens(model)
+    edits = Interventions(no_scale=True, ablate_heads=((0, 1),))  # edits on scores_scaled, z
+    derived, kept = trace_both(model, toks, edits=edits)
+    assert_same(derived, kept)
+    plain, _ = model.run_with_trace(toks)
+    assert float((derived[0] - plain).abs().max()) > 1e-4  # the edit changed the output
+
+
+def test_a_cached_step_keeps_what_it_cannot_derive() -> None:
+    """With a KV cache, z reads V of every position so far (not a stage of this step): kept as a tensor."""
+    model = make("llama-gqa")
+    toks = tokens(model)
+    cache = KVCache()
+    model.run_with_trace(toks[:, :7], cache=cache)
+    cache_b = KVCache()
+    model.run_with_trace(toks[:, :7], derive=False, cache=cache_b)
+    derived = model.run_with_trace(toks[:, 7:], cache=cache)
+    kept = model.run_with_trace(toks[:, 7:], derive=False, cache=cache_b)
+    assert_same(derived, kept)
+    assert "blocks.0.attn.hook_z" in derived[1].tensors  # not derivable from this step's stages
+    assert "blocks.0.mlp.hook_gate" in derived[1].recipes
+
+
+def test_threads_reading_one_trace_read_the_same_numbers() -> None:
+    """The server's trace cache hands one trace to several threads: their reads of derived stages agree."""
+    model = make("llama-gqa")
+    _, trace = model.run_with_trace(tokens(model))
+    _, kept = model.run_with_trace(tokens(model), derive=False)
+    names = list(trace.recipes)
+    failures: list[str] = []
+
+    def read() -> None:
+        for _ in range(5):
+            for name in names:
+                if not torch.allclose(trace[name], kept[name], rtol=0, atol=1e-6):
+                    failures.append(name)
+
+    threads = [threading.Thread(target=read) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures
