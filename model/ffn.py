@@ -45,10 +45,10 @@ class MLP(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.gated:
             pre = self.hook_pre(self.W_gate(x))  # [batch, pos, d_mlp]
-            gate = self.hook_gate.derive(self.activation, pre)
+            gate = self.hook_gate(self.activation(pre))
             up = self.hook_up(self.W_in(x))
-            post = self.hook_post.derive(torch.mul, gate, up)
+            post = self.hook_post(gate * up)
         else:
             pre = self.hook_pre(self.W_in(x))  # [batch, pos, d_mlp]
-            post = self.hook_post.derive(self.activation, pre)
+            post = self.hook_post(self.activation(pre))
         return self.W_out(post)  # [batch, pos, d_model]

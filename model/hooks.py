@@ -9,15 +9,6 @@ attention costs the memory of that layer alone.
 Recording keeps a reference (no copy): the model never modifies a tensor in place,
 so recording cannot change any output.
 
-Some stages are a cheap elementwise step from stages recorded before them (an FFN's activation and product,
-a norm's output from its input and scale, the scaled and masked scores, the rotated q and k, the residual
-after attention). A hook point's `derive(fn, *sources)` computes such a stage as fn(*sources); a trace made with
-`derive=True` (run_with_trace's) then keeps the recipe instead of the tensor, when every source is a stage it
-holds, and recomputes the stage, bit for bit the same operation on the same tensors, whenever it is read.
-Why: the kept tensors are what a full trace costs. Every one is written to memory that is not in the CPU's
-cache, while a plain forward reuses a few hot buffers; on this project's Xeon VMs writing 106 MB of stages
-cost ~10 ms, 5 % of SmolLM2's forward. Recipes halve the bytes a full trace holds (and its cache entry).
-
 A trace may also carry edits (TransformerLens-style hooks): name -> fn(value, trace) that
 returns the value the forward pass continues with. They live on the trace, never on the
 modules, so an edit changes one call and nothing else; `model/edits.py` builds the
@@ -28,7 +19,6 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -70,21 +60,6 @@ class HookPoint(nn.Module):
             trace.record(self.name, self.dims, x)
         return x
 
-    def derive(self, fn: Callable[..., torch.Tensor], *sources: torch.Tensor) -> torch.Tensor:
-        """fn(*sources), through this hook point: a trace that derives keeps the recipe rather than the tensor
-        when every source is a stage it holds (module docstring). fn must be a pure function of its sources
-        (and of what it closes over that does not change: weights, masks, angles)."""
-        x = fn(*sources)
-        trace = _active_trace.get()
-        if trace is None:
-            return x
-        edits = trace.edits.get(self.name, ())
-        for edit in edits:
-            x = edit(x, trace)
-        if self.name in trace.wanted and (edits or not trace.record_recipe(self.name, self.dims, x, fn, sources)):
-            trace.record(self.name, self.dims, x)  # an edited value is no recipe's: kept as it is
-        return x
-
     # Called directly, not through nn.Module.__call__: nothing is ever attached to a hook point (the trace is a
     # context variable), and a forward pass crosses ~25 of them per layer, where torch's module dispatch cost
     # about 1.5 us each (~1 % of SmolLM2's forward).
@@ -97,19 +72,13 @@ class HookPoint(nn.Module):
 class Trace(Mapping[str, torch.Tensor]):
     """Name -> tensor for the stages one forward pass went through, in execution order."""
 
-    def __init__(self, wanted: Iterable[str], edits: Mapping[str, Sequence[Edit]] | None = None,
-                 derive: bool = False) -> None:
+    compact = False  # model/compact_trace.py's keeps only what flows between blocks
+
+    def __init__(self, wanted: Iterable[str], edits: Mapping[str, Sequence[Edit]] | None = None) -> None:
         self.edits: Mapping[str, Sequence[Edit]] = edits or {}
         self.wanted = frozenset(wanted)
-        self.derive = derive
-        self.tensors: dict[str, torch.Tensor] = {}  # the stages kept as tensors
-        self.recipes: dict[str, tuple[Callable[..., torch.Tensor], tuple[str, ...]]] = {}  # the others: fn, sources
-        self.dims: dict[str, tuple[str, ...]] = {}  # every stage's, in execution order
-        # id(tensor) -> (the tensor, or a weak reference to a derived stage's value, its stage): which stage a
-        # source tensor is. A kept tensor is alive, so its id is its own; a derived value may die, and its id
-        # then go to another tensor, which the dead reference tells apart.
-        self._stage_of: dict[int, tuple[torch.Tensor | weakref.ref[torch.Tensor], str]] = {}
-        self._last: tuple[str, torch.Tensor] | None = None  # the derived stage read last (a loop over its heads)
+        self.tensors: dict[str, torch.Tensor] = {}
+        self.dims: dict[str, tuple[str, ...]] = {}
 
     def __enter__(self) -> Trace:
         self._token = _active_trace.set(self)
@@ -121,54 +90,27 @@ class Trace(Mapping[str, torch.Tensor]):
     def record(self, name: str, dims: tuple[str, ...], tensor: torch.Tensor) -> None:
         # detach only what autograd tracks: under inference mode (every traced call) nothing is,
         # and a detached view per stage cost ~2 us x 100 stages
-        kept = tensor.detach() if tensor.requires_grad else tensor
-        self.tensors[name] = kept
+        self.tensors[name] = tensor.detach() if tensor.requires_grad else tensor
         self.dims[name] = dims
-        if self.derive:
-            self._stage_of[id(tensor)] = (kept, name)
-
-    def record_recipe(self, name: str, dims: tuple[str, ...], value: torch.Tensor,
-                      fn: Callable[..., torch.Tensor], sources: Sequence[torch.Tensor]) -> bool:
-        """Keep `name` as fn(*sources) if this trace derives and holds every source; False: keep the tensor."""
-        if not self.derive or value.requires_grad:
-            return False
-        names = []
-        for source in sources:
-            found = self._stage_of.get(id(source))
-            held = None if found is None else found[0]
-            if held is None or (held if isinstance(held, torch.Tensor) else held()) is not source:
-                return False
-            names.append(found[1])  # type: ignore[index]
-        self.recipes[name] = (fn, tuple(names))
-        self.dims[name] = dims
-        self._stage_of[id(value)] = (weakref.ref(value), name)
-        return True
 
     def __getitem__(self, name: str) -> torch.Tensor:
-        kept = self.tensors.get(name)
-        if kept is not None:
-            return kept
-        fn, sources = self.recipes[name]  # KeyError: no such stage in this trace
-        last = self._last
-        if last is not None and last[0] == name:
-            return last[1]
-        with torch.inference_mode():  # as the forward pass that recorded the sources
-            value = fn(*(self[source] for source in sources))
-        self._last = (name, value)  # one tuple, swapped whole: threads reading a cached trace see either
-        return value
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.dims  # without computing a derived stage
+        return self.tensors[name]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.dims)
+        return iter(self.tensors)
 
     def __len__(self) -> int:
-        return len(self.dims)
+        return len(self.tensors)
 
     def nbytes(self) -> int:
-        """The bytes it holds: its kept tensors (a derived stage holds none until it is read)."""
-        return sum(t.numel() * t.element_size() for t in self.tensors.values())
+        """The bytes its tensors hold, each once (a block's output is the next block's input: one tensor)."""
+        held = {id(t): t for t in self.tensors.values()}
+        return sum(t.numel() * t.element_size() for t in held.values())
+
+
+def active_trace() -> Trace | None:
+    """The trace the current forward pass records into, if any."""
+    return _active_trace.get()
 
 
 class NoSuchStage(KeyError):

@@ -101,11 +101,7 @@ class Norm(nn.Module):
             scale = self.hook_scale((centered.pow(2).mean(-1) + self.eps).sqrt())  # [batch, pos]
             return self.hook_normalized(centered / scale[..., None] * self.w + self.b)
         scale = self.hook_scale((x.pow(2).mean(-1) + self.eps).sqrt())  # [batch, pos]
-        return self.hook_normalized.derive(self.rms_normalized, x, scale)
-
-    def rms_normalized(self, x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
-        """x [batch, pos, d_model] divided by its scale [batch, pos], times the weight."""
-        return x / scale[..., None] * self.w
+        return self.hook_normalized(x / scale[..., None] * self.w)
 
 
 class Attention(nn.Module):
@@ -242,9 +238,8 @@ class Attention(nn.Module):
                                      "factors at every position: decode it again from the start, not from a cache")
                 factor, q_angles = cfg.rope_attention_factor, table[start : start + q_len]
                 waves = rope_waves(q_angles) if new == q_len else None  # self-attention: q and k share positions
-                k_angles, rotary = table[start : start + new], self.rotary
-                q = self.hook_rot_q.derive(lambda q: rotary.rotate(q, q_angles, factor, waves), q)
-                k = self.hook_rot_k.derive(lambda k: rotary.rotate(k, k_angles, factor, waves), k)
+                q = self.hook_rot_q(self.rotary.rotate(q, q_angles, factor, waves))
+                k = self.hook_rot_k(self.rotary.rotate(k, table[start : start + new], factor, waves))
             if cache is not None:
                 k, v = cache.extend(k, v)  # every position so far: [batch, k_pos, kv_head, d_head]
             if shared is not None:
@@ -260,21 +255,18 @@ class Attention(nn.Module):
             z = self.gate_output(x_q, z) if self.output_gate else z
             return self.W_O(z.reshape(batch, q_len, cfg.n_heads * d_head))
         # 3) score every query against every key
-        scores_raw = self.hook_scores_raw.derive(grouped_scores, q, k)  # [batch, head, q_pos, k_pos]
-        if self.score_bias is None:
-            scores_scaled = self.hook_scores_scaled.derive(self.scaled, scores_raw)
-        else:  # kept as a tensor: a recipe would hold the bias, [head, q_pos, k_pos] per layer, uncounted
+        scores_raw = self.hook_scores_raw(grouped_scores(q, k))  # [batch, head, q_pos, k_pos]
+        scores_scaled = scores_raw / self.scale
+        if self.score_bias is not None:
             # the rows of queries start .. start + q_len - 1 (all of them without a cache)
             bias = self.score_bias.bias(cfg.n_heads, start + q_len, k_len, self.causal)  # [head, q_pos, k_pos]
             bias = bias[:, start:]
-            scores_scaled = self.hook_scores_scaled(self.scaled(scores_raw) + bias.to(scores_raw))
+            scores_scaled = scores_scaled + bias.to(scores_raw)
+        scores_scaled = self.hook_scores_scaled(scores_scaled)
         if self.softcap is not None:
-            scores_scaled = self.hook_scores_capped.derive(self.capped, scores_scaled)
+            scores_scaled = self.hook_scores_capped(soft_cap(scores_scaled, self.softcap))
         # 4) hide what this query may not see, then normalise each row
-        if allowed is None:  # every key visible: the same tensor
-            attn_scores = self.hook_attn_scores.derive(lambda scores: scores, scores_scaled)
-        else:
-            attn_scores = self.hook_attn_scores.derive(lambda scores: masked(scores, allowed), scores_scaled)
+        attn_scores = self.hook_attn_scores(scores_scaled if allowed is None else masked(scores_scaled, allowed))
         pattern = torch.softmax(attn_scores, dim=-1)  # [batch, head, q_pos, k_pos]
         blind = None if allowed is None else blind_rows(allowed)
         if blind is not None:
@@ -283,22 +275,15 @@ class Attention(nn.Module):
             pattern = pattern.masked_fill(blind, 0.0)
         pattern = self.hook_pattern(pattern)
         # 5) weighted sum of values, then mix the heads
-        z = self.hook_z.derive(grouped_mix, pattern, v)  # [batch, pos, head, d_head]
+        z = self.hook_z(grouped_mix(pattern, v))  # [batch, pos, head, d_head]
         if self.output_gate:
             z = self.gate_output(x_q, z)
         return self.W_O(z.reshape(batch, q_len, cfg.n_heads * d_head))  # [batch, pos, d_model]
 
-    def scaled(self, scores_raw: torch.Tensor) -> torch.Tensor:
-        return scores_raw / self.scale
-
-    def capped(self, scores: torch.Tensor) -> torch.Tensor:
-        assert self.softcap is not None  # called only for a soft-capped layer
-        return soft_cap(scores, self.softcap)
-
     def gate_output(self, x_q: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
         """z [batch, pos, head, d_head] times its gate sigmoid(W_G · x_q), a number in (0, 1) per dimension."""
         gate = self.hook_out_gate(torch.sigmoid(self.W_G(x_q)).view(z.shape))
-        return self.hook_z_gated.derive(torch.mul, z, gate)
+        return self.hook_z_gated(z * gate)
 
     def angles_for(self, length: int) -> torch.Tensor:
         """The angle table of a sequence `length` tokens long: longrope's long one past its original context."""
@@ -354,6 +339,11 @@ class Block(PerLayerParts):
             self.hook_resid_post_unnormed = HookPoint(dims)
         self.hook_resid_post = HookPoint(dims)
 
+    @property
+    def stage_prefix(self) -> str:
+        """What this block's stage names start with: `blocks.3.`, `decoder.blocks.0.`."""
+        return self.hook_resid_pre.name.removesuffix("hook_resid_pre")
+
     def forward(
         self,
         x: torch.Tensor,
@@ -372,12 +362,12 @@ class Block(PerLayerParts):
         if self.is_deltanet:
             real = None if allowed is None else allowed[:, 0].diagonal(start, -2, -1)  # [batch|1, pos]: not padding
             mixed = self.deltanet(self.ln1(resid_pre), None if real is None or bool(real.all()) else real, self_kv)
-            x = self.hook_resid_mid.derive(torch.add, resid_pre, self.hook_attn_out(mixed))
+            x = self.hook_resid_mid(resid_pre + self.hook_attn_out(mixed))
         elif self.pre_norm:
             normed = self.ln1(resid_pre)
             attn_out = self.attn(normed, normed, allowed, self_kv, start, shared)
             attn_out = self.hook_attn_out(self.ln1_post(attn_out) if self.post_norms else attn_out)
-            x = self.hook_resid_mid.derive(torch.add, resid_pre, attn_out)
+            x = self.hook_resid_mid(resid_pre + attn_out)
         else:
             attn_out = self.hook_attn_out(self.attn(resid_pre, resid_pre, allowed, self_kv, start))
             x = self.hook_resid_mid(self.ln1(self.hook_resid_mid_unnormed(resid_pre + attn_out)))

@@ -9,13 +9,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
+from typing import cast
 
 import torch
 from torch import nn
 
+from model.compact_trace import CompactTrace
 from model.config import TransformerConfig
 from model.edits import Interventions
-from model.hooks import AttentionLayer, HookPoint, NamesFilter, Trace, select_names
+from model.hooks import AttentionLayer, HookPoint, NamesFilter, Trace, active_trace, select_names
 from model.kv_cache import KVCache
 from model.layers import Attention, Block, Embed, Norm, soft_cap
 from model.moe import FfnBesideExperts, MoE
@@ -119,11 +121,17 @@ class Stack(nn.Module):
                 key_padding=memory_padding_mask,
                 device=tokens.device,
             )
+        trace = active_trace()
         for index, block in enumerate(self.blocks):
             layer_cache = cache.layer(index) if cache is not None else None
             allowed = allowed_by_window[self.cfg.window_of(index)]
-            x = block(x, allowed, memory, memory_allowed, layer_cache, start, shared,
-                      None if per_layer is None else per_layer[:, :, index])
+            args = (allowed, memory, memory_allowed, layer_cache, start, shared,
+                    None if per_layer is None else per_layer[:, :, index])
+            if isinstance(trace, CompactTrace):  # the K/V of earlier layers, as this block finds them (Gemma 4)
+                kept = (*args[:5], dict(shared) if self.cfg.kv_source is not None else None, args[6])
+                x = trace.run_block(block, cast(Block, block).stage_prefix, x, args, kept)
+            else:
+                x = block(x, *args)
         if cache is not None:  # the scores this call computed: new queries × every key, per head and layer
             cache.score_cells += tokens.shape[0] * n_pos * (start + n_pos) * self.cfg.n_heads * len(self.blocks)
         if self.cfg.final_norm:
@@ -245,12 +253,12 @@ class Transformer(nn.Module):
 
     def run_with_trace(
         self, tokens: torch.Tensor, names: NamesFilter = None, edits: Interventions | None = None,
-        derive: bool = True, **kwargs: torch.Tensor | None,
+        compact: bool = True, **kwargs: torch.Tensor | None,
     ) -> tuple[torch.Tensor, Trace]:
         """Forward pass under inference mode, recording the stages `names` selects (default: all).
 
-        `derive`: keep the stages that are a cheap step from other kept ones as recipes, computed when read
-        (model.hooks); False keeps every tensor (the tests compare the two).
+        A full trace without edits or a KV cache keeps only what flows between the blocks and runs a block again
+        when one of its stages is read (model/compact_trace.py), unless `compact` is False (the tests compare).
 
         `edits` (model.edits) change this one call: the recorded stages and the output
         are those of the changed model.
@@ -262,7 +270,11 @@ class Transformer(nn.Module):
             score_dim = self.cfg.d_head if self.cfg.score_scale_dim is None else self.cfg.score_scale_dim
             hooks, needed = edits.hooks(self.trace_names, score_dim, self.cfg.scale_attn_by_layer)
             wanted = [n for n in self.trace_names if n in set(wanted) | needed]
-        with torch.inference_mode(), Trace(wanted, hooks, derive=derive) as trace:
+        if compact and names is None and not hooks and kwargs.get("cache") is None:
+            trace: Trace = CompactTrace(wanted)
+        else:
+            trace = Trace(wanted, hooks)
+        with torch.inference_mode(), trace:
             output = self(tokens, **kwargs)
         return output, trace
 

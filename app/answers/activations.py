@@ -40,12 +40,13 @@ def plan(context: Context, request: ActivationsRequest) -> Build:
 def build_activations(resolved: Resolved, forward: ForwardPass, request: ActivationsRequest, names: list[str],
                       layers: list[int], stack: str | None, budget: Budget) -> dict[str, Any]:
     trace = forward.trace
-    budget.check(trace[name] for name in names)
+    tensors = {name: trace[name] for name in names}  # read once: a compact trace runs each block again to read it
+    budget.check(tensors.values())
     stages, norms = {}, {}
-    for name in names:
-        stages[name] = encode_tensor(name, trace[name], trace.dims[name], request.encoding, request.dtype)
+    for name, tensor in tensors.items():
+        stages[name] = encode_tensor(name, tensor, trace.dims[name], request.encoding, request.dtype)
         if ".hook_resid" in name:
-            norm = readouts.residual_norms(trace[name])  # [batch, pos]
+            norm = readouts.residual_norms(tensor)  # [batch, pos]
             norms[name] = encode_tensor(name, norm, trace.dims[name][:-1], request.encoding, request.dtype)
     tokens = forward.target_tokens if stack == "decoder" else forward.tokens
     return {"model": resolved.name, "stack": stack, "layers": layers, "tokens": tokens_out(tokens),

@@ -165,9 +165,10 @@ def test_capturing_does_not_change_outputs() -> None:
     toks = tokens()
     with torch.inference_mode():
         plain = model(toks)
-    traced, trace = model.run_with_trace(toks)
+    traced, trace = model.run_with_trace(toks, compact=False)
+    compact, _ = model.run_with_trace(toks)
     filtered, small = model.run_with_trace(toks, names=["blocks.1.attn.hook_pattern"])
-    assert torch.equal(plain, traced) and torch.equal(plain, filtered)
+    assert torch.equal(plain, traced) and torch.equal(plain, filtered) and torch.equal(plain, compact)
     assert list(small) == ["blocks.1.attn.hook_pattern"]
     assert small.nbytes() < trace.nbytes() / 20
 

@@ -1,5 +1,6 @@
-"""A trace that keeps derived stages as recipes (run_with_trace's default) reads exactly what one that keeps every
-tensor reads, for every architecture choice, with padding, a KV cache and edits; and it holds fewer bytes."""
+"""A compact trace (run_with_trace's full trace: what flows between blocks kept, a block run again when read) reads
+what a trace that keeps every tensor reads, for every architecture choice and with padding; a trace with edits
+or a KV cache keeps every tensor; threads reading one cached trace agree."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 import torch
 
 from model import Transformer, TransformerConfig
+from model.compact_trace import CompactTrace
 from model.edits import Interventions
 from model.kv_cache import KVCache
 
@@ -54,7 +56,7 @@ def trace_both(model: Transformer, toks: torch.Tensor, **kwargs):  # type: ignor
     if model.cfg.architecture == "encoder-decoder":
         kwargs.setdefault("target_tokens", toks[:, :5])
     derived = model.run_with_trace(toks, **kwargs)
-    kept = model.run_with_trace(toks, derive=False, **kwargs)
+    kept = model.run_with_trace(toks, compact=False, **kwargs)
     return derived, kept
 
 
@@ -68,16 +70,18 @@ def assert_same(derived, kept) -> None:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("name", CONFIGS)
-def test_derived_stages_read_what_kept_ones_hold(name: str) -> None:
+def test_a_compact_trace_reads_what_a_full_one_holds(name: str) -> None:
     model = make(name)
-    derived, kept = trace_both(model, tokens(model))
-    assert_same(derived, kept)
-    assert derived[1].recipes, "no stage of this model is derived"
-    assert derived[1].nbytes() < kept[1].nbytes()
-    assert not kept[1].recipes
+    compact, kept = trace_both(model, tokens(model))
+    assert isinstance(compact[1], CompactTrace) and not isinstance(kept[1], CompactTrace)
+    assert_same(compact, kept)
+    blocks = model.cfg.n_layers + (model.cfg.decoder_layers if model.cfg.architecture == "encoder-decoder" else 0)
+    assert len(compact[1].calls) == blocks
+    assert compact[1].nbytes() < kept[1].nbytes() / 2  # inner stages are not held
+    assert all(".attn." not in name and ".mlp." not in name for name in compact[1].tensors)
 
 
-def test_derived_stages_with_padding_and_a_blind_query() -> None:
+def test_a_compact_trace_with_padding_and_a_blind_query() -> None:
     """A padded batch: a padded query of a bidirectional encoder sees no key at all (its pattern row is 0)."""
     model = make("bert-post-ln")
     toks = tokens(model, batch=2)
@@ -104,37 +108,41 @@ def test_a_padded_query_that_sees_nothing_attends_nowhere() -> None:
     assert causal is not None and blind_rows(causal) is None
 
 
-def test_an_edit_on_a_derived_stage_is_kept_as_edited() -> None:
+def test_a_trace_with_edits_keeps_every_stage() -> None:
+    """An edit may keep state of its own (the lab's capture lists): it runs once, in the one forward pass."""
     model = make("llama-gqa")
     toks = tokens(model)
     edits = Interventions(no_scale=True, ablate_heads=((0, 1),))  # edits on scores_scaled, z
-    derived, kept = trace_both(model, toks, edits=edits)
-    assert_same(derived, kept)
+    output, trace = model.run_with_trace(toks, edits=edits)
+    assert not isinstance(trace, CompactTrace)
+    assert "blocks.0.attn.hook_pattern" in trace.tensors
     plain, _ = model.run_with_trace(toks)
-    assert float((derived[0] - plain).abs().max()) > 1e-4  # the edit changed the output
+    assert float((output - plain).abs().max()) > 1e-4  # the edit changed the output
+    _, empty = model.run_with_trace(toks, edits=Interventions())  # no edit at all: compact
+    assert isinstance(empty, CompactTrace)
 
 
-def test_a_cached_step_keeps_what_it_cannot_derive() -> None:
-    """With a KV cache, z reads V of every position so far (not a stage of this step): kept as a tensor."""
+def test_a_cached_step_keeps_every_stage() -> None:
+    """With a KV cache a block reads the cache as it was then: no compact trace (the cache has grown since)."""
     model = make("llama-gqa")
     toks = tokens(model)
     cache = KVCache()
     model.run_with_trace(toks[:, :7], cache=cache)
     cache_b = KVCache()
-    model.run_with_trace(toks[:, :7], derive=False, cache=cache_b)
+    model.run_with_trace(toks[:, :7], compact=False, cache=cache_b)
     derived = model.run_with_trace(toks[:, 7:], cache=cache)
-    kept = model.run_with_trace(toks[:, 7:], derive=False, cache=cache_b)
+    kept = model.run_with_trace(toks[:, 7:], compact=False, cache=cache_b)
     assert_same(derived, kept)
-    assert "blocks.0.attn.hook_z" in derived[1].tensors  # not derivable from this step's stages
-    assert "blocks.0.mlp.hook_gate" in derived[1].recipes
+    assert not isinstance(derived[1], CompactTrace)
 
 
 def test_threads_reading_one_trace_read_the_same_numbers() -> None:
     """The server's trace cache hands one trace to several threads: their reads of derived stages agree."""
     model = make("llama-gqa")
     _, trace = model.run_with_trace(tokens(model))
-    _, kept = model.run_with_trace(tokens(model), derive=False)
-    names = list(trace.recipes)
+    _, kept = model.run_with_trace(tokens(model), compact=False)
+    names = [name for name in trace if name not in trace.tensors]
+    assert len(names) > 20
     failures: list[str] = []
 
     def read() -> None:
@@ -149,3 +157,26 @@ def test_threads_reading_one_trace_read_the_same_numbers() -> None:
     for thread in threads:
         thread.join()
     assert not failures
+
+
+def test_a_block_runs_again_once_for_all_its_stages(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = make("llama-gqa")
+    _, trace = model.run_with_trace(tokens(model))
+    assert isinstance(trace, CompactTrace)
+    runs: list[str] = []
+    block = model.stack.blocks[1]
+    monkeypatch.setattr(type(block), "forward", counting(type(block).forward, runs))
+    for name in trace:
+        if name.startswith("blocks.1."):
+            trace[name]
+    assert len(runs) == 1  # one run of layer 1 for all its stages
+    trace["blocks.0.attn.hook_q"]
+    trace["blocks.1.attn.hook_q"]
+    assert len(runs) == 3  # the last block read is kept, one at a time
+
+
+def counting(forward, runs: list[str]):  # type: ignore[no-untyped-def]
+    def wrapped(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        runs.append(self.stage_prefix)
+        return forward(self, *args, **kwargs)
+    return wrapped
