@@ -35,6 +35,13 @@ def gemma_moe(**changes: Any) -> Transformer:
     return model
 
 
+def post_norm(block: torch.nn.Module) -> torch.nn.Module:
+    """The block's norm after the FFN (Gemma's ln2_post)."""
+    norm = block.ln2_post
+    assert isinstance(norm, torch.nn.Module)
+    return norm
+
+
 def summand_names(model: Transformer) -> set[str]:
     return {name for name in model.trace_names if name.rsplit("hook_", 1)[-1] in SUMMANDS}
 
@@ -56,7 +63,7 @@ def test_the_layer_output_is_the_sum_of_its_two_traced_summands(derive: bool) ->
             stream = rms(trace[at + "hook_resid_mid"], eps) * mlp.norm_experts_in_w
             own_experts = rms(routed(mlp.experts, trace[at + "mlp.hook_expert_weights"], stream), eps) \
                 * mlp.norm_experts_out_w
-            out = block.ln2_post(dense + experts)  # the block's norm after the FFN reads their sum
+            out = post_norm(block)(dense + experts)  # the block's norm after the FFN reads their sum
         torch.testing.assert_close(dense, own_dense, atol=TOL, rtol=TOL)
         torch.testing.assert_close(experts, own_experts, atol=TOL, rtol=TOL)
         torch.testing.assert_close(out, trace[at + "hook_mlp_out"], atol=TOL, rtol=TOL)
@@ -71,14 +78,14 @@ def test_an_edit_of_a_summand_changes_the_layer_output() -> None:
     with torch.inference_mode(), Trace(model.trace_names, zeroed) as trace:
         model(tokens)
     with torch.inference_mode():
-        dense_only = model.stack.blocks[1].ln2_post(trace["blocks.1.mlp.hook_dense_out"])
+        dense_only = post_norm(model.stack.blocks[1])(trace["blocks.1.mlp.hook_dense_out"])
     torch.testing.assert_close(trace["blocks.1.hook_mlp_out"], dense_only, atol=TOL, rtol=TOL)
 
 
 def test_the_summands_are_on_the_blocks_moe_layers_only() -> None:
     mixed = gemma_moe(moe_layers=(0, 2))
     assert summand_names(mixed) == {f"blocks.{layer}.mlp.hook_{s}" for layer in (0, 2) for s in SUMMANDS}
-    qwen3_moe = dict(vocab_size=40, d_model=32, n_layers=2, n_heads=4, n_ctx=64, pos_encoding="rope", norm="rmsnorm",
+    qwen3_moe: dict[str, Any] = dict(vocab_size=40, d_model=32, n_layers=2, n_heads=4, n_ctx=64, pos_encoding="rope", norm="rmsnorm",
                      activation="swiglu", n_experts=4, n_experts_used=2, expert_d_mlp=16)
     assert summand_names(Transformer(TransformerConfig(**qwen3_moe))) == set()
     assert summand_names(Transformer(TransformerConfig(**qwen3_moe, shared_expert_d_mlp=16))) == set()
