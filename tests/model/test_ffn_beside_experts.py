@@ -85,8 +85,9 @@ def test_an_edit_of_a_summand_changes_the_layer_output() -> None:
 def test_the_summands_are_on_the_blocks_moe_layers_only() -> None:
     mixed = gemma_moe(moe_layers=(0, 2))
     assert summand_names(mixed) == {f"blocks.{layer}.mlp.hook_{s}" for layer in (0, 2) for s in SUMMANDS}
-    qwen3_moe: dict[str, Any] = dict(vocab_size=40, d_model=32, n_layers=2, n_heads=4, n_ctx=64, pos_encoding="rope", norm="rmsnorm",
-                     activation="swiglu", n_experts=4, n_experts_used=2, expert_d_mlp=16)
+    qwen3_moe: dict[str, Any] = dict(vocab_size=40, d_model=32, n_layers=2, n_heads=4, n_ctx=64, pos_encoding="rope",
+                                     norm="rmsnorm", activation="swiglu", n_experts=4, n_experts_used=2,
+                                     expert_d_mlp=16)
     assert summand_names(Transformer(TransformerConfig(**qwen3_moe))) == set()
     assert summand_names(Transformer(TransformerConfig(**qwen3_moe, shared_expert_d_mlp=16))) == set()
     dense = gemma_moe(n_experts=0, n_experts_used=0, expert_d_mlp=None, expert_norm_topk=False,
