@@ -25,9 +25,14 @@ def gemma_moe(**changes: Any) -> Transformer:
         norm="rmsnorm", activation="geglu_tanh", bias=False, post_norms=True, n_experts=4, n_experts_used=2,
         expert_d_mlp=16, expert_norm_topk=True, experts_beside_mlp=True)
     cfg = TransformerConfig(**{**fields, **changes})
-    model = Transformer(cfg).eval()
-    gen = torch.Generator().manual_seed(0)
-    with torch.no_grad():  # gains and scales away from 1, so that a summand before its norm would not pass
+    return scales_away_from_one(Transformer(cfg).eval())
+
+
+def scales_away_from_one(model: Transformer, seed: int = 0) -> Transformer:
+    """The block's norm gains and router/expert scales drawn from [0.5, 1.5) (at init all 1, so that a summand before
+    its norm would pass a test, and every token's summands would have the same length, √d_model)."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
         for name, param in model.named_parameters():
             if name.endswith(("norm_dense_w", "norm_experts_in_w", "norm_experts_out_w", "per_expert_scale",
                               "router_scale")):
