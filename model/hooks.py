@@ -170,7 +170,7 @@ ATTENTION_STAGES = ("q", "k", "v", "norm_q", "norm_k", "norm_v", "k_shared", "v_
                     "out_gate", "z_gated")  # the last 2: Qwen3.5's gated attention output
 # router_logits .. expert_weights: a mixture of experts' (model/moe.py); shared_*: its shared expert (Qwen3.5-MoE)
 MLP_STAGES = ("pre", "gate", "up", "post", "router_logits", "router_probs", "expert_weights", "shared_gate",
-              "shared_out")
+              "shared_out", "dense_out", "experts_out")
 # a gated DeltaNet layer's (model/deltanet.py), in the order the forward pass reaches them: blocks.0.deltanet.hook_beta
 DELTANET_STAGES = ("split_q", "split_k", "split_v", "split_z", "split_a", "split_b", "conv_q", "conv_k", "conv_v",
                    "query", "key", "decay", "beta", "state_change", "state", "read", "gated")

@@ -119,13 +119,15 @@ def rms(x: torch.Tensor, eps: float) -> torch.Tensor:
 class FfnBesideExperts(MLP):
     """Gemma 4's mixture-of-experts block (26B-A4B): the layer's FFN and a mixture of experts side by side.
 
-        dense   = norm_1(FFN(ln2(h)))                                  the FFN's own stages (pre, gate, up, post)
+        dense   = norm_1(FFN(ln2(h)))                                  dense_out; the FFN's own stages (pre, gate, ...)
         probs   = softmax(W_router · (rms(h) ⊙ router_scale / √d_model))  the router reads the stream h itself
         weight  = the top-k probs ÷ their sum, × per_expert_scale[e]     (expert_weights)
-        experts = norm_2(Σ over chosen e of weight_e · expert_e(norm_pre(h)))
+        experts = norm_2(Σ over chosen e of weight_e · expert_e(norm_pre(h)))     experts_out
         out     = dense + experts                                      (then the block's ln2_post, as any Gemma FFN)
 
-    norm_1, norm_2, norm_pre: RMSNorms with gains of their own (no stages of their own); rms: without a gain.
+    norm_1, norm_2, norm_pre: RMSNorms with gains of their own; rms: without a gain. The two summands are stages,
+    `dense_out` and `experts_out` (each after its norm, so out is exactly their sum), kept as tensors, not derived:
+    each holds a whole FFN's or the experts' work, nothing cheap to redo when read. norm_pre's output is none.
     """
 
     def __init__(self, cfg: TransformerConfig, layer: int = 0) -> None:
@@ -142,13 +144,15 @@ class FfnBesideExperts(MLP):
         self.hook_router_logits = HookPoint(dims)
         self.hook_router_probs = HookPoint(dims)
         self.hook_expert_weights = HookPoint(dims)
+        self.hook_dense_out = HookPoint(("batch", "pos", "d_model"))  # the two summands, each after its norm
+        self.hook_experts_out = HookPoint(("batch", "pos", "d_model"))
 
     def forward(self, x: torch.Tensor, stream: torch.Tensor | None = None) -> torch.Tensor:  # type: ignore[override]
         """x: ln2(h), stream: h, both [batch, pos, d_model] -> the dense FFN's and the experts' outputs, each normed,
         summed [batch, pos, d_model]."""
         if stream is None:
             raise ValueError("Gemma 4's mixture of experts reads the residual stream beside the FFN's input")
-        dense = rms(super().forward(x), self.eps) * self.norm_dense_w
+        dense = self.hook_dense_out(rms(super().forward(x), self.eps) * self.norm_dense_w)  # [batch, pos, d_model]
         routed_in = rms(stream, self.eps) * self.router_scale * self.d_model ** -0.5
         logits = self.hook_router_logits(self.W_router(routed_in))  # [batch, pos, expert]
         probs = self.hook_router_probs(torch.softmax(logits, dim=-1))
@@ -156,4 +160,4 @@ class FfnBesideExperts(MLP):
         top = top / top.sum(dim=-1, keepdim=True) * self.per_expert_scale[chosen]
         weights = self.hook_expert_weights(torch.zeros_like(probs).scatter(-1, chosen, top))
         experts = routed(self.experts, weights, rms(stream, self.eps) * self.norm_experts_in_w)
-        return dense + rms(experts, self.eps) * self.norm_experts_out_w
+        return dense + self.hook_experts_out(rms(experts, self.eps) * self.norm_experts_out_w)  # [batch, pos, d_model]

@@ -1,8 +1,9 @@
 // Stage: a mixture of experts' router (model/moe.py): each token's probability for every expert, the experts it is
 // sent to with their weights, and which experts each token used in every layer that has a router; with a shared
-// expert (Qwen3.5-MoE) also its gate per token and its gated output, beside the routed experts.
+// expert (Qwen3.5-MoE) also its gate per token and its gated output, beside the routed experts; with experts beside
+// the FFN (Gemma 4) the two summands, the dense FFN's output and the experts' weighted sum, and each one's length.
 
-import { categoryAxis, draw, fitMargins, rawLabels, rowsHeight, tokenLabels } from "../shared/plot.js";
+import { categoryAxis, draw, fitMargins, legendTop, rawLabels, rowsHeight, tokenLabels } from "../shared/plot.js";
 import { badge, drawTokenMatrix, fetchStages } from "./common.js";
 
 /** The router's layers and the name of each one's expert weights (from the model's description), in order. */
@@ -76,11 +77,49 @@ function drawShared(board, ctx, stages) {
     title: t("router_shared_out_title"), className: "half" });
 }
 
+/** Each row's length ‖row‖ over its last dim (a token's vector over d_model). */
+function lengths(tensor) {
+  return tensor.matrix("pos", "d_model").map((row) => Math.sqrt(row.reduce((sum, v) => sum + (v ?? 0) ** 2, 0)));
+}
+
+const mean = (xs) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+
+/** Gemma 4: what the dense FFN and the experts each add to the layer's output, token by token (their lengths, two
+ * bars per token), then the two vectors themselves, side by side; their sum is what the norm after the FFN reads. */
+function drawBeside(board, ctx, stages) {
+  const { t } = ctx;
+  const site = ctx.names.site;
+  const dense = lengths(stages[site.dense_out]);
+  const experts = lengths(stages[site.experts_out]);
+  const y = tokenLabels(ctx.tokens).slice(0, dense.length);
+  const plot = board.card("beside", {
+    title: t("router_beside_title", { layer: ctx.layer }),
+    badges: [badge(ctx, "dense_out", stages[site.dense_out]), badge(ctx, "experts_out", stages[site.experts_out])],
+    exportData: () => ({ rows: rawLabels(ctx.tokens).slice(0, dense.length), dense, experts }),
+    filename: `${ctx.fname}_ffn_and_experts`,
+    note: t("router_beside_note", { dense: mean(dense).toFixed(2), experts: mean(experts).toFixed(2), n: dense.length }),
+  });
+  const bar = (x, name, color) => ({ type: "bar", orientation: "h", y, x, name, marker: { color },
+    hovertemplate: `%{y}<br>${name}: ‖·‖ = %{x:.3f}<extra></extra>` });
+  draw(plot, [bar(dense, t("router_beside_dense"), "#4c78a8"), bar(experts, t("router_beside_experts"), "#d9822b")], {
+    height: rowsHeight(2 * dense.length, 14),
+    margin: fitMargins(plot, { y, x: [Math.max(...dense, ...experts).toFixed(1)], top: legendTop() }),
+    barmode: "group", showlegend: true,
+    legend: { orientation: "h", x: 0, xanchor: "left", y: 1, yanchor: "bottom" },
+    xaxis: { title: { text: t("ax_length") }, rangemode: "tozero" },
+    yaxis: categoryAxis(t("ax_token"), { autorange: "reversed" }),
+  }, `${ctx.fname}_ffn_and_experts`);
+  drawTokenMatrix(board, "dense_out", ctx, stages[site.dense_out], {
+    title: t("router_dense_out_title"), label: "dense_out", className: "half" });
+  drawTokenMatrix(board, "experts_out", ctx, stages[site.experts_out], {
+    title: t("router_experts_out_title"), label: "experts_out", className: "half" });
+}
+
 export default {
   async load(ctx) {
     const site = ctx.names.site; // this layer's router stages, by hook
-    const names = [site.router_probs, site.expert_weights, site.shared_gate, site.shared_out,
-      ...routedLayers(ctx).map((l) => l.name)];
+    const names = [site.router_probs, site.expert_weights, site.shared_gate, site.shared_out, site.dense_out,
+      site.experts_out, ...routedLayers(ctx).map((l) => l.name)];
     return fetchStages(ctx, [...new Set(names.filter(Boolean))]);
   },
   draw(board, stages, ctx) {
@@ -94,6 +133,7 @@ export default {
     drawTokenMatrix(board, "weights", ctx, weights, {
       title: t("router_weights_title", { used }), signed: false, className: "half", zmax: top });
     if (site.shared_gate) drawShared(board, ctx, stages); // Qwen3.5-MoE: the expert every token goes through
+    if (site.dense_out) drawBeside(board, ctx, stages); // Gemma 4: the dense FFN beside the experts
     drawLayers(board, ctx, stages);
   },
 };
