@@ -126,8 +126,7 @@ class FfnBesideExperts(MLP):
         out     = dense + experts                                      (then the block's ln2_post, as any Gemma FFN)
 
     norm_1, norm_2, norm_pre: RMSNorms with gains of their own; rms: without a gain. The two summands are stages,
-    `dense_out` and `experts_out` (each after its norm, so out is exactly their sum), kept as tensors, not derived:
-    each holds a whole FFN's or the experts' work, nothing cheap to redo when read. norm_pre's output is none.
+    `dense_out` and `experts_out` (each after its norm, so out is exactly their sum). norm_pre's output is none.
     """
 
     def __init__(self, cfg: TransformerConfig, layer: int = 0) -> None:

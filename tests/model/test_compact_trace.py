@@ -55,13 +55,13 @@ def tokens(model: Transformer, n: int = 11, batch: int = 1) -> torch.Tensor:
 def trace_both(model: Transformer, toks: torch.Tensor, **kwargs):  # type: ignore[no-untyped-def]
     if model.cfg.architecture == "encoder-decoder":
         kwargs.setdefault("target_tokens", toks[:, :5])
-    derived = model.run_with_trace(toks, **kwargs)
+    compact = model.run_with_trace(toks, **kwargs)
     kept = model.run_with_trace(toks, compact=False, **kwargs)
-    return derived, kept
+    return compact, kept
 
 
-def assert_same(derived, kept) -> None:  # type: ignore[no-untyped-def]
-    (out_a, a), (out_b, b) = derived, kept
+def assert_same(compact, kept) -> None:  # type: ignore[no-untyped-def]
+    (out_a, a), (out_b, b) = compact, kept
     torch.testing.assert_close(out_a, out_b, rtol=0, atol=1e-6)
     assert list(a) == list(b)  # the same stages, in the same (execution) order
     assert a.dims == b.dims
@@ -87,9 +87,9 @@ def test_a_compact_trace_with_padding_and_a_blind_query() -> None:
     toks = tokens(model, batch=2)
     padding = torch.ones(2, 11, dtype=torch.long)
     padding[1, 6:] = 0
-    derived, kept = trace_both(model, toks, padding_mask=padding)
-    assert_same(derived, kept)
-    pattern = derived[1]["blocks.0.attn.hook_pattern"]
+    compact, kept = trace_both(model, toks, padding_mask=padding)
+    assert_same(compact, kept)
+    pattern = compact[1]["blocks.0.attn.hook_pattern"]
     assert float(pattern[1, :, :, 6:].abs().sum()) == 0  # no query looks at padding
 
 
@@ -130,14 +130,14 @@ def test_a_cached_step_keeps_every_stage() -> None:
     model.run_with_trace(toks[:, :7], cache=cache)
     cache_b = KVCache()
     model.run_with_trace(toks[:, :7], compact=False, cache=cache_b)
-    derived = model.run_with_trace(toks[:, 7:], cache=cache)
+    compact = model.run_with_trace(toks[:, 7:], cache=cache)
     kept = model.run_with_trace(toks[:, 7:], compact=False, cache=cache_b)
-    assert_same(derived, kept)
-    assert not isinstance(derived[1], CompactTrace)
+    assert_same(compact, kept)
+    assert not isinstance(compact[1], CompactTrace)
 
 
 def test_threads_reading_one_trace_read_the_same_numbers() -> None:
-    """The server's trace cache hands one trace to several threads: their reads of derived stages agree."""
+    """The server's trace cache hands one trace to several threads: their reads of compact stages agree."""
     model = make("llama-gqa")
     _, trace = model.run_with_trace(tokens(model))
     _, kept = model.run_with_trace(tokens(model), compact=False)

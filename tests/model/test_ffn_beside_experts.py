@@ -51,11 +51,11 @@ def summand_names(model: Transformer) -> set[str]:
     return {name for name in model.trace_names if name.rsplit("hook_", 1)[-1] in SUMMANDS}
 
 
-@pytest.mark.parametrize("derive", [True, False])
-def test_the_layer_output_is_the_sum_of_its_two_traced_summands(derive: bool) -> None:
+@pytest.mark.parametrize("compact", [True, False])
+def test_the_layer_output_is_the_sum_of_its_two_traced_summands(compact: bool) -> None:
     model = gemma_moe()
     tokens = torch.randint(0, 40, (2, 11), generator=torch.Generator().manual_seed(1))
-    _, trace = model.run_with_trace(tokens, derive=derive)
+    _, trace = model.run_with_trace(tokens, compact=compact)
     eps = model.cfg.norm_eps
     for layer, block in enumerate(model.stack.blocks):
         mlp, at = block.mlp, f"blocks.{layer}."
