@@ -48,11 +48,13 @@ class CompactTrace(Trace):
         self.calls: dict[str, BlockCall] = {}  # block prefix ("blocks.3.") -> its call
         self._inside: str | None = None  # the prefix of the block running now
         self._again: tuple[str, Trace] | None = None  # (prefix, its stages) of the last block run again
+        self._block_bytes: dict[str, int] = {}  # prefix -> the bytes of the block's stages left out
 
     def record(self, name: str, dims: tuple[str, ...], tensor: torch.Tensor) -> None:
         inside = self._inside
         if inside is not None and name not in (inside + "hook_resid_pre", inside + "hook_resid_post"):
             self.dims[name] = dims  # where it comes in the pass, and its dims; its numbers when it is read
+            self._block_bytes[inside] = self._block_bytes.get(inside, 0) + tensor.numel() * tensor.element_size()
             return
         super().record(name, dims, tensor)
 
@@ -89,6 +91,10 @@ class CompactTrace(Trace):
             call.block(self.tensors[prefix + "hook_resid_pre"], *call.args)
         self._again = (prefix, again)  # one tuple, swapped whole: threads reading a cached trace see either
         return again
+
+    def nbytes(self) -> int:
+        """What it holds at most: its kept tensors and the stages of the one block it keeps after a read."""
+        return super().nbytes() + max(self._block_bytes.values(), default=0)
 
     def __contains__(self, name: object) -> bool:
         return name in self.dims
