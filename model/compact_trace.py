@@ -52,10 +52,11 @@ class CompactTrace(Trace):
 
     def record(self, name: str, dims: tuple[str, ...], tensor: torch.Tensor) -> None:
         inside = self._inside
-        if inside is not None and name not in (inside + "hook_resid_pre", inside + "hook_resid_post"):
-            self.dims[name] = dims  # where it comes in the pass, and its dims; its numbers when it is read
+        if inside is not None and name != inside + "hook_resid_pre":  # a run again makes all but its input anew
             self._block_bytes[inside] = self._block_bytes.get(inside, 0) + tensor.numel() * tensor.element_size()
-            return
+            if name != inside + "hook_resid_post":
+                self.dims[name] = dims  # where it comes in the pass, and its dims; its numbers when it is read
+                return
         super().record(name, dims, tensor)
 
     def run_block(self, block: nn.Module, prefix: str, x: torch.Tensor, args: tuple[Any, ...],
