@@ -97,8 +97,8 @@ def refusing_hybrid(name: str, plan: Any) -> Any:
             layers = ", ".join(map(str, deltanet))
             raise errors.not_in_model(
                 f"The {name} experiment recomputes attention (its patterns, or its math outside the forward pass) "
-                f"layer by layer, as plain softmax attention. This model is a hybrid: layers {layers} are gated "
-                "DeltaNet layers (a state matrix updated token by token, no attention pattern) and its attention "
+                f"layer by layer, as plain softmax attention. This model is a hybrid: its gated DeltaNet layers "
+                f"({layers}) keep a state matrix updated token by token, with no attention pattern, and its attention "
                 "layers multiply their output by a gate. The experiment does not implement either, so it is refused "
                 "rather than answered with numbers that are not the model's."
             ).with_details("deltanet_model", experiment=name, deltanet_layers=layers,

@@ -92,7 +92,7 @@ def test_every_lab_experiment_answers_or_refuses_the_hybrid_by_name(client: Test
         status, code, message = error_of(response)
         body_json = response.json()["error"]
         if code == "not_in_model" and body_json.get("details", {}).get("reason") == "deltanet_model":
-            assert "layers 0, 1 are gated DeltaNet layers" in message
+            assert "its gated DeltaNet layers (0, 1) keep a state matrix" in message
         else:  # refused earlier for what the request lacks, or for the model's family (architecture)
             assert status == 422, response.text
 
