@@ -41,8 +41,6 @@ class CompactTrace(Trace):
     the stages of one layer cost one layer's work together, then nothing.
     """
 
-    compact = True
-
     def __init__(self, wanted: frozenset[str] | list[str]) -> None:
         super().__init__(wanted)
         self.calls: dict[str, BlockCall] = {}  # block prefix ("blocks.3.") -> its call

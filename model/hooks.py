@@ -72,8 +72,6 @@ class HookPoint(nn.Module):
 class Trace(Mapping[str, torch.Tensor]):
     """Name -> tensor for the stages one forward pass went through, in execution order."""
 
-    compact = False  # model/compact_trace.py's keeps only what flows between blocks
-
     def __init__(self, wanted: Iterable[str], edits: Mapping[str, Sequence[Edit]] | None = None) -> None:
         self.edits: Mapping[str, Sequence[Edit]] = edits or {}
         self.wanted = frozenset(wanted)

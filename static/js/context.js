@@ -6,7 +6,7 @@ import { PARAM_VARS, trim } from "./params.js";
 import { FN_NAMES, GATES, GLU_NAMES, stageKeys, STAGE_FIELDS } from "./stage_text.js";
 import { namesFor } from "./stages.js";
 import { activeAt } from "./intervene.js";
-import { hasChatTemplate } from "./shared/model_menu.js";
+import { attentionLayers, hasChatTemplate } from "./shared/model_menu.js";
 import { headLabel as probeLabel, sentenceLang } from "./probes.js";
 
 /**
@@ -68,7 +68,7 @@ const STAGE_VARS = {
   shared_d_mlp: (info) => info.config.shared_expert_d_mlp ?? "", // Qwen3.5-MoE's shared expert
   // Qwen3.5: the gated DeltaNet layers (model/deltanet.py), their heads and widths, and the attention layers
   deltanet_layers: (info) => (info.config.deltanet_layers ?? []).join(", "),
-  attention_layers: (info) => [...Array(info.n_layers).keys()].filter((i) => !(info.config.deltanet_layers ?? []).includes(i)).join(", "),
+  attention_layers: (info) => attentionLayers(info).join(", "),
   dn_key_heads: (info) => info.config.deltanet_key_heads ?? "",
   dn_heads: (info) => info.config.deltanet_value_heads ?? "",
   dn_group: (info) => (info.config.deltanet_value_heads ?? 0) / (info.config.deltanet_key_heads ?? 1),

@@ -173,7 +173,7 @@ function renderModelInfo(ctx) {
       }),
     }),
   ];
-  if (hybrid) lines.push(h("p", { class: "config-line hybrid-line", text: hybridLine(t, info, ctx.vars) }));
+  if (hybrid) lines.push(h("p", { class: "config-line hybrid-line", text: hybridLine(t, deltanet, info.n_layers - deltanet, ctx.vars) }));
   // the API's description is English; a model's meta may carry its Chinese one
   const description = state.lang === "zh" && info.meta && info.meta.description_zh ? info.meta.description_zh : info.description;
   if (description) lines.push(h("p", { class: "description", text: description }));
@@ -191,12 +191,11 @@ function renderModelInfo(ctx) {
  * Qwen3.5: which layers are gated DeltaNet and which attention, and what each keeps per sequence; each part
  * singular or plural by its count of layers ("layer 3 is attention", "layers 0, 1, 2 are gated DeltaNet").
  */
-function hybridLine(t, info, vars) {
-  const deltanet = info.config.deltanet_layers.length;
+function hybridLine(t, deltanet, attention, vars) {
   const form = (n) => (n === 0 ? "none" : n === 1 ? "one" : "other"); // the DeltaNet part is never "none"
   return t("hybrid_line", {
     deltanet_part: t(`hybrid_deltanet_${form(deltanet)}`, vars),
-    attention_part: t(`hybrid_attention_${form(info.n_layers - deltanet)}`, vars),
+    attention_part: t(`hybrid_attention_${form(attention)}`, vars),
   });
 }
 

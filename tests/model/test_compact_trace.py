@@ -13,14 +13,9 @@ from model import Transformer, TransformerConfig
 from model.compact_trace import CompactTrace
 from model.edits import Interventions
 from model.kv_cache import KVCache
+from tests.lab.test_gemma4_lab import GEMMA4
 
 BASE = dict(d_model=32, n_layers=2, n_heads=4, vocab_size=64, n_ctx=32, seed=1)
-GEMMA4 = dict(vocab_size=40, d_model=32, n_layers=6, n_heads=4, n_kv_heads=2, head_dim=8, n_ctx=64, seed=5,
-              init_std=0.3, pos_encoding="rope", norm="rmsnorm", activation="geglu_tanh", bias=False,
-              post_norms=True, qk_norm=True, score_scale_dim=1.0, scale_embeddings=True, sliding_window=3,
-              window_layers=(0, 2, 4), rope_base=1000.0, rope_base_local=50.0, head_dim_global=16,
-              kv_heads_global=1, kv_source=(0, 1, 2, 3, 2, 3), k_eq_v=True, v_norm=True,
-              mlp_widths=(64, 64, 64, 64, 128, 128), per_layer_input=8, layer_scalar=True, logit_softcap=3.0)
 CONFIGS = {
     "gpt2": dict(pos_encoding="learned", activation="gelu_tanh"),
     "llama-gqa": dict(pos_encoding="rope", norm="rmsnorm", activation="swiglu", n_kv_heads=2, bias=False),

@@ -3,6 +3,7 @@
 
 import { h } from "../shared/dom.js";
 import { detailWords, ownWords } from "../shared/messages.js";
+import { attentionLayers } from "../shared/model_menu.js";
 
 export function numberField(field, value, label, { min, max, step = 1, kind = "int" } = {}) {
   return h(
@@ -81,19 +82,13 @@ export function lineLayout(xTitle, yTitle, extra = {}) {
   };
 }
 
-/** The body of a panel that reads one head of the sentence's self-attention (an encoder-decoder's: its encoder). */
-/** The layers that have attention heads: every one, but a hybrid's (Qwen3.5) gated DeltaNet layers have none. */
-function headLayers(info) {
-  const deltanet = (info.config && info.config.deltanet_layers) || [];
-  return [...Array(info.n_layers).keys()].filter((i) => !deltanet.includes(i));
-}
-
 /** The layer a head panel shows and asks for: the field's, or on a hybrid the first attention layer from it on. */
 function headLayer(info, layer) {
-  const layers = headLayers(info);
+  const layers = attentionLayers(info);
   return layers.includes(layer) ? layer : (layers.find((i) => i > layer) ?? layers[layers.length - 1] ?? layer);
 }
 
+/** The body of a panel that reads one head of the sentence's self-attention (an encoder-decoder's: its encoder). */
 export function headBody({ s, info, v }, extra = {}) {
   const body = { model: s.model, text: s.text, layer: headLayer(info, v.layer), head: v.head, ...extra };
   if (info.architecture === "encoder-decoder") body.stack = "encoder";
@@ -103,7 +98,7 @@ export function headBody({ s, info, v }, extra = {}) {
 /** Its layer and head menus, within the model on screen. */
 export function headControls({ v, say, info }) {
   return [
-    selectField("layer", headLayers(info).map((i) => [i, String(i)]), headLayer(info, v.layer), say("layer"), "int"),
+    selectField("layer", attentionLayers(info).map((i) => [i, String(i)]), headLayer(info, v.layer), say("layer"), "int"),
     selectField("head", range(info.n_heads), v.head, say("head"), "int"),
   ];
 }

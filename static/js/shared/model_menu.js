@@ -49,6 +49,12 @@ export function modelOptions(models, familyLabel, text = "", refused = { list: [
   ];
 }
 
+/** The layers that have attention heads: every one, but a hybrid's (Qwen3.5) gated DeltaNet layers have none. */
+export function attentionLayers(info) {
+  const deltanet = (info.config && info.config.deltanet_layers) || [];
+  return [...Array(info.n_layers).keys()].filter((i) => !deltanet.includes(i));
+}
+
 /** The model reads chat-formatted text (its checkpoint carries a chat template: `chat: true` works). */
 export function hasChatTemplate(info) {
   const template = info && info.meta && info.meta.chat_template;
