@@ -105,7 +105,7 @@ def interventions_for(resolved: Resolved, asked: InterventionsIn | None) -> Inte
             attention = ", ".join(str(i) for i in range(cfg.n_layers) if not cfg.is_deltanet(i))
             raise errors.invalid_intervention(
                 f"ablate_heads: layer {layer} is a gated DeltaNet layer (a state matrix, no attention heads to "
-                f"zero); this model's attention layers are {attention}.")
+                f"zero); this model's attention layers: {attention}.")
     changes = Interventions(no_scale=asked.no_scale, no_mask=asked.no_mask, window=asked.window,
                             temperature=asked.temperature,
                             ablate_heads=tuple(sorted({(layer, head) for layer, head in asked.ablate_heads or []})),

@@ -285,5 +285,5 @@ def attention_layer(cfg: TransformerConfig, layer: int, stack: str | None = None
     if cfg.is_deltanet(layer):
         attention = [str(i) for i in range(n_layers) if not cfg.is_deltanet(i)]
         raise NotInModel(f"Layer {layer} is a gated DeltaNet layer (linear attention: a state matrix, no attention "
-                         f"pattern); this model's attention layers are {', '.join(attention) or 'none'}.")
+                         f"pattern); this model's attention layers: {', '.join(attention) or 'none'}.")
     return AttentionLayer(stack, layer, cross)
