@@ -1,7 +1,9 @@
 """Process tuning (app.process_tuning): a fresh server's traces land in pre-touched heap, not fresh pages.
 
 While the trace cache fills, each new trace stays alive beside the cached ones; without a
-pre-touched heap every one of them faults in fresh pages (~700 for a 32-token tiny-gpt trace).
+pre-touched heap every one of them faults in fresh pages (~700 for a 32-token tiny-gpt trace keeping
+every stage). The probe keeps every stage (compact=False, as a trace with edits or a KV cache does):
+a compact trace keeps only what flows between blocks, too little to tell the heap apart.
 """
 
 from __future__ import annotations
@@ -25,13 +27,13 @@ PROBE = textwrap.dedent(
     torch.set_num_threads(1)
     model = Transformer(TransformerConfig(d_model=192, n_layers=4, n_heads=6, vocab_size=7000, n_ctx=64)).eval()
     ids = torch.randint(0, 7000, (1, 33))
-    model.run_with_trace(ids)  # first-call costs out of the way
+    model.run_with_trace(ids, compact=False)  # first-call costs out of the way
     process_tuning.keep_freed_memory(keep_mb=int(sys.argv[1]))
     process_tuning.prefault_heap(int(sys.argv[1]))
     kept = []
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for _ in range(10):
-        kept.append(model.run_with_trace(ids))
+        kept.append(model.run_with_trace(ids, compact=False))  # every stage kept, as a trace with edits is
     print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
     """
 )
