@@ -101,8 +101,7 @@ def refusing_hybrid(name: str, plan: Any) -> Any:
                 f"({layers}) keep a state matrix updated token by token, with no attention pattern, and its attention "
                 "layers multiply their output by a gate. The experiment does not implement either, so it is refused "
                 "rather than answered with numbers that are not the model's."
-            ).with_details("deltanet_model", experiment=name, deltanet_layers=layers,
-                           attention_layers=", ".join(map(str, attention)))
+            ).with_details("deltanet_model", experiment=name, deltanet_layers=deltanet, attention_layers=attention)
         return plan(context, request)
 
     return checked

@@ -87,13 +87,13 @@ def chosen(request: NopeAttentionLabRequest, nope: list[int], rope: list[int]) -
     if nope_layer not in nope:
         raise errors.invalid_option("nope_layer", f"layer {nope_layer} is not a NoPE layer; this model's NoPE "
                                                   f"layers: {', '.join(map(str, nope))}."
-                                    ).with_details("not_nope_layer", layer=nope_layer, layers=", ".join(map(str, nope)))
+                                    ).with_details("not_nope_layer", layer=nope_layer, layers=nope)
     below = [layer for layer in rope if layer < nope_layer]
     rope_layer = (below[-1] if below else rope[0]) if request.rope_layer is None else request.rope_layer
     if rope_layer not in rope:
         raise errors.invalid_option("rope_layer", f"layer {rope_layer} does not turn q and k by RoPE; this model's "
                                                   f"RoPE layers: {', '.join(map(str, rope))}."
-                                    ).with_details("not_rope_layer", layer=rope_layer, layers=", ".join(map(str, rope)))
+                                    ).with_details("not_rope_layer", layer=rope_layer, layers=rope)
     return nope_layer, rope_layer
 
 

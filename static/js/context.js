@@ -55,20 +55,20 @@ const STAGE_VARS = {
   sqrt_score_scale_dim: (info) => Math.sqrt(info.config.score_scale_dim ?? info.d_head).toFixed(2),
   layer: (info, tokens, at) => at.layer ?? 0,
   layer_rope_base: (info, tokens, at) => (isLocal(info.config, at.layer ?? 0) ? info.config.rope_base_local ?? info.config.rope_base : info.config.rope_base),
-  local_layers: (info) => localLayers(info.config).join(", "),
-  global_layers: (info) => [...Array(info.n_layers).keys()].filter((i) => !isLocal(info.config, i)).join(", "),
+  local_layers: (info) => localLayers(info.config),
+  global_layers: (info) => [...Array(info.n_layers).keys()].filter((i) => !isLocal(info.config, i)),
   // Gemma 4: the per-layer input's width, and the layer whose K and V this layer attends with
   d_pli: (info) => info.config.per_layer_input ?? "",
   kv_source: (info, tokens, at) => info.config.kv_source?.[at.layer ?? 0] ?? at.layer ?? 0,
   // SmolLM3's layers without positions; a mixture of experts (Qwen3-MoE)
-  nope_layers: (info) => (info.config.nope_layers ?? []).join(", "),
+  nope_layers: (info) => (info.config.nope_layers ?? []),
   n_experts: (info) => info.config.n_experts ?? "",
   n_experts_used: (info) => info.config.n_experts_used ?? "",
   expert_d_mlp: (info) => info.config.expert_d_mlp ?? info.config.d_mlp ?? "",
   shared_d_mlp: (info) => info.config.shared_expert_d_mlp ?? "", // Qwen3.5-MoE's shared expert
   // Qwen3.5: the gated DeltaNet layers (model/deltanet.py), their heads and widths, and the attention layers
-  deltanet_layers: (info) => (info.config.deltanet_layers ?? []).join(", "),
-  attention_layers: (info) => attentionLayers(info).join(", "),
+  deltanet_layers: (info) => (info.config.deltanet_layers ?? []),
+  attention_layers: (info) => attentionLayers(info),
   dn_key_heads: (info) => info.config.deltanet_key_heads ?? "",
   dn_heads: (info) => info.config.deltanet_value_heads ?? "",
   dn_group: (info) => (info.config.deltanet_value_heads ?? 0) / (info.config.deltanet_key_heads ?? 1),
@@ -98,9 +98,13 @@ function turned(info) {
   return info.config.rope_dims ?? info.d_head;
 }
 
-/** `at`: {stack, layer} of the block the numbers are about (the first block when the stage has none). */
-export function stageVars(info, tokens, at = {}) {
-  return Object.fromEntries(Object.entries(STAGE_VARS).map(([name, get]) => [name, get(info, tokens, at)]));
+/** `at`: {stack, layer} of the block the numbers are about (the first block when the stage has none); `list`
+ *  writes a list (layer numbers) in the page's language (Texts.list: "0, 1" / "0、1"). */
+export function stageVars(info, tokens, at = {}, list = (items) => items.join(", ")) {
+  return Object.fromEntries(Object.entries(STAGE_VARS).map(([name, get]) => {
+    const value = get(info, tokens, at);
+    return [name, Array.isArray(value) ? list(value) : value];
+  }));
 }
 
 /**
@@ -198,7 +202,7 @@ export function makeContext(s, go) {
   if (!panel.hasHeads || (view === "layers" && !panel.hasLayers) || step.key === "pos" || !step.block) view = "head";
   const texts = s.texts[s.lang];
   const choices = stageChoices(s, step, at);
-  const vars = stageVars(s.info, toks, { stack: step.stack, layer: at.layer });
+  const vars = stageVars(s.info, toks, { stack: step.stack, layer: at.layer }, texts.list);
   const stageText = (key) => stageWords(texts, key, choices, vars);
   const layerPart = at.layer === null ? "" : `_L${at.layer}`;
   return {

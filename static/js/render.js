@@ -169,7 +169,7 @@ function renderModelInfo(ctx) {
           cfg.n_experts ? t("cfg_experts", { n_experts: cfg.n_experts, n_experts_used: cfg.n_experts_used }) : ""}${
           cfg.shared_expert_d_mlp ? t("cfg_shared_expert", { shared_d_mlp: cfg.shared_expert_d_mlp }) : ""}`,
         pos: `${t(`pos_name_${cfg.pos_encoding}`)}${cfg.rope_freq_factors ? t("cfg_rope_scaled") : ""}${
-          cfg.nope_layers ? t("cfg_nope", { nope_layers: cfg.nope_layers.join(", ") }) : ""}`,
+          cfg.nope_layers ? t("cfg_nope", { nope_layers: ctx.vars.nope_layers }) : ""}`,
       }),
     }),
   ];

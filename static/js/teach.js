@@ -83,7 +83,7 @@ function lessonBody(text) {
  */
 export function lessonText(texts, info, tokens, model, id, where = {}) {
   const placement = info && info.config.norm_placement === "post" ? "post" : "pre";
-  const vars = info ? { ...stageVars(info, tokens), ...where, model } : { ...where, model };
+  const vars = info ? { ...stageVars(info, tokens, {}, texts.list), ...where, model } : { ...where, model };
   const out = {};
   for (const field of ["title", "body", "look"]) {
     const base = `lesson.${id}.${field}`;

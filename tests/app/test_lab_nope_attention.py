@@ -71,6 +71,8 @@ def test_a_layer_of_the_wrong_kind_is_refused_naming_the_right_ones(client: Test
     status, code, message = error_of(response)
     assert (status, code) == (422, "invalid_option")
     assert response.json()["error"]["details"]["reason"] == reason
+    # the layers as numbers, for the page to list in its language ("1, 3" / "1、3")
+    assert response.json()["error"]["details"]["layers"] == ([1, 3] if reason == "not_nope_layer" else [0, 2])
     assert ("NoPE layers: 1, 3" if reason == "not_nope_layer" else "RoPE layers: 0, 2") in message
     _, code, message = error_of(post(client, ROUTE, {"model": "smollm3", "text": TEXT, "key": 99}))
     assert code == "out_of_range" and "Position 99" in message

@@ -125,7 +125,8 @@ def test_gemma4_draws_its_per_layer_inputs_and_shared_kv(watched: Any, new_serve
 def test_a_hybrids_description_names_its_layer_kinds_in_agreement(watched: Any, new_server: Any, artifacts: Path,
                                                                     lang: str) -> None:
     """The hybrid's description says it is not all attention, and its one attention layer (2) is "layer 2 is", its
-    DeltaNet layers "layers 0, 1 are"; a plain decoder keeps the causal self-attention line."""
+    DeltaNet layers "layers 0, 1 are" ("层 0、1", the Chinese list mark); a plain decoder keeps the causal
+    self-attention line."""
     page = watched.page
     page.set_viewport_size({"width": 1280, "height": 720})
     open_page(page, new_server.url, model="qwen35", text="the cat sat", lang=lang)
@@ -137,7 +138,7 @@ def test_a_hybrids_description_names_its_layer_kinds_in_agreement(watched: Any, 
         assert "layers 2 are" not in line
     else:
         assert arch.startswith("仅解码器的混合结构") and "门控 DeltaNet" in arch, arch
-        assert "层 0, 1 是门控 DeltaNet，每层保存" in line and "；层 2 是带输出门控的注意力，每个 Token" in line, line
+        assert "层 0、1 是门控 DeltaNet，每层保存" in line and "；层 2 是带输出门控的注意力，每个 Token" in line, line
         assert "第" not in line + arch and "每层每个" not in line
     screenshot(page, artifacts / f"hybrid_model_info.{lang}.png")
     open_page(page, new_server.url, model="gpt", text="the cat sat", lang=lang)

@@ -55,7 +55,9 @@ def test_files_are_well_formed(texts: dict[str, dict[str, Any]]) -> None:
     for lang, data in texts.items():
         assert data["language"] == lang
         # models: a model's description, worded from its loader's facts (app/model_words.py)
-        assert set(data) == {"language", "html_lang", "separator", "models", "ui", "stages"}
+        assert set(data) == {"language", "html_lang", "separator", "list_separator", "models", "ui", "stages"}
+        # a list of layer numbers in the language's own way: "0, 1" / "0、1"
+        assert data["list_separator"] == {"en": ", ", "zh": "、"}[lang]
         for section in ("models", "ui", "stages"):
             for key, value in data[section].items():
                 assert isinstance(value, str), (lang, key)

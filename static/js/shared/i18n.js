@@ -28,7 +28,7 @@ export async function loadTexts(own, lang) {
   const [data, shared] = await Promise.all([textFile(own), textFile(`shared.${lang}`)]);
   const joined = { ...data };
   for (const [section, entries] of Object.entries(shared)) {
-    if (typeof entries !== "object") continue; // language, html_lang, separator: the page's own
+    if (typeof entries !== "object") continue; // language, html_lang, separator, list_separator: the page's own
     const into = joined[section] || {};
     for (const key of Object.keys(entries)) if (Object.hasOwn(into, key)) report(`text "${key}" is in ${own}.json and shared.${lang}.json`);
     joined[section] = { ...into, ...entries };
@@ -52,14 +52,21 @@ export function fill(text, params, where = "") {
 }
 
 export class Texts {
-  /** `data`: the parsed text file, {language, html_lang, separator, ui: {...}, and other sections (stages: {...})}. */
+  /** `data`: the parsed text file, {language, html_lang, separator, list_separator, ui: {...}, and other sections (stages: {...})}. */
   constructor(data) {
     this.lang = data.language;
     this.htmlLang = data.html_lang || data.language;
     this.separator = data.separator ?? " ";
+    this.listSeparator = data.list_separator ?? ", "; // "、" in Chinese: 层 0、1、2
     this.data = data;
     this.ui = data.ui;
     this.t = this.t.bind(this);
+    this.list = this.list.bind(this);
+  }
+
+  /** Items as a list in this language (layer numbers: "0, 1, 2" / "0、1、2"). */
+  list(items) {
+    return items.join(this.listSeparator);
   }
 
   has(key) {

@@ -40,6 +40,9 @@ export function detailWords(error, texts, label = () => null) {
     if (!texts.has(`messages_what_${details.what}`)) return null;
     values.what = texts.t(`messages_what_${details.what}`);
   }
+  for (const [name, value] of Object.entries(details)) { // layer numbers: "0, 1" / "0、1"
+    if (Array.isArray(value) && value.every((x) => typeof x === "number")) values[name] = texts.list(value);
+  }
   for (const name of ["limit", "length", "count", "clean", "corrupted"]) {
     if (typeof details[name] === "number") values[name] = details[name].toLocaleString("en-US");
   }

@@ -59,5 +59,5 @@ export function panelModule(name) {
 export function panelContext(s, name) {
   const texts = s.texts[s.lang];
   const experiment = experimentOf(name);
-  return { s, info: s.info, v: own(s, name), ask: experiment && experiment.ask, say: texts && texts.t, models: s.models };
+  return { s, info: s.info, v: own(s, name), ask: experiment && experiment.ask, say: texts && texts.t, list: texts && texts.list, models: s.models };
 }

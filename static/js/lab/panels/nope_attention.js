@@ -51,7 +51,7 @@ export default {
       real_diff: Math.max(data.nope.real_diff, data.rope.real_diff).toExponential(1),
       nope_diff: data.nope.unturned_diff.toExponential(1), nope_scale: fmt(data.nope.score_scale, 3),
       rope_diff: fmt(data.rope.unturned_diff, 3), rope_scale: fmt(data.rope.score_scale, 3),
-      nope_layers: data.nope_layers.join(", "),
+      nope_layers: ctx.list(data.nope_layers),
     };
     const query = say("nope_attention_query");
     const key = say("nope_attention_key");
