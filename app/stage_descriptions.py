@@ -104,12 +104,14 @@ ROWS: tuple[Row, ...] = (
     Row("resid_cross", "resid_cross", True, "vectors"),
     *_norm("ln2", "ln2"),
     # a mixture of experts (model/moe.py) in place of the FFN's pre/gate/up/post: the router's step
+    Row("router_in", "router", False, "router"),  # Gemma 4: what its router reads of the stream
     Row("router_logits", "router", False, "router"), Row("router_probs", "router", True, "router"),
     Row("expert_weights", "router", False, "router"),
     # Qwen3.5-MoE's shared expert, drawn beside the routed ones: its gate per token, its gated output
     Row("shared_gate", "router", False, "router"), Row("shared_out", "router", False, "router"),
     # Gemma 4's MoE block: the dense FFN's output and the experts' weighted sum, each after its norm, drawn side by side
-    Row("dense_out", "router", False, "router"), Row("experts_out", "router", False, "router"),
+    Row("dense_out", "router", False, "router"), Row("experts_in", "router", False, "router"),
+    Row("experts_out", "router", False, "router"),
     Row("pre", "ffn_in", True, "ffn"), Row("gate", "ffn_in", False, "ffn"), Row("up", "ffn_in", False, "ffn"),
     Row("post", "ffn_act", True, "ffn"),
     *_norm("ln2_post", "post_norm", main=False),

@@ -166,9 +166,10 @@ EMBED_STAGES = ("tokens", "embed", "pos_embed", "token_type_embed", "pli_token",
 ATTENTION_STAGES = ("q", "k", "v", "norm_q", "norm_k", "norm_v", "k_shared", "v_shared", "rot_q", "rot_k",
                     "scores_raw", "scores_scaled", "scores_capped", "attn_scores", "pattern", "z",
                     "out_gate", "z_gated")  # the last 2: Qwen3.5's gated attention output
-# router_logits .. expert_weights: a mixture of experts' (model/moe.py); shared_*: its shared expert (Qwen3.5-MoE)
-MLP_STAGES = ("pre", "gate", "up", "post", "router_logits", "router_probs", "expert_weights", "shared_gate",
-              "shared_out", "dense_out", "experts_out")
+# router_logits .. expert_weights: a mixture of experts' (model/moe.py); shared_*: its shared expert (Qwen3.5-MoE);
+# router_in, experts_in, dense_out, experts_out: Gemma 4's MoE block (what the router and experts read, the summands)
+MLP_STAGES = ("pre", "gate", "up", "post", "router_in", "router_logits", "router_probs", "expert_weights",
+              "shared_gate", "shared_out", "dense_out", "experts_in", "experts_out")
 # a gated DeltaNet layer's (model/deltanet.py), in the order the forward pass reaches them: blocks.0.deltanet.hook_beta
 DELTANET_STAGES = ("split_q", "split_k", "split_v", "split_z", "split_a", "split_b", "conv_q", "conv_k", "conv_v",
                    "query", "key", "decay", "beta", "state_change", "state", "read", "gated")

@@ -120,13 +120,15 @@ class FfnBesideExperts(MLP):
     """Gemma 4's mixture-of-experts block (26B-A4B): the layer's FFN and a mixture of experts side by side.
 
         dense   = norm_1(FFN(ln2(h)))                                  dense_out; the FFN's own stages (pre, gate, ...)
-        probs   = softmax(W_router · (rms(h) ⊙ router_scale / √d_model))  the router reads the stream h itself
+        r       = rms(h) ⊙ router_scale / √d_model                     router_in: the router reads the stream h itself
+        probs   = softmax(W_router · r)                                router_logits, router_probs
         weight  = the top-k probs ÷ their sum, × per_expert_scale[e]     (expert_weights)
-        experts = norm_2(Σ over chosen e of weight_e · expert_e(norm_pre(h)))     experts_out
+        experts = norm_2(Σ over chosen e of weight_e · expert_e(norm_pre(h)))     experts_in: norm_pre(h); experts_out
         out     = dense + experts                                      (then the block's ln2_post, as any Gemma FFN)
 
     norm_1, norm_2, norm_pre: RMSNorms with gains of their own; rms: without a gain. The two summands are stages,
-    `dense_out` and `experts_out` (each after its norm, so out is exactly their sum). norm_pre's output is none.
+    `dense_out` and `experts_out` (each after its norm, so out is exactly their sum), and so are the two readings of
+    the stream, `router_in` and `experts_in`: the router and the experts each see h normalised their own way.
     """
 
     def __init__(self, cfg: TransformerConfig, layer: int = 0) -> None:
@@ -140,6 +142,8 @@ class FfnBesideExperts(MLP):
         self.norm_experts_in_w = nn.Parameter(torch.ones(cfg.d_model))
         self.norm_experts_out_w = nn.Parameter(torch.ones(cfg.d_model))
         dims = ("batch", "pos", "expert")
+        self.hook_router_in = HookPoint(("batch", "pos", "d_model"))  # what the router and the experts read of h
+        self.hook_experts_in = HookPoint(("batch", "pos", "d_model"))
         self.hook_router_logits = HookPoint(dims)
         self.hook_router_probs = HookPoint(dims)
         self.hook_expert_weights = HookPoint(dims)
@@ -152,11 +156,11 @@ class FfnBesideExperts(MLP):
         if stream is None:
             raise ValueError("Gemma 4's mixture of experts reads the residual stream beside the FFN's input")
         dense = self.hook_dense_out(rms(super().forward(x), self.eps) * self.norm_dense_w)  # [batch, pos, d_model]
-        routed_in = rms(stream, self.eps) * self.router_scale * self.d_model ** -0.5
+        routed_in = self.hook_router_in(rms(stream, self.eps) * self.router_scale * self.d_model ** -0.5)
         logits = self.hook_router_logits(self.W_router(routed_in))  # [batch, pos, expert]
         probs = self.hook_router_probs(torch.softmax(logits, dim=-1))
         top, chosen = probs.topk(self.top_k, dim=-1)  # [batch, pos, top_k]
         top = top / top.sum(dim=-1, keepdim=True) * self.per_expert_scale[chosen]
         weights = self.hook_expert_weights(torch.zeros_like(probs).scatter(-1, chosen, top))
-        experts = routed(self.experts, weights, rms(stream, self.eps) * self.norm_experts_in_w)
+        experts = routed(self.experts, weights, self.hook_experts_in(rms(stream, self.eps) * self.norm_experts_in_w))
         return dense + self.hook_experts_out(rms(experts, self.eps) * self.norm_experts_out_w)  # [batch, pos, d_model]

@@ -16,6 +16,7 @@ import pytest
 
 from tests.browser.conftest import Watched
 from tests.browser.helpers import open_page
+from tests.browser.test_gemma4_nope_views import screenshot
 
 TEXT = "the cat sat on the mat"
 
@@ -45,6 +46,16 @@ def moe_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     srv.stop()
 
 
+def layer1_stage(server: Any, hook: str) -> Any:
+    """Layer 1's `mlp.hook_<hook>` on TEXT (with its start token), from the model: [pos, ...]."""
+    import torch
+
+    loaded = server.registry.get("gemma_moe")
+    ids = [loaded.tokenizer.special_to_id["<s>"], *(t.id for t in loaded.tokenizer.encode(TEXT))]
+    _, trace = loaded.model.run_with_trace(torch.tensor([ids]))
+    return trace[f"blocks.1.mlp.hook_{hook}"][0]
+
+
 def mean_lengths(server: Any) -> list[float]:
     """Layer 1's mean length over the tokens of its dense FFN's output and of its experts' sum, from the model."""
     import torch
@@ -72,11 +83,21 @@ def test_the_router_step_draws_the_shared_expert(moe_server: Any, watched: Watch
 
 @pytest.mark.parametrize(("lang", "words"), [("en", "beside the FFN"), ("zh", "和前馈网络并排运行")])
 def test_the_router_step_of_experts_beside_the_ffn(moe_server: Any, watched: Watched, lang: str, words: str,
-                                                   tmp_path: Path) -> None:
+                                                   tmp_path: Path, artifacts: Path) -> None:
     page = watched.page
     open_page(page, moe_server.url, model="gemma_moe", text=TEXT, stage="router", layer=1, lang=lang)
     keys = page.eval_on_selector_all("#panel .chart-card", "els => els.map(e => e.dataset.key)")
-    assert keys[:5] == ["probs", "weights", "beside", "dense_out", "experts_out"] and "shared" not in keys, keys
+    assert keys[:7] == ["router_in", "experts_in", "probs", "weights", "beside", "dense_out", "experts_out"], keys
+    assert "shared" not in keys
+    for hook in ("router_in", "experts_in"):  # what the router and the experts read: the model's numbers
+        z = page.evaluate(f"""() => document.querySelector('#panel .chart-card[data-key="{hook}"] .plot').data[0].z""")
+        want = layer1_stage(moe_server, hook)
+        assert len(z) == want.shape[0] and len(z[0]) == want.shape[1], (hook, len(z), len(z[0]))
+        pairs = zip(z, want.tolist(), strict=True)
+        diff = max(abs(a - b) for row, wrow in pairs for a, b in zip(row, wrow, strict=True))
+        assert diff <= 1e-3 * want.abs().max().item(), (hook, diff)  # the page's numbers come as float16
+    page.evaluate("document.querySelector('#panel').scrollIntoView()")
+    screenshot(page, artifacts / f"gemma4_moe_router_inputs.{lang}.png")
     bars = page.eval_on_selector_all('#panel .chart-card[data-key="beside"] .plot .bars path', "els => els.length")
     assert bars == 2 * (len(TEXT) + 1), bars  # two bars per token: the dense FFN's and the experts'
     note = page.inner_text('#panel .chart-card[data-key="beside"] .chart-note')

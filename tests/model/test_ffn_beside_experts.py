@@ -1,8 +1,9 @@
 """Gemma 4's mixture-of-experts block (model/moe.py FfnBesideExperts): its two summands are stages,
 `mlp.hook_dense_out` (the dense FFN's output after norm_1) and `mlp.hook_experts_out` (the experts' weighted sum
-after norm_2). On a tiny random model whose norm gains and expert scales are away from 1: each summand is what the
-recorded stages before it give, the norm after the FFN of their sum is the traced mlp_out, and the two stages are
-on the block's MoE layers only (not on its dense layers, nor on a Qwen3-MoE or Qwen3.5-MoE layer)."""
+after norm_2), and so are what the router and the experts read of the stream (`mlp.hook_router_in`,
+`mlp.hook_experts_in`). On a tiny random model whose norm gains and expert scales are away from 1: each summand is
+what the recorded stages before it give, the norm after the FFN of their sum is the traced mlp_out, and these stages
+are on the block's MoE layers only (not on its dense layers, nor on a Qwen3-MoE or Qwen3.5-MoE layer)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from model.moe import FfnBesideExperts, rms, routed
 
 TOL = 1e-5
 SUMMANDS = ("dense_out", "experts_out")
+OWN = (*SUMMANDS, "router_in", "experts_in")  # the stages only this block has: its summands and its two inputs
 
 
 def gemma_moe(**changes: Any) -> Transformer:
@@ -48,7 +50,7 @@ def post_norm(block: torch.nn.Module) -> torch.nn.Module:
 
 
 def summand_names(model: Transformer) -> set[str]:
-    return {name for name in model.trace_names if name.rsplit("hook_", 1)[-1] in SUMMANDS}
+    return {name for name in model.trace_names if name.rsplit("hook_", 1)[-1] in OWN}
 
 
 @pytest.mark.parametrize("compact", [True, False])
@@ -68,7 +70,13 @@ def test_the_layer_output_is_the_sum_of_its_two_traced_summands(compact: bool) -
             stream = rms(trace[at + "hook_resid_mid"], eps) * mlp.norm_experts_in_w
             own_experts = rms(routed(mlp.experts, trace[at + "mlp.hook_expert_weights"], stream), eps) \
                 * mlp.norm_experts_out_w
+            # what the router and the experts read of the stream, each normalised its own way
+            router_in = rms(trace[at + "hook_resid_mid"], eps) * mlp.router_scale / mlp.d_model ** 0.5
+            own_logits = mlp.W_router(trace[at + "mlp.hook_router_in"])
             out = post_norm(block)(dense + experts)  # the block's norm after the FFN reads their sum
+        torch.testing.assert_close(trace[at + "mlp.hook_router_in"], router_in, atol=TOL, rtol=TOL)
+        torch.testing.assert_close(trace[at + "mlp.hook_router_logits"], own_logits, atol=TOL, rtol=TOL)
+        torch.testing.assert_close(trace[at + "mlp.hook_experts_in"], stream, atol=TOL, rtol=TOL)
         torch.testing.assert_close(dense, own_dense, atol=TOL, rtol=TOL)
         torch.testing.assert_close(experts, own_experts, atol=TOL, rtol=TOL)
         torch.testing.assert_close(out, trace[at + "hook_mlp_out"], atol=TOL, rtol=TOL)
@@ -89,7 +97,7 @@ def test_an_edit_of_a_summand_changes_the_layer_output() -> None:
 
 def test_the_summands_are_on_the_blocks_moe_layers_only() -> None:
     mixed = gemma_moe(moe_layers=(0, 2))
-    assert summand_names(mixed) == {f"blocks.{layer}.mlp.hook_{s}" for layer in (0, 2) for s in SUMMANDS}
+    assert summand_names(mixed) == {f"blocks.{layer}.mlp.hook_{s}" for layer in (0, 2) for s in OWN}
     qwen3_moe: dict[str, Any] = dict(vocab_size=40, d_model=32, n_layers=2, n_heads=4, n_ctx=64, pos_encoding="rope",
                                      norm="rmsnorm", activation="swiglu", n_experts=4, n_experts_used=2,
                                      expert_d_mlp=16)

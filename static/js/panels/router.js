@@ -1,7 +1,8 @@
 // Stage: a mixture of experts' router (model/moe.py): each token's probability for every expert, the experts it is
 // sent to with their weights, and which experts each token used in every layer that has a router; with a shared
 // expert (Qwen3.5-MoE) also its gate per token and its gated output, beside the routed experts; with experts beside
-// the FFN (Gemma 4) the two summands, the dense FFN's output and the experts' weighted sum, and each one's length.
+// the FFN (Gemma 4) first what the router and the experts each read of the stream, and after the routing the two
+// summands, the dense FFN's output and the experts' weighted sum, and each one's length.
 
 import { categoryAxis, draw, fitMargins, legendTop, rawLabels, rowsHeight, tokenLabels } from "../shared/plot.js";
 import { badge, drawTokenMatrix, fetchStages } from "./common.js";
@@ -115,17 +116,28 @@ function drawBeside(board, ctx, stages) {
     title: t("router_experts_out_title"), label: "experts_out", className: "half" });
 }
 
+/** Gemma 4: the stream as the router reads it (r = rms(h) ⊙ scale / √d_model) and as the experts read it (norm_pre). */
+function drawInputs(board, ctx, stages) {
+  const { t } = ctx;
+  const site = ctx.names.site;
+  drawTokenMatrix(board, "router_in", ctx, stages[site.router_in], {
+    title: t("router_router_in_title", { layer: ctx.layer }), label: "router_in", className: "half" });
+  drawTokenMatrix(board, "experts_in", ctx, stages[site.experts_in], {
+    title: t("router_experts_in_title"), label: "experts_in", className: "half" });
+}
+
 export default {
   async load(ctx) {
     const site = ctx.names.site; // this layer's router stages, by hook
-    const names = [site.router_probs, site.expert_weights, site.shared_gate, site.shared_out, site.dense_out,
-      site.experts_out, ...routedLayers(ctx).map((l) => l.name)];
+    const names = [site.router_in, site.experts_in, site.router_probs, site.expert_weights, site.shared_gate,
+      site.shared_out, site.dense_out, site.experts_out, ...routedLayers(ctx).map((l) => l.name)];
     return fetchStages(ctx, [...new Set(names.filter(Boolean))]);
   },
   draw(board, stages, ctx) {
     const { t } = ctx;
     const site = ctx.names.site;
     const used = ctx.cfg.n_experts_used;
+    if (site.router_in) drawInputs(board, ctx, stages); // Gemma 4: the stream as its router and its experts read it
     drawTokenMatrix(board, "probs", ctx, stages[site.router_probs], {
       title: t("router_probs_title", { layer: ctx.layer }), signed: false, className: "half" });
     const weights = stages[site.expert_weights]; // Gemma 4: times each expert's own scale, so possibly above 1
