@@ -102,7 +102,7 @@ def interventions_for(resolved: Resolved, asked: InterventionsIn | None) -> Inte
                 f"ablate_heads: [{errors.shown(layer)}, {errors.shown(head)}] does not exist: this model has "
                 f"layers 0 to {n_layers - 1} and heads 0 to {cfg.n_heads - 1}.")
         if cfg.is_deltanet(layer):  # Qwen3.5: no attention heads there, nothing to zero
-            attention = ", ".join(str(i) for i in range(cfg.n_layers) if not cfg.is_deltanet(i))
+            attention = ", ".join(map(str, cfg.attention_layer_numbers))
             raise errors.invalid_intervention(
                 f"ablate_heads: layer {layer} is a gated DeltaNet layer (a state matrix, no attention heads to "
                 f"zero); this model's attention layers: {attention}.")

@@ -272,6 +272,11 @@ class TransformerConfig:
         return self.deltanet_layers is not None and layer in self.deltanet_layers
 
     @property
+    def attention_layer_numbers(self) -> list[int]:
+        """The layers that are attention: every one, but a hybrid's (Qwen3.5) gated DeltaNet layers."""
+        return [i for i in range(self.n_layers) if not self.is_deltanet(i)]
+
+    @property
     def hybrid(self) -> bool:
         """Some layers are not softmax attention as the rest of the project computes it: gated DeltaNet layers, or
         attention whose output is gated (Qwen3.5). What redoes attention's math outside the forward pass refuses

@@ -284,7 +284,7 @@ def attention_layer(cfg: TransformerConfig, layer: int, stack: str | None = None
         raise NotInModel(f"Layer {layer} does not exist: this model has {n_layers}, numbered 0 to {n_layers - 1}.",
                          n_layers)
     if cfg.is_deltanet(layer):
-        attention = [str(i) for i in range(n_layers) if not cfg.is_deltanet(i)]
+        attention = ", ".join(map(str, cfg.attention_layer_numbers)) or "none"
         raise NotInModel(f"Layer {layer} is a gated DeltaNet layer (linear attention: a state matrix, no attention "
-                         f"pattern); this model's attention layers: {', '.join(attention) or 'none'}.")
+                         f"pattern); this model's attention layers: {attention}.")
     return AttentionLayer(stack, layer, cross)

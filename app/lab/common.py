@@ -93,7 +93,7 @@ def refusing_hybrid(name: str, plan: Any) -> Any:
         cfg = context.resolved.cfg if context.resolved is not None else None
         if cfg is not None and cfg.hybrid:
             deltanet = [i for i in range(cfg.n_layers) if cfg.is_deltanet(i)]
-            attention = [i for i in range(cfg.n_layers) if not cfg.is_deltanet(i)]
+            attention = cfg.attention_layer_numbers
             layers = ", ".join(map(str, deltanet))
             raise errors.not_in_model(
                 f"The {name} experiment recomputes attention (its patterns, or its math outside the forward pass) "

@@ -100,7 +100,7 @@ function turned(info) {
 
 /** `at`: {stack, layer} of the block the numbers are about (the first block when the stage has none); `list`
  *  writes a list (layer numbers) in the page's language (Texts.list: "0, 1" / "0、1"). */
-export function stageVars(info, tokens, at = {}, list = (items) => items.join(", ")) {
+export function stageVars(info, tokens, at, list) {
   return Object.fromEntries(Object.entries(STAGE_VARS).map(([name, get]) => {
     const value = get(info, tokens, at);
     return [name, Array.isArray(value) ? list(value) : value];
