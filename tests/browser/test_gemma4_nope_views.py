@@ -212,3 +212,23 @@ def test_head_panels_on_a_hybrid_offer_and_open_its_attention_layers_only(watche
     assert page.eval_on_selector(select, "s => s.value") == "2"
     assert page.locator("#board-linear_attention .plot").count() > 0
     assert watched.errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_an_experiment_that_refuses_a_hybrid_says_so_by_its_title_and_lists_the_layers(watched: Any, new_server: Any,
+                                                                                     lang: str) -> None:
+    """The refusal names the experiment as its panel is titled, not by its API name, and lists the DeltaNet layers
+    (0, 1) and the attention layer (2) the language's way ("0, 1" / "0、1")."""
+    page = watched.page
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_lab(page, new_server.url, model="qwen35", text=LAB_TEXTS[lang], lang=lang, panel="positions")
+    shown = page.inner_text("#panel-positions .lab-error")
+    title = page.inner_text("#panel-positions h2")
+    assert f"“{title}”" in shown and "“positions”" not in shown, (title, shown)
+    if lang == "en":
+        assert "its gated DeltaNet layers (0, 1)" in shown and "attention layers (2)" in shown, shown
+    else:
+        assert "层 0、1 是门控 DeltaNet 层" in shown and "（层 2）" in shown, shown
+    assert not BAD.search(shown), shown
+    assert [e for e in watched.errors if "status of 422" not in e] == []

@@ -40,6 +40,10 @@ export function detailWords(error, texts, label = () => null) {
     if (!texts.has(`messages_what_${details.what}`)) return null;
     values.what = texts.t(`messages_what_${details.what}`);
   }
+  // a lab experiment by its title on the page, not its API name ("positions" -> "Positions: sinusoidal, RoPE, ...")
+  if (typeof details.experiment === "string" && texts.has(`${details.experiment}_title`)) {
+    values.experiment = texts.t(`${details.experiment}_title`);
+  }
   for (const [name, value] of Object.entries(details)) { // layer numbers: "0, 1" / "0、1"
     if (Array.isArray(value) && value.every((x) => typeof x === "number")) values[name] = texts.list(value);
   }
